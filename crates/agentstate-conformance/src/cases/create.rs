@@ -1,0 +1,98 @@
+use agentstate::{CreateSession, ErrorKind, GetSessionConfig, ListSessions, SessionKey};
+use serde_json::json;
+
+use super::{Svc, create, event, key, obj, reload, state_of};
+use crate::unique;
+
+/// Initial state is split by scope; `temp:` keys are dropped, even from the returned session.
+pub async fn create_splits_state_by_scope(svc: Svc) {
+    let app = unique("app");
+    let s = create(&svc, &app, "u1", "s1", json!({"k": 1, "app:a": "A", "user:u": "U1", "temp:t": "T"})).await;
+    let expected = json!({"k": 1, "app:a": "A", "user:u": "U1"});
+    assert_eq!(state_of(&s), expected, "returned state");
+    assert!(s.events().is_empty());
+    assert_eq!((s.app_name(), s.user_id(), s.id()), (app.as_str(), "u1", "s1"));
+    let now = agentstate::time::now_secs();
+    assert!((s.last_update_time() - now).abs() < 60.0, "last_update_time is the creation time");
+    assert_eq!(state_of(&reload(&svc, s.key()).await), expected, "reloaded state");
+}
+
+/// A missing or empty session id gets a fresh UUIDv4.
+pub async fn create_generates_missing_ids(svc: Svc) {
+    let app = unique("app");
+    let a = svc.create_session(CreateSession::new(&app, "u")).await.unwrap();
+    let b = svc.create_session(CreateSession::new(&app, "u").id("")).await.unwrap();
+    for s in [&a, &b] {
+        let id = s.id();
+        assert_eq!(id.len(), 36, "{id} is not a UUID");
+        assert_eq!(&id[14..15], "4", "{id} is not a version-4 UUID");
+        assert!(reload(&svc, s.key()).await.events().is_empty());
+    }
+    assert_ne!(a.id(), b.id());
+}
+
+/// Creating an existing (app, user, id) fails with the reference's message and changes nothing,
+/// not even the shared scopes.
+pub async fn create_existing_id_is_already_exists(svc: Svc) {
+    let app = unique("app");
+    create(&svc, &app, "u", "s1", json!({"k": 1, "user:u": "first"})).await;
+    let err = svc
+        .create_session(
+            CreateSession::new(&app, "u").id("s1").with_state(obj(json!({"k": 2, "user:u": "second", "app:a": 1}))),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::AlreadyExists);
+    assert_eq!(err.to_string(), "Session with id s1 already exists.");
+    assert_eq!(state_of(&reload(&svc, &key(&app, "u", "s1")).await), json!({"k": 1, "user:u": "first"}));
+}
+
+/// Ids are scoped per (app, user): the same id elsewhere is another session.
+pub async fn same_id_for_another_user_or_app_is_another_session(svc: Svc) {
+    let (app1, app2) = (unique("app"), unique("app"));
+    create(&svc, &app1, "u1", "s1", json!({"who": "u1"})).await;
+    create(&svc, &app1, "u2", "s1", json!({"who": "u2"})).await;
+    create(&svc, &app2, "u1", "s1", json!({"who": "app2"})).await;
+    for (app, user, who) in [(&app1, "u1", "u1"), (&app1, "u2", "u2"), (&app2, "u1", "app2")] {
+        assert_eq!(state_of(&reload(&svc, &key(app, user, "s1")).await), json!({"who": who}));
+    }
+    svc.delete_session(&key(&app1, "u1", "s1")).await.unwrap();
+    assert!(svc.get_session(&key(&app1, "u2", "s1"), GetSessionConfig::default()).await.unwrap().is_some());
+}
+
+/// `app:` is checked first: `app:user:x` is the app key `user:x`, visible to every user.
+pub async fn app_prefix_is_checked_before_user_prefix(svc: Svc) {
+    let app = unique("app");
+    create(&svc, &app, "u1", "s1", json!({"app:user:x": 1, "user:app:y": 2})).await;
+    let other_user = create(&svc, &app, "u2", "s2", json!({})).await;
+    assert_eq!(state_of(&other_user), json!({"app:user:x": 1}));
+}
+
+/// Malformed ids are refused with `InvalidArgument` naming the field, by every entry point.
+pub async fn invalid_ids_are_rejected(svc: Svc) {
+    let app = unique("app");
+    let long = "x".repeat(129);
+    let bad_ids = ["", " lead", "trail ", "ctl\u{7}", "new\nline", long.as_str()];
+    for bad in bad_ids.iter().filter(|b| !b.is_empty()) {
+        let err = svc.create_session(CreateSession::new(&app, "u").id(*bad)).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "session id {bad:?}");
+        assert!(err.to_string().contains("session_id"), "{err}");
+    }
+    for bad in bad_ids {
+        let err = svc.create_session(CreateSession::new(&app, bad)).await.unwrap_err();
+        assert!(matches!(err, agentstate::Error::InvalidArgument { field: "user_id", .. }), "user id {bad:?}: {err}");
+        let err = svc.create_session(CreateSession::new(bad, "u")).await.unwrap_err();
+        assert!(matches!(err, agentstate::Error::InvalidArgument { field: "app_name", .. }), "app {bad:?}: {err}");
+        let err = svc.list_sessions(ListSessions::user(&app, bad)).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+        assert!(SessionKey::new(&app, "u", bad).is_err());
+    }
+    // Nothing was created by the refused calls.
+    assert!(svc.list_sessions(ListSessions::app(&app)).await.unwrap().sessions.is_empty());
+
+    let mut s = create(&svc, &app, "u", "s", json!({})).await;
+    let mut e = event("inv", json!({"k": 1}));
+    e.id = " bad".into();
+    let err = svc.append_event(&mut s, e).await.unwrap_err();
+    assert!(matches!(err, agentstate::Error::InvalidArgument { field: "event.id", .. }), "{err}");
+}

@@ -1,0 +1,100 @@
+//! The conformance suite every agentstate backend must pass, written once.
+//!
+//! A backend's test file only says how to make a service; the macro expands to one `#[test]` per
+//! case of the behaviour contract (SPEC §2–3):
+//!
+//! ```ignore
+//! use std::sync::Arc;
+//! use agentstate::{InMemorySessionService, SessionService};
+//!
+//! agentstate_conformance::session_service_tests!(|| async {
+//!     Arc::new(InMemorySessionService::new()) as Arc<dyn SessionService>
+//! });
+//! ```
+//!
+//! Every case works in apps of its own (random names), so one database can serve every case and
+//! every concurrent run. [`check_against_model`] runs random operation sequences against the
+//! service and a deliberately simple model of the contract, comparing every observable result.
+//!
+//! This crate is test code: a failed expectation panics with a message saying what differed.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::future::Future;
+use std::sync::Arc;
+
+use agentstate::SessionService;
+
+pub mod cases;
+mod model;
+
+pub use model::check_against_model;
+
+/// Runs one case on a fresh two-worker runtime (real parallelism for the concurrency cases)
+/// against a service made by `factory`.
+pub fn run<F, FF, C, CF>(factory: F, case: C)
+where
+    F: FnOnce() -> FF,
+    FF: Future<Output = Arc<dyn SessionService>>,
+    C: FnOnce(Arc<dyn SessionService>) -> CF,
+    CF: Future<Output = ()>,
+{
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("build a tokio runtime");
+    runtime.block_on(async move { case(factory().await).await });
+}
+
+/// A name no other case or run uses: `prefix-<uuid>`.
+pub fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}", agentstate::Event::new_id())
+}
+
+/// Expands to one `#[test]` per conformance case, each calling `$factory` (a closure returning a
+/// future of `Arc<dyn SessionService>`) for its service.
+#[macro_export]
+macro_rules! session_service_tests {
+    ($factory:expr) => {
+        $crate::session_service_tests!(@each $factory;
+            create_splits_state_by_scope,
+            create_generates_missing_ids,
+            create_existing_id_is_already_exists,
+            same_id_for_another_user_or_app_is_another_session,
+            app_prefix_is_checked_before_user_prefix,
+            invalid_ids_are_rejected,
+            merged_state_groups_session_then_app_then_user,
+            shared_scopes_are_visible_in_other_sessions,
+            shared_scope_changes_are_visible_on_next_read,
+            scopes_are_isolated_between_users_and_apps,
+            get_missing_is_none,
+            get_selects_event_windows,
+            handles_are_independent_copies,
+            list_orders_merges_and_omits_events,
+            list_unknown_app_or_user_is_empty,
+            list_pages_cover_every_session_once,
+            delete_removes_session_and_keeps_shared_state,
+            append_to_missing_session_is_not_found,
+            append_applies_delta_by_scope,
+            partial_events_are_not_stored,
+            temp_keys_live_only_on_the_handle,
+            stale_handle_is_rejected_and_left_unchanged,
+            duplicate_event_ids,
+            event_ids_are_assigned,
+            timestamps_strictly_increase,
+            unknown_event_fields_round_trip,
+            invalid_events_are_rejected_without_changes,
+            concurrent_shared_scope_writers_lose_nothing,
+            concurrent_handles_conflict_exactly_once,
+            serialised_appends_through_one_handle_keep_order,
+        );
+    };
+    (@each $factory:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::run($factory, $crate::cases::$case);
+            }
+        )*
+    };
+}

@@ -1,0 +1,378 @@
+//! Model-based property test: random operation sequences run against a service and against a
+//! deliberately naive model of the contract (plain maps, linear scans); every observable result
+//! must agree. The model adopts only what it cannot predict: a new session's creation time.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use agentstate::{
+    ConflictKind, CreateSession, Error, Event, GetSessionConfig, ListSessions, Map, Session, SessionKey,
+    SessionService, Value,
+};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use serde_json::json;
+
+const USERS: [&str; 2] = ["u0", "u1"];
+const SIDS: [&str; 3] = ["s0", "s1", "s2"];
+const SCOPES: [&str; 4] = ["", "app:", "user:", "temp:"];
+const NAMES: [&str; 3] = ["a", "b", "c"];
+const SLOTS: usize = 3;
+
+#[derive(Debug, Clone, Copy)]
+enum IdChoice {
+    Fresh,
+    Empty,
+    RetryLast,
+    ReuseWithOtherContent,
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Create { user: usize, sid: usize, state: Vec<(usize, usize, Option<i64>)> },
+    Load { slot: usize, user: usize, sid: usize },
+    Get { user: usize, sid: usize, recent: Option<usize>, after_nth_newest: Option<usize> },
+    Append { slot: usize, delta: Vec<(usize, usize, Option<i64>)>, offset_micros: i64, partial: bool, id: IdChoice },
+    Delete { user: usize, sid: usize },
+    List { user: Option<usize>, page_size: Option<usize> },
+}
+
+fn ops() -> impl Strategy<Value = Vec<Op>> {
+    let entries = || prop::collection::vec((0..SCOPES.len(), 0..NAMES.len(), prop::option::of(-2i64..3)), 0..4);
+    let id = prop_oneof![
+        6 => Just(IdChoice::Fresh),
+        2 => Just(IdChoice::Empty),
+        1 => Just(IdChoice::RetryLast),
+        1 => Just(IdChoice::ReuseWithOtherContent)
+    ];
+    let op = prop_oneof![
+        2 => (0..USERS.len(), 0..SIDS.len(), entries()).prop_map(|(user, sid, state)| Op::Create { user, sid, state }),
+        3 => (0..SLOTS, 0..USERS.len(), 0..SIDS.len()).prop_map(|(slot, user, sid)| Op::Load { slot, user, sid }),
+        5 => (0..SLOTS, entries(), -3i64..4, prop::bool::weighted(0.1), id).prop_map(
+            |(slot, delta, offset_micros, partial, id)| Op::Append { slot, delta, offset_micros, partial, id }
+        ),
+        1 => (0..USERS.len(), 0..SIDS.len(), prop::option::of(0usize..4), prop::option::of(0usize..4))
+            .prop_map(|(user, sid, recent, after_nth_newest)| Op::Get { user, sid, recent, after_nth_newest }),
+        1 => (0..USERS.len(), 0..SIDS.len()).prop_map(|(user, sid)| Op::Delete { user, sid }),
+        1 => (prop::option::of(0..USERS.len()), prop::option::of(1usize..4))
+            .prop_map(|(user, page_size)| Op::List { user, page_size }),
+    ];
+    prop::collection::vec(op, 1..40)
+}
+
+/// Runs `cases` random operation sequences against services made by `factory` and the model.
+/// Panics with the shrunk failing sequence on the first disagreement.
+pub fn check_against_model<F, FF>(factory: F, cases: u32)
+where
+    F: Fn() -> FF,
+    FF: Future<Output = Arc<dyn SessionService>>,
+{
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let config = Config { cases, failure_persistence: None, ..Config::default() };
+    let mut runner = TestRunner::new(config);
+    let result = runner.run(&ops(), |ops| {
+        runtime.block_on(async {
+            let svc = factory().await;
+            Run { svc, app: crate::unique("model"), model: Model::default(), slots: Default::default(), next_id: 0 }
+                .execute(&ops)
+                .await
+        })
+    });
+    if let Err(err) = result {
+        panic!("service disagrees with the model: {err}");
+    }
+}
+
+#[derive(Debug, Default)]
+struct Model {
+    app: Map<String, Value>,
+    users: BTreeMap<usize, Map<String, Value>>,
+    sessions: BTreeMap<(usize, usize), Stored>,
+}
+
+#[derive(Debug, Clone)]
+struct Stored {
+    state: Map<String, Value>,
+    events: Vec<Event>,
+    last: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Handle {
+    user: usize,
+    sid: usize,
+    state: Map<String, Value>,
+    events: Vec<String>,
+    last: i64,
+}
+
+impl Model {
+    fn merged(&self, user: usize, stored: &Stored) -> Map<String, Value> {
+        let mut m = stored.state.clone();
+        for (k, v) in &self.app {
+            m.insert(format!("app:{k}"), v.clone());
+        }
+        for (k, v) in self.users.get(&user).into_iter().flatten() {
+            m.insert(format!("user:{k}"), v.clone());
+        }
+        m
+    }
+
+    fn apply(&mut self, user: usize, sid: usize, delta: &Map<String, Value>) {
+        for (k, v) in delta {
+            if let Some(rest) = k.strip_prefix("app:") {
+                self.app.insert(rest.to_owned(), v.clone());
+            } else if let Some(rest) = k.strip_prefix("user:") {
+                self.users.entry(user).or_default().insert(rest.to_owned(), v.clone());
+            } else if !k.starts_with("temp:") {
+                let stored = self.sessions.get_mut(&(user, sid)).expect("session exists");
+                stored.state.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+fn flat(entries: &[(usize, usize, Option<i64>)]) -> Map<String, Value> {
+    entries
+        .iter()
+        .map(|&(scope, name, v)| (format!("{}{}", SCOPES[scope], NAMES[name]), v.map_or(Value::Null, Value::from)))
+        .collect()
+}
+
+fn outcome<T>(r: &Result<T, Error>) -> String {
+    match r {
+        Ok(_) => "Ok".into(),
+        Err(e) => format!("Err({:?})", e.kind()),
+    }
+}
+
+struct Run {
+    svc: Arc<dyn SessionService>,
+    app: String,
+    model: Model,
+    slots: [Option<(Session, Handle)>; SLOTS],
+    next_id: u64,
+}
+
+impl Run {
+    fn key(&self, user: usize, sid: usize) -> SessionKey {
+        SessionKey::new(&self.app, USERS[user], SIDS[sid]).unwrap()
+    }
+
+    async fn execute(mut self, ops: &[Op]) -> Result<(), TestCaseError> {
+        for (step, op) in ops.iter().enumerate() {
+            self.step(op).await.map_err(|e| TestCaseError::fail(format!("step {step} {op:?}: {e}")))?;
+        }
+        // Finally every session must be stored exactly as the model says.
+        for user in 0..USERS.len() {
+            for sid in 0..SIDS.len() {
+                self.compare_get(user, sid, GetSessionConfig::default()).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn step(&mut self, op: &Op) -> Result<(), TestCaseError> {
+        match *op {
+            Op::Create { user, sid, ref state } => self.create(user, sid, flat(state)).await,
+            Op::Load { slot, user, sid } => {
+                let got = self.svc.get_session(&self.key(user, sid), GetSessionConfig::default()).await.unwrap();
+                let expected = self.model.sessions.get(&(user, sid)).map(|s| Handle {
+                    user,
+                    sid,
+                    state: self.model.merged(user, s),
+                    events: s.events.iter().map(|e| e.id.clone()).collect(),
+                    last: s.last,
+                });
+                prop_assert_eq!(&got.as_ref().map(|s| handle_of(user, sid, s)), &expected);
+                self.slots[slot] = got.zip(expected);
+                Ok(())
+            }
+            Op::Get { user, sid, recent, after_nth_newest } => {
+                let after = after_nth_newest.and_then(|n| {
+                    let events = &self.model.sessions.get(&(user, sid))?.events;
+                    let e = events.iter().rev().nth(n)?;
+                    Some(e.timestamp)
+                });
+                self.compare_get(user, sid, GetSessionConfig { num_recent_events: recent, after_timestamp: after })
+                    .await
+            }
+            Op::Append { slot, ref delta, offset_micros, partial, id } => {
+                self.append(slot, flat(delta), offset_micros, partial, id).await
+            }
+            Op::Delete { user, sid } => {
+                self.svc.delete_session(&self.key(user, sid)).await.unwrap();
+                self.model.sessions.remove(&(user, sid));
+                Ok(())
+            }
+            Op::List { user, page_size } => self.list(user, page_size).await,
+        }
+    }
+
+    async fn create(&mut self, user: usize, sid: usize, state: Map<String, Value>) -> Result<(), TestCaseError> {
+        let request = CreateSession::new(&self.app, USERS[user]).id(SIDS[sid]).with_state(state.clone());
+        let got = self.svc.create_session(request).await;
+        if self.model.sessions.contains_key(&(user, sid)) {
+            prop_assert_eq!(outcome(&got), "Err(AlreadyExists)");
+            return Ok(());
+        }
+        let session = got.map_err(|e| TestCaseError::fail(format!("create failed: {e}")))?;
+        let stored = Stored { state: Map::new(), events: Vec::new(), last: session.last_update_micros() };
+        self.model.sessions.insert((user, sid), stored);
+        self.model.apply(user, sid, &state);
+        let expected = self.model.merged(user, &self.model.sessions[&(user, sid)]);
+        prop_assert_eq!(session.state().all(), &expected);
+        prop_assert!(session.events().is_empty());
+        Ok(())
+    }
+
+    async fn compare_get(&self, user: usize, sid: usize, config: GetSessionConfig) -> Result<(), TestCaseError> {
+        let got = self.svc.get_session(&self.key(user, sid), config).await.unwrap();
+        let Some(stored) = self.model.sessions.get(&(user, sid)) else {
+            prop_assert!(got.is_none(), "deleted or never created, yet found");
+            return Ok(());
+        };
+        let got = got.ok_or_else(|| TestCaseError::fail("session missing"))?;
+        let after = config.after_timestamp.map_or(i64::MIN, micros);
+        let mut window: Vec<&Event> = stored.events.iter().filter(|e| micros(e.timestamp) >= after).collect();
+        if let Some(n) = config.num_recent_events {
+            window = window.split_off(window.len().saturating_sub(n));
+        }
+        let expected: Vec<Value> = window.iter().map(|e| serde_json::to_value(e).unwrap()).collect();
+        let actual: Vec<Value> = got.events().iter().map(|e| serde_json::to_value(e).unwrap()).collect();
+        prop_assert_eq!(actual, expected);
+        prop_assert_eq!(got.state().all(), &self.model.merged(user, stored));
+        prop_assert_eq!(got.last_update_micros(), stored.last);
+        Ok(())
+    }
+
+    async fn append(
+        &mut self,
+        slot: usize,
+        delta: Map<String, Value>,
+        offset: i64,
+        partial: bool,
+        choice: IdChoice,
+    ) -> Result<(), TestCaseError> {
+        let Some((mut session, mut handle)) = self.slots[slot].take() else { return Ok(()) };
+        let (user, sid) = (handle.user, handle.sid);
+        let stored = self.model.sessions.get(&(user, sid)).cloned();
+        let last_stored = stored.as_ref().and_then(|s| s.events.last().cloned());
+        let mut event = Event::new("inv").author("model");
+        event.actions.state_delta = delta;
+        event.timestamp = (handle.last + offset) as f64 / 1e6;
+        event.partial = partial.then_some(true);
+        event.id = match (choice, &last_stored) {
+            (IdChoice::Empty, _) => String::new(),
+            (IdChoice::RetryLast, Some(last)) => {
+                event = last.clone();
+                last.id.clone()
+            }
+            (IdChoice::ReuseWithOtherContent, Some(last)) => {
+                event.actions.state_delta.insert("different".into(), json!(self.next_id));
+                last.id.clone()
+            }
+            _ => format!("e{}", self.next_id),
+        };
+        self.next_id += 1;
+        let sent = event.clone();
+        let got = self.svc.append_event(&mut session, event).await;
+
+        let trimmed = |e: &Event| {
+            let mut e = e.clone();
+            e.actions.state_delta.retain(|k, _| !k.starts_with("temp:"));
+            e
+        };
+        if sent.is_partial() {
+            prop_assert_eq!(got.map_err(|e| TestCaseError::fail(e.to_string()))?, sent);
+        } else if let Some(stored) = stored {
+            if let Some(existing) = stored.events.iter().find(|e| e.id == sent.id) {
+                if existing.same_as_retry(&trimmed(&sent)) {
+                    prop_assert_eq!(got.map_err(|e| TestCaseError::fail(e.to_string()))?, existing.clone());
+                } else {
+                    let is_dup = matches!(&got, Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { .. } }));
+                    prop_assert!(is_dup, "expected a duplicate-id conflict, got {:?}", got);
+                }
+            } else if stored.last != handle.last {
+                let is_stale = matches!(&got, Err(Error::Conflict { kind: ConflictKind::StaleSession }));
+                prop_assert!(is_stale, "expected a stale conflict, got {:?}", got);
+            } else {
+                let returned = got.map_err(|e| TestCaseError::fail(format!("append failed: {e}")))?;
+                let ts = micros(sent.timestamp).max(handle.last + 1);
+                let mut expected = trimmed(&sent);
+                expected.timestamp = ts as f64 / 1e6;
+                if sent.id.is_empty() {
+                    prop_assert!(!returned.id.is_empty());
+                    expected.id = returned.id.clone();
+                }
+                prop_assert_eq!(&returned, &expected);
+                let model_session = self.model.sessions.get_mut(&(user, sid)).expect("present");
+                model_session.events.push(expected.clone());
+                model_session.last = ts;
+                self.model.apply(user, sid, &sent.actions.state_delta);
+                for (k, v) in sent.actions.state_delta.iter().filter(|(k, _)| k.starts_with("temp:")) {
+                    handle.state.insert(k.clone(), v.clone());
+                }
+                for (k, v) in &expected.actions.state_delta {
+                    handle.state.insert(k.clone(), v.clone());
+                }
+                handle.events.push(expected.id);
+                handle.last = ts;
+            }
+        } else {
+            prop_assert_eq!(outcome(&got), "Err(NotFound)");
+        }
+        prop_assert_eq!(handle_of(user, sid, &session), handle.clone(), "handle after append");
+        self.slots[slot] = Some((session, handle));
+        Ok(())
+    }
+
+    async fn list(&self, user: Option<usize>, page_size: Option<usize>) -> Result<(), TestCaseError> {
+        let mut request = ListSessions {
+            app_name: self.app.clone(),
+            user_id: user.map(|u| USERS[u].to_owned()),
+            ..Default::default()
+        };
+        request.page_size = page_size;
+        let mut got = Vec::new();
+        loop {
+            let page = self.svc.list_sessions(request.clone()).await.unwrap();
+            got.extend(page.sessions.iter().map(|s| {
+                prop_assert!(s.events().is_empty());
+                Ok((s.last_update_micros(), s.user_id().to_owned(), s.id().to_owned(), s.state().all().clone()))
+            }));
+            match page.next_page_token {
+                Some(token) => request.page_token = Some(token),
+                None => break,
+            }
+        }
+        let got: Vec<_> = got.into_iter().collect::<Result<_, TestCaseError>>()?;
+        let mut expected: Vec<_> = self
+            .model
+            .sessions
+            .iter()
+            .filter(|((u, _), _)| user.is_none_or(|x| x == *u))
+            .map(|(&(u, s), stored)| {
+                (stored.last, USERS[u].to_owned(), SIDS[s].to_owned(), self.model.merged(u, stored))
+            })
+            .collect();
+        expected.sort_by(|a, b| (a.0, &a.1, &a.2).cmp(&(b.0, &b.1, &b.2)));
+        prop_assert_eq!(got, expected);
+        Ok(())
+    }
+}
+
+fn micros(secs: f64) -> i64 {
+    (secs * 1e6).round() as i64
+}
+
+fn handle_of(user: usize, sid: usize, s: &Session) -> Handle {
+    Handle {
+        user,
+        sid,
+        state: s.state().all().clone(),
+        events: s.events().iter().map(|e| e.id.clone()).collect(),
+        last: s.last_update_micros(),
+    }
+}

@@ -1,0 +1,234 @@
+//! Events: the history of a session, and the carrier of state changes (`actions.state_delta`).
+//!
+//! The JSON form is the reference's storage form (snake_case field names, absent fields omitted);
+//! camelCase input is accepted too. Fields not modelled here survive a round trip in `extra`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::content::Content;
+use crate::time;
+
+/// One entry of a session's history.
+///
+/// ```
+/// use agentstate::{Content, Event};
+/// use serde_json::json;
+///
+/// let event = Event::new("inv_1")
+///     .author("user")
+///     .content(Content::text("user", "Hello"))
+///     .delta("task_status", json!("active"))
+///     .delta("user:login_count", json!(1));
+/// assert_eq!(event.actions.state_delta.len(), 2);
+/// assert!(event.id.is_empty(), "the service assigns an id on append");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// The message, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Content>,
+    /// A streaming fragment; partial events are never stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<bool>,
+    /// Whether the model's turn is complete.
+    #[serde(default, alias = "turnComplete", skip_serializing_if = "Option::is_none")]
+    pub turn_complete: Option<bool>,
+    /// Error code reported by the model or a tool.
+    #[serde(default, alias = "errorCode", skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    /// Error message reported by the model or a tool.
+    #[serde(default, alias = "errorMessage", skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    /// The invocation (one user turn, all agents included) that produced the event.
+    #[serde(default, alias = "invocationId")]
+    pub invocation_id: String,
+    /// `"user"` or the name of the agent that produced the event.
+    #[serde(default)]
+    pub author: String,
+    /// Side effects: state changes, artifact versions, control flow.
+    #[serde(default)]
+    pub actions: EventActions,
+    /// Ids of long-running tool calls this event started.
+    #[serde(default, alias = "longRunningToolIds", skip_serializing_if = "Option::is_none")]
+    pub long_running_tool_ids: Option<Vec<String>>,
+    /// The agent branch (`parent.child`) that produced the event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// Unique within its session; assigned on append when empty.
+    #[serde(default)]
+    pub id: String,
+    /// Epoch seconds. Stored to the microsecond and kept strictly increasing within a session.
+    #[serde(default = "time::now_secs")]
+    pub timestamp: f64,
+    /// Fields not modelled here, kept as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for Event {
+    fn default() -> Self {
+        Self {
+            content: None,
+            partial: None,
+            turn_complete: None,
+            error_code: None,
+            error_message: None,
+            invocation_id: String::new(),
+            author: String::new(),
+            actions: EventActions::default(),
+            long_running_tool_ids: None,
+            branch: None,
+            id: String::new(),
+            timestamp: time::now_secs(),
+            extra: Map::new(),
+        }
+    }
+}
+
+impl Event {
+    /// An event of `invocation_id`, timestamped now.
+    pub fn new(invocation_id: impl Into<String>) -> Self {
+        Self { invocation_id: invocation_id.into(), ..Self::default() }
+    }
+
+    /// A fresh event id (a UUIDv4, as the reference uses).
+    pub fn new_id() -> String {
+        uuid::Uuid::new_v4().to_string()
+    }
+
+    /// Sets the author.
+    #[must_use]
+    pub fn author(mut self, author: impl Into<String>) -> Self {
+        self.author = author.into();
+        self
+    }
+
+    /// Sets the content.
+    #[must_use]
+    pub fn content(mut self, content: Content) -> Self {
+        self.content = Some(content);
+        self
+    }
+
+    /// Adds one key to `actions.state_delta`.
+    #[must_use]
+    pub fn delta(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.actions.state_delta.insert(key.into(), value);
+        self
+    }
+
+    /// Sets the timestamp (epoch seconds).
+    #[must_use]
+    pub fn at(mut self, timestamp: f64) -> Self {
+        self.timestamp = timestamp;
+        self
+    }
+
+    /// Marks the event as a streaming fragment (never stored).
+    #[must_use]
+    pub fn partial(mut self, partial: bool) -> Self {
+        self.partial = Some(partial);
+        self
+    }
+
+    /// Whether this is a streaming fragment.
+    pub fn is_partial(&self) -> bool {
+        self.partial == Some(true)
+    }
+
+    /// The event's text (non-thought text parts concatenated), empty without content.
+    pub fn text(&self) -> String {
+        self.content.as_ref().map(Content::joined_text).unwrap_or_default()
+    }
+
+    /// Whether two events are the same event, as a retry of an append would resend it: equal in
+    /// everything but the timestamp, which the service may have moved forward when storing.
+    pub fn same_as_retry(&self, other: &Event) -> bool {
+        let (mut a, mut b) = (self.clone(), other.clone());
+        a.timestamp = 0.0;
+        b.timestamp = 0.0;
+        a == b
+    }
+}
+
+/// The side effects an event carries.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EventActions {
+    /// Do not summarise the function response with the model.
+    #[serde(default, alias = "skipSummarization", skip_serializing_if = "Option::is_none")]
+    pub skip_summarization: Option<bool>,
+    /// State changes, keyed with their scope prefix (`app:`, `user:`, `temp:` or none).
+    #[serde(default, alias = "stateDelta")]
+    pub state_delta: Map<String, Value>,
+    /// Artifact name → new version number.
+    #[serde(default, alias = "artifactDelta")]
+    pub artifact_delta: Map<String, Value>,
+    /// Hand the conversation to the named agent.
+    #[serde(default, alias = "transferToAgent", skip_serializing_if = "Option::is_none")]
+    pub transfer_to_agent: Option<String>,
+    /// Leave the enclosing loop agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalate: Option<bool>,
+    /// Fields not modelled here, kept as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The reference's stored `event_data`, verbatim (reference §1.5).
+    fn reference_event_data() -> Value {
+        json!({"content": {"parts": [{"text": "hello"}], "role": "user"}, "invocation_id": "inv1",
+               "author": "user",
+               "actions": {"state_delta": {"k": 2, "user:u": "U1b", "app:a": "A2", "none": null},
+                           "artifact_delta": {}, "requested_auth_configs": {},
+                           "requested_tool_confirmations": {}},
+               "node_info": {"path": ""}, "id": "57616c03-e594-438a-aac4-c55533e95e74",
+               "timestamp": 1795318375.2811546})
+    }
+
+    #[test]
+    fn reference_event_data_round_trips_by_value() {
+        let raw = reference_event_data();
+        let event: Event = serde_json::from_value(raw.clone()).unwrap();
+        assert_eq!(event.author, "user");
+        assert_eq!(event.actions.state_delta["k"], json!(2));
+        assert!(event.extra.contains_key("node_info"));
+        assert!(event.actions.extra.contains_key("requested_auth_configs"));
+        assert_eq!(serde_json::to_value(&event).unwrap(), raw);
+    }
+
+    #[test]
+    fn camel_case_fields_are_read() {
+        let event: Event = serde_json::from_value(json!({
+            "invocationId": "i", "author": "a",
+            "actions": {"stateDelta": {"x": 1}, "transferToAgent": "b", "skipSummarization": true},
+            "longRunningToolIds": ["t"], "turnComplete": true, "id": "e", "timestamp": 1.5
+        }))
+        .unwrap();
+        assert_eq!(event.invocation_id, "i");
+        assert_eq!(event.actions.state_delta["x"], json!(1));
+        assert_eq!(event.actions.transfer_to_agent.as_deref(), Some("b"));
+        assert_eq!(event.long_running_tool_ids, Some(vec!["t".to_owned()]));
+    }
+
+    #[test]
+    fn missing_timestamp_defaults_to_now() {
+        let before = time::now_secs();
+        let event: Event = serde_json::from_value(json!({"author": "a"})).unwrap();
+        assert!(event.timestamp >= before);
+    }
+
+    #[test]
+    fn retry_comparison_ignores_only_the_timestamp() {
+        let a = Event::new("i").delta("k", json!(1));
+        let a = Event { id: "e1".into(), ..a };
+        assert!(a.same_as_retry(&a.clone().at(99.0)));
+        assert!(!a.same_as_retry(&a.clone().delta("k", json!(2))));
+        assert!(!a.same_as_retry(&Event { id: "e2".into(), ..a.clone() }));
+    }
+}

@@ -1,0 +1,74 @@
+//! # agentstate
+//!
+//! Sessions and scoped state for AI agents, with the behaviour of Google's Agent Development Kit
+//! (ADK for Python is the reference) and its weak spots fixed.
+//!
+//! A [`Session`] is one conversation: an ordered history of [`Event`]s and a key-value
+//! [`State`]. A [`SessionService`] creates, loads, lists and deletes sessions and appends events;
+//! appending an event applies its `actions.state_delta`. A key's prefix sets its scope:
+//!
+//! | prefix | shared by | stored |
+//! |---|---|---|
+//! | none | this session | yes |
+//! | `user:` | every session of the user in the app | yes |
+//! | `app:` | every session of the app | yes |
+//! | `temp:` | the current invocation | never |
+//!
+//! ```
+//! use agentstate::{CreateSession, Event, GetSessionConfig, InMemorySessionService, SessionService};
+//! use serde_json::json;
+//!
+//! # fn main() { tokio::runtime::Runtime::new().unwrap().block_on(run()).unwrap() }
+//! async fn run() -> agentstate::Result<()> {
+//!     let service = InMemorySessionService::new();
+//!     let mut session = service
+//!         .create_session(CreateSession::new("my_app", "alice").state("user:name", json!("Alice")))
+//!         .await?;
+//!
+//!     let event = Event::new("inv_1").author("agent").delta("topic", json!("cats")).delta("temp:scratch", json!(1));
+//!     service.append_event(&mut session, event).await?;
+//!     assert_eq!(session.state().get("temp:scratch"), Some(&json!(1))); // for this invocation only
+//!
+//!     let other = service.create_session(CreateSession::new("my_app", "alice")).await?;
+//!     assert_eq!(other.state().get("user:name"), Some(&json!("Alice"))); // shared by the user
+//!     assert!(other.state().get("topic").is_none()); // session state is separate
+//!
+//!     let reloaded = service.get_session(session.key(), GetSessionConfig::default()).await?.unwrap();
+//!     assert!(!reloaded.state().contains("temp:scratch")); // never stored
+//!     Ok(())
+//! }
+//! ```
+//!
+//! Layout: [`model`](crate::Event) (event, content, state, scopes, keys) → [`SessionStore`] (what a
+//! backend implements) → [`SessionService`] (the rules every backend shares, implemented once) →
+//! [`InMemorySessionService`]. Persistent backends live in other crates and pass the same
+//! conformance suite (`agentstate-conformance`).
+
+mod content;
+mod error;
+mod event;
+mod key;
+mod memory;
+mod page;
+mod scope;
+mod service;
+mod session;
+mod state;
+mod store;
+pub mod time;
+
+pub use content::{Blob, Content, FunctionCall, FunctionResponse, Part};
+pub use error::{BoxError, ConflictKind, Error, ErrorKind, Result, STALE_SESSION_MESSAGE};
+pub use event::{Event, EventActions};
+pub use key::{MAX_ID_CHARS, SessionKey, validate_id};
+pub use memory::InMemorySessionService;
+pub use scope::{APP_PREFIX, Scope, ScopedState, TEMP_PREFIX, USER_PREFIX, merge_scopes};
+pub use service::{
+    CreateSession, GetSessionConfig, ListSessions, MAX_INVOCATION_ID_CHARS, SessionPage, SessionService,
+};
+pub use session::{Events, Session};
+pub use state::State;
+pub use store::{CommitOutcome, EventCommit, EventWindow, ListCursor, ListQuery, NewSession, SessionStore};
+
+/// The same JSON map type the model uses (insertion-ordered).
+pub use serde_json::{Map, Value};

@@ -1,0 +1,197 @@
+//! [`InMemorySessionService`]: the reference backend. Nothing survives a restart.
+//!
+//! Layout: app → (app state, users); user → (user state, sessions); session → (state, events,
+//! event-id index). Appends are O(1) amortised (the id index replaces the reference's scan of the
+//! history), and a windowed `get` costs O(log history + returned events).
+//!
+//! One `std::sync::RwLock` guards the whole tree. Every critical section is short, synchronous
+//! and never held across an `.await` (clippy's `await_holding_lock` is denied), so a std lock is
+//! cheaper than an async one. One lock also makes each call trivially atomic across the app,
+//! user and session levels, which is what the per-key merge and the stale check need.
+
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use crate::error::{ConflictKind, Error, Result};
+use crate::event::Event;
+use crate::key::SessionKey;
+use crate::scope::merge_scopes;
+use crate::session::Session;
+use crate::store::{CommitOutcome, EventCommit, EventWindow, ListQuery, NewSession, SessionStore};
+
+/// Sessions kept in process memory: for development, tests and examples.
+///
+/// ```
+/// use std::sync::Arc;
+/// use agentstate::{InMemorySessionService, SessionService};
+/// let service: Arc<dyn SessionService> = Arc::new(InMemorySessionService::new());
+/// ```
+#[derive(Debug, Default)]
+pub struct InMemorySessionService {
+    apps: RwLock<HashMap<String, AppEntry>>,
+}
+
+#[derive(Debug, Default)]
+struct AppEntry {
+    state: Map<String, Value>,
+    users: HashMap<String, UserEntry>,
+}
+
+#[derive(Debug, Default)]
+struct UserEntry {
+    state: Map<String, Value>,
+    sessions: HashMap<String, StoredSession>,
+}
+
+#[derive(Debug)]
+struct StoredSession {
+    state: Map<String, Value>,
+    /// Timestamps in epoch microseconds, strictly increasing, parallel to `events`.
+    times: Vec<i64>,
+    events: Vec<Arc<Event>>,
+    index_of_id: HashMap<String, usize>,
+    last_update_micros: i64,
+}
+
+impl StoredSession {
+    fn window(&self, window: EventWindow) -> &[Arc<Event>] {
+        let by_time = window.after_micros.map_or(0, |after| self.times.partition_point(|&t| t < after));
+        let by_count = window.recent.map_or(0, |n| self.events.len().saturating_sub(n));
+        &self.events[by_time.max(by_count)..]
+    }
+}
+
+fn merge_into(target: &mut Map<String, Value>, delta: &Map<String, Value>) {
+    for (k, v) in delta {
+        target.insert(k.clone(), v.clone());
+    }
+}
+
+impl InMemorySessionService {
+    /// An empty service.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    // A panic cannot leave the tree half-updated: every write section validates first and only
+    // then mutates, with no fallible step in between. So a poisoned lock is still consistent.
+    fn read(&self) -> RwLockReadGuard<'_, HashMap<String, AppEntry>> {
+        self.apps.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, HashMap<String, AppEntry>> {
+        self.apps.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn handle(key: SessionKey, app: &AppEntry, user: &UserEntry, stored: &StoredSession, events: &[Arc<Event>]) -> Session {
+    let state = merge_scopes(&stored.state, &app.state, &user.state);
+    Session::from_storage(key, state, events.iter().cloned(), stored.last_update_micros)
+}
+
+#[async_trait]
+impl SessionStore for InMemorySessionService {
+    async fn create(&self, new: NewSession) -> Result<Session> {
+        let NewSession { key, state, create_time_micros } = new;
+        let mut apps = self.write();
+        let app = apps.entry(key.app_name().to_owned()).or_default();
+        let exists = app.users.get(key.user_id()).is_some_and(|u| u.sessions.contains_key(key.session_id()));
+        if exists {
+            return Err(Error::AlreadyExists { session_id: key.session_id().to_owned() });
+        }
+        merge_into(&mut app.state, &state.app);
+        let user = app.users.entry(key.user_id().to_owned()).or_default();
+        merge_into(&mut user.state, &state.user);
+        let stored = StoredSession {
+            state: state.session,
+            times: Vec::new(),
+            events: Vec::new(),
+            index_of_id: HashMap::new(),
+            last_update_micros: create_time_micros,
+        };
+        let session = Session::from_storage(
+            key.clone(),
+            merge_scopes(&stored.state, &app.state, &user.state),
+            Vec::<Arc<Event>>::new(),
+            create_time_micros,
+        );
+        user.sessions.insert(key.session_id().to_owned(), stored);
+        Ok(session)
+    }
+
+    async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
+        let apps = self.read();
+        let Some(app) = apps.get(key.app_name()) else { return Ok(None) };
+        let Some(user) = app.users.get(key.user_id()) else { return Ok(None) };
+        let Some(stored) = user.sessions.get(key.session_id()) else { return Ok(None) };
+        Ok(Some(handle(key.clone(), app, user, stored, stored.window(window))))
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
+        let apps = self.read();
+        let Some(app) = apps.get(&query.app_name) else { return Ok(Vec::new()) };
+        let mut rows: Vec<(i64, &str, &str, &UserEntry, &StoredSession)> = app
+            .users
+            .iter()
+            .filter(|(user_id, _)| query.user_id.as_deref().is_none_or(|u| u == user_id.as_str()))
+            .flat_map(|(user_id, user)| {
+                user.sessions.iter().map(move |(id, s)| (s.last_update_micros, user_id.as_str(), id.as_str(), user, s))
+            })
+            .filter(|(t, u, id, ..)| {
+                query
+                    .after
+                    .as_ref()
+                    .is_none_or(|c| (*t, *u, *id) > (c.last_update_micros, c.user_id.as_str(), c.session_id.as_str()))
+            })
+            .collect();
+        rows.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+        rows.truncate(query.limit.unwrap_or(usize::MAX));
+        rows.into_iter()
+            .map(|(_, user_id, id, user, stored)| {
+                let key = SessionKey::new(query.app_name.as_str(), user_id, id)?;
+                Ok(handle(key, app, user, stored, &[]))
+            })
+            .collect()
+    }
+
+    async fn delete(&self, key: &SessionKey) -> Result<()> {
+        let mut apps = self.write();
+        if let Some(user) = apps.get_mut(key.app_name()).and_then(|a| a.users.get_mut(key.user_id())) {
+            user.sessions.remove(key.session_id());
+        }
+        Ok(())
+    }
+
+    async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
+        let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta } = commit;
+        let mut apps = self.write();
+        let not_found = || Error::NotFound { session_id: key.session_id().to_owned() };
+        let app = apps.get_mut(key.app_name()).ok_or_else(not_found)?;
+        let user = app.users.get_mut(key.user_id()).ok_or_else(not_found)?;
+        let stored = user.sessions.get_mut(key.session_id()).ok_or_else(not_found)?;
+
+        if let Some(&i) = stored.index_of_id.get(&event.id) {
+            let existing = &stored.events[i];
+            return if existing.same_as_retry(&event) {
+                Ok(CommitOutcome::Duplicate(Box::new(Event::clone(existing))))
+            } else {
+                Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { event_id: event.id.clone() } })
+            };
+        }
+        if stored.last_update_micros != expected_last_update_micros {
+            return Err(Error::stale());
+        }
+
+        merge_into(&mut stored.state, &delta.session);
+        stored.index_of_id.insert(event.id.clone(), stored.events.len());
+        stored.times.push(timestamp_micros);
+        stored.events.push(event);
+        stored.last_update_micros = timestamp_micros;
+        merge_into(&mut user.state, &delta.user);
+        merge_into(&mut app.state, &delta.app);
+        Ok(CommitOutcome::Committed)
+    }
+}

@@ -1,0 +1,323 @@
+//! [`SessionService`]: what applications and agent runtimes call. Every [`SessionStore`] is one;
+//! the behaviour shared by all backends is implemented here once.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use tracing::Instrument;
+
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::key::{SessionKey, validate_id};
+use crate::page;
+use crate::scope::{Scope, ScopedState};
+use crate::session::Session;
+use crate::store::{CommitOutcome, EventCommit, EventWindow, ListCursor, ListQuery, NewSession, SessionStore};
+use crate::time;
+
+/// The longest invocation id accepted, in characters (the reference's `VARCHAR(256)`).
+pub const MAX_INVOCATION_ID_CHARS: usize = 256;
+
+/// Arguments of [`SessionService::create_session`].
+///
+/// ```
+/// use agentstate::CreateSession;
+/// use serde_json::json;
+/// let request = CreateSession::new("my_app", "alice")
+///     .id("s1")
+///     .state("app:theme", json!("dark"))
+///     .state("context", json!("session1"));
+/// assert_eq!(request.state.len(), 2);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CreateSession {
+    /// The app.
+    pub app_name: String,
+    /// The user.
+    pub user_id: String,
+    /// The id to use; `None` or empty → a generated UUIDv4.
+    pub session_id: Option<String>,
+    /// Initial state, keys with their scope prefix; `temp:` keys are dropped.
+    pub state: Map<String, Value>,
+}
+
+impl CreateSession {
+    /// A request for a new session of `user_id` in `app_name`, with a generated id and no state.
+    pub fn new(app_name: impl Into<String>, user_id: impl Into<String>) -> Self {
+        Self { app_name: app_name.into(), user_id: user_id.into(), ..Self::default() }
+    }
+
+    /// Uses this session id.
+    #[must_use]
+    pub fn id(mut self, session_id: impl Into<String>) -> Self {
+        self.session_id = Some(session_id.into());
+        self
+    }
+
+    /// Adds one initial state key.
+    #[must_use]
+    pub fn state(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.state.insert(key.into(), value);
+        self
+    }
+
+    /// Replaces the initial state.
+    #[must_use]
+    pub fn with_state(mut self, state: Map<String, Value>) -> Self {
+        self.state = state;
+        self
+    }
+}
+
+/// Which events [`SessionService::get_session`] loads. The default loads all of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GetSessionConfig {
+    /// `None`: all events; `Some(0)`: none; `Some(n)`: the `n` most recent.
+    pub num_recent_events: Option<usize>,
+    /// Only events with a timestamp at or after this (epoch seconds).
+    pub after_timestamp: Option<f64>,
+}
+
+impl GetSessionConfig {
+    /// Loads only the `n` most recent events.
+    pub fn recent(n: usize) -> Self {
+        Self { num_recent_events: Some(n), after_timestamp: None }
+    }
+
+    fn window(self) -> Result<EventWindow> {
+        let after_micros = match self.after_timestamp {
+            None => None,
+            Some(t) => Some(time::secs_to_micros(t).ok_or_else(|| {
+                Error::invalid("after_timestamp", format!("{t} is not a valid epoch time in seconds"))
+            })?),
+        };
+        Ok(EventWindow { recent: self.num_recent_events, after_micros })
+    }
+}
+
+/// Arguments of [`SessionService::list_sessions`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListSessions {
+    /// The app.
+    pub app_name: String,
+    /// One user, or `None` for every user of the app.
+    pub user_id: Option<String>,
+    /// At most this many sessions per page; `None` for all in one page.
+    pub page_size: Option<usize>,
+    /// `next_page_token` of the previous page.
+    pub page_token: Option<String>,
+}
+
+impl ListSessions {
+    /// Every session of `user_id` in `app_name`, in one page.
+    pub fn user(app_name: impl Into<String>, user_id: impl Into<String>) -> Self {
+        Self { app_name: app_name.into(), user_id: Some(user_id.into()), ..Self::default() }
+    }
+
+    /// Every session of every user of `app_name`, in one page.
+    pub fn app(app_name: impl Into<String>) -> Self {
+        Self { app_name: app_name.into(), ..Self::default() }
+    }
+
+    /// Pages of at most `page_size` sessions.
+    #[must_use]
+    pub fn page_size(mut self, page_size: usize) -> Self {
+        self.page_size = Some(page_size);
+        self
+    }
+
+    /// Continues after the page that returned `token`.
+    #[must_use]
+    pub fn page_token(mut self, token: impl Into<String>) -> Self {
+        self.page_token = Some(token.into());
+        self
+    }
+}
+
+/// One page of sessions, oldest update first. Sessions carry merged state and no events.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionPage {
+    /// The sessions of this page.
+    pub sessions: Vec<Session>,
+    /// Pass it as `page_token` for the next page; `None` on the last page.
+    pub next_page_token: Option<String>,
+}
+
+/// Creates, loads, lists and deletes sessions, and appends events to them.
+///
+/// Implemented for every [`SessionStore`]; use it as `Arc<dyn SessionService>`.
+///
+/// ```
+/// use agentstate::{CreateSession, Event, GetSessionConfig, InMemorySessionService, SessionService};
+/// use serde_json::json;
+///
+/// # fn main() { tokio::runtime::Runtime::new().unwrap().block_on(run()).unwrap() }
+/// async fn run() -> agentstate::Result<()> {
+///     let service = InMemorySessionService::new();
+///     let mut session = service
+///         .create_session(CreateSession::new("app", "alice").state("user:login_count", json!(0)))
+///         .await?;
+///     service
+///         .append_event(&mut session, Event::new("inv1").author("system").delta("user:login_count", json!(1)))
+///         .await?;
+///     let reloaded = service.get_session(session.key(), GetSessionConfig::default()).await?.unwrap();
+///     assert_eq!(reloaded.state().get("user:login_count"), Some(&json!(1)));
+///     Ok(())
+/// }
+/// ```
+#[async_trait]
+pub trait SessionService: Send + Sync {
+    /// Creates a session. Initial state is split by scope (`app:`, `user:`, session; `temp:` is
+    /// dropped). An existing id for (app, user) → [`Error::AlreadyExists`].
+    async fn create_session(&self, request: CreateSession) -> Result<Session>;
+
+    /// Loads a session with the events `config` selects; `Ok(None)` when it does not exist.
+    async fn get_session(&self, key: &SessionKey, config: GetSessionConfig) -> Result<Option<Session>>;
+
+    /// Lists sessions ordered by (last update time, user id, session id), with merged state and
+    /// no events, a page at a time.
+    async fn list_sessions(&self, request: ListSessions) -> Result<SessionPage>;
+
+    /// Deletes a session and its events. Deleting a missing session succeeds; app and user state
+    /// stay.
+    async fn delete_session(&self, key: &SessionKey) -> Result<()>;
+
+    /// Appends `event` to the session and applies its `actions.state_delta`, returning the stored
+    /// event (id assigned, `temp:` keys removed, timestamp normalised).
+    ///
+    /// - A partial event is returned untouched; nothing is stored.
+    /// - `temp:` keys are applied to `session` (visible for the rest of the invocation) but
+    ///   never stored.
+    /// - The event's timestamp is kept later than the session's last update (at least 1 µs
+    ///   after), so history order is append order on every backend.
+    /// - `session` is updated only after the write succeeded; on any error it is unchanged.
+    /// - If storage changed since `session` was loaded → `Conflict` (stale handle): reload and
+    ///   retry. Re-appending an event already stored is idempotent and returns the stored event.
+    async fn append_event(&self, session: &mut Session, event: Event) -> Result<Event>;
+}
+
+#[async_trait]
+impl<S: SessionStore + ?Sized> SessionService for S {
+    async fn create_session(&self, request: CreateSession) -> Result<Session> {
+        let CreateSession { app_name, user_id, session_id, state } = request;
+        let session_id = session_id.filter(|id| !id.is_empty()).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let key = SessionKey::new(app_name, user_id, session_id)?;
+        let span = tracing::debug_span!(
+            "create_session",
+            app = key.app_name(),
+            user = key.user_id(),
+            session = key.session_id()
+        );
+        let new = NewSession { key, state: ScopedState::split(state), create_time_micros: time::now_micros() };
+        self.create(new).instrument(span).await
+    }
+
+    async fn get_session(&self, key: &SessionKey, config: GetSessionConfig) -> Result<Option<Session>> {
+        let window = config.window()?;
+        let span =
+            tracing::debug_span!("get_session", app = key.app_name(), user = key.user_id(), session = key.session_id());
+        self.get(key, window).instrument(span).await
+    }
+
+    async fn list_sessions(&self, request: ListSessions) -> Result<SessionPage> {
+        validate_id("app_name", &request.app_name)?;
+        if let Some(user) = &request.user_id {
+            validate_id("user_id", user)?;
+        }
+        if request.page_size == Some(0) {
+            return Err(Error::invalid("page_size", "must be at least 1"));
+        }
+        let after = request.page_token.as_deref().map(page::decode).transpose()?;
+        let span = tracing::debug_span!("list_sessions", app = request.app_name, user = request.user_id);
+        // One extra row tells whether another page follows.
+        let query = ListQuery {
+            app_name: request.app_name,
+            user_id: request.user_id,
+            after,
+            limit: request.page_size.map(|n| n.saturating_add(1)),
+        };
+        let mut sessions = self.list(&query).instrument(span).await?;
+        let next_page_token = match request.page_size {
+            Some(n) if sessions.len() > n => {
+                sessions.truncate(n);
+                sessions.last().map(|s| {
+                    page::encode(&ListCursor {
+                        last_update_micros: s.last_update_micros(),
+                        user_id: s.user_id().to_owned(),
+                        session_id: s.id().to_owned(),
+                    })
+                })
+            }
+            _ => None,
+        };
+        Ok(SessionPage { sessions, next_page_token })
+    }
+
+    async fn delete_session(&self, key: &SessionKey) -> Result<()> {
+        let span = tracing::debug_span!(
+            "delete_session",
+            app = key.app_name(),
+            user = key.user_id(),
+            session = key.session_id()
+        );
+        self.delete(key).instrument(span).await
+    }
+
+    async fn append_event(&self, session: &mut Session, event: Event) -> Result<Event> {
+        if event.is_partial() {
+            return Ok(event);
+        }
+        let (commit, temp) = prepare_commit(session, event)?;
+        let event = Arc::clone(&commit.event);
+        let span = tracing::debug_span!(
+            "append_event",
+            app = session.app_name(),
+            user = session.user_id(),
+            session = session.id(),
+            event = event.id
+        );
+        match self.commit(commit).instrument(span).await? {
+            CommitOutcome::Committed => {
+                session.record_commit(Arc::clone(&event), &temp);
+                Ok(Arc::unwrap_or_clone(event))
+            }
+            CommitOutcome::Duplicate(stored) => Ok(*stored),
+        }
+    }
+}
+
+/// Validates `event`, assigns its id, moves its `temp:` keys out and normalises its timestamp.
+/// Returns the commit and the `temp:` keys for the caller's handle.
+fn prepare_commit(session: &Session, mut event: Event) -> Result<(EventCommit, Map<String, Value>)> {
+    if event.id.is_empty() {
+        event.id = Event::new_id();
+    } else {
+        validate_id("event.id", &event.id)?;
+    }
+    let invocation_chars = event.invocation_id.chars().count();
+    if invocation_chars > MAX_INVOCATION_ID_CHARS {
+        return Err(Error::invalid(
+            "event.invocation_id",
+            format!("is {invocation_chars} characters long; at most {MAX_INVOCATION_ID_CHARS} are allowed"),
+        ));
+    }
+    let requested = time::secs_to_micros(event.timestamp).ok_or_else(|| {
+        Error::invalid("event.timestamp", format!("{} is not a valid epoch time in seconds", event.timestamp))
+    })?;
+    let timestamp_micros = requested.max(session.last_update_micros().saturating_add(1));
+    event.timestamp = time::micros_to_secs(timestamp_micros);
+
+    let (temp, kept): (Map<String, Value>, Map<String, Value>) =
+        std::mem::take(&mut event.actions.state_delta).into_iter().partition(|(k, _)| Scope::of(k).0 == Scope::Temp);
+    event.actions.state_delta = kept;
+    let delta = ScopedState::split(event.actions.state_delta.clone());
+    let commit = EventCommit {
+        key: session.key().clone(),
+        expected_last_update_micros: session.last_update_micros(),
+        event: Arc::new(event),
+        timestamp_micros,
+        delta,
+    };
+    Ok((commit, temp))
+}

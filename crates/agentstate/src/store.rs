@@ -1,0 +1,122 @@
+//! The storage contract a backend implements. Applications use [`SessionService`]
+//! (every store is one); the rules common to all backends (validation, ids, `temp:` handling,
+//! timestamp order, updating the caller's handle only after a write) live there, written once.
+//!
+//! A store only does the storage work, and each method must be atomic: a concurrent reader sees
+//! a call's effect whole or not at all.
+//!
+//! [`SessionService`]: crate::SessionService
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::event::Event;
+use crate::key::SessionKey;
+use crate::scope::ScopedState;
+use crate::session::Session;
+
+/// A session to create, validated and split by scope.
+#[derive(Debug, Clone)]
+pub struct NewSession {
+    /// Identity; the session id is the caller's or a generated UUIDv4.
+    pub key: SessionKey,
+    /// Initial state by scope (`temp:` keys already dropped).
+    pub state: ScopedState,
+    /// Creation time, epoch microseconds; also the first storage marker.
+    pub create_time_micros: i64,
+}
+
+/// Which events [`SessionStore::get`] returns. Both limits apply together: events at or after
+/// `after_micros`, of those the `recent` newest.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EventWindow {
+    /// At most this many of the newest events; `None` for no limit.
+    pub recent: Option<usize>,
+    /// Only events with a timestamp at or after this (epoch microseconds).
+    pub after_micros: Option<i64>,
+}
+
+/// Where a page of [`SessionStore::list`] starts: strictly after this position in the order
+/// (last update time, user id, session id).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ListCursor {
+    /// Last update time of the previous page's last session, epoch microseconds.
+    pub last_update_micros: i64,
+    /// Its user id.
+    pub user_id: String,
+    /// Its session id.
+    pub session_id: String,
+}
+
+/// A validated list query.
+#[derive(Debug, Clone)]
+pub struct ListQuery {
+    /// The app.
+    pub app_name: String,
+    /// One user, or every user of the app.
+    pub user_id: Option<String>,
+    /// Start strictly after this position.
+    pub after: Option<ListCursor>,
+    /// At most this many sessions; `None` for all.
+    pub limit: Option<usize>,
+}
+
+/// An append that passed the common checks, ready to store.
+#[derive(Debug, Clone)]
+pub struct EventCommit {
+    /// The session appended to.
+    pub key: SessionKey,
+    /// The storage marker the caller's handle was loaded at; storage must still hold it.
+    pub expected_last_update_micros: i64,
+    /// The event to store: id assigned, `temp:` keys trimmed, timestamp normalised.
+    pub event: Arc<Event>,
+    /// The event's timestamp in epoch microseconds, later than `expected_last_update_micros`;
+    /// it becomes the session's new marker.
+    pub timestamp_micros: i64,
+    /// The event's state delta split by scope, to merge key by key.
+    pub delta: ScopedState,
+}
+
+/// What [`SessionStore::commit`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CommitOutcome {
+    /// The event was stored and its delta applied.
+    Committed,
+    /// The same event (see [`Event::same_as_retry`]) was already stored; nothing changed.
+    /// Carries the stored event.
+    Duplicate(Box<Event>),
+}
+
+/// Storage for sessions. Implement this to add a backend; run the conformance suite
+/// (`agentstate-conformance`) against it before calling it done.
+#[async_trait]
+pub trait SessionStore: Send + Sync + 'static {
+    /// Creates a session. Atomically: if (app, user, id) exists → `AlreadyExists` and nothing
+    /// changes; else merge `state.app`/`state.user` into the app/user state key by key, store the
+    /// session, and return its handle with the merged state and no events.
+    async fn create(&self, new: NewSession) -> Result<Session>;
+
+    /// Loads a session with the events in `window`, or `None` if it does not exist. The state is
+    /// the merged view read in one consistent snapshot.
+    async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>>;
+
+    /// Lists sessions in the order (last update time, user id, session id), with merged state
+    /// and no events.
+    async fn list(&self, query: &ListQuery) -> Result<Vec<Session>>;
+
+    /// Deletes a session and its events; a missing session is not an error. App and user state
+    /// stay.
+    async fn delete(&self, key: &SessionKey) -> Result<()>;
+
+    /// Stores an event. Atomically, in this order:
+    /// 1. the session is missing → `NotFound`;
+    /// 2. an event with this id is stored: the same event → [`CommitOutcome::Duplicate`], a
+    ///    different one → `Conflict` (`DuplicateEventId`);
+    /// 3. the session's marker differs from `expected_last_update_micros` → `Conflict`
+    ///    (`StaleSession`);
+    /// 4. store the event, merge the delta key by key into app, user and session state (a
+    ///    concurrent writer of other keys loses nothing), set the marker to `timestamp_micros`.
+    async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome>;
+}
