@@ -72,3 +72,8 @@ pub use store::{CommitOutcome, EventCommit, EventWindow, ListCursor, ListQuery, 
 
 /// The same JSON map type the model uses (insertion-ordered).
 pub use serde_json::{Map, Value};
+
+/// The README's Rust code blocks, run as doctests so the quickstart cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
