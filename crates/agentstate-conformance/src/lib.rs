@@ -63,6 +63,7 @@ macro_rules! session_service_tests {
             same_id_for_another_user_or_app_is_another_session,
             app_prefix_is_checked_before_user_prefix,
             invalid_ids_are_rejected,
+            ids_are_case_sensitive,
             merged_state_groups_session_then_app_then_user,
             shared_scopes_are_visible_in_other_sessions,
             shared_scope_changes_are_visible_on_next_read,

@@ -56,6 +56,17 @@ impl SessionKey {
         Ok(key)
     }
 
+    /// A key read back from storage, not validated: stores use it for rows another program wrote
+    /// (the reference accepts ids such as `""` or `" pad "`), so that such sessions can still be
+    /// listed, loaded and deleted.
+    pub fn from_storage(
+        app_name: impl Into<String>,
+        user_id: impl Into<String>,
+        session_id: impl Into<String>,
+    ) -> Self {
+        Self { app_name: app_name.into(), user_id: user_id.into(), session_id: session_id.into() }
+    }
+
     /// The application the session belongs to.
     pub fn app_name(&self) -> &str {
         &self.app_name

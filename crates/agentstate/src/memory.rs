@@ -149,12 +149,12 @@ impl SessionStore for InMemorySessionService {
             .collect();
         rows.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
         rows.truncate(query.limit.unwrap_or(usize::MAX));
-        rows.into_iter()
+        Ok(rows
+            .into_iter()
             .map(|(_, user_id, id, user, stored)| {
-                let key = SessionKey::new(query.app_name.as_str(), user_id, id)?;
-                Ok(handle(key, app, user, stored, &[]))
+                handle(SessionKey::from_storage(query.app_name.as_str(), user_id, id), app, user, stored, &[])
             })
-            .collect()
+            .collect())
     }
 
     async fn delete(&self, key: &SessionKey) -> Result<()> {

@@ -96,3 +96,18 @@ pub async fn invalid_ids_are_rejected(svc: Svc) {
     let err = svc.append_event(&mut s, e).await.unwrap_err();
     assert!(matches!(err, agentstate::Error::InvalidArgument { field: "event.id", .. }), "{err}");
 }
+
+/// Ids compare exactly: `S1` and `s1`, `U` and `u`, `App` and `app` are different.
+pub async fn ids_are_case_sensitive(svc: Svc) {
+    let app = unique("app");
+    let upper_app = app.to_uppercase();
+    create(&svc, &app, "u", "s1", json!({"v": "lower", "user:who": "u", "app:which": "lower"})).await;
+    create(&svc, &app, "u", "S1", json!({"v": "upper"})).await;
+    create(&svc, &app, "U", "s1", json!({"v": "other user"})).await;
+    create(&svc, &upper_app, "u", "s1", json!({"v": "other app"})).await;
+    assert_eq!(state_of(&reload(&svc, &key(&app, "u", "s1")).await)["v"], "lower");
+    assert_eq!(state_of(&reload(&svc, &key(&app, "u", "S1")).await)["v"], "upper");
+    let other_user = reload(&svc, &key(&app, "U", "s1")).await;
+    assert_eq!(state_of(&other_user), json!({"v": "other user", "app:which": "lower"}));
+    assert_eq!(state_of(&reload(&svc, &key(&upper_app, "u", "s1")).await), json!({"v": "other app"}));
+}

@@ -1,0 +1,44 @@
+-- The reference's v1 schema (google-adk 2.13 DatabaseSessionService on MySQL/MariaDB): LONGTEXT
+-- JSON, DATETIME(6). One deliberate difference: the binary collation, so ids compare exactly
+-- (`S1` and `s1` are two sessions) as on every other backend.
+CREATE TABLE IF NOT EXISTS adk_internal_metadata (
+  `key` varchar(128) NOT NULL,
+  `value` varchar(256) NOT NULL,
+  PRIMARY KEY (`key`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+CREATE TABLE IF NOT EXISTS sessions (
+  `app_name` varchar(128) NOT NULL,
+  `user_id` varchar(128) NOT NULL,
+  `id` varchar(128) NOT NULL,
+  `state` longtext NOT NULL,
+  `create_time` datetime(6) NOT NULL,
+  `update_time` datetime(6) NOT NULL,
+  PRIMARY KEY (`app_name`,`user_id`,`id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+CREATE TABLE IF NOT EXISTS app_states (
+  `app_name` varchar(128) NOT NULL,
+  `state` longtext NOT NULL,
+  `update_time` datetime(6) NOT NULL,
+  PRIMARY KEY (`app_name`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+CREATE TABLE IF NOT EXISTS user_states (
+  `app_name` varchar(128) NOT NULL,
+  `user_id` varchar(128) NOT NULL,
+  `state` longtext NOT NULL,
+  `update_time` datetime(6) NOT NULL,
+  PRIMARY KEY (`app_name`,`user_id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+CREATE TABLE IF NOT EXISTS events (
+  `id` varchar(128) NOT NULL,
+  `app_name` varchar(128) NOT NULL,
+  `user_id` varchar(128) NOT NULL,
+  `session_id` varchar(128) NOT NULL,
+  `invocation_id` varchar(256) NOT NULL,
+  `timestamp` datetime(6) NOT NULL,
+  `event_data` longtext DEFAULT NULL,
+  PRIMARY KEY (`id`,`app_name`,`user_id`,`session_id`),
+  KEY `idx_events_app_user_session_ts_id` (`app_name`,`user_id`,`session_id`,`timestamp` DESC,`id` DESC),
+  CONSTRAINT `events_ibfk_1` FOREIGN KEY (`app_name`, `user_id`, `session_id`)
+    REFERENCES `sessions` (`app_name`, `user_id`, `id`) ON DELETE CASCADE
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+INSERT IGNORE INTO adk_internal_metadata (`key`, `value`) VALUES ('schema_version', '1');

@@ -1,0 +1,44 @@
+-- The reference's v1 schema (google-adk 2.13 DatabaseSessionService on PostgreSQL): same tables,
+-- columns, constraint names and index as pg_dump shows for a database it created.
+CREATE TABLE IF NOT EXISTS adk_internal_metadata (
+    key character varying(128) NOT NULL,
+    value character varying(256) NOT NULL,
+    CONSTRAINT adk_internal_metadata_pkey PRIMARY KEY (key)
+);
+CREATE TABLE IF NOT EXISTS sessions (
+    app_name character varying(128) NOT NULL,
+    user_id character varying(128) NOT NULL,
+    id character varying(128) NOT NULL,
+    state jsonb NOT NULL,
+    create_time timestamp without time zone NOT NULL,
+    update_time timestamp without time zone NOT NULL,
+    CONSTRAINT sessions_pkey PRIMARY KEY (app_name, user_id, id)
+);
+CREATE TABLE IF NOT EXISTS app_states (
+    app_name character varying(128) NOT NULL,
+    state jsonb NOT NULL,
+    update_time timestamp without time zone NOT NULL,
+    CONSTRAINT app_states_pkey PRIMARY KEY (app_name)
+);
+CREATE TABLE IF NOT EXISTS user_states (
+    app_name character varying(128) NOT NULL,
+    user_id character varying(128) NOT NULL,
+    state jsonb NOT NULL,
+    update_time timestamp without time zone NOT NULL,
+    CONSTRAINT user_states_pkey PRIMARY KEY (app_name, user_id)
+);
+CREATE TABLE IF NOT EXISTS events (
+    id character varying(128) NOT NULL,
+    app_name character varying(128) NOT NULL,
+    user_id character varying(128) NOT NULL,
+    session_id character varying(128) NOT NULL,
+    invocation_id character varying(256) NOT NULL,
+    "timestamp" timestamp without time zone NOT NULL,
+    event_data jsonb,
+    CONSTRAINT events_pkey PRIMARY KEY (id, app_name, user_id, session_id),
+    CONSTRAINT events_app_name_user_id_session_id_fkey FOREIGN KEY (app_name, user_id, session_id)
+        REFERENCES sessions (app_name, user_id, id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS idx_events_app_user_session_ts_id
+    ON events USING btree (app_name, user_id, session_id, "timestamp" DESC, id DESC);
+INSERT INTO adk_internal_metadata (key, value) VALUES ('schema_version', '1') ON CONFLICT (key) DO NOTHING;

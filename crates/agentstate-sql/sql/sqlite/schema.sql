@@ -1,0 +1,41 @@
+-- The reference's v1 schema (google-adk 2.13 DatabaseSessionService on SQLite), verbatim.
+CREATE TABLE IF NOT EXISTS adk_internal_metadata (
+	"key" VARCHAR(128) NOT NULL, 
+	value VARCHAR(256) NOT NULL, 
+	PRIMARY KEY ("key")
+);
+CREATE TABLE IF NOT EXISTS sessions (
+	app_name VARCHAR(128) NOT NULL, 
+	user_id VARCHAR(128) NOT NULL, 
+	id VARCHAR(128) NOT NULL, 
+	state TEXT NOT NULL, 
+	create_time DATETIME NOT NULL, 
+	update_time DATETIME NOT NULL, 
+	PRIMARY KEY (app_name, user_id, id)
+);
+CREATE TABLE IF NOT EXISTS app_states (
+	app_name VARCHAR(128) NOT NULL, 
+	state TEXT NOT NULL, 
+	update_time DATETIME NOT NULL, 
+	PRIMARY KEY (app_name)
+);
+CREATE TABLE IF NOT EXISTS user_states (
+	app_name VARCHAR(128) NOT NULL, 
+	user_id VARCHAR(128) NOT NULL, 
+	state TEXT NOT NULL, 
+	update_time DATETIME NOT NULL, 
+	PRIMARY KEY (app_name, user_id)
+);
+CREATE TABLE IF NOT EXISTS events (
+	id VARCHAR(128) NOT NULL, 
+	app_name VARCHAR(128) NOT NULL, 
+	user_id VARCHAR(128) NOT NULL, 
+	session_id VARCHAR(128) NOT NULL, 
+	invocation_id VARCHAR(256) NOT NULL, 
+	timestamp DATETIME NOT NULL, 
+	event_data TEXT, 
+	PRIMARY KEY (id, app_name, user_id, session_id), 
+	FOREIGN KEY(app_name, user_id, session_id) REFERENCES sessions (app_name, user_id, id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS idx_events_app_user_session_ts_id ON events (app_name, user_id, session_id, timestamp DESC, id DESC);
+INSERT OR IGNORE INTO adk_internal_metadata ("key", value) VALUES ('schema_version', '1');

@@ -1,0 +1,4 @@
+SELECT user_id, id, state, update_time FROM sessions
+WHERE app_name = ?1 AND user_id = ?6 AND (update_time, user_id, id) > (?2, ?3, ?4)
+ORDER BY update_time, user_id, id
+LIMIT ?5

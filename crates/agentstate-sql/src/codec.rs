@@ -1,0 +1,98 @@
+//! Encodings shared by every dialect, as the reference stores them: naive-UTC timestamps to the
+//! microsecond, state as a JSON object, events as snake_case `event_data` with absent fields
+//! omitted.
+
+use agentstate::{Error, Event, Map, Result, Value};
+use chrono::{DateTime, NaiveDateTime};
+
+/// The text form SQLAlchemy gives a `DATETIME` on SQLite: always six fractional digits.
+const SQLITE_DATETIME: &str = "%Y-%m-%d %H:%M:%S%.6f";
+
+/// Epoch microseconds → naive UTC date-time.
+pub(crate) fn naive(micros: i64) -> Result<NaiveDateTime> {
+    DateTime::from_timestamp_micros(micros)
+        .map(|t| t.naive_utc())
+        .ok_or_else(|| Error::invalid("timestamp", format!("{micros} µs is out of the supported range")))
+}
+
+/// Naive UTC date-time → epoch microseconds.
+pub(crate) fn micros(t: NaiveDateTime) -> i64 {
+    t.and_utc().timestamp_micros()
+}
+
+/// Epoch microseconds → `YYYY-MM-DD HH:MM:SS.ffffff`, the reference's text form on SQLite.
+pub(crate) fn sqlite_text(micros: i64) -> Result<String> {
+    Ok(naive(micros)?.format(SQLITE_DATETIME).to_string())
+}
+
+/// Parses a SQLite date-time text: with or without fraction, `T` or space separator.
+pub(crate) fn parse_sqlite_text(text: &str) -> Result<i64> {
+    let normalized = text.replacen('T', " ", 1);
+    ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%d %H:%M:%S"]
+        .iter()
+        .find_map(|f| NaiveDateTime::parse_from_str(&normalized, f).ok())
+        .map(micros)
+        .ok_or_else(|| corrupt(format!("unreadable timestamp {text:?}")))
+}
+
+/// A stored state column → JSON object.
+pub(crate) fn parse_state(text: &str) -> Result<Map<String, Value>> {
+    match serde_json::from_str(text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => Err(corrupt(format!("state column holds {other} instead of a JSON object"))),
+        Err(e) => Err(corrupt(format!("state column is not JSON: {e}"))),
+    }
+}
+
+/// JSON object → text.
+pub(crate) fn state_text(state: &Map<String, Value>) -> String {
+    Value::Object(state.clone()).to_string()
+}
+
+/// Sets each key of `delta` in `state` (the reference's `dict.update`: top-level keys replace,
+/// `null` is a value).
+pub(crate) fn merge(state: &mut Map<String, Value>, delta: &Map<String, Value>) {
+    for (k, v) in delta {
+        state.insert(k.clone(), v.clone());
+    }
+}
+
+/// An event → `event_data` JSON.
+pub(crate) fn event_data(event: &Event) -> Result<String> {
+    serde_json::to_string(event).map_err(|e| Error::invalid("event", format!("cannot be encoded as JSON: {e}")))
+}
+
+/// `event_data` and the row's own columns → an event. The id and invocation id columns win, and
+/// the column timestamp is used when `event_data` has none (as the reference reads it).
+pub(crate) fn decode_event(data: Value, id: String, invocation_id: String, column_micros: i64) -> Result<Event> {
+    let has_timestamp = data.get("timestamp").is_some_and(Value::is_number);
+    let mut event: Event =
+        serde_json::from_value(data).map_err(|e| corrupt(format!("event {id} has unreadable event_data: {e}")))?;
+    event.id = id;
+    event.invocation_id = invocation_id;
+    if !has_timestamp {
+        event.timestamp = agentstate::time::micros_to_secs(column_micros);
+    }
+    Ok(event)
+}
+
+/// A backend error for data this service cannot read: not retryable.
+pub(crate) fn corrupt(message: String) -> Error {
+    Error::Backend { message, retryable: false, source: None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_text_matches_sqlalchemy() {
+        assert_eq!(sqlite_text(1_795_318_375_281_155).unwrap(), "2026-11-22 03:32:55.281155");
+        assert_eq!(sqlite_text(1_795_318_375_000_000).unwrap(), "2026-11-22 03:32:55.000000");
+        for text in ["2026-11-22 03:32:55.281155", "2026-11-22T03:32:55.281155"] {
+            assert_eq!(parse_sqlite_text(text).unwrap(), 1_795_318_375_281_155);
+        }
+        assert_eq!(parse_sqlite_text("2026-11-22 03:32:55").unwrap(), 1_795_318_375_000_000);
+        assert!(parse_sqlite_text("yesterday").is_err());
+    }
+}

@@ -1,0 +1,121 @@
+//! Persistent agentstate session services on SQL databases: SQLite (the embedded default),
+//! PostgreSQL and MySQL/MariaDB, on the schema of ADK for Python's `DatabaseSessionService` (v1),
+//! so a database written by either can be served by the other.
+//!
+//! ```no_run
+//! use agentstate::SessionService;
+//! use agentstate_sql::SqlSessionService;
+//!
+//! # async fn f() -> agentstate::Result<()> {
+//! let service = SqlSessionService::connect("sqlite://agentstate.db").await?;
+//! # Ok(()) }
+//! ```
+
+mod codec;
+pub mod sqlite;
+mod url;
+
+use agentstate::{
+    CommitOutcome, Error, EventCommit, EventWindow, ListQuery, NewSession, Result, Session, SessionKey, SessionStore,
+};
+use async_trait::async_trait;
+
+pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
+pub use url::{DatabaseUrl, redact};
+
+/// Why a database's schema cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// ADK for Python's legacy pickle schema (v0).
+    #[error(
+        "{location} uses ADK for Python's legacy pickle schema (v0), which agentstate never reads. \
+         Migrate it with ADK for Python first: `adk migrate session --source_db_url=<this database> \
+         --dest_db_url=<new database>`, then point agentstate at the new database."
+    )]
+    Legacy {
+        /// The database.
+        location: String,
+    },
+    /// The local store of `adk web` / `adk api_server` (`SqliteSessionService`), another schema.
+    #[error(
+        "{location} is the local store of `adk web`/`adk api_server` (SqliteSessionService schema), not the \
+         DatabaseSessionService schema agentstate uses. Copy it into an agentstate database with \
+         `agentstate import-adk --from {location}`."
+    )]
+    AdkSqlite {
+        /// The database.
+        location: String,
+    },
+    /// `adk_internal_metadata` exists without a schema version.
+    #[error("{location} has an adk_internal_metadata table without a schema_version row; the database may be damaged")]
+    NoVersion {
+        /// The database.
+        location: String,
+    },
+    /// A schema version this release does not know.
+    #[error(
+        "{location} has schema version {version:?}; this agentstate release knows version \"1\". Upgrade agentstate."
+    )]
+    Unknown {
+        /// The database.
+        location: String,
+        /// The version found.
+        version: String,
+    },
+}
+
+impl From<SchemaError> for Error {
+    fn from(e: SchemaError) -> Self {
+        Error::Backend { message: e.to_string(), retryable: false, source: Some(Box::new(e)) }
+    }
+}
+
+/// A session service on any supported SQL database, chosen by URL.
+#[derive(Debug, Clone)]
+pub enum SqlSessionService {
+    /// SQLite.
+    Sqlite(SqliteStore),
+}
+
+impl SqlSessionService {
+    /// Connects to the database named by `url` (see [`DatabaseUrl`]), creating the schema if the
+    /// database has none.
+    pub async fn connect(url: &str) -> Result<Self> {
+        match DatabaseUrl::parse(url)? {
+            DatabaseUrl::Sqlite(options) => Ok(Self::Sqlite(SqliteStore::open(options).await?)),
+            DatabaseUrl::Postgres(_) | DatabaseUrl::MySql(_) => {
+                Err(Error::invalid("database_url", "PostgreSQL and MySQL support is not built yet"))
+            }
+        }
+    }
+
+    fn store(&self) -> &dyn SessionStore {
+        match self {
+            Self::Sqlite(s) => s,
+        }
+    }
+}
+
+#[async_trait]
+impl SessionStore for SqlSessionService {
+    async fn create(&self, new: NewSession) -> Result<Session> {
+        self.store().create(new).await
+    }
+
+    async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
+        self.store().get(key, window).await
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
+        self.store().list(query).await
+    }
+
+    async fn delete(&self, key: &SessionKey) -> Result<()> {
+        self.store().delete(key).await
+    }
+
+    async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
+        self.store().commit(commit).await
+    }
+}

@@ -1,0 +1,169 @@
+//! SQLite, the embedded default: the reference's v1 schema in a file (or in memory), WAL, a
+//! group-committing writer thread and pooled readers.
+
+mod ops;
+mod schema;
+mod worker;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use agentstate::{
+    CommitOutcome, Error, EventCommit, EventWindow, ListQuery, NewSession, Result, Session, SessionKey, SessionStore,
+};
+use async_trait::async_trait;
+use rusqlite::{Connection, OpenFlags};
+
+use worker::Writer;
+
+/// How durable a commit is before it is acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Synchronous {
+    /// Survives a crash of the process and of the machine (fsync on every commit). The default;
+    /// group commit amortises the fsync over every append waiting at the time.
+    #[default]
+    Full,
+    /// Survives a crash of the process; a power loss may lose the last commits.
+    Normal,
+}
+
+/// Options of a SQLite database.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SqliteOptions {
+    /// The file; `None` for a private in-memory database.
+    pub path: Option<PathBuf>,
+    /// Durability of commits.
+    pub synchronous: Synchronous,
+    /// How long to wait for another process's write lock before failing (retryably).
+    pub busy_timeout: Duration,
+    /// Most reader connections kept open.
+    pub readers: usize,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        Self { path: None, synchronous: Synchronous::Full, busy_timeout: Duration::from_secs(5), readers: 4 }
+    }
+}
+
+pub(crate) fn sqlite_error(context: &str, e: &rusqlite::Error) -> Error {
+    let retryable =
+        matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked));
+    Error::Backend { message: format!("SQLite {context} failed: {e}"), retryable, source: Some(e.to_string().into()) }
+}
+
+/// The SQLite session store.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    writer: Writer,
+    readers: Option<Arc<ReaderPool>>,
+}
+
+#[derive(Debug)]
+struct ReaderPool {
+    path: PathBuf,
+    busy_timeout: Duration,
+    max: usize,
+    idle: Mutex<Vec<Connection>>,
+}
+
+impl ReaderPool {
+    fn take(&self) -> Result<Connection> {
+        if let Some(conn) = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop() {
+            return Ok(conn);
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&self.path, flags).map_err(|e| sqlite_error("open reader", &e))?;
+        conn.busy_timeout(self.busy_timeout).map_err(|e| sqlite_error("configure reader", &e))?;
+        Ok(conn)
+    }
+
+    fn give_back(&self, conn: Connection) {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        if idle.len() < self.max {
+            idle.push(conn);
+        }
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database and its schema.
+    pub async fn open(options: SqliteOptions) -> Result<Self> {
+        let opened = options.clone();
+        let conn = tokio::task::spawn_blocking(move || open_writer(&opened))
+            .await
+            .map_err(|e| Error::backend("opening SQLite panicked", false, e))??;
+        let writer = Writer::spawn(conn)?;
+        let readers = options.path.map(|path| {
+            Arc::new(ReaderPool {
+                path,
+                busy_timeout: options.busy_timeout,
+                max: options.readers.max(1),
+                idle: Mutex::new(Vec::new()),
+            })
+        });
+        Ok(Self { writer, readers })
+    }
+
+    async fn read<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        let Some(pool) = &self.readers else { return self.writer.read(f).await };
+        let pool = Arc::clone(pool);
+        tokio::task::spawn_blocking(move || {
+            let conn = pool.take()?;
+            let result = f(&conn);
+            pool.give_back(conn);
+            result
+        })
+        .await
+        .map_err(|e| Error::backend("a SQLite read panicked", false, e))?
+    }
+}
+
+fn open_writer(options: &SqliteOptions) -> Result<Connection> {
+    let (conn, location) = match &options.path {
+        Some(path) => (Connection::open(path), path.display().to_string()),
+        None => (Connection::open_in_memory(), ":memory:".to_owned()),
+    };
+    let conn = conn.map_err(|e| sqlite_error(&format!("open {location}"), &e))?;
+    let synchronous = match options.synchronous {
+        Synchronous::Full => "FULL",
+        Synchronous::Normal => "NORMAL",
+    };
+    let journal = if options.path.is_some() { "PRAGMA journal_mode = WAL;" } else { "" };
+    conn.execute_batch(&format!("{journal} PRAGMA synchronous = {synchronous}; PRAGMA foreign_keys = ON;"))
+        .and_then(|()| conn.busy_timeout(options.busy_timeout))
+        .map_err(|e| sqlite_error("configure", &e))?;
+    schema::prepare(&conn, &location)?;
+    Ok(conn)
+}
+
+#[async_trait]
+impl SessionStore for SqliteStore {
+    async fn create(&self, new: NewSession) -> Result<Session> {
+        self.writer.write(move |conn| ops::create(conn, new)).await
+    }
+
+    async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
+        let key = key.clone();
+        self.read(move |conn| ops::get(conn, &key, window)).await
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
+        let query = query.clone();
+        self.read(move |conn| ops::list(conn, &query)).await
+    }
+
+    async fn delete(&self, key: &SessionKey) -> Result<()> {
+        let key = key.clone();
+        self.writer.write(move |conn| ops::delete(conn, &key)).await
+    }
+
+    async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
+        self.writer.write(move |conn| ops::commit(conn, commit)).await
+    }
+}
