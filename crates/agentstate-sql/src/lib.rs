@@ -12,6 +12,9 @@
 //! ```
 
 mod codec;
+pub mod mysql;
+pub mod postgres;
+mod server;
 pub mod sqlite;
 mod url;
 
@@ -20,6 +23,9 @@ use agentstate::{
 };
 use async_trait::async_trait;
 
+pub use mysql::MySqlStore;
+pub use postgres::PostgresStore;
+pub use server::PoolOptions;
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 pub use url::{DatabaseUrl, redact};
 
@@ -76,6 +82,10 @@ impl From<SchemaError> for Error {
 pub enum SqlSessionService {
     /// SQLite.
     Sqlite(SqliteStore),
+    /// PostgreSQL.
+    Postgres(PostgresStore),
+    /// MySQL or MariaDB.
+    MySql(MySqlStore),
 }
 
 impl SqlSessionService {
@@ -84,15 +94,18 @@ impl SqlSessionService {
     pub async fn connect(url: &str) -> Result<Self> {
         match DatabaseUrl::parse(url)? {
             DatabaseUrl::Sqlite(options) => Ok(Self::Sqlite(SqliteStore::open(options).await?)),
-            DatabaseUrl::Postgres(_) | DatabaseUrl::MySql(_) => {
-                Err(Error::invalid("database_url", "PostgreSQL and MySQL support is not built yet"))
+            DatabaseUrl::Postgres(url) => {
+                Ok(Self::Postgres(PostgresStore::connect(&PoolOptions::from_url(&url)?).await?))
             }
+            DatabaseUrl::MySql(url) => Ok(Self::MySql(MySqlStore::connect(&PoolOptions::from_url(&url)?).await?)),
         }
     }
 
     fn store(&self) -> &dyn SessionStore {
         match self {
             Self::Sqlite(s) => s,
+            Self::Postgres(s) => s,
+            Self::MySql(s) => s,
         }
     }
 }

@@ -3,4 +3,7 @@
 //! local PostgreSQL and MariaDB servers).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod mysql;
+mod postgres;
+mod servers;
 mod sqlite;

@@ -1,0 +1,1 @@
+SELECT state FROM app_states WHERE app_name = ?

@@ -1,0 +1,1 @@
+DELETE FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?

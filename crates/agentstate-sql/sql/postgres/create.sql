@@ -1,0 +1,38 @@
+-- Create a session in one statement. The app and user rows are created if missing (the reference
+-- needs them) and merged key by key, only when the session row was inserted.
+-- $1 app  $2 user  $3 session  $4 session state  $5 user state  $6 app state  $7 now
+WITH s AS (
+    INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time)
+    VALUES ($1, $2, $3, $4::jsonb, $7, $7)
+    ON CONFLICT (app_name, user_id, id) DO NOTHING
+    RETURNING 1
+),
+u_merge AS (
+    INSERT INTO user_states (app_name, user_id, state, update_time)
+    SELECT $1, $2, $5::jsonb, $7 FROM s WHERE $5::jsonb <> '{}'::jsonb
+    ON CONFLICT (app_name, user_id)
+    DO UPDATE SET state = user_states.state || EXCLUDED.state, update_time = EXCLUDED.update_time
+    RETURNING state
+),
+u_ensure AS (
+    INSERT INTO user_states (app_name, user_id, state, update_time)
+    SELECT $1, $2, '{}'::jsonb, $7 FROM s WHERE $5::jsonb = '{}'::jsonb
+    ON CONFLICT (app_name, user_id) DO NOTHING
+),
+a_merge AS (
+    INSERT INTO app_states (app_name, state, update_time)
+    SELECT $1, $6::jsonb, $7 FROM s WHERE $6::jsonb <> '{}'::jsonb
+    ON CONFLICT (app_name)
+    DO UPDATE SET state = app_states.state || EXCLUDED.state, update_time = EXCLUDED.update_time
+    RETURNING state
+),
+a_ensure AS (
+    INSERT INTO app_states (app_name, state, update_time)
+    SELECT $1, '{}'::jsonb, $7 FROM s WHERE $6::jsonb = '{}'::jsonb
+    ON CONFLICT (app_name) DO NOTHING
+)
+SELECT
+    (SELECT count(*) FROM s) AS created,
+    COALESCE((SELECT state FROM a_merge), (SELECT state FROM app_states WHERE app_name = $1), '{}'::jsonb) AS app_state,
+    COALESCE((SELECT state FROM u_merge),
+             (SELECT state FROM user_states WHERE app_name = $1 AND user_id = $2), '{}'::jsonb) AS user_state

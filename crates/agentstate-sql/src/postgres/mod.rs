@@ -1,0 +1,260 @@
+//! PostgreSQL: the reference's v1 schema (JSONB state, naive-UTC timestamps); every operation is
+//! one statement, so one round trip and one atomic transaction. Many agentstate processes can
+//! share one database: the stale check and the merges happen in the database.
+
+use agentstate::{
+    CommitOutcome, ConflictKind, Error, Event, EventCommit, EventWindow, ListQuery, Map, NewSession, Result, Session,
+    SessionKey, SessionStore, Value, merge_scopes,
+};
+use async_trait::async_trait;
+use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
+use sqlx::types::Json;
+use sqlx::{Connection, Row};
+
+use crate::SchemaError;
+use crate::codec::{self, naive};
+use crate::server::{PoolOptions, is_unique_violation, sqlx_error};
+
+macro_rules! sql {
+    ($name:literal) => {
+        include_str!(concat!("../../sql/postgres/", $name, ".sql"))
+    };
+}
+
+/// The PostgreSQL session store.
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+}
+
+fn object(value: Value, what: &str) -> Result<Map<String, Value>> {
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(codec::corrupt(format!("{what} holds {other} instead of a JSON object"))),
+    }
+}
+
+fn delta_or_null(delta: &Map<String, Value>) -> Option<Json<&Map<String, Value>>> {
+    (!delta.is_empty()).then_some(Json(delta))
+}
+
+impl PostgresStore {
+    /// Connects and prepares the schema (created if absent; serialised across processes by an
+    /// advisory lock).
+    pub async fn connect(options: &PoolOptions) -> Result<Self> {
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections)
+            .acquire_timeout(options.acquire_timeout)
+            .connect(&options.url)
+            .await
+            .map_err(|e| sqlx_error(&format!("connecting to {}", crate::redact(&options.url)), e))?;
+        prepare_schema(&pool, &crate::redact(&options.url)).await?;
+        Ok(Self { pool })
+    }
+
+    /// The connection pool.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+}
+
+async fn prepare_schema(pool: &PgPool, location: &str) -> Result<()> {
+    let fail = |e| sqlx_error("preparing the schema", e);
+    let mut conn = pool.acquire().await.map_err(fail)?;
+    let mut tx = conn.begin().await.map_err(fail)?;
+    // Any constant: serialises schema creation of concurrent starters.
+    sqlx::query("SELECT pg_advisory_xact_lock(7370656)").execute(&mut *tx).await.map_err(fail)?;
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema()",
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(fail)?;
+    let has = |t: &str| tables.iter().any(|x| x == t);
+    if has("adk_internal_metadata") {
+        let version: Option<String> =
+            sqlx::query_scalar("SELECT value FROM adk_internal_metadata WHERE key = 'schema_version'")
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(fail)?;
+        match version.as_deref() {
+            Some("1") => {}
+            Some("0") => return Err(SchemaError::Legacy { location: location.into() }.into()),
+            Some(other) => return Err(SchemaError::Unknown { location: location.into(), version: other.into() }.into()),
+            None => return Err(SchemaError::NoVersion { location: location.into() }.into()),
+        }
+    } else if has("events") {
+        let columns: Vec<String> = sqlx::query_scalar(
+            "SELECT column_name::text FROM information_schema.columns \
+             WHERE table_schema = current_schema() AND table_name = 'events'",
+        )
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(fail)?;
+        if columns.iter().any(|c| c == "actions") && !columns.iter().any(|c| c == "event_data") {
+            return Err(SchemaError::Legacy { location: location.into() }.into());
+        }
+    }
+    sqlx::raw_sql(sql!("schema")).execute(&mut *tx).await.map_err(fail)?;
+    tx.commit().await.map_err(fail)
+}
+
+fn decode_events(value: Value) -> Result<Vec<Event>> {
+    let Value::Array(rows) = value else { return Err(codec::corrupt("event window is not a JSON array".into())) };
+    let mut events = Vec::with_capacity(rows.len());
+    for row in rows.into_iter().rev() {
+        let Value::Array(mut cols) = row else { return Err(codec::corrupt("event row is not an array".into())) };
+        let data = cols.pop().unwrap_or(Value::Null);
+        let micros = cols.pop().and_then(|v| v.as_i64()).unwrap_or_default();
+        let invocation = cols.pop().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        let id = cols.pop().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        let data = if data.is_null() { Value::Object(Map::new()) } else { data };
+        events.push(codec::decode_event(data, id, invocation, micros)?);
+    }
+    Ok(events)
+}
+
+fn get_json(row: &PgRow, column: &str) -> Result<Value> {
+    row.try_get::<Json<Value>, _>(column).map(|j| j.0).map_err(|e| sqlx_error(&format!("reading {column}"), e))
+}
+
+fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
+    row: &'r PgRow,
+    column: &str,
+) -> Result<T> {
+    row.try_get::<T, _>(column).map_err(|e| sqlx_error(&format!("reading {column}"), e))
+}
+
+#[async_trait]
+impl SessionStore for PostgresStore {
+    async fn create(&self, new: NewSession) -> Result<Session> {
+        let NewSession { key, state, create_time_micros } = new;
+        let row = sqlx::query(sql!("create"))
+            .bind(key.app_name())
+            .bind(key.user_id())
+            .bind(key.session_id())
+            .bind(Json(&state.session))
+            .bind(Json(&state.user))
+            .bind(Json(&state.app))
+            .bind(naive(create_time_micros)?)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("creating a session", e))?;
+        if get::<i64>(&row, "created")? == 0 {
+            return Err(Error::AlreadyExists { session_id: key.session_id().to_owned() });
+        }
+        let app = object(get_json(&row, "app_state")?, "app_states.state")?;
+        let user = object(get_json(&row, "user_state")?, "user_states.state")?;
+        let merged = merge_scopes(&state.session, &app, &user);
+        Ok(Session::from_storage(key, merged, Vec::<Event>::new(), create_time_micros))
+    }
+
+    async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
+        let after = window.after_micros.map(naive).transpose()?;
+        let limit = window.recent.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+        let row = sqlx::query(sql!("get"))
+            .bind(key.app_name())
+            .bind(key.user_id())
+            .bind(key.session_id())
+            .bind(after)
+            .bind(limit)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("loading a session", e))?;
+        let Some(row) = row else { return Ok(None) };
+        let session = object(get_json(&row, "state")?, "sessions.state")?;
+        let app = object(get_json(&row, "app_state")?, "app_states.state")?;
+        let user = object(get_json(&row, "user_state")?, "user_states.state")?;
+        let events = decode_events(get_json(&row, "events")?)?;
+        let merged = merge_scopes(&session, &app, &user);
+        Ok(Some(Session::from_storage(key.clone(), merged, events, get::<i64>(&row, "marker")?)))
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
+        let cursor = query.after.as_ref();
+        let limit = query.limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+        let rows = sqlx::query(sql!("list"))
+            .bind(&query.app_name)
+            .bind(query.user_id.as_deref())
+            .bind(cursor.map(|c| naive(c.last_update_micros)).transpose()?)
+            .bind(cursor.map_or("", |c| c.user_id.as_str()))
+            .bind(cursor.map_or("", |c| c.session_id.as_str()))
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("listing sessions", e))?;
+        rows.iter()
+            .map(|row| {
+                let key = SessionKey::from_storage(
+                    query.app_name.as_str(),
+                    get::<String>(row, "user_id")?,
+                    get::<String>(row, "id")?,
+                );
+                let session = object(get_json(row, "state")?, "sessions.state")?;
+                let app = object(get_json(row, "app_state")?, "app_states.state")?;
+                let user = object(get_json(row, "user_state")?, "user_states.state")?;
+                let merged = merge_scopes(&session, &app, &user);
+                Ok(Session::from_storage(key, merged, Vec::<Event>::new(), get::<i64>(row, "marker")?))
+            })
+            .collect()
+    }
+
+    async fn delete(&self, key: &SessionKey) -> Result<()> {
+        sqlx::query(sql!("delete"))
+            .bind(key.app_name())
+            .bind(key.user_id())
+            .bind(key.session_id())
+            .execute(&self.pool)
+            .await
+            .map(drop)
+            .map_err(|e| sqlx_error("deleting a session", e))
+    }
+
+    async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
+        let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta } = commit;
+        let result = sqlx::query(sql!("commit"))
+            .bind(key.app_name())
+            .bind(key.user_id())
+            .bind(key.session_id())
+            .bind(&event.id)
+            .bind(&event.invocation_id)
+            .bind(naive(timestamp_micros)?)
+            .bind(Json(event.as_ref()))
+            .bind(naive(expected_last_update_micros)?)
+            .bind(Json(&delta.session))
+            .bind(delta_or_null(&delta.user))
+            .bind(delta_or_null(&delta.app))
+            .fetch_one(&self.pool)
+            .await;
+        let row = match result {
+            Ok(row) => row,
+            // Only a writer outside agentstate can insert this id between our check and insert.
+            Err(e) if is_unique_violation(&e) => {
+                return Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { event_id: event.id.clone() } });
+            }
+            Err(e) => return Err(sqlx_error("appending an event", e)),
+        };
+        if get::<i64>(&row, "committed")? == 1 {
+            return Ok(CommitOutcome::Committed);
+        }
+        if let Some(invocation) = get::<Option<String>>(&row, "dup_invocation_id")? {
+            let data = row
+                .try_get::<Option<Json<Value>>, _>("dup_event_data")
+                .map_err(|e| sqlx_error("reading dup_event_data", e))?
+                .map_or_else(|| Value::Object(Map::new()), |j| j.0);
+            let micros = get::<Option<i64>>(&row, "dup_micros")?.unwrap_or_default();
+            let existing = codec::decode_event(data, event.id.clone(), invocation, micros)?;
+            return if existing.same_as_retry(&event) {
+                Ok(CommitOutcome::Duplicate(Box::new(existing)))
+            } else {
+                Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { event_id: event.id.clone() } })
+            };
+        }
+        match get::<Option<i64>>(&row, "current_marker")? {
+            None => Err(Error::NotFound { session_id: key.session_id().to_owned() }),
+            // Changed since the caller loaded it, or by a writer that committed while this
+            // statement waited for the row lock.
+            Some(_) => Err(Error::stale()),
+        }
+    }
+}
