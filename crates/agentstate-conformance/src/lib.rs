@@ -24,9 +24,11 @@ use std::sync::Arc;
 
 use agentstate::SessionService;
 
+mod alternating;
 pub mod cases;
 mod model;
 
+pub use alternating::Alternating;
 pub use model::check_against_model;
 
 /// Runs one case on a fresh two-worker runtime (real parallelism for the concurrency cases)

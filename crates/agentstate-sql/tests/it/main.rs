@@ -3,7 +3,9 @@
 //! local PostgreSQL and MariaDB servers).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod durability;
 mod mysql;
 mod postgres;
+mod schema;
 mod servers;
 mod sqlite;

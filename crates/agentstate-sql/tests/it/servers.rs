@@ -27,18 +27,18 @@ static MYSQL: OnceCell<String> = OnceCell::const_new();
 
 /// The URL of this run's PostgreSQL test database.
 pub(crate) async fn postgres_url() -> String {
-    POSTGRES
-        .get_or_init(|| async {
-            let admin = admin_url("AGENTSTATE_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test");
-            let name = fresh_name();
-            let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await.unwrap_or_else(|e| {
-                panic!("PostgreSQL at {admin} is required for these tests (start it with .ci/services): {e}")
-            });
-            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut conn).await.unwrap();
-            with_database(&admin, &name)
-        })
-        .await
-        .clone()
+    POSTGRES.get_or_init(fresh_postgres_url).await.clone()
+}
+
+/// A new, empty PostgreSQL database.
+pub(crate) async fn fresh_postgres_url() -> String {
+    let admin = admin_url("AGENTSTATE_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test");
+    let name = fresh_name();
+    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await.unwrap_or_else(|e| {
+        panic!("PostgreSQL at {admin} is required for these tests (start it with .ci/services): {e}")
+    });
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut conn).await.unwrap();
+    with_database(&admin, &name)
 }
 
 /// The URL of this run's MariaDB/MySQL test database.

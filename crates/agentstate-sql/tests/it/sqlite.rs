@@ -1,7 +1,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agentstate::SessionService;
+use agentstate::{SessionService, SessionStore};
+use agentstate_conformance::Alternating;
 use agentstate_sql::SqlSessionService;
 
 /// A fresh directory under the system temp dir, removed by the next CI run.
@@ -31,4 +32,21 @@ mod memory {
 #[test]
 fn sqlite_agrees_with_the_model() {
     agentstate_conformance::check_against_model(sqlite_file, 48);
+}
+
+/// Two independent service instances on one database, used alternately: as two processes would.
+pub(crate) async fn sqlite_two_instances() -> Arc<dyn SessionService> {
+    let url = format!("sqlite://{}/sessions.db", scratch_dir().display());
+    let a: Arc<dyn SessionStore> = Arc::new(SqlSessionService::connect(&url).await.unwrap());
+    let b: Arc<dyn SessionStore> = Arc::new(SqlSessionService::connect(&url).await.unwrap());
+    Arc::new(Alternating::new(vec![a, b]))
+}
+
+mod two_instances {
+    agentstate_conformance::session_service_tests!(super::sqlite_two_instances);
+}
+
+#[test]
+fn sqlite_two_instances_agree_with_the_model() {
+    agentstate_conformance::check_against_model(sqlite_two_instances, 24);
 }

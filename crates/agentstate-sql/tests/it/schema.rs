@@ -1,0 +1,88 @@
+//! Databases agentstate must not write to are refused with a message naming the way out, and
+//! left untouched.
+
+use agentstate_sql::SqlSessionService;
+
+use crate::servers::{fresh_postgres_url, postgres_url};
+use crate::sqlite::scratch_dir;
+
+/// Events of ADK for Python's legacy pickle schema (v0): one column per field, `actions` pickled.
+const V0_EVENTS: &str = "CREATE TABLE sessions (app_name VARCHAR(128) NOT NULL, user_id VARCHAR(128) NOT NULL, \
+    id VARCHAR(128) NOT NULL, state TEXT NOT NULL, create_time TIMESTAMP NOT NULL, update_time TIMESTAMP NOT NULL, \
+    PRIMARY KEY (app_name, user_id, id)); \
+    CREATE TABLE events (id VARCHAR(128) NOT NULL, app_name VARCHAR(128) NOT NULL, user_id VARCHAR(128) NOT NULL, \
+    session_id VARCHAR(128) NOT NULL, invocation_id VARCHAR(256) NOT NULL, author VARCHAR(256) NOT NULL, \
+    actions BYTEA, timestamp TIMESTAMP NOT NULL, PRIMARY KEY (id, app_name, user_id, session_id))";
+
+async fn refusal(url: &str) -> String {
+    match SqlSessionService::connect(url).await {
+        Ok(_) => panic!("{url} should have been refused"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn sqlite_with(sql: &str) -> (String, std::path::PathBuf) {
+    let path = scratch_dir().join("old.db");
+    rusqlite::Connection::open(&path).unwrap().execute_batch(sql).unwrap();
+    (format!("sqlite://{}", path.display()), path)
+}
+
+fn sqlite_tables(path: &std::path::Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let mut stmt = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").unwrap();
+    stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+}
+
+#[tokio::test]
+async fn sqlite_legacy_pickle_schema_is_refused_untouched() {
+    let (url, path) = sqlite_with(&V0_EVENTS.replace("BYTEA", "BLOB"));
+    let message = refusal(&url).await;
+    assert!(message.contains("legacy pickle schema (v0)") && message.contains("adk migrate session"), "{message}");
+    assert_eq!(sqlite_tables(&path), ["events", "sessions"], "nothing was created");
+}
+
+#[tokio::test]
+async fn sqlite_adk_web_store_is_refused_with_the_import_command() {
+    let (url, path) = sqlite_with(
+        "CREATE TABLE sessions (app_name TEXT NOT NULL, user_id TEXT NOT NULL, id TEXT NOT NULL, state TEXT NOT NULL, \
+         create_time REAL NOT NULL, update_time REAL NOT NULL, PRIMARY KEY (app_name, user_id, id)); \
+         CREATE TABLE events (id TEXT NOT NULL, app_name TEXT NOT NULL, user_id TEXT NOT NULL, session_id TEXT NOT NULL, \
+         invocation_id TEXT NOT NULL, timestamp REAL NOT NULL, event_data TEXT NOT NULL, \
+         PRIMARY KEY (app_name, user_id, session_id, id))",
+    );
+    let message = refusal(&url).await;
+    assert!(message.contains("agentstate import-adk --from"), "{message}");
+    assert_eq!(sqlite_tables(&path), ["events", "sessions"]);
+}
+
+#[tokio::test]
+async fn sqlite_unknown_or_missing_versions_are_refused() {
+    let metadata = "CREATE TABLE adk_internal_metadata (\"key\" VARCHAR(128) NOT NULL, value VARCHAR(256) NOT NULL, \
+                    PRIMARY KEY (\"key\"));";
+    let (url, _) = sqlite_with(&format!("{metadata} INSERT INTO adk_internal_metadata VALUES ('schema_version', '2')"));
+    assert!(refusal(&url).await.contains("schema version \"2\""));
+    let (url, _) = sqlite_with(&format!("{metadata} INSERT INTO adk_internal_metadata VALUES ('schema_version', '0')"));
+    assert!(refusal(&url).await.contains("adk migrate session"));
+    let (url, _) = sqlite_with(metadata);
+    assert!(refusal(&url).await.contains("without a schema_version row"));
+}
+
+#[tokio::test]
+async fn postgres_legacy_pickle_schema_is_refused_untouched() {
+    let url = fresh_postgres_url().await;
+    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&url).await.unwrap();
+    sqlx::raw_sql(V0_EVENTS).execute(&mut conn).await.unwrap();
+    let message = refusal(&url).await;
+    assert!(message.contains("adk migrate session"), "{message}");
+    let metadata: Option<String> =
+        sqlx::query_scalar("SELECT to_regclass('adk_internal_metadata')::text").fetch_one(&mut conn).await.unwrap();
+    assert_eq!(metadata, None, "nothing was created");
+}
+
+#[tokio::test]
+async fn an_existing_database_is_opened_as_is() {
+    // Opening twice (as a restart does) keeps the data.
+    let url = postgres_url().await;
+    SqlSessionService::connect(&url).await.unwrap();
+    SqlSessionService::connect(&url).await.unwrap();
+}
