@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod durability;
+mod interop;
 mod mysql;
 mod postgres;
 mod schema;
