@@ -27,7 +27,10 @@ const PER_WRITER: usize = 500;
 fn make_event(i: usize) -> Event {
     Event::new(format!("inv-{}", i / 10))
         .author(if i.is_multiple_of(2) { "user" } else { "bench_agent" })
-        .content(Content::text(if i.is_multiple_of(2) { "user" } else { "model" }, format!("message number {i} of the bench")))
+        .content(Content::text(
+            if i.is_multiple_of(2) { "user" } else { "model" },
+            format!("message number {i} of the bench"),
+        ))
         .delta("step", json!(i))
         .delta("last_text", json!(format!("text {i}")))
         .delta("user:turns", json!(i))
@@ -148,7 +151,11 @@ fn split(event: &Event) -> (String, String, String) {
 }
 
 fn stamp(i: usize) -> String {
-    chrono::DateTime::from_timestamp_micros(1_795_000_000_000_000 + i as i64).unwrap().naive_utc().format("%Y-%m-%d %H:%M:%S%.6f").to_string()
+    chrono::DateTime::from_timestamp_micros(1_795_000_000_000_000 + i as i64)
+        .unwrap()
+        .naive_utc()
+        .format("%Y-%m-%d %H:%M:%S%.6f")
+        .to_string()
 }
 
 struct SqliteFloor {
@@ -158,7 +165,8 @@ struct SqliteFloor {
 impl SqliteFloor {
     fn new(path: &std::path::Path, sync: &str) -> Self {
         let conn = rusqlite::Connection::open(path).unwrap();
-        conn.execute_batch(&format!("PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA foreign_keys=ON;")).unwrap();
+        conn.execute_batch(&format!("PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA foreign_keys=ON;"))
+            .unwrap();
         conn.execute_batch(include_str!("../sql/sqlite/schema.sql")).unwrap();
         let t = stamp(0);
         conn.execute("INSERT INTO sessions VALUES ('a','u','s','{}',?1,?1)", [&t]).unwrap();
@@ -174,7 +182,10 @@ impl Subject for SqliteFloor {
         let t = stamp(i + 1);
         let c = &self.conn;
         c.execute_batch("BEGIN").unwrap();
-        c.prepare_cached("INSERT INTO events VALUES (?1,'a','u','s',?2,?3,?4)").unwrap().execute(rusqlite::params![id, event.invocation_id, t, data]).unwrap();
+        c.prepare_cached("INSERT INTO events VALUES (?1,'a','u','s',?2,?3,?4)")
+            .unwrap()
+            .execute(rusqlite::params![id, event.invocation_id, t, data])
+            .unwrap();
         let n = c.prepare_cached("UPDATE sessions SET state = json_patch(state, ?1), update_time = ?2 WHERE app_name='a' AND user_id='u' AND id='s'").unwrap().execute(rusqlite::params![session, t]).unwrap();
         let m = c.prepare_cached("UPDATE user_states SET state = json_patch(state, ?1), update_time = ?2 WHERE app_name='a' AND user_id='u'").unwrap().execute(rusqlite::params![user, t]).unwrap();
         assert_eq!(n + m, 2);
@@ -191,7 +202,11 @@ impl Subject for SqliteFloor {
 impl SqliteFloor {
     fn read(&self, limit: Option<i64>) {
         let mut stmt = self.conn.prepare_cached("SELECT id, invocation_id, timestamp, event_data FROM events WHERE app_name='a' AND user_id='u' AND session_id='s' ORDER BY timestamp DESC, id DESC LIMIT ?1").unwrap();
-        let rows = stmt.query_map([limit.unwrap_or(-1)], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?))).unwrap();
+        let rows = stmt
+            .query_map([limit.unwrap_or(-1)], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?))
+            })
+            .unwrap();
         for row in rows {
             let (_, _, _, data) = row.unwrap();
             std::hint::black_box(serde_json::from_str::<Value>(&data).unwrap());
@@ -207,7 +222,10 @@ impl PgFloor {
     async fn new(url: &str) -> Self {
         use sqlx::Connection;
         let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
-        sqlx::raw_sql("DROP TABLE IF EXISTS events, sessions, user_states, app_states, adk_internal_metadata CASCADE").execute(&mut conn).await.unwrap();
+        sqlx::raw_sql("DROP TABLE IF EXISTS events, sessions, user_states, app_states, adk_internal_metadata CASCADE")
+            .execute(&mut conn)
+            .await
+            .unwrap();
         sqlx::raw_sql(include_str!("../sql/postgres/schema.sql")).execute(&mut conn).await.unwrap();
         let t = chrono::DateTime::from_timestamp_micros(1_795_000_000_000_000).unwrap().naive_utc();
         sqlx::query("INSERT INTO sessions VALUES ('a','u','s','{}',$1,$1)").bind(t).execute(&mut conn).await.unwrap();
@@ -256,13 +274,33 @@ fn report(name: &str, ours: &Growth, floor: &Growth) {
     println!("\n## {name}");
     println!("| measure | agentstate | floor | ratio |");
     println!("|---|---|---|---|");
-    println!("| appends/s, 0→10k events, one writer | {:.0} | {:.0} | {:.2}× slower |", ours.rate, floor.rate, floor.rate / ours.rate);
-    println!("| median µs per append, last 1,000 | {:.1} | {:.1} | {:.2}× |", us(ours.last_1000_median), us(floor.last_1000_median), us(ours.last_1000_median) / us(floor.last_1000_median));
+    println!(
+        "| appends/s, 0→10k events, one writer | {:.0} | {:.0} | {:.2}× slower |",
+        ours.rate,
+        floor.rate,
+        floor.rate / ours.rate
+    );
+    println!(
+        "| median µs per append, last 1,000 | {:.1} | {:.1} | {:.2}× |",
+        us(ours.last_1000_median),
+        us(floor.last_1000_median),
+        us(ours.last_1000_median) / us(floor.last_1000_median)
+    );
     for (k, n) in CHECKPOINTS.iter().enumerate() {
-        println!("| get, 20 most recent, at {n} events (µs) | {:.0} | {:.0} | {:.2}× |", us(ours.recent20[k]), us(floor.recent20[k]), us(ours.recent20[k]) / us(floor.recent20[k]));
+        println!(
+            "| get, 20 most recent, at {n} events (µs) | {:.0} | {:.0} | {:.2}× |",
+            us(ours.recent20[k]),
+            us(floor.recent20[k]),
+            us(ours.recent20[k]) / us(floor.recent20[k])
+        );
     }
     for (k, n) in CHECKPOINTS.iter().enumerate() {
-        println!("| get, all events, at {n} events (ms) | {:.2} | {:.2} | {:.2}× |", us(ours.full[k]) / 1e3, us(floor.full[k]) / 1e3, us(ours.full[k]) / us(floor.full[k]));
+        println!(
+            "| get, all events, at {n} events (ms) | {:.2} | {:.2} | {:.2}× |",
+            us(ours.full[k]) / 1e3,
+            us(floor.full[k]) / 1e3,
+            us(ours.full[k]) / us(floor.full[k])
+        );
     }
 }
 

@@ -57,6 +57,16 @@ pub(crate) fn merge(state: &mut Map<String, Value>, delta: &Map<String, Value>) 
     }
 }
 
+/// A state column's text with `delta` merged in; unchanged (not re-encoded) for an empty delta.
+pub(crate) fn merged_text(text: String, delta: &Map<String, Value>) -> Result<String> {
+    if delta.is_empty() {
+        return Ok(text);
+    }
+    let mut state = parse_state(&text)?;
+    merge(&mut state, delta);
+    Ok(state_text(&state))
+}
+
 /// An event → `event_data` JSON.
 pub(crate) fn event_data(event: &Event) -> Result<String> {
     serde_json::to_string(event).map_err(|e| Error::invalid("event", format!("cannot be encoded as JSON: {e}")))
@@ -74,6 +84,22 @@ pub(crate) fn decode_event(data: Value, id: String, invocation_id: String, colum
         event.timestamp = agentstate::time::micros_to_secs(column_micros);
     }
     Ok(event)
+}
+
+/// Like [`decode_event`], for `event_data` stored as text (SQLite, MySQL); a NULL column is an
+/// event with no other fields.
+pub(crate) fn decode_event_text(
+    data: Option<&str>,
+    id: String,
+    invocation_id: String,
+    column_micros: i64,
+) -> Result<Event> {
+    let data = match data {
+        Some(text) => serde_json::from_str(text)
+            .map_err(|e| corrupt(format!("event {id} has event_data that is not JSON: {e}")))?,
+        None => Value::Object(Map::new()),
+    };
+    decode_event(data, id, invocation_id, column_micros)
 }
 
 /// A backend error for data this service cannot read: not retryable.

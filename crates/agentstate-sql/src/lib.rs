@@ -71,6 +71,29 @@ pub enum SchemaError {
     },
 }
 
+impl SchemaError {
+    /// Checks the `schema_version` found in `adk_internal_metadata`.
+    pub(crate) fn check_version(version: Option<&str>, location: &str) -> Result<()> {
+        let location = location.to_owned();
+        match version {
+            Some("1") => Ok(()),
+            Some("0") => Err(Self::Legacy { location }.into()),
+            Some(other) => Err(Self::Unknown { location, version: other.to_owned() }.into()),
+            None => Err(Self::NoVersion { location }.into()),
+        }
+    }
+
+    /// Checks the columns of an `events` table found without `adk_internal_metadata`: the
+    /// legacy schema has `actions` and no `event_data`.
+    pub(crate) fn check_event_columns(columns: &[String], location: &str) -> Result<()> {
+        let has = |name: &str| columns.iter().any(|c| c == name);
+        if has("actions") && !has("event_data") {
+            return Err(Self::Legacy { location: location.to_owned() }.into());
+        }
+        Ok(())
+    }
+}
+
 impl From<SchemaError> for Error {
     fn from(e: SchemaError) -> Self {
         Error::Backend { message: e.to_string(), retryable: false, source: Some(Box::new(e)) }

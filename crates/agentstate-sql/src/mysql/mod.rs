@@ -128,12 +128,7 @@ async fn inspect_and_create(conn: &mut MySqlConnection, location: &str) -> Resul
                 .fetch_optional(&mut *conn)
                 .await
                 .map_err(fail)?;
-        match version.as_deref() {
-            Some("1") => {}
-            Some("0") => return Err(SchemaError::Legacy { location: location.into() }.into()),
-            Some(other) => return Err(SchemaError::Unknown { location: location.into(), version: other.into() }.into()),
-            None => return Err(SchemaError::NoVersion { location: location.into() }.into()),
-        }
+        SchemaError::check_version(version.as_deref(), location)?;
     } else if has("events") {
         let columns: Vec<String> = sqlx::query_scalar(
             "SELECT CAST(column_name AS CHAR) FROM information_schema.columns \
@@ -142,9 +137,7 @@ async fn inspect_and_create(conn: &mut MySqlConnection, location: &str) -> Resul
         .fetch_all(&mut *conn)
         .await
         .map_err(fail)?;
-        if columns.iter().any(|c| c == "actions") && !columns.iter().any(|c| c == "event_data") {
-            return Err(SchemaError::Legacy { location: location.into() }.into());
-        }
+        SchemaError::check_event_columns(&columns, location)?;
     }
     sqlx::raw_sql(sql!("schema")).execute(&mut *conn).await.map(drop).map_err(fail)
 }
@@ -205,13 +198,8 @@ async fn merge_user(
     Ok(state)
 }
 
-fn decode(data: Option<String>, id: String, invocation: String, time: NaiveDateTime) -> Result<Event> {
-    let data = match data {
-        Some(text) => serde_json::from_str(&text)
-            .map_err(|e| codec::corrupt(format!("event {id} has event_data that is not JSON: {e}")))?,
-        None => Value::Object(Map::new()),
-    };
-    codec::decode_event(data, id, invocation, micros(time))
+fn decode(data: Option<&str>, id: String, invocation: String, time: NaiveDateTime) -> Result<Event> {
+    codec::decode_event_text(data, id, invocation, micros(time))
 }
 
 async fn create_in(conn: &mut MySqlConnection, new: &NewSession) -> Step<Session> {
@@ -262,7 +250,7 @@ async fn commit_in(conn: &mut MySqlConnection, commit: &EventCommit) -> Step<Com
         let invocation: String = dup.try_get(0).map_err(sql_step("read event"))?;
         let time: NaiveDateTime = dup.try_get(1).map_err(sql_step("read event"))?;
         let data: Option<String> = dup.try_get(2).map_err(sql_step("read event"))?;
-        let existing = decode(data, event.id.clone(), invocation, time)?;
+        let existing = decode(data.as_deref(), event.id.clone(), invocation, time)?;
         return if existing.same_as_retry(event) {
             Ok(CommitOutcome::Duplicate(Box::new(existing)))
         } else {
@@ -273,13 +261,7 @@ async fn commit_in(conn: &mut MySqlConnection, commit: &EventCommit) -> Step<Com
         return Err(Error::stale().into());
     }
     let now = naive(*timestamp_micros)?;
-    let session_state = if delta.session.is_empty() {
-        session_state
-    } else {
-        let mut state = parse_state(&session_state)?;
-        merge(&mut state, &delta.session);
-        state_text(&state)
-    };
+    let session_state = codec::merged_text(session_state, &delta.session)?;
     sqlx::query(sql!("session_update"))
         .bind(session_state)
         .bind(now)

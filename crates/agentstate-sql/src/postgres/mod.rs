@@ -77,12 +77,7 @@ async fn prepare_schema(pool: &PgPool, location: &str) -> Result<()> {
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(fail)?;
-        match version.as_deref() {
-            Some("1") => {}
-            Some("0") => return Err(SchemaError::Legacy { location: location.into() }.into()),
-            Some(other) => return Err(SchemaError::Unknown { location: location.into(), version: other.into() }.into()),
-            None => return Err(SchemaError::NoVersion { location: location.into() }.into()),
-        }
+        SchemaError::check_version(version.as_deref(), location)?;
     } else if has("events") {
         let columns: Vec<String> = sqlx::query_scalar(
             "SELECT column_name::text FROM information_schema.columns \
@@ -91,9 +86,7 @@ async fn prepare_schema(pool: &PgPool, location: &str) -> Result<()> {
         .fetch_all(&mut *tx)
         .await
         .map_err(fail)?;
-        if columns.iter().any(|c| c == "actions") && !columns.iter().any(|c| c == "event_data") {
-            return Err(SchemaError::Legacy { location: location.into() }.into());
-        }
+        SchemaError::check_event_columns(&columns, location)?;
     }
     sqlx::raw_sql(sql!("schema")).execute(&mut *tx).await.map_err(fail)?;
     tx.commit().await.map_err(fail)

@@ -102,16 +102,11 @@ fn stored_event(conn: &Connection, key: &SessionKey, id: &str) -> Result<Option<
             stmt.query_row(params, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional()
         })
         .map_err(|e| sqlite_error("read event", &e))?;
-    row.map(|(data, invocation, time)| decode(data, id.to_owned(), invocation, &time)).transpose()
+    row.map(|(data, invocation, time)| decode(data.as_deref(), id.to_owned(), invocation, &time)).transpose()
 }
 
-fn decode(data: Option<String>, id: String, invocation_id: String, time: &str) -> Result<Event> {
-    let data = match data {
-        Some(text) => serde_json::from_str(&text)
-            .map_err(|e| codec::corrupt(format!("event {id} has event_data that is not JSON: {e}")))?,
-        None => Value::Object(Map::new()),
-    };
-    codec::decode_event(data, id, invocation_id, parse_sqlite_text(time)?)
+fn decode(data: Option<&str>, id: String, invocation_id: String, time: &str) -> Result<Event> {
+    codec::decode_event_text(data, id, invocation_id, parse_sqlite_text(time)?)
 }
 
 pub(super) fn commit(conn: &Connection, commit: EventCommit) -> Result<CommitOutcome> {
@@ -130,13 +125,7 @@ pub(super) fn commit(conn: &Connection, commit: EventCommit) -> Result<CommitOut
         return Err(Error::stale());
     }
     let now = sqlite_text(timestamp_micros)?;
-    let session_state = if delta.session.is_empty() {
-        session_state
-    } else {
-        let mut state = parse_state(&session_state)?;
-        merge(&mut state, &delta.session);
-        state_text(&state)
-    };
+    let session_state = codec::merged_text(session_state, &delta.session)?;
     let params = params![key.app_name(), key.user_id(), key.session_id(), session_state, now];
     execute(conn, "update session", sql!("session_update"), params)?;
     if !delta.app.is_empty() {
@@ -151,16 +140,12 @@ pub(super) fn commit(conn: &Connection, commit: EventCommit) -> Result<CommitOut
     Ok(CommitOutcome::Committed)
 }
 
+/// Deletes events, then the session (the job's savepoint makes the pair atomic).
 pub(super) fn delete(conn: &Connection, key: &SessionKey) -> Result<()> {
-    conn.execute_batch("SAVEPOINT del")
-        .and_then(|()| {
-            let mut stmts = sql!("session_delete").split(';').map(str::trim).filter(|s| !s.is_empty());
-            stmts.try_for_each(|s| {
-                conn.prepare_cached(s)?.execute(params![key.app_name(), key.user_id(), key.session_id()]).map(drop)
-            })
-        })
-        .and_then(|()| conn.execute_batch("RELEASE del"))
-        .map_err(|e| sqlite_error("delete session", &e))
+    for statement in sql!("session_delete").split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        execute(conn, "delete session", statement, params![key.app_name(), key.user_id(), key.session_id()])?;
+    }
+    Ok(())
 }
 
 /// Runs `f` in a read transaction, so every statement sees one snapshot.
@@ -195,7 +180,7 @@ fn events(conn: &Connection, key: &SessionKey, window: EventWindow) -> Result<Ve
     let mut events = Vec::new();
     for row in rows {
         let (id, invocation, time, data) = row.map_err(|e| sqlite_error("read events", &e))?;
-        events.push(decode(data, id, invocation, &time)?);
+        events.push(decode(data.as_deref(), id, invocation, &time)?);
     }
     events.reverse();
     Ok(events)

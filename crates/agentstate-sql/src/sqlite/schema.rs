@@ -28,18 +28,10 @@ pub(super) fn prepare(conn: &Connection, location: &str) -> Result<String> {
             .query_row("SELECT value FROM adk_internal_metadata WHERE \"key\" = 'schema_version'", [], |r| r.get(0))
             .optional()
             .map_err(inspect)?;
-        match version.as_deref() {
-            Some("1") => {}
-            Some("0") => return Err(SchemaError::Legacy { location: location.into() }.into()),
-            Some(other) => return Err(SchemaError::Unknown { location: location.into(), version: other.into() }.into()),
-            None => return Err(SchemaError::NoVersion { location: location.into() }.into()),
-        }
+        SchemaError::check_version(version.as_deref(), location)?;
     } else if table_exists(conn, "events").map_err(inspect)? {
-        let events = columns(conn, "events").map_err(inspect)?;
-        let has = |name: &str| events.iter().any(|(c, _)| c == name);
-        if has("actions") && !has("event_data") {
-            return Err(SchemaError::Legacy { location: location.into() }.into());
-        }
+        let events: Vec<String> = columns(conn, "events").map_err(inspect)?.into_iter().map(|(c, _)| c).collect();
+        SchemaError::check_event_columns(&events, location)?;
         let sessions = columns(conn, "sessions").map_err(inspect)?;
         if sessions.iter().any(|(c, t)| c == "update_time" && t.eq_ignore_ascii_case("REAL")) {
             return Err(SchemaError::AdkSqlite { location: location.into() }.into());
