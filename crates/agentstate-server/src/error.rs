@@ -1,0 +1,83 @@
+//! One error type for every handler, answered as `{"detail": …}` with the reference's status codes.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+/// An error answered to the client.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400.
+    #[error("{0}")]
+    BadRequest(String),
+    /// 404.
+    #[error("{0}")]
+    NotFound(String),
+    /// 409.
+    #[error("{0}")]
+    Conflict(String),
+    /// 422, with FastAPI's list of validation problems as `detail`.
+    #[error("invalid request: {0}")]
+    Unprocessable(Value),
+    /// 500: the message is logged, the client gets a generic one.
+    #[error("{0}")]
+    Internal(String),
+    /// 503: the storage backend is unavailable or busy; the client may retry.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl ApiError {
+    /// FastAPI's 422 for a request body that is not JSON.
+    pub fn invalid_json(error: &serde_json::Error) -> Self {
+        Self::Unprocessable(json!([{
+            "type": "json_invalid", "loc": ["body", error.column()], "msg": "JSON decode error",
+            "input": {}, "ctx": {"error": error.to_string()}
+        }]))
+    }
+
+    /// FastAPI's 422 for a required body field that is missing.
+    pub fn missing(field: &str, input: &Value) -> Self {
+        Self::Unprocessable(
+            json!([{"type": "missing", "loc": ["body", field], "msg": "Field required", "input": input}]),
+        )
+    }
+}
+
+impl From<agentstate::Error> for ApiError {
+    fn from(e: agentstate::Error) -> Self {
+        use agentstate::Error as E;
+        match e {
+            E::NotFound { .. } => Self::NotFound("Session not found".into()),
+            E::AlreadyExists { session_id } => Self::Conflict(format!("Session already exists: {session_id}")),
+            e @ E::Conflict { .. } => Self::Conflict(e.to_string()),
+            e @ E::InvalidArgument { .. } => Self::BadRequest(e.to_string()),
+            e if e.is_retryable() => Self::Unavailable(e.to_string()),
+            e => Self::Internal(e.to_string()),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, detail) = match self {
+            Self::BadRequest(m) => (StatusCode::BAD_REQUEST, Value::String(m)),
+            Self::NotFound(m) => (StatusCode::NOT_FOUND, Value::String(m)),
+            Self::Conflict(m) => (StatusCode::CONFLICT, Value::String(m)),
+            Self::Unprocessable(v) => (StatusCode::UNPROCESSABLE_ENTITY, v),
+            Self::Unavailable(m) => {
+                tracing::warn!(error = %m, "storage unavailable");
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Value::String("The session store is unavailable; retry later.".into()),
+                )
+            }
+            Self::Internal(m) => {
+                tracing::error!(error = %m, "internal error");
+                (StatusCode::INTERNAL_SERVER_ERROR, Value::String("Internal server error".into()))
+            }
+        };
+        (status, Json(json!({ "detail": detail }))).into_response()
+    }
+}

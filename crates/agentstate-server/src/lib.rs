@@ -1,0 +1,66 @@
+//! The agentstate session server: the session routes of ADK's `adk api_server` over any
+//! [`SessionService`](agentstate::SessionService), so clients written for it work unchanged, plus
+//! health and readiness probes.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use agentstate_server::{AppState, app};
+//!
+//! # async fn f() -> anyhow::Result<()> {
+//! let service = agentstate_sql::SqlSessionService::connect("sqlite://agentstate.db").await?;
+//! let router = app(AppState { service: Arc::new(service) });
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
+//! axum::serve(listener, router).await?;
+//! # Ok(()) }
+//! ```
+
+mod error;
+mod sessions;
+pub mod wire;
+
+use agentstate::{GetSessionConfig, SessionKey};
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use serde_json::json;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+
+pub use error::ApiError;
+pub use sessions::AppState;
+
+/// The router: session routes, `/healthz`, `/readyz`.
+pub fn app(state: AppState) -> Router {
+    let sessions = "/apps/{app_name}/users/{user_id}/sessions";
+    Router::new()
+        .route(sessions, post(sessions::create).get(sessions::list))
+        .route(
+            &format!("{sessions}/{{session_id}}"),
+            get(sessions::get).post(sessions::create_with_id).patch(sessions::patch).delete(sessions::delete),
+        )
+        .route("/healthz", get(|| async { axum::Json(json!({"status": "ok"})) }))
+        .route("/readyz", get(ready))
+        .with_state(state)
+        .layer(CatchPanicLayer::new())
+        .layer(TraceLayer::new_for_http().make_span_with(|request: &axum::http::Request<_>| {
+            let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
+            tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id = %id)
+        }))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+}
+
+/// Ready when a query reaches the storage backend.
+async fn ready(State(state): State<AppState>) -> impl IntoResponse {
+    let probe = SessionKey::from_storage("agentstate-readyz", "probe", "probe");
+    match state.service.get_session(&probe, GetSessionConfig::recent(0)).await {
+        Ok(_) => (StatusCode::OK, axum::Json(json!({"status": "ready"}))),
+        Err(e) => {
+            tracing::warn!(error = %e, "not ready");
+            (StatusCode::SERVICE_UNAVAILABLE, axum::Json(json!({"status": "unavailable", "detail": e.to_string()})))
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! `agentstate`: the session server and its command line.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use agentstate::{GetSessionConfig, ListSessions, SessionKey, SessionService};
+use agentstate_server::{AppState, app, wire};
+use agentstate_sql::SqlSessionService;
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+
+/// Sessions and scoped state for AI agents: the ADK session API on SQLite, PostgreSQL or MySQL.
+#[derive(Debug, Parser)]
+#[command(name = "agentstate", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the ADK session REST API (the session routes of `adk api_server`).
+    Serve(ServeArgs),
+    /// Create or check the database schema, and print its version.
+    Migrate(DbArg),
+    /// Inspect and manage sessions in a database.
+    Sessions {
+        #[command(subcommand)]
+        command: SessionsCommand,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct DbArg {
+    /// Database URL: sqlite://path.db, sqlite::memory:, postgres://…, mysql://…
+    #[arg(long, env = "AGENTSTATE_DB", default_value = "sqlite://agentstate.db")]
+    db: String,
+}
+
+#[derive(Debug, clap::Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    db: DbArg,
+    /// Address to listen on.
+    #[arg(long, env = "AGENTSTATE_ADDR", default_value = "127.0.0.1:8000")]
+    addr: SocketAddr,
+    /// Listen on a non-loopback address although no access tokens are configured.
+    #[arg(long, env = "AGENTSTATE_INSECURE_ALLOW_REMOTE")]
+    insecure_allow_remote: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum SessionsCommand {
+    /// List the sessions of an app (or of one user), oldest update first.
+    List {
+        #[command(flatten)]
+        db: DbArg,
+        /// The app.
+        app: String,
+        /// Only this user's sessions.
+        #[arg(long)]
+        user: Option<String>,
+    },
+    /// Print one session, with its events, as the API shows it.
+    Show {
+        #[command(flatten)]
+        db: DbArg,
+        /// The app.
+        app: String,
+        /// The user.
+        user: String,
+        /// The session id.
+        session: String,
+    },
+    /// Delete one session and its events.
+    Delete {
+        #[command(flatten)]
+        db: DbArg,
+        /// The app.
+        app: String,
+        /// The user.
+        user: String,
+        /// The session id.
+        session: String,
+    },
+}
+
+async fn connect(db: &DbArg) -> anyhow::Result<SqlSessionService> {
+    SqlSessionService::connect(&db.db).await.with_context(|| format!("opening {}", agentstate_sql::redact(&db.db)))
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,agentstate=info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    match Cli::parse().command {
+        Command::Serve(args) => serve(args).await,
+        Command::Migrate(db) => {
+            connect(&db).await?;
+            println!("{}: schema version 1 (ADK for Python DatabaseSessionService v1)", agentstate_sql::redact(&db.db));
+            Ok(())
+        }
+        Command::Sessions { command } => sessions(command).await,
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    if !args.addr.ip().is_loopback() && !args.insecure_allow_remote {
+        bail!(
+            "refusing to listen on {} without access tokens: anyone who can reach it could read and change every \
+             session. Listen on 127.0.0.1 behind an authenticating proxy, or pass --insecure-allow-remote.",
+            args.addr
+        );
+    }
+    let service = connect(&args.db).await?;
+    let listener =
+        tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("listening on {}", args.addr))?;
+    tracing::info!(addr = %listener.local_addr()?, db = %agentstate_sql::redact(&args.db.db), "agentstate serving");
+    axum::serve(listener, app(AppState { service: Arc::new(service) }))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Resolves on ctrl-c or SIGTERM; in-flight requests then finish before the server exits.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { () = ctrl_c => {}, () = term => {} }
+    tracing::info!("shutting down: finishing in-flight requests");
+}
+
+async fn sessions(command: SessionsCommand) -> anyhow::Result<()> {
+    match command {
+        SessionsCommand::List { db, app, user } => {
+            let service = connect(&db).await?;
+            let request = ListSessions { app_name: app, user_id: user, ..ListSessions::default() };
+            for s in service.list_sessions(request).await?.sessions {
+                println!(
+                    "{}\t{}\t{:.6}\t{}",
+                    s.user_id(),
+                    s.id(),
+                    s.last_update_time(),
+                    serde_json::to_string(s.state())?
+                );
+            }
+        }
+        SessionsCommand::Show { db, app, user, session } => {
+            let service = connect(&db).await?;
+            let key = SessionKey::new(app, user, session)?;
+            let found = service.get_session(&key, GetSessionConfig::default()).await?;
+            let session = found.with_context(|| format!("no session {key}"))?;
+            println!("{}", serde_json::to_string_pretty(&wire::session_to_wire(&session))?);
+        }
+        SessionsCommand::Delete { db, app, user, session } => {
+            let service = connect(&db).await?;
+            service.delete_session(&SessionKey::new(app, user, session)?).await?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,227 @@
+//! The session routes of `adk api_server`, with the same paths, bodies, status codes and JSON.
+
+use std::sync::Arc;
+
+use agentstate::{
+    ConflictKind, CreateSession, Error, Event, EventActions, GetSessionConfig, ListSessions, Map, SessionKey,
+    SessionService, Value,
+};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use serde_json::json;
+
+use crate::error::ApiError;
+use crate::wire;
+
+/// Shared by every handler.
+#[derive(Clone)]
+pub struct AppState {
+    /// The session service behind the API.
+    pub service: Arc<dyn SessionService>,
+}
+
+/// Sessions whose ids start with these are ADK evaluation runs; lists leave them out.
+const EVAL_PREFIXES: [&str; 2] = ["adk-eval-session-", "___eval___session___"];
+/// Function calls ADK itself issues; a client may not restore events carrying them.
+const RESERVED_FUNCTIONS: [&str; 3] = ["adk_request_credential", "adk_request_confirmation", "adk_request_input"];
+/// How often PATCH reloads and retries when another writer appended meanwhile.
+const PATCH_ATTEMPTS: usize = 5;
+
+type Reply = Result<Json<Value>, ApiError>;
+
+fn key(app: &str, user: &str, id: &str) -> Result<SessionKey, ApiError> {
+    Ok(SessionKey::new(app, user, id)?)
+}
+
+/// Parses an optional JSON body: empty → `None`.
+fn body(bytes: &Bytes) -> Result<Option<Value>, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    serde_json::from_slice(bytes).map(Some).map_err(|e| ApiError::invalid_json(&e))
+}
+
+fn model_error(field: &str, message: impl std::fmt::Display, input: &Value) -> ApiError {
+    ApiError::Unprocessable(
+        json!([{"type": "model_type", "loc": ["body", field], "msg": message.to_string(), "input": input}]),
+    )
+}
+
+/// `POST /apps/{app}/users/{user}/sessions` with an optional `CreateSessionRequest`.
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    Path((app, user)): Path<(String, String)>,
+    bytes: Bytes,
+) -> Reply {
+    let mut request = CreateSession::new(&app, &user);
+    let mut events = Vec::new();
+    if let Some(value) = body(&bytes)?.filter(|v| !v.is_null()) {
+        let Some(mut fields) = wire::object(value.clone()) else {
+            return Err(model_error("", "Input should be a valid dictionary or object", &value));
+        };
+        let mut take =
+            |camel: &str, snake: &str| fields.remove(camel).or_else(|| fields.remove(snake)).filter(|v| !v.is_null());
+        if let Some(id) = take("sessionId", "session_id") {
+            request.session_id = Some(
+                id.as_str().ok_or_else(|| model_error("sessionId", "Input should be a valid string", &id))?.to_owned(),
+            );
+        }
+        if let Some(initial) = take("state", "state") {
+            request.state = wire::object(initial.clone())
+                .ok_or_else(|| model_error("state", "Input should be a valid dictionary", &initial))?;
+        }
+        if let Some(options) = take("options", "options").and_then(wire::object) {
+            check_options(&options)?;
+        }
+        if let Some(list) = take("events", "events") {
+            let Value::Array(list) = list else {
+                return Err(model_error("events", "Input should be a valid list", &list));
+            };
+            for (i, raw) in list.into_iter().enumerate() {
+                let event = wire::event_from_wire(raw.clone()).map_err(|e| model_error("events", e, &raw))?;
+                check_restored(i, &event)?;
+                events.push(event);
+            }
+        }
+    }
+    let mut session = state.service.create_session(request).await?;
+    for event in events {
+        state.service.append_event(&mut session, mark_restored(event)).await?;
+    }
+    Ok(Json(wire::session_to_wire(&session)))
+}
+
+/// `POST /apps/{app}/users/{user}/sessions/{id}` (deprecated by the reference): the body, if
+/// any, is the initial state.
+pub(crate) async fn create_with_id(
+    State(state): State<AppState>,
+    Path((app, user, id)): Path<(String, String, String)>,
+    bytes: Bytes,
+) -> Reply {
+    let mut request = CreateSession::new(app, user).id(id);
+    if let Some(value) = body(&bytes)?.filter(|v| !v.is_null()) {
+        request.state =
+            wire::object(value.clone()).ok_or_else(|| model_error("", "Input should be a valid dictionary", &value))?;
+    }
+    let session = state.service.create_session(request).await?;
+    Ok(Json(wire::session_to_wire(&session)))
+}
+
+fn check_options(options: &Map<String, Value>) -> Result<(), ApiError> {
+    let mut bound: Vec<&str> = options
+        .keys()
+        .map(String::as_str)
+        .filter(|k| ["app_name", "user_id", "state", "session_id"].contains(k))
+        .collect();
+    bound.sort_unstable();
+    if !bound.is_empty() {
+        return Err(ApiError::BadRequest(format!(
+            "Session options cannot contain keys already bound by the endpoint: {}",
+            bound.join(", ")
+        )));
+    }
+    if !options.is_empty() {
+        return Err(ApiError::BadRequest(
+            "Session options are not supported by the configured session service.".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The reference refuses restored events that claim to be ADK's own.
+fn check_restored(index: usize, event: &Event) -> Result<(), ApiError> {
+    let refuse =
+        |what: &str| ApiError::BadRequest(format!("Session initialization event {index} cannot include {what}."));
+    if event.long_running_tool_ids.as_ref().is_some_and(|ids| !ids.is_empty()) {
+        return Err(refuse("long-running tool IDs"));
+    }
+    if event.actions != EventActions::default() {
+        return Err(refuse("event actions"));
+    }
+    let parts = event.content.as_ref().map(|c| c.parts()).unwrap_or_default();
+    let names = parts.iter().filter_map(|p| {
+        p.function_call
+            .as_ref()
+            .and_then(|f| f.name.as_deref())
+            .or(p.function_response.as_ref().and_then(|f| f.name.as_deref()))
+    });
+    if names.into_iter().any(|n| RESERVED_FUNCTIONS.contains(&n)) {
+        return Err(refuse("ADK protocol function calls"));
+    }
+    Ok(())
+}
+
+fn mark_restored(mut event: Event) -> Event {
+    let mut meta = match event.extra.remove("custom_metadata") {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    meta.retain(|k, _| !k.starts_with("__adk_internal_"));
+    meta.insert("__adk_internal_restored_event".into(), Value::Bool(true));
+    event.extra.insert("custom_metadata".into(), Value::Object(meta));
+    event
+}
+
+/// `GET /apps/{app}/users/{user}/sessions/{id}`: the session with every event.
+pub(crate) async fn get(State(state): State<AppState>, Path((app, user, id)): Path<(String, String, String)>) -> Reply {
+    let session = state.service.get_session(&key(&app, &user, &id)?, GetSessionConfig::default()).await?;
+    let session = session.ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
+    Ok(Json(wire::session_to_wire(&session)))
+}
+
+/// `GET /apps/{app}/users/{user}/sessions`: the user's sessions, merged state, no events.
+pub(crate) async fn list(State(state): State<AppState>, Path((app, user)): Path<(String, String)>) -> Reply {
+    let page = state.service.list_sessions(ListSessions::user(app, user)).await?;
+    let sessions: Vec<Value> = page
+        .sessions
+        .iter()
+        .filter(|s| !EVAL_PREFIXES.iter().any(|p| s.id().starts_with(p)))
+        .map(wire::session_to_wire)
+        .collect();
+    Ok(Json(Value::Array(sessions)))
+}
+
+/// `DELETE /apps/{app}/users/{user}/sessions/{id}`: `null`, whether or not it existed.
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    Path((app, user, id)): Path<(String, String, String)>,
+) -> Reply {
+    state.service.delete_session(&key(&app, &user, &id)?).await?;
+    Ok(Json(Value::Null))
+}
+
+/// `PATCH /apps/{app}/users/{user}/sessions/{id}` with `{"stateDelta": {…}}`: appends a user event
+/// carrying the delta and returns the session (with this request's `temp:` keys, as the reference
+/// does). The delta is a blind per-key write, so if another writer appended meanwhile the
+/// session is reloaded and the append retried: no update is lost.
+pub(crate) async fn patch(
+    State(state): State<AppState>,
+    Path((app, user, id)): Path<(String, String, String)>,
+    bytes: Bytes,
+) -> Reply {
+    let input = body(&bytes)?.unwrap_or(Value::Null);
+    let delta = match input.get("stateDelta").or_else(|| input.get("state_delta")) {
+        Some(Value::Object(delta)) => delta.clone(),
+        Some(other) => return Err(model_error("stateDelta", "Input should be a valid dictionary", other)),
+        None => return Err(ApiError::missing("stateDelta", &input)),
+    };
+    let key = key(&app, &user, &id)?;
+    for attempt in 1..=PATCH_ATTEMPTS {
+        let mut session = state
+            .service
+            .get_session(&key, GetSessionConfig::default())
+            .await?
+            .ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
+        let mut event = Event::new(format!("p-{}", uuid::Uuid::new_v4())).author("user");
+        event.actions.state_delta = delta.clone();
+        match state.service.append_event(&mut session, event).await {
+            Ok(_) => return Ok(Json(wire::session_to_wire(&session))),
+            Err(Error::Conflict { kind: ConflictKind::StaleSession }) if attempt < PATCH_ATTEMPTS => {
+                tracing::debug!(attempt, "session changed during PATCH; reloading");
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(Error::stale().into())
+}

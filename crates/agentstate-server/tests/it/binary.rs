@@ -1,0 +1,108 @@
+//! `agentstate` as a child process on a real socket.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agentstate");
+
+fn scratch() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join("agentstate-tests").join(uuid_like());
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn uuid_like() -> String {
+    agentstate::Event::new_id()
+}
+
+/// Starts `agentstate serve` on a free port; returns the child and its address.
+fn serve(db: &str) -> (Child, String) {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--db", db, "--addr", "127.0.0.1:0"])
+        .env("RUST_LOG", "info")
+        .env_remove("AGENTSTATE_DB")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read stderr on a thread (and keep draining it, so the child never blocks on a full pipe);
+    // give up after 30 s instead of hanging the test run.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let addr = loop {
+        let line = rx.recv_timeout(Duration::from_secs(30)).expect("agentstate did not report its address in 30 s");
+        if let Some(rest) = line.split("addr=").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    (child, addr)
+}
+
+fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}
+
+#[test]
+fn serves_sqlite_and_keeps_data_across_restarts() {
+    let db = format!("sqlite://{}/server.db", scratch().display());
+    let (mut child, addr) = serve(&db);
+    let (status, body) =
+        http(&addr, "POST", "/apps/a/users/u/sessions", r#"{"sessionId": "s", "state": {"user:n": 1}}"#);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(http(&addr, "PATCH", "/apps/a/users/u/sessions/s", r#"{"stateDelta": {"k": 2}}"#).0, 200);
+    assert_eq!(http(&addr, "GET", "/readyz", "").0, 200);
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let (mut child, addr) = serve(&db);
+    let (status, body) = http(&addr, "GET", "/apps/a/users/u/sessions/s", "");
+    assert_eq!(status, 200);
+    let session: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(session["state"], serde_json::json!({"k": 2, "user:n": 1}));
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn sigterm_stops_it_cleanly() {
+    let (mut child, addr) = serve("sqlite::memory:");
+    assert_eq!(http(&addr, "GET", "/healthz", "").0, 200);
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "exit status after SIGTERM: {status}");
+}
+
+#[test]
+fn refuses_a_public_address_without_tokens() {
+    let out = Command::new(BIN).args(["serve", "--db", "sqlite::memory:", "--addr", "0.0.0.0:0"]).output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--insecure-allow-remote"), "{stderr}");
+}
+
+#[test]
+fn migrate_reports_the_schema_version() {
+    let db = format!("sqlite://{}/m.db", scratch().display());
+    let out = Command::new(BIN).args(["migrate", "--db", &db]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("schema version 1"));
+}

@@ -1,0 +1,6 @@
+//! agentstate-server's integration tests: the router without a socket, and the `agentstate`
+//! binary as a child process.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod binary;
+mod routes;

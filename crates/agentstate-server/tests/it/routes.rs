@@ -1,0 +1,212 @@
+use std::sync::Arc;
+
+use agentstate::InMemorySessionService;
+use agentstate_server::{AppState, app};
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+fn router() -> Router {
+    app(AppState { service: Arc::new(InMemorySessionService::new()) })
+}
+
+async fn call(router: &Router, method: Method, path: &str, body: Option<&str>) -> (StatusCode, Value) {
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json")
+        .body(body.map_or_else(Body::empty, |b| Body::from(b.to_owned())))
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let value = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap() };
+    (status, value)
+}
+
+const S: &str = "/apps/myapp/users/u1/sessions";
+
+#[tokio::test]
+async fn create_without_body_generates_an_id() {
+    let r = router();
+    let (status, body) = call(&r, Method::POST, S, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["id"].as_str().unwrap().len(), 36);
+    assert_eq!((body["appName"].as_str(), body["userId"].as_str()), (Some("myapp"), Some("u1")));
+    assert_eq!(body["state"], json!({}));
+    assert_eq!(body["events"], json!([]));
+    assert!(body["lastUpdateTime"].as_f64().unwrap() > 1.7e9);
+}
+
+#[tokio::test]
+async fn create_splits_state_and_refuses_duplicates() {
+    let r = router();
+    let request = r#"{"sessionId": "s1", "state": {"k": 1, "app:a": "A", "user:u": "U", "temp:t": "T"}}"#;
+    let (status, body) = call(&r, Method::POST, S, Some(request)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["state"], json!({"k": 1, "app:a": "A", "user:u": "U"}));
+    let (status, body) = call(&r, Method::POST, S, Some(request)).await;
+    assert_eq!((status, body), (StatusCode::CONFLICT, json!({"detail": "Session already exists: s1"})));
+    // snake_case is accepted too.
+    let (status, body) = call(&r, Method::POST, S, Some(r#"{"session_id": "s2"}"#)).await;
+    assert_eq!((status, body["id"].as_str()), (StatusCode::OK, Some("s2")));
+}
+
+#[tokio::test]
+async fn create_options_are_refused_as_the_reference_does() {
+    let r = router();
+    let (status, body) = call(&r, Method::POST, S, Some(r#"{"options": {"state": 1, "app_name": 2}}"#)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["detail"], "Session options cannot contain keys already bound by the endpoint: app_name, state");
+    let (status, body) = call(&r, Method::POST, S, Some(r#"{"options": {"ttl": "60s"}}"#)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["detail"], "Session options are not supported by the configured session service.");
+}
+
+#[tokio::test]
+async fn create_restores_events_and_refuses_adk_internal_ones() {
+    let r = router();
+    let events = json!([
+        {"author": "user", "invocationId": "i1", "content": {"role": "user", "parts": [{"text": "hi"}]}},
+        {"author": "agent", "invocationId": "i1", "content": {"role": "model", "parts": [{"functionCall": {"name": "lookup", "args": {"q_text": "x"}}}]},
+         "customMetadata": {"__adk_internal_x": 1, "mine": 2}}
+    ]);
+    let (status, body) =
+        call(&r, Method::POST, S, Some(&json!({"sessionId": "r", "events": events}).to_string())).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let stored = &body["events"];
+    assert_eq!(stored.as_array().unwrap().len(), 2);
+    assert_eq!(stored[1]["content"]["parts"][0]["functionCall"]["args"], json!({"q_text": "x"}));
+    assert_eq!(stored[1]["customMetadata"], json!({"mine": 2}), "internal metadata is never shown");
+    assert!(stored[0].get("customMetadata").is_none());
+
+    for (event, what) in [
+        (json!({"author": "a", "actions": {"stateDelta": {"k": 1}}}), "event actions"),
+        (json!({"author": "a", "longRunningToolIds": ["t"]}), "long-running tool IDs"),
+        (
+            json!({"author": "a", "content": {"parts": [{"functionCall": {"name": "adk_request_confirmation"}}]}}),
+            "ADK protocol function calls",
+        ),
+    ] {
+        let (status, body) =
+            call(&r, Method::POST, S, Some(&json!({"events": [{"author": "ok"}, event]}).to_string())).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(body["detail"], format!("Session initialization event 1 cannot include {what}."));
+    }
+}
+
+#[tokio::test]
+async fn bad_bodies_and_ids() {
+    let r = router();
+    let (status, body) = call(&r, Method::POST, S, Some("{not json")).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(body["detail"][0]["type"], "json_invalid");
+    let (status, body) = call(&r, Method::POST, S, Some(r#"{"state": [1]}"#)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let (status, body) = call(&r, Method::GET, "/apps/myapp/users/u1/sessions/%20padded", None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(body["detail"].as_str().unwrap().contains("session_id"), "{body}");
+    let (status, _) = call(&r, Method::POST, "/apps/myapp/users/u%07/sessions", None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn create_with_id_takes_the_body_as_state() {
+    let r = router();
+    let (status, body) = call(&r, Method::POST, &format!("{S}/legacy"), Some(r#"{"user:x": 1, "k": 2}"#)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!((body["id"].as_str(), &body["state"]), (Some("legacy"), &json!({"k": 2, "user:x": 1})));
+    let (status, body) = call(&r, Method::POST, &format!("{S}/legacy"), None).await;
+    assert_eq!((status, body), (StatusCode::CONFLICT, json!({"detail": "Session already exists: legacy"})));
+}
+
+#[tokio::test]
+async fn get_list_and_not_found() {
+    let r = router();
+    call(&r, Method::POST, S, Some(r#"{"sessionId": "a", "state": {"user:n": 1}}"#)).await;
+    call(&r, Method::POST, S, Some(r#"{"sessionId": "adk-eval-session-1"}"#)).await;
+    call(&r, Method::PATCH, &format!("{S}/a"), Some(r#"{"stateDelta": {"k": 1}}"#)).await;
+    let (status, body) = call(&r, Method::GET, &format!("{S}/a"), None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["events"].as_array().unwrap().len(), 1);
+    let (status, body) = call(&r, Method::GET, S, None).await;
+    assert_eq!(status, StatusCode::OK);
+    let ids: Vec<&str> = body.as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["a"], "eval sessions are not listed");
+    assert_eq!(body[0]["events"], json!([]));
+    assert_eq!(body[0]["state"], json!({"k": 1, "user:n": 1}));
+    let (status, body) = call(&r, Method::GET, "/apps/myapp/users/nobody/sessions", None).await;
+    assert_eq!((status, body), (StatusCode::OK, json!([])));
+    let (status, body) = call(&r, Method::GET, &format!("{S}/missing"), None).await;
+    assert_eq!((status, body), (StatusCode::NOT_FOUND, json!({"detail": "Session not found"})));
+}
+
+#[tokio::test]
+async fn patch_appends_a_user_event() {
+    let r = router();
+    call(&r, Method::POST, S, Some(r#"{"sessionId": "p"}"#)).await;
+    let (status, body) =
+        call(&r, Method::PATCH, &format!("{S}/p"), Some(r#"{"stateDelta": {"k": 1, "user:u": 2, "temp:t": 3}}"#)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        body["state"],
+        json!({"k": 1, "user:u": 2, "temp:t": 3}),
+        "the response shows temp keys, as the reference"
+    );
+    let event = &body["events"][0];
+    assert_eq!(event["author"], "user");
+    assert!(event["invocationId"].as_str().unwrap().starts_with("p-"));
+    assert_eq!(event["actions"]["stateDelta"], json!({"k": 1, "user:u": 2}));
+    let (_, stored) = call(&r, Method::GET, &format!("{S}/p"), None).await;
+    assert_eq!(stored["state"], json!({"k": 1, "user:u": 2}));
+
+    let (status, body) = call(&r, Method::PATCH, &format!("{S}/p"), Some(r#"{"delta": {}}"#)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(body["detail"][0]["loc"], json!(["body", "stateDelta"]));
+    let (status, body) = call(&r, Method::PATCH, &format!("{S}/gone"), Some(r#"{"stateDelta": {}}"#)).await;
+    assert_eq!((status, body), (StatusCode::NOT_FOUND, json!({"detail": "Session not found"})));
+}
+
+#[tokio::test]
+async fn delete_is_idempotent_and_answers_null() {
+    let r = router();
+    call(&r, Method::POST, S, Some(r#"{"sessionId": "d"}"#)).await;
+    assert_eq!(call(&r, Method::DELETE, &format!("{S}/d"), None).await, (StatusCode::OK, Value::Null));
+    assert_eq!(call(&r, Method::DELETE, &format!("{S}/d"), None).await, (StatusCode::OK, Value::Null));
+    assert_eq!(call(&r, Method::GET, &format!("{S}/d"), None).await.0, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn concurrent_patches_lose_no_update() {
+    let r = router();
+    call(&r, Method::POST, S, Some(r#"{"sessionId": "c"}"#)).await;
+    let tasks: Vec<_> = (0..20)
+        .map(|i| {
+            let r = r.clone();
+            tokio::spawn(async move {
+                let body = json!({"stateDelta": {format!("user:k{i}"): i, "last": i}}).to_string();
+                call(&r, Method::PATCH, &format!("{S}/c"), Some(&body)).await.0
+            })
+        })
+        .collect();
+    for t in tasks {
+        assert_eq!(t.await.unwrap(), StatusCode::OK);
+    }
+    let (_, body) = call(&r, Method::GET, &format!("{S}/c"), None).await;
+    for i in 0..20 {
+        assert_eq!(body["state"][format!("user:k{i}")], i);
+    }
+    assert_eq!(body["events"].as_array().unwrap().len(), 20);
+}
+
+#[tokio::test]
+async fn probes_and_request_ids() {
+    let r = router();
+    assert_eq!(call(&r, Method::GET, "/healthz", None).await, (StatusCode::OK, json!({"status": "ok"})));
+    assert_eq!(call(&r, Method::GET, "/readyz", None).await, (StatusCode::OK, json!({"status": "ready"})));
+    let response = r.oneshot(Request::get("/healthz").body(Body::empty()).unwrap()).await.unwrap();
+    assert!(response.headers().contains_key("x-request-id"));
+}
