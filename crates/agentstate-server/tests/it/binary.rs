@@ -18,7 +18,7 @@ fn uuid_like() -> String {
 }
 
 /// Starts `agentstate serve` on a free port; returns the child and its address.
-fn serve(db: &str) -> (Child, String) {
+pub(crate) fn serve(db: &str) -> (Child, String) {
     let mut child = Command::new(BIN)
         .args(["serve", "--db", db, "--addr", "127.0.0.1:0"])
         .env("RUST_LOG", "info")
@@ -44,7 +44,7 @@ fn serve(db: &str) -> (Child, String) {
     (child, addr)
 }
 
-fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+pub(crate) fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     write!(
