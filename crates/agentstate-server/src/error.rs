@@ -17,6 +17,9 @@ pub enum ApiError {
     /// 409.
     #[error("{0}")]
     Conflict(String),
+    /// 413: a request exceeds a configured limit.
+    #[error("{0}")]
+    TooLarge(String),
     /// 422, with FastAPI's list of validation problems as `detail`.
     #[error("invalid request: {0}")]
     Unprocessable(Value),
@@ -65,6 +68,7 @@ impl IntoResponse for ApiError {
             Self::BadRequest(m) => (StatusCode::BAD_REQUEST, Value::String(m)),
             Self::NotFound(m) => (StatusCode::NOT_FOUND, Value::String(m)),
             Self::Conflict(m) => (StatusCode::CONFLICT, Value::String(m)),
+            Self::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, Value::String(m)),
             Self::Unprocessable(v) => (StatusCode::UNPROCESSABLE_ENTITY, v),
             Self::Unavailable(m) => {
                 tracing::warn!(error = %m, "storage unavailable");

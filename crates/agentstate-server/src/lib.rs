@@ -8,13 +8,14 @@
 //!
 //! # async fn f() -> anyhow::Result<()> {
 //! let service = agentstate_sql::SqlSessionService::connect("sqlite://agentstate.db").await?;
-//! let router = app(AppState { service: Arc::new(service) });
+//! let router = app(AppState::new(Arc::new(service)));
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
 //! axum::serve(listener, router).await?;
 //! # Ok(()) }
 //! ```
 
 mod error;
+mod limits;
 mod sessions;
 pub mod wire;
 
@@ -30,10 +31,12 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::TraceLayer;
 
 pub use error::ApiError;
+pub use limits::Limits;
 pub use sessions::AppState;
 
 /// The router: session routes, `/healthz`, `/readyz`.
 pub fn app(state: AppState) -> Router {
+    let limits = state.limits;
     let sessions = "/apps/{app_name}/users/{user_id}/sessions";
     Router::new()
         .route(sessions, post(sessions::create).get(sessions::list))
@@ -44,6 +47,8 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", get(|| async { axum::Json(json!({"status": "ok"})) }))
         .route("/readyz", get(ready))
         .with_state(state)
+        .layer(axum::extract::DefaultBodyLimit::max(limits.max_body_bytes))
+        .layer(axum::Extension(limits))
         .layer(CatchPanicLayer::new())
         .layer(TraceLayer::new_for_http().make_span_with(|request: &axum::http::Request<_>| {
             let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use agentstate::{GetSessionConfig, ListSessions, SessionKey, SessionService};
-use agentstate_server::{AppState, app, wire};
+use agentstate_server::{AppState, Limits, app, wire};
 use agentstate_sql::SqlSessionService;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
@@ -47,6 +47,29 @@ struct ServeArgs {
     /// Listen on a non-loopback address although no access tokens are configured.
     #[arg(long, env = "AGENTSTATE_INSECURE_ALLOW_REMOTE")]
     insecure_allow_remote: bool,
+    /// Largest request body, in bytes (413 beyond).
+    #[arg(long, env = "AGENTSTATE_MAX_BODY_BYTES", default_value_t = Limits::default().max_body_bytes)]
+    max_body_bytes: usize,
+    /// Longest state key, in characters (400 beyond).
+    #[arg(long, env = "AGENTSTATE_MAX_KEY_CHARS", default_value_t = Limits::default().max_key_chars)]
+    max_key_chars: usize,
+    /// Deepest nesting of a state value (400 beyond).
+    #[arg(long, env = "AGENTSTATE_MAX_JSON_DEPTH", default_value_t = Limits::default().max_json_depth)]
+    max_json_depth: usize,
+    /// Largest state one request may write, in bytes of JSON (413 beyond).
+    #[arg(long, env = "AGENTSTATE_MAX_STATE_BYTES", default_value_t = Limits::default().max_state_bytes)]
+    max_state_bytes: usize,
+}
+
+impl ServeArgs {
+    fn limits(&self) -> Limits {
+        Limits {
+            max_body_bytes: self.max_body_bytes,
+            max_key_chars: self.max_key_chars,
+            max_json_depth: self.max_json_depth,
+            max_state_bytes: self.max_state_bytes,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -121,7 +144,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let listener =
         tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("listening on {}", args.addr))?;
     tracing::info!(addr = %listener.local_addr()?, db = %agentstate_sql::redact(&args.db.db), "agentstate serving");
-    axum::serve(listener, app(AppState { service: Arc::new(service) }))
+    axum::serve(listener, app(AppState { service: Arc::new(service), limits: args.limits() }))
         .with_graceful_shutdown(shutdown_signal())
         .await?;
     tracing::info!("stopped");

@@ -12,6 +12,7 @@ use axum::extract::{Path, State};
 use serde_json::json;
 
 use crate::error::ApiError;
+use crate::limits::{Body, Limits, check_path_safe};
 use crate::wire;
 
 /// Shared by every handler.
@@ -19,6 +20,15 @@ use crate::wire;
 pub struct AppState {
     /// The session service behind the API.
     pub service: Arc<dyn SessionService>,
+    /// Request limits.
+    pub limits: Limits,
+}
+
+impl AppState {
+    /// A state with the default limits.
+    pub fn new(service: Arc<dyn SessionService>) -> Self {
+        Self { service, limits: Limits::default() }
+    }
 }
 
 /// Sessions whose ids start with these are ADK evaluation runs; lists leave them out.
@@ -31,7 +41,14 @@ const PATCH_ATTEMPTS: usize = 5;
 type Reply = Result<Json<Value>, ApiError>;
 
 fn key(app: &str, user: &str, id: &str) -> Result<SessionKey, ApiError> {
+    check_owner(app, user)?;
+    check_path_safe("session_id", id)?;
     Ok(SessionKey::new(app, user, id)?)
+}
+
+fn check_owner(app: &str, user: &str) -> Result<(), ApiError> {
+    check_path_safe("app_name", app)?;
+    check_path_safe("user_id", user)
 }
 
 /// Parses an optional JSON body: empty → `None`.
@@ -52,8 +69,9 @@ fn model_error(field: &str, message: impl std::fmt::Display, input: &Value) -> A
 pub(crate) async fn create(
     State(state): State<AppState>,
     Path((app, user)): Path<(String, String)>,
-    bytes: Bytes,
+    Body(bytes): Body,
 ) -> Reply {
+    check_owner(&app, &user)?;
     let mut request = CreateSession::new(&app, &user);
     let mut events = Vec::new();
     if let Some(value) = body(&bytes)?.filter(|v| !v.is_null()) {
@@ -63,13 +81,14 @@ pub(crate) async fn create(
         let mut take =
             |camel: &str, snake: &str| fields.remove(camel).or_else(|| fields.remove(snake)).filter(|v| !v.is_null());
         if let Some(id) = take("sessionId", "session_id") {
-            request.session_id = Some(
-                id.as_str().ok_or_else(|| model_error("sessionId", "Input should be a valid string", &id))?.to_owned(),
-            );
+            let id = id.as_str().ok_or_else(|| model_error("sessionId", "Input should be a valid string", &id))?;
+            check_path_safe("session_id", id)?;
+            request.session_id = Some(id.to_owned());
         }
         if let Some(initial) = take("state", "state") {
             request.state = wire::object(initial.clone())
                 .ok_or_else(|| model_error("state", "Input should be a valid dictionary", &initial))?;
+            state.limits.check_state("state", &request.state)?;
         }
         if let Some(options) = take("options", "options").and_then(wire::object) {
             check_options(&options)?;
@@ -97,12 +116,14 @@ pub(crate) async fn create(
 pub(crate) async fn create_with_id(
     State(state): State<AppState>,
     Path((app, user, id)): Path<(String, String, String)>,
-    bytes: Bytes,
+    Body(bytes): Body,
 ) -> Reply {
+    key(&app, &user, &id)?;
     let mut request = CreateSession::new(app, user).id(id);
     if let Some(value) = body(&bytes)?.filter(|v| !v.is_null()) {
         request.state =
             wire::object(value.clone()).ok_or_else(|| model_error("", "Input should be a valid dictionary", &value))?;
+        state.limits.check_state("state", &request.state)?;
     }
     let session = state.service.create_session(request).await?;
     Ok(Json(wire::session_to_wire(&session)))
@@ -172,6 +193,7 @@ pub(crate) async fn get(State(state): State<AppState>, Path((app, user, id)): Pa
 
 /// `GET /apps/{app}/users/{user}/sessions`: the user's sessions, merged state, no events.
 pub(crate) async fn list(State(state): State<AppState>, Path((app, user)): Path<(String, String)>) -> Reply {
+    check_owner(&app, &user)?;
     let page = state.service.list_sessions(ListSessions::user(app, user)).await?;
     let sessions: Vec<Value> = page
         .sessions
@@ -198,7 +220,7 @@ pub(crate) async fn delete(
 pub(crate) async fn patch(
     State(state): State<AppState>,
     Path((app, user, id)): Path<(String, String, String)>,
-    bytes: Bytes,
+    Body(bytes): Body,
 ) -> Reply {
     let input = body(&bytes)?.unwrap_or(Value::Null);
     let delta = match input.get("stateDelta").or_else(|| input.get("state_delta")) {
@@ -206,6 +228,7 @@ pub(crate) async fn patch(
         Some(other) => return Err(model_error("stateDelta", "Input should be a valid dictionary", other)),
         None => return Err(ApiError::missing("stateDelta", &input)),
     };
+    state.limits.check_state("stateDelta", &delta)?;
     let key = key(&app, &user, &id)?;
     for attempt in 1..=PATCH_ATTEMPTS {
         let mut session = state

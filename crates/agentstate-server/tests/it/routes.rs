@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 fn router() -> Router {
-    app(AppState { service: Arc::new(InMemorySessionService::new()) })
+    app(AppState::new(Arc::new(InMemorySessionService::new())))
 }
 
 async fn call(router: &Router, method: Method, path: &str, body: Option<&str>) -> (StatusCode, Value) {
@@ -209,4 +209,41 @@ async fn probes_and_request_ids() {
     assert_eq!(call(&r, Method::GET, "/readyz", None).await, (StatusCode::OK, json!({"status": "ready"})));
     let response = r.oneshot(Request::get("/healthz").body(Body::empty()).unwrap()).await.unwrap();
     assert!(response.headers().contains_key("x-request-id"));
+}
+
+#[tokio::test]
+async fn path_unsafe_ids_are_refused() {
+    let r = router();
+    for path in [format!("{S}/a%2Fb"), format!("{S}/.."), "/apps/a%5Cb/users/u/sessions".to_owned()] {
+        let (status, body) = call(&r, Method::GET, &path, None).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {body}");
+        assert!(body["detail"].as_str().unwrap().contains("path separator"), "{body}");
+    }
+    let (status, _) = call(&r, Method::POST, S, Some(r#"{"sessionId": "../../etc"}"#)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn limits_are_enforced_with_messages_naming_them() {
+    use agentstate_server::Limits;
+    let limits = Limits { max_body_bytes: 2000, max_key_chars: 8, max_json_depth: 3, max_state_bytes: 500 };
+    let r = app(AppState { service: Arc::new(InMemorySessionService::new()), limits });
+    call(&r, Method::POST, S, Some(r#"{"sessionId": "l"}"#)).await;
+    let patch = |delta: Value| json!({"stateDelta": delta}).to_string();
+    let cases = [
+        (patch(json!({"123456789": 1})), StatusCode::BAD_REQUEST, "--max-key-chars"),
+        (patch(json!({"k": [[[[1]]]]})), StatusCode::BAD_REQUEST, "--max-json-depth"),
+        (patch(json!({"k": "x".repeat(600)})), StatusCode::PAYLOAD_TOO_LARGE, "--max-state-bytes"),
+        (patch(json!({"k": "x".repeat(3000)})), StatusCode::PAYLOAD_TOO_LARGE, "--max-body-bytes"),
+    ];
+    for (body, status, names) in cases {
+        let (got, detail) = call(&r, Method::PATCH, &format!("{S}/l"), Some(&body)).await;
+        assert_eq!(got, status, "{detail}");
+        assert!(detail["detail"].as_str().unwrap().contains(names), "{detail}");
+    }
+    let (status, detail) = call(&r, Method::POST, S, Some(r#"{"state": {"a_very_long_key": 1}}"#)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{detail}");
+    // Nothing was written by the refused requests.
+    let (_, session) = call(&r, Method::GET, &format!("{S}/l"), None).await;
+    assert_eq!((session["state"].clone(), session["events"].as_array().unwrap().len()), (json!({}), 0));
 }
