@@ -36,7 +36,14 @@ const EVAL_PREFIXES: [&str; 2] = ["adk-eval-session-", "___eval___session___"];
 /// Function calls ADK itself issues; a client may not restore events carrying them.
 const RESERVED_FUNCTIONS: [&str; 3] = ["adk_request_credential", "adk_request_confirmation", "adk_request_input"];
 /// How often PATCH reloads and retries when another writer appended meanwhile.
-const PATCH_ATTEMPTS: usize = 5;
+const PATCH_ATTEMPTS: u32 = 20;
+
+/// A short, jittered, growing pause, so retrying writers do not collide in lockstep.
+fn backoff(attempt: u32) -> std::time::Duration {
+    let jitter =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos() % 1000);
+    std::time::Duration::from_micros(u64::from(attempt.min(10)) * 500 + u64::from(jitter))
+}
 
 type Reply = Result<Json<Value>, ApiError>;
 
@@ -231,17 +238,34 @@ pub(crate) async fn patch(
     state.limits.check_state("stateDelta", &delta)?;
     let key = key(&app, &user, &id)?;
     for attempt in 1..=PATCH_ATTEMPTS {
-        let mut session = state
+        // Only the state and the marker: the window in which another writer can intervene stays
+        // as short as one read.
+        let mut handle = state
             .service
-            .get_session(&key, GetSessionConfig::default())
+            .get_session(&key, GetSessionConfig::recent(0))
             .await?
             .ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
         let mut event = Event::new(format!("p-{}", uuid::Uuid::new_v4())).author("user");
         event.actions.state_delta = delta.clone();
-        match state.service.append_event(&mut session, event).await {
-            Ok(_) => return Ok(Json(wire::session_to_wire(&session))),
+        match state.service.append_event(&mut handle, event).await {
+            Ok(_) => {
+                // The session as stored now, plus this request's temp: keys (as the reference shows them).
+                let session = state
+                    .service
+                    .get_session(&key, GetSessionConfig::default())
+                    .await?
+                    .ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
+                let mut wire = wire::session_to_wire(&session);
+                if let Some(Value::Object(shown)) = wire.get_mut("state") {
+                    shown.extend(
+                        delta.iter().filter(|(k, _)| k.starts_with("temp:")).map(|(k, v)| (k.clone(), v.clone())),
+                    );
+                }
+                return Ok(Json(wire));
+            }
             Err(Error::Conflict { kind: ConflictKind::StaleSession }) if attempt < PATCH_ATTEMPTS => {
                 tracing::debug!(attempt, "session changed during PATCH; reloading");
+                tokio::time::sleep(backoff(attempt)).await;
             }
             Err(e) => return Err(e.into()),
         }

@@ -17,12 +17,23 @@ fn uuid_like() -> String {
     agentstate::Event::new_id()
 }
 
+/// A child process killed when dropped, so a failing test leaves no server behind.
+pub(crate) struct Running(pub(crate) Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts `agentstate serve` on a free port; returns the child and its address.
 pub(crate) fn serve(db: &str) -> (Child, String) {
     let mut child = Command::new(BIN)
         .args(["serve", "--db", db, "--addr", "127.0.0.1:0"])
         .env("RUST_LOG", "info")
         .env_remove("AGENTSTATE_DB")
+        .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();

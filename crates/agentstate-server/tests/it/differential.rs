@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::binary::{http, serve};
+use crate::binary::{Running, http, serve};
 
 struct Server(Child);
 
@@ -91,7 +91,7 @@ enum Expect {
 fn session_routes_match_adk_api_server() {
     let (_reference, theirs) = start_reference();
     let (ours_child, ours) = serve("sqlite::memory:");
-    let _ours = Server(ours_child);
+    let _ours = Running(ours_child);
 
     let s = "/apps/trivial/users/u1/sessions";
     let rich_events = json!([

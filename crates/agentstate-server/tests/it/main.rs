@@ -5,3 +5,4 @@
 mod binary;
 mod differential;
 mod routes;
+mod scale_out;
