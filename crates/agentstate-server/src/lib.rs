@@ -14,6 +14,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod auth;
 mod error;
 mod limits;
 mod sessions;
@@ -30,6 +31,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
+pub use auth::Tokens;
 pub use error::ApiError;
 pub use limits::Limits;
 pub use sessions::AppState;
@@ -38,12 +40,15 @@ pub use sessions::AppState;
 pub fn app(state: AppState) -> Router {
     let limits = state.limits;
     let sessions = "/apps/{app_name}/users/{user_id}/sessions";
-    Router::new()
+    let session_routes = Router::new()
         .route(sessions, post(sessions::create).get(sessions::list))
         .route(
             &format!("{sessions}/{{session_id}}"),
             get(sessions::get).post(sessions::create_with_id).patch(sessions::patch).delete(sessions::delete),
         )
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::authorize));
+    Router::new()
+        .merge(session_routes)
         .route("/healthz", get(|| async { axum::Json(json!({"status": "ok"})) }))
         .route("/readyz", get(ready))
         .with_state(state)

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use agentstate::{GetSessionConfig, ListSessions, SessionKey, SessionService};
-use agentstate_server::{AppState, Limits, app, wire};
+use agentstate_server::{AppState, Limits, Tokens, app, wire};
 use agentstate_sql::SqlSessionService;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
@@ -44,6 +44,12 @@ struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "AGENTSTATE_ADDR", default_value = "127.0.0.1:8000")]
     addr: SocketAddr,
+    /// Access tokens: a JSON file mapping each token to the apps (and users) it may touch.
+    #[arg(long, env = "AGENTSTATE_TOKENS_FILE")]
+    tokens_file: Option<std::path::PathBuf>,
+    /// Access tokens as JSON, instead of a file (same format).
+    #[arg(long, env = "AGENTSTATE_TOKENS", hide_env_values = true)]
+    tokens: Option<String>,
     /// Listen on a non-loopback address although no access tokens are configured.
     #[arg(long, env = "AGENTSTATE_INSECURE_ALLOW_REMOTE")]
     insecure_allow_remote: bool,
@@ -62,6 +68,20 @@ struct ServeArgs {
 }
 
 impl ServeArgs {
+    fn tokens(&self) -> anyhow::Result<Tokens> {
+        let json = match (&self.tokens_file, &self.tokens) {
+            (Some(_), Some(_)) => {
+                bail!("give access tokens either as --tokens-file or as --tokens/AGENTSTATE_TOKENS, not both")
+            }
+            (Some(path), None) => {
+                std::fs::read_to_string(path).with_context(|| format!("reading tokens from {}", path.display()))?
+            }
+            (None, Some(json)) => json.clone(),
+            (None, None) => return Ok(Tokens::default()),
+        };
+        Ok(Tokens::parse(&json)?)
+    }
+
     fn limits(&self) -> Limits {
         Limits {
             max_body_bytes: self.max_body_bytes,
@@ -133,7 +153,8 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    if !args.addr.ip().is_loopback() && !args.insecure_allow_remote {
+    let tokens = args.tokens()?;
+    if !args.addr.ip().is_loopback() && !tokens.is_enabled() && !args.insecure_allow_remote {
         bail!(
             "refusing to listen on {} without access tokens: anyone who can reach it could read and change every \
              session. Listen on 127.0.0.1 behind an authenticating proxy, or pass --insecure-allow-remote.",
@@ -143,10 +164,18 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let service = connect(&args.db).await?;
     let listener =
         tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("listening on {}", args.addr))?;
-    tracing::info!(addr = %listener.local_addr()?, db = %agentstate_sql::redact(&args.db.db), "agentstate serving");
-    axum::serve(listener, app(AppState { service: Arc::new(service), limits: args.limits() }))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    tracing::info!(
+        addr = %listener.local_addr()?,
+        db = %agentstate_sql::redact(&args.db.db),
+        tokens = tokens.tokens.len(),
+        "agentstate serving"
+    );
+    axum::serve(
+        listener,
+        app(AppState { service: Arc::new(service), limits: args.limits(), tokens: Arc::new(tokens) }),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await?;
     tracing::info!("stopped");
     Ok(())
 }

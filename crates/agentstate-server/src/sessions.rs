@@ -11,6 +11,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use serde_json::json;
 
+use crate::auth::Tokens;
 use crate::error::ApiError;
 use crate::limits::{Body, Limits, check_path_safe};
 use crate::wire;
@@ -22,12 +23,14 @@ pub struct AppState {
     pub service: Arc<dyn SessionService>,
     /// Request limits.
     pub limits: Limits,
+    /// Access tokens; none configured means no authentication.
+    pub tokens: Arc<Tokens>,
 }
 
 impl AppState {
-    /// A state with the default limits.
+    /// A state with the default limits and no access tokens.
     pub fn new(service: Arc<dyn SessionService>) -> Self {
-        Self { service, limits: Limits::default() }
+        Self { service, limits: Limits::default(), tokens: Arc::new(Tokens::default()) }
     }
 }
 

@@ -227,7 +227,7 @@ async fn path_unsafe_ids_are_refused() {
 async fn limits_are_enforced_with_messages_naming_them() {
     use agentstate_server::Limits;
     let limits = Limits { max_body_bytes: 2000, max_key_chars: 8, max_json_depth: 3, max_state_bytes: 500 };
-    let r = app(AppState { service: Arc::new(InMemorySessionService::new()), limits });
+    let r = app(AppState { limits, ..AppState::new(Arc::new(InMemorySessionService::new())) });
     call(&r, Method::POST, S, Some(r#"{"sessionId": "l"}"#)).await;
     let patch = |delta: Value| json!({"stateDelta": delta}).to_string();
     let cases = [
@@ -246,4 +246,53 @@ async fn limits_are_enforced_with_messages_naming_them() {
     // Nothing was written by the refused requests.
     let (_, session) = call(&r, Method::GET, &format!("{S}/l"), None).await;
     assert_eq!((session["state"].clone(), session["events"].as_array().unwrap().len()), (json!({}), 0));
+}
+
+#[tokio::test]
+async fn tokens_limit_access_to_their_apps_and_users() {
+    use agentstate_server::Tokens;
+    let tokens = Tokens::parse(
+        r#"{"tokens": [{"token": "admin-token-0123456789", "apps": "*"},
+                       {"token": "alice-token-0123456789", "apps": ["myapp"], "users": ["alice"]}]}"#,
+    )
+    .unwrap();
+    let r = app(AppState { tokens: Arc::new(tokens), ..AppState::new(Arc::new(InMemorySessionService::new())) });
+    let send = |token: Option<&'static str>, method: Method, path: &'static str| {
+        let r = r.clone();
+        async move {
+            let mut request = Request::builder().method(method).uri(path).header("content-type", "application/json");
+            if let Some(t) = token {
+                request = request.header("authorization", format!("Bearer {t}"));
+            }
+            let response = r.oneshot(request.body(Body::from("{}")).unwrap()).await.unwrap();
+            let status = response.status();
+            let www = response.headers().get("www-authenticate").cloned();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            (status, serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null), www)
+        }
+    };
+    let (status, body, www) = send(None, Method::POST, "/apps/myapp/users/alice/sessions").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert_eq!(www.unwrap(), "Bearer");
+    assert_eq!(
+        send(Some("wrong-token-0123456789"), Method::GET, "/apps/myapp/users/alice/sessions").await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        send(Some("alice-token-0123456789"), Method::POST, "/apps/myapp/users/alice/sessions").await.0,
+        StatusCode::OK
+    );
+    let (status, body, _) =
+        send(Some("alice-token-0123456789"), Method::POST, "/apps/other/users/alice/sessions").await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(body["detail"].as_str().unwrap().contains("\"other\""), "{body}");
+    let (status, _, _) = send(Some("alice-token-0123456789"), Method::POST, "/apps/myapp/users/bob/sessions").await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // The refused requests touched nothing; the admin token sees everything.
+    let (status, body, _) = send(Some("admin-token-0123456789"), Method::GET, "/apps/myapp/users/bob/sessions").await;
+    assert_eq!((status, body), (StatusCode::OK, json!([])));
+    let (_, body, _) = send(Some("admin-token-0123456789"), Method::GET, "/apps/other/users/alice/sessions").await;
+    assert_eq!(body, json!([]));
+    // Probes need no token.
+    assert_eq!(send(None, Method::GET, "/healthz").await.0, StatusCode::OK);
 }
