@@ -17,6 +17,7 @@
 pub mod auth;
 mod error;
 mod limits;
+mod metrics;
 mod sessions;
 pub mod wire;
 
@@ -34,9 +35,10 @@ use tower_http::trace::TraceLayer;
 pub use auth::Tokens;
 pub use error::ApiError;
 pub use limits::Limits;
+pub use metrics::Metrics;
 pub use sessions::AppState;
 
-/// The router: session routes, `/healthz`, `/readyz`.
+/// The router: session routes, `/healthz`, `/readyz`, `/metrics`.
 pub fn app(state: AppState) -> Router {
     let limits = state.limits;
     let sessions = "/apps/{app_name}/users/{user_id}/sessions";
@@ -51,6 +53,8 @@ pub fn app(state: AppState) -> Router {
         .merge(session_routes)
         .route("/healthz", get(|| async { axum::Json(json!({"status": "ok"})) }))
         .route("/readyz", get(ready))
+        .route("/metrics", get(metrics::render))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .with_state(state)
         .layer(axum::extract::DefaultBodyLimit::max(limits.max_body_bytes))
         .layer(axum::Extension(limits))

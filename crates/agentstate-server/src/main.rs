@@ -172,7 +172,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     );
     axum::serve(
         listener,
-        app(AppState { service: Arc::new(service), limits: args.limits(), tokens: Arc::new(tokens) }),
+        app(AppState { limits: args.limits(), tokens: Arc::new(tokens), ..AppState::new(Arc::new(service)) }),
     )
     .with_graceful_shutdown(shutdown_signal())
     .await?;

@@ -14,6 +14,7 @@ use serde_json::json;
 use crate::auth::Tokens;
 use crate::error::ApiError;
 use crate::limits::{Body, Limits, check_path_safe};
+use crate::metrics::Metrics;
 use crate::wire;
 
 /// Shared by every handler.
@@ -25,12 +26,14 @@ pub struct AppState {
     pub limits: Limits,
     /// Access tokens; none configured means no authentication.
     pub tokens: Arc<Tokens>,
+    /// Counters served at `/metrics`.
+    pub metrics: Arc<Metrics>,
 }
 
 impl AppState {
     /// A state with the default limits and no access tokens.
     pub fn new(service: Arc<dyn SessionService>) -> Self {
-        Self { service, limits: Limits::default(), tokens: Arc::new(Tokens::default()) }
+        Self { service, limits: Limits::default(), tokens: Arc::new(Tokens::default()), metrics: Arc::default() }
     }
 }
 
@@ -117,6 +120,7 @@ pub(crate) async fn create(
     let mut session = state.service.create_session(request).await?;
     for event in events {
         state.service.append_event(&mut session, mark_restored(event)).await?;
+        state.metrics.appended(1);
     }
     Ok(Json(wire::session_to_wire(&session)))
 }
@@ -252,6 +256,7 @@ pub(crate) async fn patch(
         event.actions.state_delta = delta.clone();
         match state.service.append_event(&mut handle, event).await {
             Ok(_) => {
+                state.metrics.appended(1);
                 // The session as stored now, plus this request's temp: keys (as the reference shows them).
                 let session = state
                     .service
@@ -267,6 +272,7 @@ pub(crate) async fn patch(
                 return Ok(Json(wire));
             }
             Err(Error::Conflict { kind: ConflictKind::StaleSession }) if attempt < PATCH_ATTEMPTS => {
+                state.metrics.conflict();
                 tracing::debug!(attempt, "session changed during PATCH; reloading");
                 tokio::time::sleep(backoff(attempt)).await;
             }

@@ -296,3 +296,28 @@ async fn tokens_limit_access_to_their_apps_and_users() {
     // Probes need no token.
     assert_eq!(send(None, Method::GET, "/healthz").await.0, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_template_appends_and_statuses() {
+    let r = router();
+    call(&r, Method::POST, S, Some(r#"{"sessionId": "m"}"#)).await;
+    call(&r, Method::PATCH, &format!("{S}/m"), Some(r#"{"stateDelta": {"k": 1}}"#)).await;
+    call(&r, Method::PATCH, &format!("{S}/m"), Some(r#"{"stateDelta": {"k": 2}}"#)).await;
+    call(&r, Method::GET, &format!("{S}/nope"), None).await;
+    let response = r.oneshot(Request::get("/metrics").body(Body::empty()).unwrap()).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let text = String::from_utf8(response.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
+    let route = "/apps/{app_name}/users/{user_id}/sessions";
+    for line in [
+        format!(r#"agentstate_http_requests_total{{method="POST",route="{route}",status="200"}} 1"#),
+        format!(r#"agentstate_http_requests_total{{method="PATCH",route="{route}/{{session_id}}",status="200"}} 2"#),
+        format!(r#"agentstate_http_requests_total{{method="GET",route="{route}/{{session_id}}",status="404"}} 1"#),
+        format!(
+            r#"agentstate_http_request_duration_seconds_count{{method="PATCH",route="{route}/{{session_id}}",status="200"}} 2"#
+        ),
+        "agentstate_appends_total 2".to_owned(),
+    ] {
+        assert!(text.lines().any(|l| l == line), "missing {line:?} in:\n{text}");
+    }
+    assert!(!text.contains("/nope"), "raw paths never become labels");
+}
