@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agentstate::{
-    CommitOutcome, EventCommit, EventWindow, ListQuery, NewSession, Result, Session, SessionKey, SessionStore,
+    CommitOutcome, Event, EventCommit, EventCursor, EventWindow, ListQuery, NewSession, Result, Session, SessionKey,
+    SessionStore,
 };
 use async_trait::async_trait;
 
@@ -50,5 +51,14 @@ impl SessionStore for Alternating {
 
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
         self.pick().commit(commit).await
+    }
+
+    async fn events_after(
+        &self,
+        key: &SessionKey,
+        after: Option<&EventCursor>,
+        limit: usize,
+    ) -> Result<Option<Vec<Event>>> {
+        self.pick().events_after(key, after, limit).await
     }
 }

@@ -73,6 +73,7 @@ macro_rules! session_service_tests {
             get_missing_is_none,
             get_selects_event_windows,
             handles_are_independent_copies,
+            event_pages_walk_history_in_order,
             list_orders_merges_and_omits_events,
             list_unknown_app_or_user_is_empty,
             list_pages_cover_every_session_once,

@@ -48,6 +48,7 @@ pub fn app(state: AppState) -> Router {
             &format!("{sessions}/{{session_id}}"),
             get(sessions::get).post(sessions::create_with_id).patch(sessions::patch).delete(sessions::delete),
         )
+        .route(&format!("{sessions}/{{session_id}}/events"), get(sessions::events))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::authorize));
     Router::new()
         .merge(session_routes)

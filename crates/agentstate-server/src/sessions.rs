@@ -281,3 +281,32 @@ pub(crate) async fn patch(
     }
     Err(Error::stale().into())
 }
+
+/// Query of the events route.
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct EventsQuery {
+    /// `nextPageToken` of the previous page.
+    after: Option<String>,
+    /// Events per page, 1 to 1000 (default 100).
+    limit: Option<usize>,
+}
+
+/// `GET /apps/{app}/users/{user}/sessions/{id}/events?after=&limit=` (an agentstate extension):
+/// the history a page at a time, oldest first, `{"events": […], "nextPageToken": "…"}`.
+pub(crate) async fn events(
+    State(state): State<AppState>,
+    Path((app, user, id)): Path<(String, String, String)>,
+    axum::extract::Query(query): axum::extract::Query<EventsQuery>,
+) -> Reply {
+    let request = agentstate::ListEvents { page_size: query.limit.unwrap_or(100), page_token: query.after };
+    let page = state
+        .service
+        .list_events(&key(&app, &user, &id)?, request)
+        .await?
+        .ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
+    let mut body = json!({ "events": page.events.iter().map(wire::event_to_wire).collect::<Vec<_>>() });
+    if let Some(token) = page.next_page_token {
+        body["nextPageToken"] = Value::String(token);
+    }
+    Ok(Json(body))
+}

@@ -19,7 +19,8 @@ pub mod sqlite;
 mod url;
 
 use agentstate::{
-    CommitOutcome, Error, EventCommit, EventWindow, ListQuery, NewSession, Result, Session, SessionKey, SessionStore,
+    CommitOutcome, Error, Event, EventCommit, EventCursor, EventWindow, ListQuery, NewSession, Result, Session,
+    SessionKey, SessionStore,
 };
 use async_trait::async_trait;
 
@@ -153,5 +154,14 @@ impl SessionStore for SqlSessionService {
 
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
         self.store().commit(commit).await
+    }
+
+    async fn events_after(
+        &self,
+        key: &SessionKey,
+        after: Option<&EventCursor>,
+        limit: usize,
+    ) -> Result<Option<Vec<Event>>> {
+        self.store().events_after(key, after, limit).await
     }
 }

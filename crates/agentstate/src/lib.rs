@@ -64,11 +64,14 @@ pub use key::{MAX_ID_CHARS, SessionKey, validate_id};
 pub use memory::InMemorySessionService;
 pub use scope::{APP_PREFIX, Scope, ScopedState, TEMP_PREFIX, USER_PREFIX, merge_scopes};
 pub use service::{
-    CreateSession, GetSessionConfig, ListSessions, MAX_INVOCATION_ID_CHARS, SessionPage, SessionService,
+    CreateSession, EventPage, GetSessionConfig, ListEvents, ListSessions, MAX_EVENT_PAGE, MAX_INVOCATION_ID_CHARS,
+    SessionPage, SessionService,
 };
 pub use session::{Events, Session};
 pub use state::State;
-pub use store::{CommitOutcome, EventCommit, EventWindow, ListCursor, ListQuery, NewSession, SessionStore};
+pub use store::{
+    CommitOutcome, EventCommit, EventCursor, EventWindow, ListCursor, ListQuery, NewSession, SessionStore,
+};
 
 /// The same JSON map type the model uses (insertion-ordered).
 pub use serde_json::{Map, Value};

@@ -20,7 +20,7 @@ use crate::event::Event;
 use crate::key::SessionKey;
 use crate::scope::merge_scopes;
 use crate::session::Session;
-use crate::store::{CommitOutcome, EventCommit, EventWindow, ListQuery, NewSession, SessionStore};
+use crate::store::{CommitOutcome, EventCommit, EventCursor, EventWindow, ListQuery, NewSession, SessionStore};
 
 /// Sessions kept in process memory: for development, tests and examples.
 ///
@@ -163,6 +163,27 @@ impl SessionStore for InMemorySessionService {
             user.sessions.remove(key.session_id());
         }
         Ok(())
+    }
+
+    async fn events_after(
+        &self,
+        key: &SessionKey,
+        after: Option<&EventCursor>,
+        limit: usize,
+    ) -> Result<Option<Vec<Event>>> {
+        let apps = self.read();
+        let stored = apps
+            .get(key.app_name())
+            .and_then(|a| a.users.get(key.user_id()))
+            .and_then(|u| u.sessions.get(key.session_id()));
+        let Some(stored) = stored else { return Ok(None) };
+        // Timestamps are strictly increasing here, so the time alone finds the position.
+        let start = after.map_or(0, |c| {
+            stored.times.partition_point(|&t| t < c.timestamp_micros)
+                + usize::from(stored.times.binary_search(&c.timestamp_micros).is_ok())
+        });
+        let end = start.saturating_add(limit).min(stored.events.len());
+        Ok(Some(stored.events.get(start..end).unwrap_or_default().iter().map(|e| Event::clone(e)).collect()))
     }
 
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {

@@ -3,25 +3,23 @@
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
-use crate::store::ListCursor;
+use crate::store::{EventCursor, ListCursor};
 
 const VERSION: u64 = 1;
+/// Tags event-page tokens, so a session-list token is never taken for one (and back).
+const EVENTS: &str = "events";
+
+fn to_hex(raw: &str) -> String {
+    raw.bytes().map(|b| format!("{b:02x}")).collect()
+}
 
 pub(crate) fn encode(cursor: &ListCursor) -> String {
-    let raw = json!([VERSION, cursor.last_update_micros, cursor.user_id, cursor.session_id]).to_string();
-    raw.bytes().map(|b| format!("{b:02x}")).collect()
+    to_hex(&json!([VERSION, cursor.last_update_micros, cursor.user_id, cursor.session_id]).to_string())
 }
 
 pub(crate) fn decode(token: &str) -> Result<ListCursor> {
     let bad = || Error::invalid("page_token", "is not a token this service issued; pass next_page_token unchanged");
-    if !token.len().is_multiple_of(2) || !token.is_ascii() {
-        return Err(bad());
-    }
-    let bytes = (0..token.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&token[i..i + 2], 16))
-        .collect::<Result<Vec<u8>, _>>()
-        .map_err(|_| bad())?;
+    let bytes = hex(token).ok_or_else(bad)?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
     match value.as_array().map(Vec::as_slice) {
         Some([v, Value::Number(t), Value::String(u), Value::String(s)]) if v.as_u64() == Some(VERSION) => {
@@ -33,6 +31,31 @@ pub(crate) fn decode(token: &str) -> Result<ListCursor> {
         }
         _ => Err(bad()),
     }
+}
+
+pub(crate) fn encode_events(cursor: &EventCursor) -> String {
+    to_hex(&json!([EVENTS, cursor.timestamp_micros, cursor.event_id]).to_string())
+}
+
+pub(crate) fn decode_events(token: &str) -> Result<EventCursor> {
+    let bad = || {
+        Error::invalid("page_token", "is not an event page token this service issued; pass next_page_token unchanged")
+    };
+    let bytes = hex(token).ok_or_else(bad)?;
+    let value: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    match value.as_array().map(Vec::as_slice) {
+        Some([Value::String(tag), Value::Number(t), Value::String(id)]) if tag == EVENTS => {
+            Ok(EventCursor { timestamp_micros: t.as_i64().ok_or_else(bad)?, event_id: id.clone() })
+        }
+        _ => Err(bad()),
+    }
+}
+
+fn hex(token: &str) -> Option<Vec<u8>> {
+    if !token.len().is_multiple_of(2) || !token.is_ascii() {
+        return None;
+    }
+    (0..token.len()).step_by(2).map(|i| u8::from_str_radix(&token[i..i + 2], 16).ok()).collect()
 }
 
 #[cfg(test)]
@@ -48,6 +71,15 @@ mod tests {
             session_id: "s/1".into(),
         };
         assert_eq!(decode(&encode(&c)).unwrap(), c);
+    }
+
+    #[test]
+    fn event_tokens_round_trip_and_are_not_list_tokens() {
+        let c = EventCursor { timestamp_micros: 5, event_id: "e1".into() };
+        assert_eq!(decode_events(&encode_events(&c)).unwrap(), c);
+        let list = encode(&ListCursor { last_update_micros: 5, user_id: "u".into(), session_id: "s".into() });
+        assert!(decode_events(&list).is_err());
+        assert!(decode(&encode_events(&c)).is_err());
     }
 
     #[test]

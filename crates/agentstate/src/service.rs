@@ -13,7 +13,9 @@ use crate::key::{SessionKey, validate_id};
 use crate::page;
 use crate::scope::{Scope, ScopedState};
 use crate::session::Session;
-use crate::store::{CommitOutcome, EventCommit, EventWindow, ListCursor, ListQuery, NewSession, SessionStore};
+use crate::store::{
+    CommitOutcome, EventCommit, EventCursor, EventWindow, ListCursor, ListQuery, NewSession, SessionStore,
+};
 use crate::time;
 
 /// The longest invocation id accepted, in characters (the reference's `VARCHAR(256)`).
@@ -144,6 +146,33 @@ pub struct SessionPage {
     pub next_page_token: Option<String>,
 }
 
+/// Arguments of [`SessionService::list_events`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListEvents {
+    /// At most this many events per page (1 to [`MAX_EVENT_PAGE`]).
+    pub page_size: usize,
+    /// `next_page_token` of the previous page; `None` for the first.
+    pub page_token: Option<String>,
+}
+
+impl Default for ListEvents {
+    fn default() -> Self {
+        Self { page_size: 100, page_token: None }
+    }
+}
+
+/// The largest event page.
+pub const MAX_EVENT_PAGE: usize = 1000;
+
+/// One page of a session's history, oldest first.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EventPage {
+    /// The events of this page.
+    pub events: Vec<Event>,
+    /// Pass it as `page_token` for the next page; `None` on the last page.
+    pub next_page_token: Option<String>,
+}
+
 /// Creates, loads, lists and deletes sessions, and appends events to them.
 ///
 /// Implemented for every [`SessionStore`]; use it as `Arc<dyn SessionService>`.
@@ -195,6 +224,11 @@ pub trait SessionService: Send + Sync {
     /// - If storage changed since `session` was loaded → `Conflict` (stale handle): reload and
     ///   retry. Re-appending an event already stored is idempotent and returns the stored event.
     async fn append_event(&self, session: &mut Session, event: Event) -> Result<Event>;
+
+    /// Reads a session's history a page at a time, oldest first, without loading the rest;
+    /// `Ok(None)` when the session does not exist. Pages stay consistent while events are
+    /// appended: a page token marks a position, so nothing is skipped or repeated.
+    async fn list_events(&self, key: &SessionKey, request: ListEvents) -> Result<Option<EventPage>>;
 }
 
 #[async_trait]
@@ -262,6 +296,29 @@ impl<S: SessionStore + ?Sized> SessionService for S {
             session = key.session_id()
         );
         self.delete(key).instrument(span).await
+    }
+
+    async fn list_events(&self, key: &SessionKey, request: ListEvents) -> Result<Option<EventPage>> {
+        if !(1..=MAX_EVENT_PAGE).contains(&request.page_size) {
+            return Err(Error::invalid("page_size", format!("must be between 1 and {MAX_EVENT_PAGE}")));
+        }
+        let after = request.page_token.as_deref().map(page::decode_events).transpose()?;
+        let span =
+            tracing::debug_span!("list_events", app = key.app_name(), user = key.user_id(), session = key.session_id());
+        // One extra event tells whether another page follows.
+        let found = self.events_after(key, after.as_ref(), request.page_size + 1).instrument(span).await?;
+        Ok(found.map(|mut events| {
+            let next_page_token = (events.len() > request.page_size).then(|| {
+                events.truncate(request.page_size);
+                events.last().map(|e| {
+                    page::encode_events(&EventCursor {
+                        timestamp_micros: time::secs_to_micros(e.timestamp).unwrap_or(i64::MIN),
+                        event_id: e.id.clone(),
+                    })
+                })
+            });
+            EventPage { events, next_page_token: next_page_token.flatten() }
+        }))
     }
 
     async fn append_event(&self, session: &mut Session, event: Event) -> Result<Event> {

@@ -63,6 +63,16 @@ pub struct ListQuery {
     pub limit: Option<usize>,
 }
 
+/// A position in a session's history, in storage order (timestamp, then id): pages of events
+/// start strictly after it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EventCursor {
+    /// The timestamp of the last event already seen, epoch microseconds.
+    pub timestamp_micros: i64,
+    /// Its id.
+    pub event_id: String,
+}
+
 /// An append that passed the common checks, ready to store.
 #[derive(Debug, Clone)]
 pub struct EventCommit {
@@ -119,4 +129,27 @@ pub trait SessionStore: Send + Sync + 'static {
     /// 4. store the event, merge the delta key by key into app, user and session state (a
     ///    concurrent writer of other keys loses nothing), set the marker to `timestamp_micros`.
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome>;
+
+    /// The session's events after `after` (from the start if `None`), oldest first, at most
+    /// `limit`; `None` if the session does not exist.
+    ///
+    /// The provided implementation loads the whole history and slices it: correct for any
+    /// store, O(history). Stores override it with a query that reads only the page.
+    async fn events_after(
+        &self,
+        key: &SessionKey,
+        after: Option<&EventCursor>,
+        limit: usize,
+    ) -> Result<Option<Vec<Event>>> {
+        let Some(session) = self.get(key, EventWindow::default()).await? else { return Ok(None) };
+        let position = |e: &Event| (crate::time::secs_to_micros(e.timestamp).unwrap_or(i64::MIN), e.id.clone());
+        let events = session
+            .events()
+            .iter()
+            .filter(|e| after.is_none_or(|c| position(e) > (c.timestamp_micros, c.event_id.clone())))
+            .take(limit)
+            .cloned()
+            .collect();
+        Ok(Some(events))
+    }
 }

@@ -65,3 +65,53 @@ pub async fn handles_are_independent_copies(svc: Svc) {
     assert_eq!(state_of(&a), json!({"k": 2, "user:x": 1}));
     assert_eq!(a.events().len(), 1);
 }
+
+/// `list_events` walks the history a page at a time, oldest first: every event exactly once,
+/// also while events are appended between pages; bad tokens and sizes are refused.
+pub async fn event_pages_walk_history_in_order(svc: Svc) {
+    use agentstate::{ErrorKind, ListEvents, ListSessions};
+    let app = unique("app");
+    let mut s = create(&svc, &app, "u", "s", json!({})).await;
+    let mut append = async |n: usize| {
+        let e = agentstate::Event { id: format!("e{n:02}"), ..event("inv", json!({ "n": n })) };
+        svc.append_event(&mut s, e).await.unwrap();
+    };
+    for n in 0..25 {
+        append(n).await;
+    }
+    let mut seen = Vec::new();
+    let mut request = ListEvents { page_size: 10, page_token: None };
+    let mut sizes = Vec::new();
+    loop {
+        let page = svc.list_events(&key(&app, "u", "s"), request.clone()).await.unwrap().unwrap();
+        sizes.push(page.events.len());
+        seen.extend(page.events.iter().map(|e| e.id.clone()));
+        if seen.len() == 10 {
+            // Appends between pages are picked up, nothing is skipped or repeated.
+            for n in 25..30 {
+                append(n).await;
+            }
+        }
+        match page.next_page_token {
+            Some(token) => request.page_token = Some(token),
+            None => break,
+        }
+    }
+    let expected: Vec<String> = (0..30).map(|n| format!("e{n:02}")).collect();
+    assert_eq!(seen, expected);
+    assert_eq!(sizes, [10, 10, 10], "no empty trailing page");
+
+    assert!(svc.list_events(&key(&app, "u", "missing"), ListEvents::default()).await.unwrap().is_none());
+    let empty = create(&svc, &app, "u", "empty", json!({})).await;
+    let page = svc.list_events(empty.key(), ListEvents::default()).await.unwrap().unwrap();
+    assert!(page.events.is_empty() && page.next_page_token.is_none());
+    for bad in [ListEvents { page_size: 0, page_token: None }, ListEvents { page_size: 1001, page_token: None }] {
+        let err = svc.list_events(empty.key(), bad).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    }
+    let list_token = svc.list_sessions(ListSessions::app(&app).page_size(1)).await.unwrap().next_page_token.unwrap();
+    for token in ["garbage".to_owned(), list_token] {
+        let err = svc.list_events(empty.key(), ListEvents { page_size: 5, page_token: Some(token) }).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    }
+}

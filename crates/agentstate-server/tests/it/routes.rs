@@ -321,3 +321,29 @@ async fn metrics_count_requests_by_route_template_appends_and_statuses() {
     }
     assert!(!text.contains("/nope"), "raw paths never become labels");
 }
+
+#[tokio::test]
+async fn events_are_paged_oldest_first() {
+    let r = router();
+    call(&r, Method::POST, S, Some(r#"{"sessionId": "h"}"#)).await;
+    for n in 0..5 {
+        call(&r, Method::PATCH, &format!("{S}/h"), Some(&json!({"stateDelta": {"n": n}}).to_string())).await;
+    }
+    let (status, first) = call(&r, Method::GET, &format!("{S}/h/events?limit=2"), None).await;
+    assert_eq!(status, StatusCode::OK);
+    let deltas = |page: &Value| -> Vec<i64> {
+        page["events"].as_array().unwrap().iter().map(|e| e["actions"]["stateDelta"]["n"].as_i64().unwrap()).collect()
+    };
+    assert_eq!(deltas(&first), [0, 1]);
+    let token = first["nextPageToken"].as_str().unwrap();
+    let (_, second) = call(&r, Method::GET, &format!("{S}/h/events?limit=2&after={token}"), None).await;
+    assert_eq!(deltas(&second), [2, 3]);
+    let token = second["nextPageToken"].as_str().unwrap();
+    let (_, last) = call(&r, Method::GET, &format!("{S}/h/events?limit=2&after={token}"), None).await;
+    assert_eq!(deltas(&last), [4]);
+    assert!(last.get("nextPageToken").is_none());
+    assert_eq!(call(&r, Method::GET, &format!("{S}/nope/events"), None).await.0, StatusCode::NOT_FOUND);
+    let (status, body) = call(&r, Method::GET, &format!("{S}/h/events?limit=0"), None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(call(&r, Method::GET, &format!("{S}/h/events?after=zz"), None).await.0, StatusCode::BAD_REQUEST);
+}

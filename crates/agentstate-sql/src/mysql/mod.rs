@@ -4,8 +4,8 @@
 //! Deadlocks and lock-wait timeouts roll the whole transaction back, so it is retried.
 
 use agentstate::{
-    CommitOutcome, ConflictKind, Error, Event, EventCommit, EventWindow, ListQuery, Map, NewSession, Result, Session,
-    SessionKey, SessionStore, Value, merge_scopes,
+    CommitOutcome, ConflictKind, Error, Event, EventCommit, EventCursor, EventWindow, ListQuery, Map, NewSession,
+    Result, Session, SessionKey, SessionStore, Value, merge_scopes,
 };
 use async_trait::async_trait;
 use chrono::NaiveDateTime;
@@ -408,6 +408,48 @@ impl SessionStore for MySqlStore {
             .await
             .map(drop)
             .map_err(|e| sqlx_error("deleting a session", e))
+    }
+
+    async fn events_after(
+        &self,
+        key: &SessionKey,
+        after: Option<&EventCursor>,
+        limit: usize,
+    ) -> Result<Option<Vec<Event>>> {
+        let fail = |e| sqlx_error("reading events", e);
+        let cursor_time = after.map(|c| naive(c.timestamp_micros)).transpose()?;
+        let mut conn = self.pool.acquire().await.map_err(fail)?;
+        let mut tx = conn.begin_with("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY").await.map_err(fail)?;
+        let present = sqlx::query(sql!("session_get"))
+            .bind(key.app_name())
+            .bind(key.user_id())
+            .bind(key.session_id())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(fail)?
+            .is_some();
+        if !present {
+            return Ok(None);
+        }
+        let rows = sqlx::query(sql!("events_page"))
+            .bind(key.app_name())
+            .bind(key.user_id())
+            .bind(key.session_id())
+            .bind(cursor_time)
+            .bind(cursor_time)
+            .bind(after.map_or("", |c| c.event_id.as_str()))
+            .bind(u64::try_from(limit).unwrap_or(u64::MAX))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(fail)?;
+        tx.commit().await.map_err(fail)?;
+        rows.iter()
+            .map(|r| {
+                let data: Option<&str> = r.try_get(3).map_err(fail)?;
+                decode(data, r.try_get(0).map_err(fail)?, r.try_get(1).map_err(fail)?, r.try_get(2).map_err(fail)?)
+            })
+            .collect::<Result<_>>()
+            .map(Some)
     }
 
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {

@@ -3,8 +3,8 @@
 //! share one database: the stale check and the merges happen in the database.
 
 use agentstate::{
-    CommitOutcome, ConflictKind, Error, Event, EventCommit, EventWindow, ListQuery, Map, NewSession, Result, Session,
-    SessionKey, SessionStore, Value, merge_scopes,
+    CommitOutcome, ConflictKind, Error, Event, EventCommit, EventCursor, EventWindow, ListQuery, Map, NewSession,
+    Result, Session, SessionKey, SessionStore, Value, merge_scopes,
 };
 use async_trait::async_trait;
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
@@ -92,10 +92,11 @@ async fn prepare_schema(pool: &PgPool, location: &str) -> Result<()> {
     tx.commit().await.map_err(fail)
 }
 
+/// Events aggregated as `[[id, invocation_id, micros, event_data], …]`, in the order given.
 fn decode_events(value: Value) -> Result<Vec<Event>> {
     let Value::Array(rows) = value else { return Err(codec::corrupt("event window is not a JSON array".into())) };
     let mut events = Vec::with_capacity(rows.len());
-    for row in rows.into_iter().rev() {
+    for row in rows {
         let Value::Array(mut cols) = row else { return Err(codec::corrupt("event row is not an array".into())) };
         let data = cols.pop().unwrap_or(Value::Null);
         let micros = cols.pop().and_then(|v| v.as_i64()).unwrap_or_default();
@@ -158,7 +159,9 @@ impl SessionStore for PostgresStore {
         let session = object(get_json(&row, "state")?, "sessions.state")?;
         let app = object(get_json(&row, "app_state")?, "app_states.state")?;
         let user = object(get_json(&row, "user_state")?, "user_states.state")?;
-        let events = decode_events(get_json(&row, "events")?)?;
+        // The window is read newest first (so LIMIT keeps the most recent).
+        let mut events = decode_events(get_json(&row, "events")?)?;
+        events.reverse();
         let merged = merge_scopes(&session, &app, &user);
         Ok(Some(Session::from_storage(key.clone(), merged, events, get::<i64>(&row, "marker")?)))
     }
@@ -201,6 +204,28 @@ impl SessionStore for PostgresStore {
             .await
             .map(drop)
             .map_err(|e| sqlx_error("deleting a session", e))
+    }
+
+    async fn events_after(
+        &self,
+        key: &SessionKey,
+        after: Option<&EventCursor>,
+        limit: usize,
+    ) -> Result<Option<Vec<Event>>> {
+        let row = sqlx::query(sql!("events_page"))
+            .bind(key.app_name())
+            .bind(key.user_id())
+            .bind(key.session_id())
+            .bind(after.map(|c| naive(c.timestamp_micros)).transpose()?)
+            .bind(after.map_or("", |c| c.event_id.as_str()))
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("reading events", e))?;
+        if !get::<bool>(&row, "present")? {
+            return Ok(None);
+        }
+        decode_events(get_json(&row, "events")?).map(Some)
     }
 
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {

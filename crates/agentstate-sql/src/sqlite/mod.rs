@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agentstate::{
-    CommitOutcome, Error, EventCommit, EventWindow, ListQuery, NewSession, Result, Session, SessionKey, SessionStore,
+    CommitOutcome, Error, Event, EventCommit, EventCursor, EventWindow, ListQuery, NewSession, Result, Session,
+    SessionKey, SessionStore,
 };
 use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags};
@@ -165,5 +166,15 @@ impl SessionStore for SqliteStore {
 
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
         self.writer.write(move |conn| ops::commit(conn, commit)).await
+    }
+
+    async fn events_after(
+        &self,
+        key: &SessionKey,
+        after: Option<&EventCursor>,
+        limit: usize,
+    ) -> Result<Option<Vec<Event>>> {
+        let (key, after) = (key.clone(), after.cloned());
+        self.read(move |conn| ops::events_after(conn, &key, after.as_ref(), limit)).await
     }
 }

@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 
 use agentstate::{
-    CommitOutcome, ConflictKind, Error, Event, EventCommit, EventWindow, ListQuery, Map, NewSession, Result, Session,
-    SessionKey, Value, merge_scopes,
+    CommitOutcome, ConflictKind, Error, Event, EventCommit, EventCursor, EventWindow, ListQuery, Map, NewSession,
+    Result, Session, SessionKey, Value, merge_scopes,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -184,6 +184,40 @@ fn events(conn: &Connection, key: &SessionKey, window: EventWindow) -> Result<Ve
     }
     events.reverse();
     Ok(events)
+}
+
+pub(super) fn events_after(
+    conn: &Connection,
+    key: &SessionKey,
+    after: Option<&EventCursor>,
+    limit: usize,
+) -> Result<Option<Vec<Event>>> {
+    snapshot(conn, || {
+        if session_row(conn, key)?.is_none() {
+            return Ok(None);
+        }
+        let (time, id) = match after {
+            Some(c) => (sqlite_text(c.timestamp_micros)?, c.event_id.clone()),
+            None => (String::new(), String::new()),
+        };
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut stmt = conn.prepare_cached(sql!("events_page")).map_err(|e| sqlite_error("read events", &e))?;
+        let rows = stmt
+            .query_map(params![key.app_name(), key.user_id(), key.session_id(), time, id, limit], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                ))
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(|e| sqlite_error("read events", &e))?;
+        rows.into_iter()
+            .map(|(id, inv, time, data)| decode(data.as_deref(), id, inv, &time))
+            .collect::<Result<_>>()
+            .map(Some)
+    })
 }
 
 pub(super) fn list(conn: &Connection, query: &ListQuery) -> Result<Vec<Session>> {
