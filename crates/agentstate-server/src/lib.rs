@@ -19,6 +19,7 @@ mod error;
 mod limits;
 mod metrics;
 mod sessions;
+pub mod transfer;
 pub mod wire;
 
 use agentstate::{GetSessionConfig, SessionKey};

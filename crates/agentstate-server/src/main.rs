@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use agentstate::{GetSessionConfig, ListSessions, SessionKey, SessionService};
-use agentstate_server::{AppState, Limits, Tokens, app, wire};
+use agentstate_server::{AppState, Limits, Tokens, app, transfer, wire};
 use agentstate_sql::SqlSessionService;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
@@ -115,6 +115,31 @@ enum SessionsCommand {
         /// The session id.
         session: String,
     },
+    /// Write every session of an app (or of one user), with events and app/user state, as JSON Lines.
+    Export {
+        #[command(flatten)]
+        db: DbArg,
+        /// The app.
+        app: String,
+        /// Only this user's sessions.
+        #[arg(long)]
+        user: Option<String>,
+        /// Write here instead of standard output.
+        #[arg(long, short)]
+        output: Option<std::path::PathBuf>,
+    },
+    /// Read sessions written by `export` into a database (their state as exported; events are
+    /// stored as history, their deltas not applied again).
+    Import {
+        #[command(flatten)]
+        db: DbArg,
+        /// Read this file instead of standard input.
+        #[arg(long, short)]
+        input: Option<std::path::PathBuf>,
+        /// Leave sessions that already exist alone instead of stopping.
+        #[arg(long)]
+        skip_existing: bool,
+    },
     /// Delete one session and its events.
     Delete {
         #[command(flatten)]
@@ -221,6 +246,34 @@ async fn sessions(command: SessionsCommand) -> anyhow::Result<()> {
             let found = service.get_session(&key, GetSessionConfig::default()).await?;
             let session = found.with_context(|| format!("no session {key}"))?;
             println!("{}", serde_json::to_string_pretty(&wire::session_to_wire(&session))?);
+        }
+        SessionsCommand::Export { db, app, user, output } => {
+            let service = connect(&db).await?;
+            let (sessions, events) = match output {
+                Some(path) => {
+                    let file = std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+                    let mut out = std::io::BufWriter::new(file);
+                    let counts = transfer::export(&service, &app, user, &mut out).await?;
+                    std::io::Write::flush(&mut out)?;
+                    counts
+                }
+                None => transfer::export(&service, &app, user, &mut std::io::stdout().lock()).await?,
+            };
+            eprintln!("exported {sessions} sessions with {events} events");
+        }
+        SessionsCommand::Import { db, input, skip_existing } => {
+            let store: Arc<dyn agentstate::SessionStore> = Arc::new(connect(&db).await?);
+            let done = match input {
+                Some(path) => {
+                    let file = std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
+                    transfer::import(store, std::io::BufReader::new(file), skip_existing).await?
+                }
+                None => transfer::import(store, std::io::stdin().lock(), skip_existing).await?,
+            };
+            eprintln!(
+                "imported {} sessions with {} events; {} already existed",
+                done.sessions, done.events, done.skipped
+            );
         }
         SessionsCommand::Delete { db, app, user, session } => {
             let service = connect(&db).await?;

@@ -6,3 +6,4 @@ mod binary;
 mod differential;
 mod routes;
 mod scale_out;
+mod transfer;
