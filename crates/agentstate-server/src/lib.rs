@@ -14,6 +14,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod adk_import;
 pub mod auth;
 mod error;
 mod limits;

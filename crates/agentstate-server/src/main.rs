@@ -23,6 +23,18 @@ enum Command {
     Serve(ServeArgs),
     /// Create or check the database schema, and print its version.
     Migrate(DbArg),
+    /// Copy the local store of `adk web` / `adk api_server` (<agents_dir>/<app>/.adk/session.db)
+    /// into an agentstate database.
+    ImportAdk {
+        #[command(flatten)]
+        db: DbArg,
+        /// The ADK store to read (opened read-only).
+        #[arg(long)]
+        from: std::path::PathBuf,
+        /// Leave sessions that already exist alone instead of stopping.
+        #[arg(long)]
+        skip_existing: bool,
+    },
     /// Inspect and manage sessions in a database.
     Sessions {
         #[command(subcommand)]
@@ -174,6 +186,18 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Sessions { command } => sessions(command).await,
+        Command::ImportAdk { db, from, skip_existing } => {
+            let store: Arc<dyn agentstate::SessionStore> = Arc::new(connect(&db).await?);
+            let done = agentstate_server::adk_import::import(store, &from, skip_existing).await?;
+            eprintln!(
+                "imported {} sessions with {} events from {}; {} already existed",
+                done.sessions,
+                done.events,
+                from.display(),
+                done.skipped
+            );
+            Ok(())
+        }
     }
 }
 

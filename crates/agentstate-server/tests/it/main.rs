@@ -2,6 +2,7 @@
 //! binary as a child process.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod adk_import;
 mod binary;
 mod differential;
 mod routes;

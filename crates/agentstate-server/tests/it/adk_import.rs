@@ -1,0 +1,67 @@
+//! `agentstate import-adk` copies a store written by the reference's SqliteSessionService (the
+//! `adk web` default) into an agentstate database: the same sessions, state and events.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use agentstate::{GetSessionConfig, SessionKey, SessionService};
+use agentstate_sql::SqlSessionService;
+use serde_json::{Value, json};
+
+fn python() -> PathBuf {
+    let path = std::env::var_os("AGENTSTATE_ADK_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../.venv-adk/bin/python")));
+    assert!(path.exists(), "{} is missing: run `bash .ci/setup-adk`", path.display());
+    path
+}
+
+/// Drops the reference's default fields that agentstate does not write.
+fn normalize(mut event: Value) -> Value {
+    fn strip(map: &mut serde_json::Map<String, Value>) {
+        map.retain(|k, v| *v != json!({}) && !(k == "node_info" && *v == json!({"path": ""})));
+    }
+    if let Value::Object(m) = &mut event {
+        strip(m);
+        m.remove("timestamp");
+        if let Some(Value::Object(actions)) = m.get_mut("actions") {
+            strip(actions);
+        }
+    }
+    event
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imports_the_adk_web_store() {
+    let dir = std::env::temp_dir().join("agentstate-tests").join(agentstate::Event::new_id());
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = dir.join("session.db");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/adk_web_store.py");
+    let out = Command::new(python()).arg(script).arg(&store).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let reference: Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    let db = format!("sqlite://{}/agentstate.db", dir.display());
+    let run = Command::new(env!("CARGO_BIN_EXE_agentstate"))
+        .args(["import-adk", "--db", &db, "--from"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(stderr.contains("imported 2 sessions with 3 events"), "{stderr}");
+
+    let svc = SqlSessionService::connect(&db).await.unwrap();
+    for theirs in reference.as_array().unwrap() {
+        let key = SessionKey::new("web", theirs["user_id"].as_str().unwrap(), theirs["id"].as_str().unwrap()).unwrap();
+        let ours = svc.get_session(&key, GetSessionConfig::default()).await.unwrap().unwrap();
+        assert_eq!(Value::Object(ours.state().all().clone()), theirs["state"], "state of {key}");
+        let our_events: Vec<Value> =
+            ours.events().iter().map(|e| normalize(serde_json::to_value(e).unwrap())).collect();
+        let their_events: Vec<Value> = theirs["events"].as_array().unwrap().iter().cloned().map(normalize).collect();
+        assert_eq!(our_events, their_events, "events of {key}");
+    }
+    // The source store was only read.
+    let refused = SqlSessionService::connect(&format!("sqlite://{}", store.display())).await.unwrap_err();
+    assert!(refused.to_string().contains("import-adk"), "{refused}");
+}
