@@ -7,6 +7,8 @@ use agentstate::{GetSessionConfig, ListSessions, SessionKey, SessionService};
 use agentstate_server::{AppState, Limits, Tokens, app, transfer, wire};
 use agentstate_sql::SqlSessionService;
 use anyhow::{Context, bail};
+#[allow(unused_imports)]
+use clap::CommandFactory as _;
 use clap::{Parser, Subcommand};
 
 /// Sessions and scoped state for AI agents: the ADK session API on SQLite, PostgreSQL or MySQL.
@@ -51,6 +53,10 @@ struct DbArg {
 
 #[derive(Debug, clap::Args)]
 struct ServeArgs {
+    /// A TOML file with any of these options (keys as the long option names, with `_` for `-`);
+    /// command-line options and environment variables take precedence over it.
+    #[arg(long, env = "AGENTSTATE_CONFIG")]
+    config: Option<std::path::PathBuf>,
     #[command(flatten)]
     db: DbArg,
     /// Address to listen on.
@@ -79,7 +85,51 @@ struct ServeArgs {
     max_state_bytes: usize,
 }
 
+/// The options a config file may set (the same names as the command-line options).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    db: Option<String>,
+    addr: Option<SocketAddr>,
+    tokens_file: Option<std::path::PathBuf>,
+    insecure_allow_remote: Option<bool>,
+    max_body_bytes: Option<usize>,
+    max_key_chars: Option<usize>,
+    max_json_depth: Option<usize>,
+    max_state_bytes: Option<usize>,
+}
+
 impl ServeArgs {
+    /// Fills every option that the command line and the environment left at its default from
+    /// the config file, if one is given.
+    fn apply_config(&mut self, matches: &clap::ArgMatches) -> anyhow::Result<()> {
+        let Some(path) = &self.config else { return Ok(()) };
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let file: ConfigFile =
+            toml::from_str(&text).with_context(|| format!("{} is not a valid agentstate config", path.display()))?;
+        let defaulted = |id: &str| {
+            matches.value_source(id) == Some(clap::parser::ValueSource::DefaultValue)
+                || matches.value_source(id).is_none()
+        };
+        macro_rules! fill {
+            ($($field:ident),*) => {$(
+                if let Some(v) = file.$field {
+                    if defaulted(stringify!($field)) {
+                        self.$field = v;
+                    }
+                }
+            )*};
+        }
+        fill!(addr, insecure_allow_remote, max_body_bytes, max_key_chars, max_json_depth, max_state_bytes);
+        if let Some(db) = file.db.filter(|_| defaulted("db")) {
+            self.db.db = db;
+        }
+        if let Some(tokens) = file.tokens_file.filter(|_| defaulted("tokens_file")) {
+            self.tokens_file = Some(tokens);
+        }
+        Ok(())
+    }
+
     fn tokens(&self) -> anyhow::Result<Tokens> {
         let json = match (&self.tokens_file, &self.tokens) {
             (Some(_), Some(_)) => {
@@ -178,8 +228,15 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    match Cli::parse().command {
-        Command::Serve(args) => serve(args).await,
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches)?;
+    match cli.command {
+        Command::Serve(mut args) => {
+            if let Some(serve_matches) = matches.subcommand_matches("serve") {
+                args.apply_config(serve_matches)?;
+            }
+            serve(args).await
+        }
         Command::Migrate(db) => {
             connect(&db).await?;
             println!("{}: schema version 1 (ADK for Python DatabaseSessionService v1)", agentstate_sql::redact(&db.db));

@@ -29,8 +29,14 @@ impl Drop for Running {
 
 /// Starts `agentstate serve` on a free port; returns the child and its address.
 pub(crate) fn serve(db: &str) -> (Child, String) {
+    serve_with(&["--db", db, "--addr", "127.0.0.1:0"])
+}
+
+/// Starts `agentstate serve` with these options; returns the child and its address.
+pub(crate) fn serve_with(options: &[&str]) -> (Child, String) {
     let mut child = Command::new(BIN)
-        .args(["serve", "--db", db, "--addr", "127.0.0.1:0"])
+        .arg("serve")
+        .args(options)
         .env("RUST_LOG", "info")
         .env_remove("AGENTSTATE_DB")
         .stdout(Stdio::null())
@@ -116,4 +122,25 @@ fn migrate_reports_the_schema_version() {
     let out = Command::new(BIN).args(["migrate", "--db", &db]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("schema version 1"));
+}
+
+#[test]
+fn a_config_file_sets_options_the_command_line_leaves_alone() {
+    let dir = scratch();
+    let config = dir.join("agentstate.toml");
+    let db = format!("sqlite://{}/configured.db", dir.display());
+    std::fs::write(&config, format!("db = \"{db}\"\naddr = \"127.0.0.1:0\"\nmax_key_chars = 4\n")).unwrap();
+    let (child, addr) = serve_with(&["--config", config.to_str().unwrap()]);
+    let _running = Running(child);
+    assert_eq!(http(&addr, "POST", "/apps/a/users/u/sessions", r#"{"sessionId": "s"}"#).0, 200);
+    let (status, body) = http(&addr, "PATCH", "/apps/a/users/u/sessions/s", r#"{"stateDelta": {"toolong": 1}}"#);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("--max-key-chars"), "{body}");
+    assert!(dir.join("configured.db").exists(), "the configured database is used");
+
+    std::fs::write(&config, "dbb = \"typo\"\n").unwrap();
+    let out = Command::new(BIN).args(["serve", "--config", config.to_str().unwrap()]).output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not a valid agentstate config"), "{stderr}");
 }
