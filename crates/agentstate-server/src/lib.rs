@@ -19,6 +19,7 @@ pub mod auth;
 mod error;
 mod limits;
 mod metrics;
+pub mod openapi;
 mod sessions;
 pub mod transfer;
 pub mod wire;
@@ -28,7 +29,6 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
 use serde_json::json;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -40,23 +40,73 @@ pub use limits::Limits;
 pub use metrics::Metrics;
 pub use sessions::AppState;
 
-/// The router: session routes, `/healthz`, `/readyz`, `/metrics`.
+/// Registers every route and describes it for `/openapi.json`, from one table.
+macro_rules! routes {
+    ($( $method:ident $path:literal => $handler:path, $summary:literal, $request:expr,
+        [$( $status:literal $description:literal $schema:literal ),*] );* $(;)?) => {
+        fn register(router: Router<AppState>, session_routes: bool) -> Router<AppState> {
+            let mut router = router;
+            $(
+                if $path.starts_with("/apps/") == session_routes {
+                    router = router.route($path, axum::routing::$method($handler));
+                }
+            )*
+            router
+        }
+
+        /// Every route, as `/openapi.json` describes it.
+        pub const OPERATIONS: &[openapi::Operation] = &[$(
+            openapi::Operation {
+                method: stringify!($method),
+                path: $path,
+                summary: $summary,
+                request: $request,
+                responses: &[$(($status, $description, $schema)),*],
+            }
+        ),*];
+    };
+}
+
+routes! {
+    post "/apps/{app_name}/users/{user_id}/sessions" => sessions::create, "Create a session", Some("CreateSessionRequest"),
+        [200 "The session" "Session", 400 "Invalid id, options or events" "Error", 409 "The id is taken" "Error", 422 "Malformed body" "Error"];
+    get "/apps/{app_name}/users/{user_id}/sessions" => sessions::list, "List a user's sessions (merged state, no events)", None,
+        [200 "The sessions, oldest update first" "SessionList"];
+    get "/apps/{app_name}/users/{user_id}/sessions/{session_id}" => sessions::get, "Get a session with its events", None,
+        [200 "The session" "Session", 404 "No such session" "Error"];
+    post "/apps/{app_name}/users/{user_id}/sessions/{session_id}" => sessions::create_with_id,
+        "Create a session with this id (deprecated by the reference; the body is the initial state)", Some("State"),
+        [200 "The session" "Session", 409 "The id is taken" "Error"];
+    patch "/apps/{app_name}/users/{user_id}/sessions/{session_id}" => sessions::patch,
+        "Append a user event carrying stateDelta (retried, never lost, under concurrent writers)", Some("UpdateSessionRequest"),
+        [200 "The session after the append" "Session", 404 "No such session" "Error", 413 "Over a size limit" "Error", 422 "stateDelta missing" "Error"];
+    delete "/apps/{app_name}/users/{user_id}/sessions/{session_id}" => sessions::delete, "Delete a session (also when missing)", None,
+        [200 "null" "Null"];
+    get "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events" => sessions::events,
+        "agentstate extension: the history a page at a time, oldest first", None,
+        [200 "A page of events" "EventPage", 400 "Bad page token or limit" "Error", 404 "No such session" "Error"];
+    get "/healthz" => healthz, "Liveness", None, [200 "Alive" "Status"];
+    get "/readyz" => ready, "Readiness: the database answers", None, [200 "Ready" "Status", 503 "The database is unreachable" "Status"];
+    get "/metrics" => metrics::render, "Prometheus metrics", None, [200 "Metrics" "Metrics"];
+    get "/openapi.json" => openapi_json, "This document", None, [200 "OpenAPI 3.1" "Status"];
+}
+
+async fn healthz() -> axum::Json<serde_json::Value> {
+    axum::Json(json!({"status": "ok"}))
+}
+
+async fn openapi_json() -> axum::Json<serde_json::Value> {
+    axum::Json(openapi::document(OPERATIONS))
+}
+
+/// The router: the session routes (behind the access tokens, if any), `/healthz`, `/readyz`,
+/// `/metrics`, `/openapi.json`.
 pub fn app(state: AppState) -> Router {
     let limits = state.limits;
-    let sessions = "/apps/{app_name}/users/{user_id}/sessions";
-    let session_routes = Router::new()
-        .route(sessions, post(sessions::create).get(sessions::list))
-        .route(
-            &format!("{sessions}/{{session_id}}"),
-            get(sessions::get).post(sessions::create_with_id).patch(sessions::patch).delete(sessions::delete),
-        )
-        .route(&format!("{sessions}/{{session_id}}/events"), get(sessions::events))
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::authorize));
-    Router::new()
+    let session_routes =
+        register(Router::new(), true).route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::authorize));
+    register(Router::new(), false)
         .merge(session_routes)
-        .route("/healthz", get(|| async { axum::Json(json!({"status": "ok"})) }))
-        .route("/readyz", get(ready))
-        .route("/metrics", get(metrics::render))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .with_state(state)
         .layer(axum::extract::DefaultBodyLimit::max(limits.max_body_bytes))

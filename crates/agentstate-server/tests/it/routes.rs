@@ -347,3 +347,34 @@ async fn events_are_paged_oldest_first() {
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(call(&r, Method::GET, &format!("{S}/h/events?after=zz"), None).await.0, StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn openapi_describes_exactly_the_routes_that_answer() {
+    let r = router();
+    let (status, spec) = call(&r, Method::GET, "/openapi.json", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(spec["openapi"], "3.1.0");
+    let paths = spec["paths"].as_object().unwrap();
+    let mut operations = 0;
+    for (path, methods) in paths {
+        for (method, op) in methods.as_object().unwrap() {
+            operations += 1;
+            assert!(op["summary"].is_string() && op["responses"].is_object(), "{method} {path}");
+            let concrete = path.replace("{app_name}", "a").replace("{user_id}", "u").replace("{session_id}", "s");
+            let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let request =
+                Request::builder().method(method.clone()).uri(&concrete).header("content-type", "application/json");
+            let response = r.clone().oneshot(request.body(Body::from("{}")).unwrap()).await.unwrap();
+            let status = response.status();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            // A route that is not registered gets the router's empty 404 or a 405.
+            assert_ne!(status, StatusCode::METHOD_NOT_ALLOWED, "{method} {path} is documented but not routed");
+            assert!(
+                status != StatusCode::NOT_FOUND || !bytes.is_empty(),
+                "{method} {path} is documented but not routed"
+            );
+        }
+    }
+    assert_eq!(operations, 11, "every route is documented");
+    assert!(spec["components"]["schemas"]["Session"]["required"].as_array().unwrap().len() >= 6);
+}
