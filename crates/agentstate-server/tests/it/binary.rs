@@ -144,3 +144,30 @@ fn a_config_file_sets_options_the_command_line_leaves_alone() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("not a valid agentstate config"), "{stderr}");
 }
+
+#[test]
+fn sigterm_lets_an_in_flight_request_finish() {
+    let (mut child, addr) = serve("sqlite::memory:");
+    let body = r#"{"sessionId": "in-flight", "state": {"k": 1}}"#;
+    let mut stream = TcpStream::connect(&addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        stream,
+        "POST /apps/a/users/u/sessions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    let (first, rest) = body.split_at(10);
+    stream.write_all(first.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    std::thread::sleep(Duration::from_millis(300));
+    // The request started before the signal: the server must finish it before exiting.
+    stream.write_all(rest.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("\"in-flight\""), "{response}");
+    assert!(child.wait().unwrap().success());
+}
