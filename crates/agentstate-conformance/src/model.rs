@@ -30,12 +30,44 @@ enum IdChoice {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Create { user: usize, sid: usize, state: Vec<(usize, usize, Option<i64>)> },
-    Load { slot: usize, user: usize, sid: usize },
-    Get { user: usize, sid: usize, recent: Option<usize>, after_nth_newest: Option<usize> },
-    Append { slot: usize, delta: Vec<(usize, usize, Option<i64>)>, offset_micros: i64, partial: bool, id: IdChoice },
-    Delete { user: usize, sid: usize },
-    List { user: Option<usize>, page_size: Option<usize> },
+    Create {
+        user: usize,
+        sid: usize,
+        state: Vec<(usize, usize, Option<i64>)>,
+    },
+    Load {
+        slot: usize,
+        user: usize,
+        sid: usize,
+    },
+    Get {
+        user: usize,
+        sid: usize,
+        recent: Option<usize>,
+        after_nth_newest: Option<usize>,
+    },
+    Append {
+        slot: usize,
+        delta: Vec<(usize, usize, Option<i64>)>,
+        offset_micros: i64,
+        partial: bool,
+        id: IdChoice,
+    },
+    Delete {
+        user: usize,
+        sid: usize,
+    },
+    List {
+        user: Option<usize>,
+        page_size: Option<usize>,
+    },
+    /// Two handles of one session, loaded together, append at the same moment.
+    Race {
+        user: usize,
+        sid: usize,
+        delta_a: Vec<(usize, usize, Option<i64>)>,
+        delta_b: Vec<(usize, usize, Option<i64>)>,
+    },
 }
 
 fn ops() -> impl Strategy<Value = Vec<Op>> {
@@ -57,6 +89,8 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
         1 => (0..USERS.len(), 0..SIDS.len()).prop_map(|(user, sid)| Op::Delete { user, sid }),
         1 => (prop::option::of(0..USERS.len()), prop::option::of(1usize..4))
             .prop_map(|(user, page_size)| Op::List { user, page_size }),
+        2 => (0..USERS.len(), 0..SIDS.len(), entries(), entries())
+            .prop_map(|(user, sid, delta_a, delta_b)| Op::Race { user, sid, delta_a, delta_b }),
     ];
     prop::collection::vec(op, 1..40)
 }
@@ -207,7 +241,63 @@ impl Run {
                 Ok(())
             }
             Op::List { user, page_size } => self.list(user, page_size).await,
+            Op::Race { user, sid, ref delta_a, ref delta_b } => {
+                self.race(user, sid, flat(delta_a), flat(delta_b)).await
+            }
         }
+    }
+
+    /// Two handles of one session, loaded together, append at once: exactly one wins, the other
+    /// is refused as stale and left unchanged; the model then follows the winner.
+    async fn race(
+        &mut self,
+        user: usize,
+        sid: usize,
+        delta_a: Map<String, Value>,
+        delta_b: Map<String, Value>,
+    ) -> Result<(), TestCaseError> {
+        if !self.model.sessions.contains_key(&(user, sid)) {
+            return Ok(());
+        }
+        let key = self.key(user, sid);
+        let load = || self.svc.get_session(&key, GetSessionConfig::recent(0));
+        let (mut sa, mut sb) = match tokio::join!(load(), load()) {
+            (Ok(Some(a)), Ok(Some(b))) => (a, b),
+            other => return Err(TestCaseError::fail(format!("loading the racers failed: {other:?}"))),
+        };
+        let mut event = |delta: Map<String, Value>| {
+            let mut e = Event::new("race").author("model");
+            e.actions.state_delta = delta;
+            e.id = format!("e{}", self.next_id);
+            self.next_id += 1;
+            e
+        };
+        let (ea, eb) = (event(delta_a), event(delta_b));
+        let (before_a, before_b) = (sa.clone(), sb.clone());
+        let (ra, rb) =
+            tokio::join!(self.svc.append_event(&mut sa, ea.clone()), self.svc.append_event(&mut sb, eb.clone()));
+        let stale = |r: &Result<Event, Error>| matches!(r, Err(Error::Conflict { kind: ConflictKind::StaleSession }));
+        let (returned, sent, winner, loser_before, loser_after) = match (&ra, &rb) {
+            (Ok(w), r) if stale(r) => (w.clone(), ea, &sa, before_b, &sb),
+            (r, Ok(w)) if stale(r) => (w.clone(), eb, &sb, before_a, &sa),
+            _ => {
+                return Err(TestCaseError::fail(format!(
+                    "a race must have one winner and one stale loser: {ra:?} / {rb:?}"
+                )));
+            }
+        };
+        prop_assert_eq!(loser_after, &loser_before, "the loser's handle is unchanged");
+        let stored = self.model.sessions.get_mut(&(user, sid)).expect("present");
+        let ts = micros(sent.timestamp).max(stored.last + 1);
+        let mut expected = sent.clone();
+        expected.actions.state_delta.retain(|k, _| !k.starts_with("temp:"));
+        expected.timestamp = ts as f64 / 1e6;
+        prop_assert_eq!(&returned, &expected);
+        prop_assert_eq!(winner.last_update_micros(), ts);
+        stored.events.push(expected);
+        stored.last = ts;
+        self.model.apply(user, sid, &sent.actions.state_delta);
+        Ok(())
     }
 
     async fn create(&mut self, user: usize, sid: usize, state: Map<String, Value>) -> Result<(), TestCaseError> {
