@@ -7,8 +7,6 @@ use agentstate::{GetSessionConfig, ListSessions, SessionKey, SessionService};
 use agentstate_server::{AppState, Limits, Tokens, app, transfer, wire};
 use agentstate_sql::SqlSessionService;
 use anyhow::{Context, bail};
-#[allow(unused_imports)]
-use clap::CommandFactory as _;
 use clap::{Parser, Subcommand};
 
 /// Sessions and scoped state for AI agents: the ADK session API on SQLite, PostgreSQL or MySQL.
