@@ -97,8 +97,5 @@ pub fn read(path: &Path) -> anyhow::Result<Vec<Record>> {
 
 /// Imports every session of the store at `path` into `store`.
 pub async fn import(store: Arc<dyn SessionStore>, path: &Path, skip_existing: bool) -> anyhow::Result<Imported> {
-    let records = read(path)?;
-    let lines: Vec<u8> =
-        records.iter().map(|r| serde_json::to_string(r).map(|l| l + "\n")).collect::<Result<String, _>>()?.into_bytes();
-    transfer::import(store, lines.as_slice(), skip_existing).await
+    transfer::import_records(store, read(path)?.into_iter().map(Ok), skip_existing).await
 }

@@ -113,22 +113,35 @@ pub async fn import(
     input: impl BufRead,
     skip_existing: bool,
 ) -> anyhow::Result<Imported> {
+    let records = input.lines().enumerate().filter_map(|(n, line)| match line {
+        Ok(line) if line.trim().is_empty() => None,
+        Ok(line) => {
+            Some(serde_json::from_str(&line).with_context(|| format!("line {}: not an exported session", n + 1)))
+        }
+        Err(e) => Some(Err(e.into())),
+    });
+    import_records(store, records, skip_existing).await
+}
+
+/// Stores sessions one by one, as [`import`] does for each line; `records` may fail to produce
+/// one (a line that is not JSON, a row that cannot be read), which stops the import.
+pub async fn import_records(
+    store: Arc<dyn SessionStore>,
+    records: impl IntoIterator<Item = anyhow::Result<Record>>,
+    skip_existing: bool,
+) -> anyhow::Result<Imported> {
     let mut progress = Progress::new("imported");
     let mut done = Imported::default();
-    for (n, line) in input.lines().enumerate() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let record: Record =
-            serde_json::from_str(&line).with_context(|| format!("line {}: not an exported session", n + 1))?;
+    for record in records {
+        let record = record?;
+        let name = format!("session {}/{}/{}", record.app_name, record.user_id, record.id);
         match import_one(store.as_ref(), record).await {
             Ok(events) => {
                 done.sessions += 1;
                 done.events += events;
             }
             Err(Error::AlreadyExists { .. }) if skip_existing => done.skipped += 1,
-            Err(e) => return Err(anyhow::Error::new(e).context(format!("line {}", n + 1))),
+            Err(e) => return Err(anyhow::Error::new(e).context(name)),
         }
         progress.tick();
     }
