@@ -30,6 +30,8 @@
 //! # Ok(()) }
 //! ```
 
+use std::sync::Arc;
+
 use agentstate::{Event, EventActions, Map, State, Value};
 
 /// What a callback (or a tool, see [`ToolContext`]) can see and change.
@@ -37,7 +39,8 @@ use agentstate::{Event, EventActions, Map, State, Value};
 pub struct CallbackContext {
     invocation_id: String,
     agent_name: String,
-    base: Map<String, Value>,
+    function_call_id: Option<String>,
+    base: Arc<Map<String, Value>>,
     actions: EventActions,
 }
 
@@ -61,12 +64,33 @@ impl StateMut<'_> {
 impl CallbackContext {
     /// A context of agent `agent_name` in invocation `invocation_id`, over the live `state`.
     pub fn new(invocation_id: impl Into<String>, agent_name: impl Into<String>, state: &State) -> Self {
+        Self::over(invocation_id, agent_name, Arc::new(state.all().clone()))
+    }
+
+    /// A context over a snapshot of the live state that several contexts share (parallel tools).
+    pub fn over(
+        invocation_id: impl Into<String>,
+        agent_name: impl Into<String>,
+        state: Arc<Map<String, Value>>,
+    ) -> Self {
         Self {
             invocation_id: invocation_id.into(),
             agent_name: agent_name.into(),
-            base: state.all().clone(),
+            function_call_id: None,
+            base: state,
             actions: EventActions::default(),
         }
+    }
+
+    /// The same context for the tool call `id`.
+    pub fn for_call(mut self, id: impl Into<String>) -> Self {
+        self.function_call_id = Some(id.into());
+        self
+    }
+
+    /// In a tool: the id of the function call being answered.
+    pub fn function_call_id(&self) -> Option<&str> {
+        self.function_call_id.as_deref()
     }
 
     /// The invocation.
@@ -91,7 +115,7 @@ impl CallbackContext {
 
     /// The state as this context sees it: the live state with this context's writes on top.
     pub fn state(&self) -> Map<String, Value> {
-        let mut view = self.base.clone();
+        let mut view = Map::clone(&self.base);
         view.extend(self.actions.state_delta.iter().map(|(k, v)| (k.clone(), v.clone())));
         view
     }
@@ -112,6 +136,11 @@ impl CallbackContext {
     }
 
     /// The actions of the event this context produces (its writes as `state_delta`).
+    pub fn actions(&self) -> &EventActions {
+        &self.actions
+    }
+
+    /// The same, to set more than state (`skip_summarization`, `escalate`, `transfer_to_agent`).
     pub fn actions_mut(&mut self) -> &mut EventActions {
         &mut self.actions
     }

@@ -1,9 +1,40 @@
-//! The agent runtime on top of agentstate. So far: [`template`], instruction templates that read
-//! session state (`{key}`, `{key?}`, `{user:key}`, literal `{{` / `}}`), and [`context`], the
-//! callback and tool contexts whose state writes become the next event's `state_delta`.
+//! The agent runtime on top of agentstate (SPEC §5–6).
+//!
+//! - [`Runner`] runs an [`Agent`] for one user turn: it loads the session, appends the user's
+//!   message and every non-partial event through the [`SessionService`](agentstate::SessionService),
+//!   and streams the events as they happen.
+//! - [`LlmAgent`]: a model, an instruction [`Template`] over session state, tools,
+//!   callbacks, `output_key`. [`SequentialAgent`] and [`ParallelAgent`] compose agents.
+//! - [`CallbackContext`] / [`ToolContext`]: state writes in agent code become the event's
+//!   `state_delta`.
+//! - [`Model`]: [`Gemini`], [`OpenAiCompatible`] (OpenAI, Ollama, vLLM, llama.cpp server) and
+//!   [`ScriptedModel`] for tests.
+//! - [`config`]: an `LlmAgent` declared in YAML.
 
+pub mod config;
 pub mod context;
+mod error;
+mod invocation;
+mod llm_agent;
+pub mod model;
+pub mod providers;
+mod runner;
+mod scripted;
 pub mod template;
+mod tool;
+mod workflow;
 
 pub use context::{CallbackContext, StateMut, ToolContext, merge_deltas};
+pub use error::RuntimeError;
+pub use invocation::{Agent, History, InvocationContext, ReadonlyContext, find_agent, inject_session_state};
+pub use llm_agent::{
+    AfterModelCallback, AfterToolCallback, AgentCallback, BeforeModelCallback, BeforeToolCallback, BuildError,
+    InstructionProvider, LlmAgent, LlmAgentBuilder, TRANSFER_TOOL, validate_agent_name,
+};
+pub use model::{LlmRequest, LlmResponse, Model, ModelError, ResponseStream, ToolDeclaration};
+pub use providers::{Gemini, OpenAiCompatible};
+pub use runner::{DEFAULT_MAX_LLM_CALLS, EventStream, RunRequest, Runner};
+pub use scripted::ScriptedModel;
 pub use template::{Placeholder, Template, TemplateError};
+pub use tool::{FunctionTool, Tool, ToolFuture};
+pub use workflow::{ParallelAgent, SequentialAgent};

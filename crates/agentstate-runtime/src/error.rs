@@ -1,0 +1,54 @@
+//! Why a run stopped.
+
+use agentstate::BoxError;
+
+use crate::model::ModelError;
+use crate::template::TemplateError;
+
+/// Why a run (or one agent of it) failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// The session does not exist (the reference's message) and the runner does not create it.
+    #[error("Session not found: {0}")]
+    SessionNotFound(String),
+    /// The session service failed, e.g. the store is down or another writer got in first.
+    #[error(transparent)]
+    Session(#[from] agentstate::Error),
+    /// A model call failed.
+    #[error("model call of agent '{agent}' failed: {source}")]
+    Model {
+        /// The agent calling it.
+        agent: String,
+        /// Why.
+        #[source]
+        source: ModelError,
+    },
+    /// The instruction could not be rendered (a required `{key}` is missing, …).
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    /// An instruction provider failed.
+    #[error("instruction provider of agent '{agent}' failed: {source}")]
+    Instruction {
+        /// The agent.
+        agent: String,
+        /// What it returned.
+        #[source]
+        source: BoxError,
+    },
+    /// The invocation called models more often than its limit allows (a model looping on tools).
+    #[error("Max number of llm calls limit of {0} exceeded")]
+    LlmCallLimit(usize),
+    /// An agent named as a transfer target or by a request does not exist.
+    #[error("Agent not found: {0}")]
+    AgentNotFound(String),
+    /// A custom agent failed.
+    #[error("agent '{agent}' failed: {source}")]
+    Agent {
+        /// The agent.
+        agent: String,
+        /// Why.
+        #[source]
+        source: BoxError,
+    },
+}

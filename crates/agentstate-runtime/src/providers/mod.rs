@@ -1,0 +1,124 @@
+//! Model providers over HTTP: [`Gemini`] (the Gemini API) and [`OpenAiCompatible`] (OpenAI chat
+//! completions, and every server speaking it: Ollama, vLLM, llama.cpp server, LM Studio, …).
+//!
+//! Both take their base URL and API key from the environment by default ([`Gemini::from_env`],
+//! [`OpenAiCompatible::from_env`]) or explicitly, stream with server-sent events when the run
+//! streams, and map function calling both ways.
+
+mod gemini;
+mod openai;
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+
+pub use gemini::{GEMINI_DEFAULT_BASE_URL, Gemini};
+pub use openai::{OPENAI_DEFAULT_BASE_URL, OpenAiCompatible};
+
+use crate::model::{LlmResponse, ModelError, ResponseStream};
+
+/// How long connecting to a provider may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The HTTP client every provider shares (one connection pool per process).
+fn client(provider: &'static str) -> Result<reqwest::Client, ModelError> {
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    if let Some(client) = CLIENT.get() {
+        return Ok(client.clone());
+    }
+    let client = reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .build()
+        .map_err(|e| ModelError::Config(format!("{provider}: cannot build an HTTP client: {e}")))?;
+    Ok(CLIENT.get_or_init(|| client).clone())
+}
+
+fn transport(provider: &'static str, error: &reqwest::Error) -> ModelError {
+    let mut message = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    ModelError::Transport { provider, message }
+}
+
+/// Sends `request`; a non-success status becomes [`ModelError::Status`] with the body.
+async fn send(provider: &'static str, request: reqwest::RequestBuilder) -> Result<reqwest::Response, ModelError> {
+    let response = request.send().await.map_err(|e| transport(provider, &e))?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let mut body = response.text().await.unwrap_or_default();
+    if body.len() > 2048 {
+        let mut cut = 2048;
+        while !body.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        body.truncate(cut);
+        body.push('…');
+    }
+    Err(ModelError::Status { provider, status: status.as_u16(), body })
+}
+
+/// The `data` of each server-sent event of `response`, parsed as JSON; OpenAI's `[DONE]` ends it.
+fn sse_json(
+    provider: &'static str,
+    response: reqwest::Response,
+) -> impl futures_core::Stream<Item = Result<serde_json::Value, ModelError>> + Send {
+    use eventsource_stream::Eventsource;
+    response
+        .bytes_stream()
+        .eventsource()
+        .take_while(|event| std::future::ready(!matches!(event, Ok(e) if e.data.trim() == "[DONE]")))
+        .filter_map(move |event| {
+            std::future::ready(match event {
+                Err(e) => Some(Err(ModelError::Transport { provider, message: e.to_string() })),
+                Ok(e) if e.data.trim().is_empty() => None,
+                Ok(e) => Some(
+                    serde_json::from_str(&e.data)
+                        .map_err(|err| ModelError::Decode { provider, message: format!("{err} in event {}", e.data) }),
+                ),
+            })
+        })
+}
+
+/// Sums streamed chunks up into partial responses and the complete one.
+trait Aggregator: Send + 'static {
+    /// Takes a chunk; returns the partial response to show for it, if any.
+    fn add(&mut self, chunk: serde_json::Value) -> Result<Option<LlmResponse>, ModelError>;
+    /// The complete response.
+    fn finish(self) -> Result<LlmResponse, ModelError>;
+}
+
+/// The partials of `chunks` as they come, then the complete response; stops at the first error.
+fn streamed<A: Aggregator>(
+    chunks: impl futures_core::Stream<Item = Result<serde_json::Value, ModelError>> + Send + 'static,
+    aggregator: A,
+) -> ResponseStream {
+    let state = Some((Box::pin(chunks), aggregator));
+    Box::pin(futures_util::stream::unfold(state, |state| async move {
+        let (mut chunks, mut aggregator) = state?;
+        loop {
+            let step = match chunks.next().await {
+                None => return Some((aggregator.finish(), None)),
+                Some(chunk) => chunk.and_then(|c| aggregator.add(c)),
+            };
+            match step {
+                Err(e) => return Some((Err(e), None)),
+                Ok(Some(partial)) => return Some((Ok(partial), Some((chunks, aggregator)))),
+                Ok(None) => {}
+            }
+        }
+    }))
+}
+
+fn decode(provider: &'static str, message: impl std::fmt::Display) -> ModelError {
+    ModelError::Decode { provider, message: message.to_string() }
+}
+
+fn trim_slash(url: &str) -> String {
+    url.trim_end_matches('/').to_owned()
+}

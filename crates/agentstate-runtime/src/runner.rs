@@ -1,0 +1,238 @@
+//! The [`Runner`]: runs an agent for one user turn and streams its events.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use agentstate::{Content, CreateSession, Event, GetSessionConfig, Map, SessionKey, SessionService, Value};
+use futures_core::Stream;
+use tokio::sync::mpsc;
+
+use crate::error::RuntimeError;
+use crate::invocation::{Agent, History, InvocationContext, InvocationSetup};
+
+/// The reference's default cap on model calls per invocation.
+pub const DEFAULT_MAX_LLM_CALLS: usize = 500;
+
+/// Runs an agent over sessions of one app.
+///
+/// Each [`run`](Self::run) is one invocation: the session is loaded (only the history the agent
+/// reads, see [`Agent::history`]), the user's message is appended, then the agent runs. Every
+/// non-partial event is appended through the [`SessionService`] before the stream yields it.
+/// `temp:` keys written during the invocation are visible to every agent of it and gone in the
+/// next one.
+///
+/// ```
+/// use std::sync::Arc;
+/// use agentstate::{Content, CreateSession, GetSessionConfig, InMemorySessionService, SessionService};
+/// use agentstate_runtime::{LlmAgent, LlmResponse, Runner, ScriptedModel};
+/// use futures_util::TryStreamExt;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> anyhow::Result<()> {
+/// let service = Arc::new(InMemorySessionService::new());
+/// let model = ScriptedModel::new("scripted").reply(LlmResponse::text("Hello there!"));
+/// let agent = LlmAgent::builder("Greeter", model)
+///     .instruction("Generate a short, friendly greeting.")
+///     .output_key("last_greeting")
+///     .build()?;
+/// let runner = Runner::new("app", Arc::new(agent), service.clone());
+///
+/// let session = service.create_session(CreateSession::new("app", "u").id("s1")).await?;
+/// let events: Vec<_> = runner.run("u", "s1", Content::text("user", "Hello")).try_collect().await?;
+/// assert_eq!(events.len(), 2); // the user's message, the greeting
+///
+/// let session = service.get_session(session.key(), GetSessionConfig::default()).await?.unwrap();
+/// assert_eq!(session.state().get("last_greeting"), Some(&serde_json::json!("Hello there!")));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Runner {
+    app_name: String,
+    agent: Arc<dyn Agent>,
+    service: Arc<dyn SessionService>,
+    auto_create_session: bool,
+    history: Option<History>,
+    max_llm_calls: usize,
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner").field("app_name", &self.app_name).field("agent", &self.agent.name()).finish()
+    }
+}
+
+/// One run: who, which session, what they said.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    /// The user.
+    pub user_id: String,
+    /// The session.
+    pub session_id: String,
+    /// The user's message; `None` runs the agent without one.
+    pub new_message: Option<Content>,
+    /// State to set on the user's event (session, `user:`, `app:` or `temp:` keys).
+    pub state_delta: Map<String, Value>,
+    /// Emit partial events as the model streams.
+    pub streaming: bool,
+}
+
+impl RunRequest {
+    /// A run with a message.
+    pub fn new(user_id: impl Into<String>, session_id: impl Into<String>, new_message: Content) -> Self {
+        Self {
+            user_id: user_id.into(),
+            session_id: session_id.into(),
+            new_message: Some(new_message),
+            ..Self::default()
+        }
+    }
+
+    /// Streams partial events.
+    pub fn streaming(mut self, streaming: bool) -> Self {
+        self.streaming = streaming;
+        self
+    }
+
+    /// Sets a key on the user's event.
+    pub fn state(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.state_delta.insert(key.into(), value);
+        self
+    }
+}
+
+impl Runner {
+    /// A runner of `agent` for `app_name`, storing sessions in `service`.
+    pub fn new(app_name: impl Into<String>, agent: Arc<dyn Agent>, service: Arc<dyn SessionService>) -> Self {
+        Self {
+            app_name: app_name.into(),
+            agent,
+            service,
+            auto_create_session: false,
+            history: None,
+            max_llm_calls: DEFAULT_MAX_LLM_CALLS,
+        }
+    }
+
+    /// Creates a session that does not exist yet instead of failing with "Session not found".
+    pub fn auto_create_session(mut self, yes: bool) -> Self {
+        self.auto_create_session = yes;
+        self
+    }
+
+    /// Loads this much history whatever the agent says it needs.
+    pub fn history(mut self, history: History) -> Self {
+        self.history = Some(history);
+        self
+    }
+
+    /// Caps model calls per invocation (default 500, as the reference).
+    pub fn max_llm_calls(mut self, limit: usize) -> Self {
+        self.max_llm_calls = limit;
+        self
+    }
+
+    /// The app.
+    pub fn app_name(&self) -> &str {
+        &self.app_name
+    }
+
+    /// The agent.
+    pub fn agent(&self) -> &Arc<dyn Agent> {
+        &self.agent
+    }
+
+    /// The session service.
+    pub fn service(&self) -> &Arc<dyn SessionService> {
+        &self.service
+    }
+
+    /// Runs the agent on the user's message.
+    pub fn run(&self, user_id: &str, session_id: &str, new_message: Content) -> EventStream {
+        self.run_request(RunRequest::new(user_id, session_id, new_message))
+    }
+
+    /// Runs the agent as `request` says.
+    pub fn run_request(&self, request: RunRequest) -> EventStream {
+        let (sender, receiver) = mpsc::channel(16);
+        let runner = self.clone();
+        EventStream { driver: Some(Box::pin(runner.drive(request, sender))), events: receiver, error: None }
+    }
+
+    async fn drive(self, request: RunRequest, events: mpsc::Sender<Event>) -> Result<(), RuntimeError> {
+        let key = SessionKey::new(&self.app_name, &request.user_id, &request.session_id)?;
+        let history = self.history.unwrap_or_else(|| self.agent.history());
+        let config = GetSessionConfig { num_recent_events: history.recent(), after_timestamp: None };
+        let session = match self.service.get_session(&key, config).await? {
+            Some(session) => session,
+            None if self.auto_create_session => {
+                let create = CreateSession::new(&self.app_name, &request.user_id).id(&request.session_id);
+                self.service.create_session(create).await?
+            }
+            None => return Err(RuntimeError::SessionNotFound(request.session_id)),
+        };
+        let invocation_id = format!("e-{}", uuid::Uuid::new_v4());
+        tracing::debug!(%invocation_id, agent = self.agent.name(), session = %key.session_id(), "invocation");
+        let ctx = InvocationContext::new(InvocationSetup {
+            invocation_id,
+            service: self.service,
+            session,
+            events,
+            root: Arc::clone(&self.agent),
+            streaming: request.streaming,
+            max_llm_calls: self.max_llm_calls,
+        });
+        if request.new_message.is_some() || !request.state_delta.is_empty() {
+            let mut event = Event::new(ctx.invocation_id()).author("user");
+            event.content = request.new_message;
+            event.actions.state_delta = request.state_delta;
+            ctx.emit(event).await?;
+        }
+        self.agent.run(&ctx).await
+    }
+}
+
+type Driver = Pin<Box<dyn Future<Output = Result<(), RuntimeError>> + Send>>;
+
+/// The events of one run, as they happen. Dropping it stops the run.
+///
+/// Ends with an `Err` item if the run failed; the events before it were stored.
+pub struct EventStream {
+    driver: Option<Driver>,
+    events: mpsc::Receiver<Event>,
+    error: Option<RuntimeError>,
+}
+
+impl std::fmt::Debug for EventStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventStream").field("running", &self.driver.is_some()).finish_non_exhaustive()
+    }
+}
+
+impl Stream for EventStream {
+    type Item = Result<Event, RuntimeError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            if let Poll::Ready(Some(event)) = this.events.poll_recv(cx) {
+                return Poll::Ready(Some(Ok(event)));
+            }
+            let Some(driver) = this.driver.as_mut() else {
+                // Finished: what is still queued, then the error if there was one.
+                return Poll::Ready(match this.events.try_recv() {
+                    Ok(event) => Some(Ok(event)),
+                    Err(_) => this.error.take().map(Err),
+                });
+            };
+            match driver.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(result) => {
+                    this.driver = None;
+                    this.error = result.err();
+                }
+            }
+        }
+    }
+}

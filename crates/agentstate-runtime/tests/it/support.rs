@@ -1,0 +1,51 @@
+//! Services to run on and small helpers.
+
+use std::sync::Arc;
+
+use agentstate::{
+    Content, CreateSession, Event, GetSessionConfig, InMemorySessionService, Session, SessionKey, SessionService,
+};
+use agentstate_runtime::{Runner, RuntimeError};
+use futures_util::StreamExt;
+
+/// Every scenario runs on the in-memory service and on SQLite (the embedded default).
+pub(crate) async fn services() -> Vec<(&'static str, Arc<dyn SessionService>)> {
+    let sqlite = agentstate_sql::SqlSessionService::connect("sqlite::memory:").await.unwrap();
+    vec![("memory", Arc::new(InMemorySessionService::new())), ("sqlite", Arc::new(sqlite))]
+}
+
+pub(crate) async fn create(service: &Arc<dyn SessionService>, id: &str) -> Session {
+    service.create_session(CreateSession::new("app", "u").id(id)).await.unwrap()
+}
+
+pub(crate) async fn stored(service: &Arc<dyn SessionService>, id: &str) -> Session {
+    let key = SessionKey::new("app", "u", id).unwrap();
+    service.get_session(&key, GetSessionConfig::default()).await.unwrap().unwrap()
+}
+
+/// Runs to the end: the events yielded and the error it ended with, if any.
+pub(crate) async fn run(runner: &Runner, session: &str, text: &str) -> (Vec<Event>, Option<RuntimeError>) {
+    let mut stream = runner.run("u", session, Content::text("user", text));
+    let mut events = Vec::new();
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(event) => events.push(event),
+            Err(error) => {
+                assert!(stream.next().await.is_none(), "nothing after the error");
+                return (events, Some(error));
+            }
+        }
+    }
+    (events, None)
+}
+
+/// Runs and expects success.
+pub(crate) async fn run_ok(runner: &Runner, session: &str, text: &str) -> Vec<Event> {
+    let (events, error) = run(runner, session, text).await;
+    assert!(error.is_none(), "run failed: {error:?}");
+    events
+}
+
+pub(crate) fn authors(events: &[Event]) -> Vec<&str> {
+    events.iter().map(|e| e.author.as_str()).collect()
+}
