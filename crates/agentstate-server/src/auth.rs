@@ -13,12 +13,12 @@
 use std::collections::HashMap;
 
 use axum::extract::{Path, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::json;
 
+use crate::error::ApiError;
 use crate::sessions::AppState;
 
 /// What one token may touch.
@@ -111,14 +111,6 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn deny(status: StatusCode, detail: &str) -> Response {
-    let mut response = (status, axum::Json(json!({ "detail": detail }))).into_response();
-    if status == StatusCode::UNAUTHORIZED {
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    }
-    response
-}
-
 /// Middleware for the session routes: checks the bearer token against the path's app and user.
 pub(crate) async fn authorize(
     State(state): State<AppState>,
@@ -126,34 +118,41 @@ pub(crate) async fn authorize(
     request: Request,
     next: Next,
 ) -> Response {
-    if !state.tokens.is_enabled() {
-        return next.run(request).await;
+    let app = params.get("app_name").map(String::as_str).unwrap_or_default();
+    let user = params.get("user_id").map(String::as_str).unwrap_or_default();
+    match permit(&state.tokens, request.headers(), app, user) {
+        Ok(()) => next.run(request).await,
+        Err(denied) => denied.into_response(),
     }
-    let presented = request
-        .headers()
+}
+
+/// Checks the request's bearer token against `app` and `user` (for routes that name them in the
+/// body, such as `/run`). `Err` is the 401 or 403 to send.
+pub(crate) fn permit(tokens: &Tokens, headers: &HeaderMap, app: &str, user: &str) -> Result<(), ApiError> {
+    if !tokens.is_enabled() {
+        return Ok(());
+    }
+    let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    let Some(grant) = presented.and_then(|t| state.tokens.find(t)) else {
-        return deny(
-            StatusCode::UNAUTHORIZED,
-            "Missing or unknown bearer token: send `Authorization: Bearer <token>`.",
-        );
+    let Some(grant) = presented.and_then(|t| tokens.find(t)) else {
+        return Err(ApiError::Unauthorized(
+            "Missing or unknown bearer token: send `Authorization: Bearer <token>`.".into(),
+        ));
     };
-    let app = params.get("app_name").map(String::as_str).unwrap_or_default();
-    let user = params.get("user_id").map(String::as_str).unwrap_or_default();
     if let Apps::Only(apps) = &grant.apps
         && !apps.iter().any(|a| a == app)
     {
-        return deny(StatusCode::FORBIDDEN, &format!("This token may not access app {app:?}."));
+        return Err(ApiError::Forbidden(format!("This token may not access app {app:?}.")));
     }
     if let Some(users) = &grant.users
         && !users.iter().any(|u| u == user)
     {
-        return deny(StatusCode::FORBIDDEN, &format!("This token may not access the sessions of user {user:?}."));
+        return Err(ApiError::Forbidden(format!("This token may not access the sessions of user {user:?}.")));
     }
-    next.run(request).await
+    Ok(())
 }
 
 #[cfg(test)]

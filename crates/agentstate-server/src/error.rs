@@ -1,7 +1,7 @@
 //! One error type for every handler, answered as `{"detail": …}` with the reference's status codes.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
@@ -11,6 +11,12 @@ pub enum ApiError {
     /// 400.
     #[error("{0}")]
     BadRequest(String),
+    /// 401: no or an unknown bearer token.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// 403: the token may not touch this app or user.
+    #[error("{0}")]
+    Forbidden(String),
     /// 404.
     #[error("{0}")]
     NotFound(String),
@@ -26,6 +32,13 @@ pub enum ApiError {
     /// 500: the message is logged, the client gets a generic one.
     #[error("{0}")]
     Internal(String),
+    /// 500 with the message shown: an agent failed (its instruction, its tools, its limits);
+    /// the operator's own configuration, so the message helps and reveals nothing.
+    #[error("{0}")]
+    Agent(String),
+    /// 502: the model provider failed or refused.
+    #[error("{0}")]
+    BadGateway(String),
     /// 503: the storage backend is unavailable or busy; the client may retry.
     #[error("{0}")]
     Unavailable(String),
@@ -67,6 +80,12 @@ impl IntoResponse for ApiError {
         let (status, detail) = match self {
             Self::BadRequest(m) => (StatusCode::BAD_REQUEST, Value::String(m)),
             Self::NotFound(m) => (StatusCode::NOT_FOUND, Value::String(m)),
+            Self::Unauthorized(m) => {
+                let mut response = (StatusCode::UNAUTHORIZED, Json(json!({ "detail": m }))).into_response();
+                response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                return response;
+            }
+            Self::Forbidden(m) => (StatusCode::FORBIDDEN, Value::String(m)),
             Self::Conflict(m) => (StatusCode::CONFLICT, Value::String(m)),
             Self::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, Value::String(m)),
             Self::Unprocessable(v) => (StatusCode::UNPROCESSABLE_ENTITY, v),
@@ -76,6 +95,14 @@ impl IntoResponse for ApiError {
                     StatusCode::SERVICE_UNAVAILABLE,
                     Value::String("The session store is unavailable; retry later.".into()),
                 )
+            }
+            Self::Agent(m) => {
+                tracing::warn!(error = %m, "agent failed");
+                (StatusCode::INTERNAL_SERVER_ERROR, Value::String(m))
+            }
+            Self::BadGateway(m) => {
+                tracing::warn!(error = %m, "model provider failed");
+                (StatusCode::BAD_GATEWAY, Value::String(m))
             }
             Self::Internal(m) => {
                 tracing::error!(error = %m, "internal error");

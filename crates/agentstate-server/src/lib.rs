@@ -1,6 +1,7 @@
 //! The agentstate session server: the session routes of ADK's `adk api_server` over any
-//! [`SessionService`](agentstate::SessionService), so clients written for it work unchanged, plus
-//! health and readiness probes.
+//! [`SessionService`](agentstate::SessionService), so clients written for it work unchanged,
+//! `/run` and `/run_sse` for agents registered with [`AppState::agent`], plus health and
+//! readiness probes.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -20,6 +21,7 @@ mod error;
 mod limits;
 mod metrics;
 pub mod openapi;
+mod run;
 mod sessions;
 pub mod transfer;
 pub mod wire;
@@ -85,6 +87,15 @@ routes! {
     get "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events" => sessions::events,
         "agentstate extension: the history a page at a time, oldest first", None,
         [200 "A page of events" "EventPage", 400 "Bad page token or limit" "Error", 404 "No such session" "Error"];
+    post "/run" => run::run, "Run an agent for one user turn; the run's events (app from appName, or the only one served)",
+        Some("RunAgentRequest"),
+        [200 "The events of the run, each stored before it is answered" "EventList", 400 "appName missing with several apps served" "Error",
+         401 "Missing or unknown token" "Error", 403 "The token may not access this app or user" "Error",
+         404 "Unknown app or session" "Error", 422 "Malformed body" "Error", 500 "The agent failed (message shown)" "Error",
+         502 "The model provider failed" "Error"];
+    post "/run_sse" => run::run_sse, "Run an agent for one user turn, streaming its events as server-sent events", Some("RunAgentRequest"),
+        [200 "text/event-stream of `data: <Event JSON>`; a late failure as `data: {\"error\": …}`" "EventStream",
+         404 "Unknown app or session" "Error", 422 "Malformed body" "Error"];
     get "/healthz" => healthz, "Liveness", None, [200 "Alive" "Status"];
     get "/readyz" => ready, "Readiness: the database answers", None, [200 "Ready" "Status", 503 "The database is unreachable" "Status"];
     get "/metrics" => metrics::render, "Prometheus metrics", None, [200 "Metrics" "Metrics"];

@@ -69,6 +69,10 @@ struct ServeArgs {
     /// Listen on a non-loopback address although no access tokens are configured.
     #[arg(long, env = "AGENTSTATE_INSECURE_ALLOW_REMOTE")]
     insecure_allow_remote: bool,
+    /// Serve an agent declared in YAML on /run and /run_sse: `FILE` (the app is the agent's name)
+    /// or `APP=FILE`. Repeatable.
+    #[arg(long = "agent", env = "AGENTSTATE_AGENTS", value_delimiter = ',')]
+    agents: Vec<String>,
     /// Largest request body, in bytes (413 beyond).
     #[arg(long, env = "AGENTSTATE_MAX_BODY_BYTES", default_value_t = Limits::default().max_body_bytes)]
     max_body_bytes: usize,
@@ -91,6 +95,7 @@ struct ConfigFile {
     addr: Option<SocketAddr>,
     tokens_file: Option<std::path::PathBuf>,
     insecure_allow_remote: Option<bool>,
+    agents: Option<Vec<String>>,
     max_body_bytes: Option<usize>,
     max_key_chars: Option<usize>,
     max_json_depth: Option<usize>,
@@ -121,6 +126,9 @@ impl ServeArgs {
         fill!(addr, insecure_allow_remote, max_body_bytes, max_key_chars, max_json_depth, max_state_bytes);
         if let Some(db) = file.db.filter(|_| defaulted("db")) {
             self.db.db = db;
+        }
+        if let Some(agents) = file.agents.filter(|_| self.agents.is_empty()) {
+            self.agents = agents;
         }
         if let Some(tokens) = file.tokens_file.filter(|_| defaulted("tokens_file")) {
             self.tokens_file = Some(tokens);
@@ -265,21 +273,34 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             args.addr
         );
     }
-    let service = connect(&args.db).await?;
+    let service = Arc::new(connect(&args.db).await?);
+    let mut state = AppState { limits: args.limits(), tokens: Arc::new(tokens), ..AppState::new(service) };
+    for spec in &args.agents {
+        let (app, path) = match spec.split_once('=') {
+            Some((app, path)) => (Some(app.to_owned()), std::path::PathBuf::from(path)),
+            None => (None, std::path::PathBuf::from(spec)),
+        };
+        let agent = agentstate_runtime::config::load_agent(&path)?;
+        let app = app.unwrap_or_else(|| agent.name().to_owned());
+        if state.runners.contains_key(&app) {
+            bail!(
+                "two agents are served as app {app:?}: give one of them another name with --agent OTHER={}",
+                path.display()
+            );
+        }
+        tracing::info!(app = %app, agent = agent.name(), file = %path.display(), "serving agent");
+        state = state.agent(app, agent);
+    }
     let listener =
         tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("listening on {}", args.addr))?;
     tracing::info!(
         addr = %listener.local_addr()?,
         db = %agentstate_sql::redact(&args.db.db),
-        tokens = tokens.tokens.len(),
+        tokens = state.tokens.tokens.len(),
+        agents = state.runners.len(),
         "agentstate serving"
     );
-    axum::serve(
-        listener,
-        app(AppState { limits: args.limits(), tokens: Arc::new(tokens), ..AppState::new(Arc::new(service)) }),
-    )
-    .with_graceful_shutdown(shutdown_signal())
-    .await?;
+    axum::serve(listener, app(state)).with_graceful_shutdown(shutdown_signal()).await?;
     tracing::info!("stopped");
     Ok(())
 }

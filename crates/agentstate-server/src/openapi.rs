@@ -44,6 +44,14 @@ fn schemas() -> Value {
         "EventPage": {"type": "object", "required": ["events"], "properties": {
             "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
             "nextPageToken": {"type": "string", "description": "Pass as `after` for the next page; absent on the last"}}},
+        "EventList": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
+        "EventStream": {"type": "string", "description": "Server-sent events, one `data: <Event JSON>` per event"},
+        "RunAgentRequest": {"type": "object", "required": ["userId", "sessionId"], "properties": {
+            "appName": {"type": "string", "description": "Optional when the server serves one app"},
+            "userId": {"type": "string"}, "sessionId": {"type": "string"},
+            "newMessage": {"type": "object", "description": "Content: {\"role\": \"user\", \"parts\": [{\"text\": …}]}"},
+            "streaming": {"type": "boolean", "default": false, "description": "Also send partial (streamed) events"},
+            "stateDelta": {"type": "object", "description": "State set on the user's event"}}},
         "Status": {"type": "object", "properties": {"status": {"type": "string"}}},
         "Null": {"type": "null"},
         "Metrics": {"type": "string", "description": "Prometheus text exposition format"},
@@ -67,6 +75,9 @@ fn body(schema: &str) -> Value {
     if schema == "Metrics" {
         return json!({"text/plain": {"schema": {"$ref": "#/components/schemas/Metrics"}}});
     }
+    if schema == "EventStream" {
+        return json!({"text/event-stream": {"schema": {"$ref": "#/components/schemas/EventStream"}}});
+    }
     json!({"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema}")}}})
 }
 
@@ -88,7 +99,7 @@ pub fn document(operations: &[Operation]) -> Value {
     json!({
         "openapi": "3.1.0",
         "info": {"title": "agentstate", "version": env!("CARGO_PKG_VERSION"),
-                 "description": "The session routes of ADK's adk api_server, and agentstate's extensions."},
+                 "description": "The session routes and /run, /run_sse of ADK's adk api_server, and agentstate's extensions."},
         "components": {"schemas": schemas(), "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
         "paths": paths,
     })

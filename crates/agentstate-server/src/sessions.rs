@@ -28,12 +28,28 @@ pub struct AppState {
     pub tokens: Arc<Tokens>,
     /// Counters served at `/metrics`.
     pub metrics: Arc<Metrics>,
+    /// The agents served by `/run` and `/run_sse`, by app name.
+    pub runners: Arc<std::collections::BTreeMap<String, agentstate_runtime::Runner>>,
 }
 
 impl AppState {
     /// A state with the default limits and no access tokens.
     pub fn new(service: Arc<dyn SessionService>) -> Self {
-        Self { service, limits: Limits::default(), tokens: Arc::new(Tokens::default()), metrics: Arc::default() }
+        Self {
+            service,
+            limits: Limits::default(),
+            tokens: Arc::new(Tokens::default()),
+            metrics: Arc::default(),
+            runners: Arc::default(),
+        }
+    }
+
+    /// Serves `agent` as app `app_name` on `/run` and `/run_sse`, over this state's service.
+    pub fn agent(mut self, app_name: impl Into<String>, agent: Arc<dyn agentstate_runtime::Agent>) -> Self {
+        let app_name = app_name.into();
+        let runner = agentstate_runtime::Runner::new(&app_name, agent, Arc::clone(&self.service));
+        Arc::make_mut(&mut self.runners).insert(app_name, runner);
+        self
     }
 }
 

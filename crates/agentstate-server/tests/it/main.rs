@@ -6,5 +6,6 @@ mod adk_import;
 mod binary;
 mod differential;
 mod routes;
+mod run;
 mod scale_out;
 mod transfer;

@@ -1,0 +1,254 @@
+//! `/run` and `/run_sse`: agents registered in Rust (router tests), and an agent declared in YAML
+//! served by the binary (`agentstate serve --agent FILE`) against a mock model server.
+
+use std::sync::Arc;
+
+use agentstate::{InMemorySessionService, SessionService};
+use agentstate_runtime::{FunctionTool, LlmAgent, LlmResponse, ScriptedModel};
+use agentstate_server::{AppState, Tokens, app};
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use crate::binary::{Running, http, serve_with};
+
+fn greeter(model: ScriptedModel) -> Arc<LlmAgent> {
+    let tool = FunctionTool::new("remember", "Remembers the name.", json!({"type": "object"}), |args, ctx| {
+        ctx.state_mut().set("user:name", args.get("name").cloned().unwrap_or(Value::Null));
+        Ok(json!("ok"))
+    });
+    Arc::new(
+        LlmAgent::builder("greeter", model)
+            .instruction("Greet {user:name?}.")
+            .output_key("last_greeting")
+            .tool(tool)
+            .build()
+            .unwrap(),
+    )
+}
+
+async fn post(router: &Router, path: &str, body: Value, token: Option<&str>) -> (StatusCode, String, String) {
+    let mut request = Request::builder().method("POST").uri(path).header("content-type", "application/json");
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    let response = router.clone().oneshot(request.body(Body::from(body.to_string())).unwrap()).await.unwrap();
+    let status = response.status();
+    let content_type =
+        response.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, content_type, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+async fn setup(model: ScriptedModel) -> (Router, Arc<dyn SessionService>) {
+    let service: Arc<dyn SessionService> = Arc::new(InMemorySessionService::new());
+    let router = app(AppState::new(Arc::clone(&service)).agent("hello_app", greeter(model)));
+    let create = Request::builder()
+        .method("POST")
+        .uri("/apps/hello_app/users/u1/sessions")
+        .header("content-type", "application/json")
+        .body(Body::from(r#"{"sessionId": "s1"}"#))
+        .unwrap();
+    assert_eq!(router.clone().oneshot(create).await.unwrap().status(), StatusCode::OK);
+    (router, service)
+}
+
+fn message(text: &str) -> Value {
+    json!({"role": "user", "parts": [{"text": text}]})
+}
+
+#[tokio::test]
+async fn run_answers_the_stored_events_in_camel_case() {
+    let model = ScriptedModel::new("m")
+        .reply(LlmResponse::call("remember", json!({"name": "Ann"})))
+        .reply(LlmResponse::text("Hello Ann!"));
+    let (router, service) = setup(model.clone()).await;
+    let body = json!({"appName": "hello_app", "userId": "u1", "sessionId": "s1", "newMessage": message("I am Ann")});
+    let (status, content_type, text) = post(&router, "/run", body, None).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert!(content_type.starts_with("application/json"));
+    let events: Vec<Value> = serde_json::from_str(&text).unwrap();
+    let authors: Vec<&str> = events.iter().map(|e| e["author"].as_str().unwrap()).collect();
+    assert_eq!(authors, ["user", "greeter", "greeter", "greeter"]);
+    assert!(events[1]["content"]["parts"][0]["functionCall"]["name"] == "remember", "camelCase parts: {}", events[1]);
+    assert_eq!(events[2]["actions"]["stateDelta"], json!({"user:name": "Ann"}));
+    assert_eq!(events[3]["actions"]["stateDelta"], json!({"last_greeting": "Hello Ann!"}));
+    assert!(events[0]["invocationId"].as_str().unwrap().starts_with("e-"));
+
+    let key = agentstate::SessionKey::new("hello_app", "u1", "s1").unwrap();
+    let session = service.get_session(&key, Default::default()).await.unwrap().unwrap();
+    let stored: Vec<&str> = session.events().iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(stored, events.iter().map(|e| e["id"].as_str().unwrap()).collect::<Vec<_>>());
+    assert_eq!(session.state().get("last_greeting"), Some(&json!("Hello Ann!")));
+
+    // The next turn reads user:name in the instruction; snake_case body and no appName (one app).
+    let model_next = model.clone().reply(LlmResponse::text("Hi again Ann."));
+    let body =
+        json!({"user_id": "u1", "session_id": "s1", "new_message": message("hi"), "state_delta": {"mood": "good"}});
+    let (status, _, text) = post(&router, "/run", body, None).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert_eq!(model_next.requests().last().unwrap().system_instruction.as_deref(), Some("Greet Ann."));
+    let session = service.get_session(&key, Default::default()).await.unwrap().unwrap();
+    assert_eq!(session.state().get("mood"), Some(&json!("good")));
+}
+
+#[tokio::test]
+async fn run_sse_streams_partials_and_stores_only_the_whole() {
+    let model = ScriptedModel::new("m").streamed_text(&["Hel", "lo!"]);
+    let (router, service) = setup(model).await;
+    let body = json!({"appName": "hello_app", "userId": "u1", "sessionId": "s1", "newMessage": message("hi"), "streaming": true});
+    let (status, content_type, text) = post(&router, "/run_sse", body, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(content_type, "text/event-stream");
+    let events: Vec<Value> = text
+        .split("\n\n")
+        .filter_map(|chunk| chunk.strip_prefix("data: "))
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect();
+    let shape: Vec<(String, bool)> = events
+        .iter()
+        .map(|e| (e["author"].as_str().unwrap().to_owned(), e.get("partial").and_then(Value::as_bool).unwrap_or(false)))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("user".to_owned(), false),
+            ("greeter".to_owned(), true),
+            ("greeter".to_owned(), true),
+            ("greeter".to_owned(), false)
+        ]
+    );
+    let key = agentstate::SessionKey::new("hello_app", "u1", "s1").unwrap();
+    let session = service.get_session(&key, Default::default()).await.unwrap().unwrap();
+    assert_eq!(session.events().len(), 2);
+    assert_eq!(session.state().get("last_greeting"), Some(&json!("Hello!")));
+}
+
+#[tokio::test]
+async fn run_errors_are_the_references_and_name_the_problem() {
+    let (router, _) = setup(ScriptedModel::new("empty")).await;
+    let cases = [
+        (json!({"appName": "hello_app", "userId": "u1", "sessionId": "nope"}), 404, "Session not found: nope"),
+        (
+            json!({"appName": "other", "userId": "u1", "sessionId": "s1"}),
+            404,
+            "App not found: other. Served: hello_app",
+        ),
+        (json!({"appName": "hello_app", "sessionId": "s1"}), 422, "Field required"),
+        // The model has nothing to say: the agent fails, with the reason.
+        (
+            json!({"appName": "hello_app", "userId": "u1", "sessionId": "s1", "newMessage": message("hi")}),
+            502,
+            "the scripted model has no response left",
+        ),
+    ];
+    for (body, status, expected) in cases {
+        let (got, _, text) = post(&router, "/run", body.clone(), None).await;
+        assert_eq!(got.as_u16(), status, "{body}: {text}");
+        assert!(text.contains(expected), "{body}: {text}");
+    }
+    // On /run_sse a failure after the stream began arrives as an error event.
+    let body = json!({"appName": "hello_app", "userId": "u1", "sessionId": "s1", "newMessage": message("hi")});
+    let (status, _, text) = post(&router, "/run_sse", body, None).await;
+    assert_eq!(status, StatusCode::OK);
+    let last = text.split("\n\n").filter_map(|c| c.strip_prefix("data: ")).last().unwrap();
+    assert!(serde_json::from_str::<Value>(last).unwrap()["error"].as_str().unwrap().contains("scripted model"));
+
+    // No agents at all.
+    let bare = app(AppState::new(Arc::new(InMemorySessionService::new())));
+    let (status, _, text) = post(&bare, "/run", json!({"userId": "u", "sessionId": "s"}), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(text.contains("--agent FILE"), "{text}");
+}
+
+#[tokio::test]
+async fn run_checks_tokens_against_the_app_and_user_in_the_body() {
+    let service: Arc<dyn SessionService> = Arc::new(InMemorySessionService::new());
+    let tokens =
+        Tokens::parse(r#"{"tokens": [{"token": "only-user-u2-xxxxx", "apps": ["hello_app"], "users": ["u2"]}]}"#)
+            .unwrap();
+    let state = AppState { tokens: Arc::new(tokens), ..AppState::new(service) }
+        .agent("hello_app", greeter(ScriptedModel::new("m")));
+    let router = app(state);
+    let body = json!({"appName": "hello_app", "userId": "u1", "sessionId": "s1"});
+    let (status, _, _) = post(&router, "/run", body.clone(), None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _, text) = post(&router, "/run_sse", body, Some("only-user-u2-xxxxx")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{text}");
+    let body = json!({"appName": "hello_app", "userId": "u2", "sessionId": "s1"});
+    let (status, _, text) = post(&router, "/run", body, Some("only-user-u2-xxxxx")).await;
+    assert_eq!((status, text.contains("Session not found: s1")), (StatusCode::NOT_FOUND, true));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_runs_a_yaml_agent_against_an_openai_compatible_server() {
+    use wiremock::matchers::{body_partial_json, method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(body_partial_json(json!({
+            "model": "llama3.2",
+            "messages": [{"role": "system", "content": "Write a one-line story about robots."},
+                         {"role": "user", "content": "go"}]
+        })))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Beep."}}]
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+
+    let dir = std::env::temp_dir().join("agentstate-tests").join(agentstate::Event::new_id());
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("story.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "name: story_agent\nprovider: openai\nbase_url: {}/v1\nmodel: llama3.2\n\
+             instruction: Write a one-line story about {{topic}}.\noutput_key: story\n",
+            server.uri()
+        ),
+    )
+    .unwrap();
+    let db = format!("sqlite://{}", dir.join("a.db").display());
+    let agent = format!("stories={}", file.display());
+    let (child, addr) = serve_with(&["--db", &db, "--addr", "127.0.0.1:0", "--agent", &agent]);
+    let _running = Running(child);
+    let addr2 = addr.clone();
+    let (status, _) = tokio::task::spawn_blocking(move || {
+        http(&addr2, "POST", "/apps/stories/users/u/sessions", r#"{"sessionId": "s", "state": {"topic": "robots"}}"#)
+    })
+    .await
+    .unwrap();
+    assert_eq!(status, 200);
+    let (status, body) = tokio::task::spawn_blocking(move || {
+        http(&addr, "POST", "/run", r#"{"appName": "stories", "userId": "u", "sessionId": "s", "newMessage": {"role": "user", "parts": [{"text": "go"}]}}"#)
+    })
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+    let events: Vec<Value> = serde_json::from_str(&body).unwrap();
+    assert_eq!(events[1]["actions"]["stateDelta"], json!({"story": "Beep."}));
+    server.verify().await;
+}
+
+#[test]
+fn serve_refuses_a_broken_agent_file_with_its_reason() {
+    let dir = std::env::temp_dir().join("agentstate-tests").join(agentstate::Event::new_id());
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bad.yaml");
+    std::fs::write(&file, "name: a\nmodel: m\ninstructions: typo\n").unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentstate"))
+        .args(["serve", "--db", "sqlite::memory:", "--addr", "127.0.0.1:0", "--agent"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("unknown field `instructions`") && stderr.contains("bad.yaml"), "{stderr}");
+}
