@@ -38,3 +38,9 @@ pub use scripted::ScriptedModel;
 pub use template::{Placeholder, Template, TemplateError};
 pub use tool::{FunctionTool, Tool, ToolFuture};
 pub use workflow::{ParallelAgent, SequentialAgent};
+
+/// The README's Rust code blocks (the session quickstart and the agent quickstart), run as
+/// doctests so they cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;

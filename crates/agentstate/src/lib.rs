@@ -76,7 +76,4 @@ pub use store::{
 /// The same JSON map type the model uses (insertion-ordered).
 pub use serde_json::{Map, Value};
 
-/// The README's Rust code blocks, run as doctests so the quickstart cannot rot.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-struct ReadmeDoctests;
+// The README's Rust code blocks run as doctests of agentstate-runtime, which sees both crates.
