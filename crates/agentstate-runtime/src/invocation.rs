@@ -198,6 +198,15 @@ impl InvocationContext {
         Ok(event)
     }
 
+    /// Appends an event without passing it on (the user's message: stored, not echoed back).
+    pub(crate) async fn append_only(&self, mut event: Event) -> Result<Event, RuntimeError> {
+        if event.invocation_id.is_empty() {
+            event.invocation_id.clone_from(&self.shared.invocation_id);
+        }
+        let mut session = self.shared.session.lock().await;
+        Ok(self.shared.service.append_event(&mut session, event).await?)
+    }
+
     /// Counts one model call against the invocation's limit.
     pub fn count_llm_call(&self) -> Result<(), RuntimeError> {
         let calls = self.shared.llm_calls.fetch_add(1, Ordering::Relaxed) + 1;

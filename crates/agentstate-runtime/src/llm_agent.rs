@@ -505,6 +505,10 @@ impl LlmAgent {
                 self.save_output(&mut event, &text);
             }
             failed |= event.error_code.is_some();
+            if event.content.iter().flat_map(|c| c.parts()).any(|p| p.function_call.is_some()) {
+                // The reference lists long-running tool ids on every function-call event (none here).
+                event.long_running_tool_ids = Some(Vec::new());
+            }
             let event = ctx.emit(event).await?;
             calls.extend(event.content.iter().flat_map(|c| c.parts()).filter_map(|p| p.function_call.clone()));
         }

@@ -18,10 +18,16 @@ pub const DEFAULT_MAX_LLM_CALLS: usize = 500;
 /// Runs an agent over sessions of one app.
 ///
 /// Each [`run`](Self::run) is one invocation: the session is loaded (only the history the agent
-/// reads, see [`Agent::history`]), the user's message is appended, then the agent runs. Every
-/// non-partial event is appended through the [`SessionService`] before the stream yields it.
+/// reads, see [`Agent::history`]), the user's message is appended (stored, not yielded, as in the
+/// reference), then the agent runs. Every non-partial event is appended through the
+/// [`SessionService`] before the stream yields it.
 /// `temp:` keys written during the invocation are visible to every agent of it and gone in the
 /// next one.
+///
+/// Two runs of one session at once do not interleave silently: the session handle of each is
+/// checked on every append, so the run whose session changed under it fails with the
+/// stale-session [`Conflict`](agentstate::Error::Conflict) (what it stored before stays; nothing
+/// of the other run is lost).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -41,7 +47,7 @@ pub const DEFAULT_MAX_LLM_CALLS: usize = 500;
 ///
 /// let session = service.create_session(CreateSession::new("app", "u").id("s1")).await?;
 /// let events: Vec<_> = runner.run("u", "s1", Content::text("user", "Hello")).try_collect().await?;
-/// assert_eq!(events.len(), 2); // the user's message, the greeting
+/// assert_eq!(events.len(), 1); // the greeting (the user's message is stored, not echoed)
 ///
 /// let session = service.get_session(session.key(), GetSessionConfig::default()).await?.unwrap();
 /// assert_eq!(session.state().get("last_greeting"), Some(&serde_json::json!("Hello there!")));
@@ -187,7 +193,7 @@ impl Runner {
             let mut event = Event::new(ctx.invocation_id()).author("user");
             event.content = request.new_message;
             event.actions.state_delta = request.state_delta;
-            ctx.emit(event).await?;
+            ctx.append_only(event).await?;
         }
         self.agent.run(&ctx).await
     }

@@ -96,9 +96,9 @@ async fn gemini_function_calling_round_trip() {
     let request =
         RunRequest::new("u", "s", Content::text("user", "Weather in Paris?")).state("user:name", json!("Ann"));
     let events: Vec<_> = runner.run_request(request).map(Result::unwrap).collect().await;
-    assert_eq!(events.len(), 4);
-    assert_eq!(events[1].extra["model_version"], json!("gemini-test-001"));
-    assert_eq!(events[1].extra["usage_metadata"]["totalTokenCount"], json!(15));
+    assert_eq!(events.len(), 3);
+    assert_eq!(events[0].extra["model_version"], json!("gemini-test-001"));
+    assert_eq!(events[0].extra["usage_metadata"]["totalTokenCount"], json!(15));
     let session = stored(&service, "s").await;
     assert_eq!(session.state().get("answer"), Some(&json!("Sunny in Paris.")));
     assert_eq!(session.state().get("last_city"), Some(&json!("Paris")));
@@ -220,9 +220,9 @@ async fn openai_function_calling_round_trip() {
         .unwrap();
     let runner = Runner::new("app", Arc::new(agent), Arc::clone(&service));
     let events = run_ok(&runner, "s", "Weather in Paris?").await;
-    let call = events[1].content.as_ref().unwrap().parts()[0].function_call.clone().unwrap();
+    let call = events[0].content.as_ref().unwrap().parts()[0].function_call.clone().unwrap();
     assert_eq!(call.id.as_deref(), Some("call_1"), "the provider's call id is kept");
-    assert_eq!(events[1].extra["finish_reason"], json!("tool_calls"));
+    assert_eq!(events[0].extra["finish_reason"], json!("tool_calls"));
     let session = stored(&service, "s").await;
     assert_eq!(session.state().get("answer"), Some(&json!("Sunny.")));
     assert_eq!(session.state().get("last_city"), Some(&json!("Paris")));
