@@ -109,6 +109,7 @@ pub struct LlmAgent {
     tools: Vec<Arc<dyn Tool>>,
     sub_agents: Vec<Arc<dyn Agent>>,
     include_contents: bool,
+    identity: bool,
     history_limit: Option<usize>,
     temperature: Option<f64>,
     max_output_tokens: Option<u32>,
@@ -156,6 +157,7 @@ impl LlmAgent {
                 tools: Vec::new(),
                 sub_agents: Vec::new(),
                 include_contents: true,
+                identity: true,
                 history_limit: None,
                 temperature: None,
                 max_output_tokens: None,
@@ -233,6 +235,13 @@ impl LlmAgentBuilder {
     /// `include_contents='none'`); the runner then loads no events for it.
     pub fn include_contents(mut self, include: bool) -> Self {
         self.agent.include_contents = include;
+        self
+    }
+
+    /// `false`: no identity line (`You are an agent. Your internal name is "…".`, which the
+    /// reference appends to every instruction, as agentstate does by default).
+    pub fn identity(mut self, identity: bool) -> Self {
+        self.agent.identity = identity;
         self
     }
 
@@ -458,14 +467,22 @@ impl LlmAgent {
             let turn: Vec<_> = events.iter().filter(|e| e.invocation_id == ctx.invocation_id()).cloned().collect();
             history_contents(&turn, &self.name, ctx.branch())
         };
-        Ok(LlmRequest {
+        let mut request = LlmRequest {
             model: self.model.name().to_owned(),
             system_instruction,
             contents,
             tools: self.tools.iter().map(|t| t.declaration()).collect(),
             temperature: self.temperature,
             max_output_tokens: self.max_output_tokens,
-        })
+        };
+        if self.identity {
+            let mut identity = format!("You are an agent. Your internal name is \"{}\".", self.name);
+            if !self.description.is_empty() {
+                identity.push_str(&format!(" The description about you is \"{}\".", self.description));
+            }
+            request.append_instruction(&identity);
+        }
+        Ok(request)
     }
 
     /// One model call and, if it asks for them, its tool calls.

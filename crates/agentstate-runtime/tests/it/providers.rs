@@ -43,7 +43,7 @@ async fn gemini_function_calling_round_trip() {
     let url = "/v1beta/models/gemini-test:generateContent";
     let first_request = json!({
         "contents": [{"role": "user", "parts": [{"text": "Weather in Paris?"}]}],
-        "systemInstruction": {"parts": [{"text": "You help Ann."}]},
+        "systemInstruction": {"parts": [{"text": "You help Ann.\n\nYou are an agent. Your internal name is \"weather_agent\"."}]},
         "tools": [{"functionDeclarations": [weather_declaration()]}],
         "generationConfig": {"temperature": 0.5}
     });
@@ -68,7 +68,7 @@ async fn gemini_function_calling_round_trip() {
                 {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}, "thoughtSignature": "c2ln"}]},
             {"role": "user", "parts": [{"functionResponse": {"name": "get_weather", "response": {"forecast": "sunny"}}}]}
         ],
-        "systemInstruction": {"parts": [{"text": "You help Ann."}]},
+        "systemInstruction": {"parts": [{"text": "You help Ann.\n\nYou are an agent. Your internal name is \"weather_agent\"."}]},
         "tools": [{"functionDeclarations": [weather_declaration()]}],
         "generationConfig": {"temperature": 0.5}
     });
@@ -171,7 +171,7 @@ async fn openai_function_calling_round_trip() {
         .and(body_json(json!({
             "model": "gpt-test",
             "messages": [
-                {"role": "system", "content": "Be helpful."},
+                {"role": "system", "content": "Be helpful.\n\nYou are an agent. Your internal name is \"assistant\"."},
                 {"role": "user", "content": "Weather in Paris?"}
             ],
             "tools": tools,
@@ -192,7 +192,7 @@ async fn openai_function_calling_round_trip() {
         .and(body_json(json!({
             "model": "gpt-test",
             "messages": [
-                {"role": "system", "content": "Be helpful."},
+                {"role": "system", "content": "Be helpful.\n\nYou are an agent. Your internal name is \"assistant\"."},
                 {"role": "user", "content": "Weather in Paris?"},
                 {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
                     "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]},

@@ -13,6 +13,12 @@ use serde_json::json;
 
 use crate::support::{authors, create, run, run_ok, services, stored};
 
+/// The agent's own instruction: what comes before the identity line the runtime appends.
+fn instruction(request: &agentstate_runtime::LlmRequest) -> &str {
+    let text = request.system_instruction.as_deref().unwrap_or_default();
+    text.split("\n\nYou are an agent. Your internal name is").next().unwrap_or_default()
+}
+
 fn schema() -> Value {
     json!({"type": "object", "properties": {}})
 }
@@ -43,7 +49,10 @@ async fn output_key_saves_the_greeting() {
         assert_eq!(events[0].invocation_id, session.events()[0].invocation_id);
         // The model got the instruction and the user's message.
         let request = &model.requests()[0];
-        assert_eq!(request.system_instruction.as_deref(), Some("Generate a short, friendly greeting."));
+        assert_eq!(
+            request.system_instruction.as_deref(),
+            Some("Generate a short, friendly greeting.\n\nYou are an agent. Your internal name is \"Greeter\".")
+        );
         assert_eq!(request.contents.len(), 1);
         assert_eq!(request.contents[0].joined_text(), "Hello");
     }
@@ -77,7 +86,7 @@ async fn callbacks_count_actions_and_temp_status_lasts_one_invocation() {
         }
         // Within the invocation the instruction saw the temp: key and the new count.
         let requests = model.requests();
-        assert_eq!(requests[1].system_instruction.as_deref(), Some("Status: success. Count: 2."), "{name}");
+        assert_eq!(instruction(&requests[1]), "Status: success. Count: 2.", "{name}");
     }
 }
 
@@ -106,7 +115,8 @@ async fn story_instruction_reads_topic_and_optional_user_name() {
         let request = RunRequest::new("u", "s", Content::text("user", "and for me")).state("user:name", json!("Ann"));
         let events: Vec<_> = runner.run_request(request).collect().await;
         assert!(events.iter().all(Result::is_ok), "{name}");
-        let instructions: Vec<_> = model.requests().into_iter().map(|r| r.system_instruction.unwrap()).collect();
+        let requests = model.requests();
+        let instructions: Vec<_> = requests.iter().map(instruction).collect();
         assert_eq!(
             instructions,
             [
@@ -137,7 +147,7 @@ async fn a_sequential_pipeline_passes_temp_results_along() {
         let runner = Runner::new("app", Arc::new(pipeline), Arc::clone(&service));
         let events = run_ok(&runner, "s", "write").await;
         assert_eq!(authors(&events), ["writer", "reader"], "{name}");
-        assert_eq!(reader_model.requests()[0].system_instruction.as_deref(), Some("Review this draft: DRAFT-1"));
+        assert_eq!(instruction(&reader_model.requests()[0]), "Review this draft: DRAFT-1");
         // The reader saw the writer's answer as context from another agent.
         let contents = &reader_model.requests()[0].contents;
         assert_eq!(contents.last().unwrap().joined_text(), "For context:[writer] said: DRAFT-1");
@@ -165,7 +175,8 @@ async fn temp_keys_are_gone_in_the_next_invocation() {
         let runner = Runner::new("app", Arc::new(agent), Arc::clone(&service));
         run_ok(&runner, "s", "1").await;
         run_ok(&runner, "s", "2").await;
-        let instructions: Vec<_> = model.requests().into_iter().map(|r| r.system_instruction.unwrap()).collect();
+        let requests = model.requests();
+        let instructions: Vec<_> = requests.iter().map(instruction).collect();
         assert_eq!(instructions, ["Last: []", "Last: []"], "{name}");
     }
 }
@@ -410,7 +421,8 @@ async fn model_and_tool_callbacks_can_answer_replace_and_write_state() {
         let events = run_ok(&runner, "s", "go").await;
         assert_eq!(events.last().unwrap().text(), "RAW ANSWER", "{name}");
         let requests = model.requests();
-        assert_eq!(requests[0].system_instruction.as_deref(), Some("Be brief."));
+        let identity = "You are an agent. Your internal name is \"a\".";
+        assert_eq!(requests[0].system_instruction.as_deref(), Some(format!("{identity}\n\nBe brief.").as_str()));
         let answer = events[1].content.as_ref().unwrap().parts()[0].function_response.clone().unwrap();
         assert_eq!(Value::Object(answer.response.unwrap()), json!({"wrapped": {"found": "rewritten"}}));
         let state = stored(&service, "s").await.state().all().clone();
@@ -498,7 +510,13 @@ async fn an_instruction_provider_bypasses_injection() {
     let runner = Runner::new("app", Arc::new(agent), Arc::clone(&service));
     let events: Vec<_> = runner.run_request(request).collect().await;
     assert!(events.iter().all(Result::is_ok));
-    assert_eq!(model.requests()[0].system_instruction.as_deref(), Some("Literal {topic} stays; topic=cats; agent=a"));
+    assert_eq!(instruction(&model.requests()[0]), "Literal {topic} stays; topic=cats; agent=a");
+    // Without the identity line, the instruction is exactly the provider's.
+    create(&service, "s2").await;
+    let model = ScriptedModel::new("m").reply(LlmResponse::text("ok"));
+    let agent = LlmAgent::builder("b", model.clone()).instruction("Only this.").identity(false).build().unwrap();
+    run_ok(&Runner::new("app", Arc::new(agent), Arc::clone(&service)), "s2", "x").await;
+    assert_eq!(model.requests()[0].system_instruction.as_deref(), Some("Only this."));
 }
 
 #[tokio::test]

@@ -90,7 +90,8 @@ async fn run_answers_the_stored_events_in_camel_case() {
         json!({"user_id": "u1", "session_id": "s1", "new_message": message("hi"), "state_delta": {"mood": "good"}});
     let (status, _, text) = post(&router, "/run", body, None).await;
     assert_eq!(status, StatusCode::OK, "{text}");
-    assert_eq!(model_next.requests().last().unwrap().system_instruction.as_deref(), Some("Greet Ann."));
+    let instruction = model_next.requests().last().unwrap().system_instruction.clone().unwrap();
+    assert!(instruction.starts_with("Greet Ann.\n\n"), "{instruction}");
     let session = service.get_session(&key, Default::default()).await.unwrap().unwrap();
     assert_eq!(session.state().get("mood"), Some(&json!("good")));
 }
@@ -185,7 +186,7 @@ async fn serve_runs_a_yaml_agent_against_an_openai_compatible_server() {
         .and(path("/v1/chat/completions"))
         .and(body_partial_json(json!({
             "model": "llama3.2",
-            "messages": [{"role": "system", "content": "Write a one-line story about robots."},
+            "messages": [{"role": "system", "content": "Write a one-line story about robots.\n\nYou are an agent. Your internal name is \"story_agent\"."},
                          {"role": "user", "content": "go"}]
         })))
         .respond_with(ResponseTemplate::new(200).set_body_json(json!({
