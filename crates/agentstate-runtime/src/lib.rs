@@ -36,7 +36,7 @@ pub use providers::{Gemini, OpenAiCompatible};
 pub use runner::{DEFAULT_MAX_LLM_CALLS, EventStream, RunRequest, Runner};
 pub use scripted::ScriptedModel;
 pub use template::{Placeholder, Template, TemplateError};
-pub use tool::{FunctionTool, Tool, ToolFuture};
+pub use tool::{FunctionTool, Tool, ToolFuture, check_arguments};
 pub use workflow::{ParallelAgent, SequentialAgent};
 
 /// The README's Rust code blocks (the session quickstart and the agent quickstart), run as

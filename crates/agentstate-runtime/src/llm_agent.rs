@@ -25,7 +25,7 @@ use crate::error::RuntimeError;
 use crate::invocation::{Agent, History, InvocationContext, ReadonlyContext, find_agent};
 use crate::model::{LlmRequest, LlmResponse, Model};
 use crate::template::Template;
-use crate::tool::{FunctionTool, Tool};
+use crate::tool::{FunctionTool, Tool, check_arguments};
 
 /// Builds an instruction from the live context instead of a template. Its result is used as is:
 /// no `{key}` injection (call [`inject_session_state`](crate::inject_session_state) for that).
@@ -598,7 +598,10 @@ impl LlmAgent {
             Some(result) => result,
             None => {
                 let result = match self.tools.iter().find(|t| t.name() == name) {
-                    Some(tool) => tool.call(args.clone(), &mut ctx).await,
+                    Some(tool) => match check_arguments(&tool.parameters(), &args) {
+                        Ok(()) => tool.call(args.clone(), &mut ctx).await,
+                        Err(problem) => Err(format!("Invalid arguments for tool '{name}': {problem}").into()),
+                    },
                     None => Err(format!("Tool '{name}' not found. Available tools: {}", self.tool_names()).into()),
                 };
                 let result = result.unwrap_or_else(|error| {

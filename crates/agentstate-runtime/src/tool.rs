@@ -6,7 +6,8 @@
 //! call order (SPEC §5), so no write is lost.
 //!
 //! A tool's `Err` is given back to the model as `{"error": "<message>"}` so it can recover; it
-//! does not end the invocation ★ (the reference raises).
+//! does not end the invocation ★ (the reference raises). Arguments that do not fit the tool's
+//! schema ([`check_arguments`]) are answered the same way, without running the tool.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -40,6 +41,61 @@ pub trait Tool: Send + Sync {
             description: self.description().to_owned(),
             parameters: self.parameters(),
         }
+    }
+}
+
+/// Checks a call's arguments against the tool's JSON schema before it runs: required arguments
+/// present, each argument of its declared `type` (and one of its `enum` values, if listed). Models
+/// do get arguments wrong; the message goes back to the model so it can call again. Keywords
+/// beyond these are not checked.
+pub fn check_arguments(schema: &Value, args: &Map<String, Value>) -> Result<(), String> {
+    let required = schema.get("required").and_then(Value::as_array).into_iter().flatten();
+    for name in required.filter_map(Value::as_str) {
+        if !args.contains_key(name) {
+            return Err(format!("missing required argument '{name}'"));
+        }
+    }
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return Ok(()) };
+    for (name, value) in args {
+        let Some(property) = properties.get(name) else { continue };
+        let types: Vec<&str> = match property.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        if !types.is_empty() && !types.iter().any(|t| has_type(value, t)) {
+            return Err(format!("argument '{name}' must be {}, not {}", types.join(" or "), type_name(value)));
+        }
+        if let Some(allowed) = property.get("enum").and_then(Value::as_array)
+            && !allowed.contains(value)
+        {
+            return Err(format!("argument '{name}' must be one of {}, not {value}", Value::Array(allowed.clone())));
+        }
+    }
+    Ok(())
+}
+
+fn has_type(value: &Value, json_type: &str) -> bool {
+    match json_type.to_ascii_lowercase().as_str() {
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0),
+        "number" => value.is_number(),
+        "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        "null" => value.is_null(),
+        _ => true,
+    }
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
     }
 }
 
@@ -117,5 +173,42 @@ impl Tool for FunctionTool {
 
     async fn call(&self, args: Map<String, Value>, ctx: &mut ToolContext) -> Result<Value, BoxError> {
         (self.handler)(args, ctx).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn args(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        }
+    }
+
+    #[test]
+    fn arguments_are_checked_against_the_schema() {
+        let schema = json!({"type": "object", "required": ["city"], "properties": {
+            "city": {"type": "string"}, "days": {"type": "integer"}, "unit": {"type": "string", "enum": ["C", "F"]},
+            "note": {"type": ["string", "null"]}, "free": {}}});
+        assert_eq!(
+            check_arguments(&schema, &args(json!({"city": "Oslo", "days": 3, "unit": "C", "note": null, "free": [1]}))),
+            Ok(())
+        );
+        assert_eq!(check_arguments(&schema, &args(json!({"days": 3}))), Err("missing required argument 'city'".into()));
+        assert_eq!(
+            check_arguments(&schema, &args(json!({"city": "Oslo", "days": "3"}))),
+            Err("argument 'days' must be integer, not string".into())
+        );
+        assert_eq!(check_arguments(&schema, &args(json!({"city": "Oslo", "days": 3.0}))), Ok(()));
+        assert_eq!(
+            check_arguments(&schema, &args(json!({"city": "Oslo", "unit": "K"}))),
+            Err(r#"argument 'unit' must be one of ["C","F"], not "K""#.into())
+        );
+        // Arguments the schema does not describe pass (models add them; tools ignore them).
+        assert_eq!(check_arguments(&schema, &args(json!({"city": "Oslo", "extra": 1}))), Ok(()));
+        assert_eq!(check_arguments(&json!({}), &args(json!({"a": 1}))), Ok(()));
     }
 }

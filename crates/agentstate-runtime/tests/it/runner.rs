@@ -485,13 +485,31 @@ async fn the_model_can_transfer_to_a_sub_agent() {
     assert!(tool.description.contains("billing: Bills."));
     assert_eq!(tool.parameters["properties"]["agent_name"]["enum"], json!(["billing"]));
 
-    // An unknown target ends the run with a clear error.
+    // A target the model made up goes back to it as an error (the schema lists the agents)…
     create(&service, "s2").await;
-    let lost = ScriptedModel::new("r").reply(LlmResponse::call("transfer_to_agent", json!({"agent_name": "nobody"})));
+    let lost = ScriptedModel::new("r")
+        .reply(LlmResponse::call("transfer_to_agent", json!({"agent_name": "nobody"})))
+        .reply(LlmResponse::text("Let me help myself."));
     let helper = LlmAgent::builder("helper", ScriptedModel::new("h")).build().unwrap();
     let root = LlmAgent::builder("front_desk", lost).sub_agent(Arc::new(helper)).build().unwrap();
-    let (_, error) = run(&Runner::new("app", Arc::new(root), Arc::clone(&service)), "s2", "?").await;
-    assert_eq!(error.unwrap().to_string(), "Agent not found: nobody");
+    let events = run_ok(&Runner::new("app", Arc::new(root), Arc::clone(&service)), "s2", "?").await;
+    let answer = events[1].content.as_ref().unwrap().parts()[0].function_response.clone().unwrap();
+    assert_eq!(
+        answer.response.unwrap()["error"],
+        json!(
+            r#"Invalid arguments for tool 'transfer_to_agent': argument 'agent_name' must be one of ["helper"], not "nobody""#
+        )
+    );
+    // …and a tool that hands over to an agent that does not exist ends the run, naming it.
+    create(&service, "s3").await;
+    let ghost = FunctionTool::new("escalate", "", schema(), |_, ctx| {
+        ctx.actions_mut().transfer_to_agent = Some("ghost".into());
+        Ok(Value::Null)
+    });
+    let model = ScriptedModel::new("r").reply(LlmResponse::call("escalate", json!({})));
+    let root = LlmAgent::builder("front_desk", model).tool(ghost).build().unwrap();
+    let (_, error) = run(&Runner::new("app", Arc::new(root), Arc::clone(&service)), "s3", "?").await;
+    assert_eq!(error.unwrap().to_string(), "Agent not found: ghost");
 }
 
 #[tokio::test]
@@ -594,4 +612,34 @@ async fn two_runs_of_one_session_never_interleave_silently() {
         assert_eq!(session.state().get("fast_out"), Some(&json!("quick")));
         assert!(!session.state().contains("slow_out"), "{name}");
     }
+}
+
+#[tokio::test]
+async fn arguments_that_do_not_fit_the_schema_never_reach_the_tool() {
+    let (_, service) = services().await.remove(0);
+    create(&service, "s").await;
+    let model = ScriptedModel::new("m")
+        .reply(LlmResponse::call("get_weather", json!({"city": 42})))
+        .reply(LlmResponse::call("get_weather", json!({"city": "Oslo"})))
+        .reply(LlmResponse::text("Sunny in Oslo."));
+    let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&ran);
+    let tool = FunctionTool::new(
+        "get_weather",
+        "Weather.",
+        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+        move |_, _| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(json!({"forecast": "sunny"}))
+        },
+    );
+    let agent = LlmAgent::builder("a", model.clone()).tool(tool).build().unwrap();
+    let events = run_ok(&Runner::new("app", Arc::new(agent), Arc::clone(&service)), "s", "weather?").await;
+    let first_answer = events[1].content.as_ref().unwrap().parts()[0].function_response.clone().unwrap();
+    assert_eq!(
+        first_answer.response.unwrap()["error"],
+        json!("Invalid arguments for tool 'get_weather': argument 'city' must be string, not number")
+    );
+    assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 1, "only the well-formed call ran");
+    assert_eq!(events.last().unwrap().text(), "Sunny in Oslo.");
 }
