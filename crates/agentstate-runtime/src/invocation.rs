@@ -86,12 +86,31 @@ pub struct InvocationContext {
 struct Shared {
     invocation_id: String,
     service: Arc<dyn SessionService>,
-    session: Mutex<Session>,
+    live: Mutex<Live>,
     events: mpsc::Sender<Event>,
     root: Arc<dyn Agent>,
     streaming: bool,
     llm_calls: AtomicUsize,
     max_llm_calls: usize,
+}
+
+/// The session handle, and a snapshot of its state shared by every reader until the next append.
+struct Live {
+    session: Session,
+    state: Option<Arc<Map<String, Value>>>,
+}
+
+impl Live {
+    fn state(&mut self) -> Arc<Map<String, Value>> {
+        let session = &self.session;
+        Arc::clone(self.state.get_or_insert_with(|| Arc::new(session.state().all().clone())))
+    }
+
+    async fn append(&mut self, service: &dyn SessionService, event: Event) -> Result<Event, RuntimeError> {
+        let stored = service.append_event(&mut self.session, event).await?;
+        self.state = None;
+        Ok(stored)
+    }
 }
 
 impl std::fmt::Debug for InvocationContext {
@@ -120,7 +139,7 @@ impl InvocationContext {
             shared: Arc::new(Shared {
                 invocation_id: setup.invocation_id,
                 service: setup.service,
-                session: Mutex::new(setup.session),
+                live: Mutex::new(Live { session: setup.session, state: None }),
                 events: setup.events,
                 root: setup.root,
                 streaming: setup.streaming,
@@ -164,12 +183,18 @@ impl InvocationContext {
     /// A copy of the session handle as it is now (this invocation's appends and `temp:` keys
     /// included). Events are shared, so this is cheap.
     pub async fn session(&self) -> Session {
-        self.shared.session.lock().await.clone()
+        self.shared.live.lock().await.session.clone()
     }
 
-    /// The live state: the session's, with this invocation's `temp:` keys.
+    /// The events of the session handle (those loaded and those appended since), shared.
+    pub async fn events(&self) -> Vec<Arc<Event>> {
+        self.shared.live.lock().await.session.events().shared().to_vec()
+    }
+
+    /// The live state: the session's, with this invocation's `temp:` keys. A snapshot shared by
+    /// every caller until the next append, so reading it is cheap.
     pub async fn state(&self) -> Arc<Map<String, Value>> {
-        Arc::new(self.shared.session.lock().await.state().all().clone())
+        self.shared.live.lock().await.state()
     }
 
     /// A callback context of `agent` over the live state.
@@ -190,8 +215,7 @@ impl InvocationContext {
         let event = if event.is_partial() {
             event
         } else {
-            let mut session = self.shared.session.lock().await;
-            self.shared.service.append_event(&mut session, event).await?
+            self.shared.live.lock().await.append(&*self.shared.service, event).await?
         };
         // A closed channel means the caller dropped the run; the run is being dropped with it.
         let _ = self.shared.events.send(event.clone()).await;
@@ -203,8 +227,7 @@ impl InvocationContext {
         if event.invocation_id.is_empty() {
             event.invocation_id.clone_from(&self.shared.invocation_id);
         }
-        let mut session = self.shared.session.lock().await;
-        Ok(self.shared.service.append_event(&mut session, event).await?)
+        self.shared.live.lock().await.append(&*self.shared.service, event).await
     }
 
     /// Counts one model call against the invocation's limit.

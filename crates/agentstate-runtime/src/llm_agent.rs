@@ -439,10 +439,14 @@ impl LlmAgent {
         Ok(replied)
     }
 
-    async fn instruction(&self, ctx: &InvocationContext) -> Result<Option<String>, RuntimeError> {
+    async fn instruction(
+        &self,
+        ctx: &InvocationContext,
+        state: &Map<String, Value>,
+    ) -> Result<Option<String>, RuntimeError> {
         Ok(match &self.instruction {
             Instruction::None => None,
-            Instruction::Template(template) => Some(template.render(&*ctx.state().await, &self.name)?),
+            Instruction::Template(template) => Some(template.render(state, &self.name)?),
             Instruction::Provider(provider) => {
                 let session = ctx.session().await;
                 let readonly =
@@ -455,10 +459,9 @@ impl LlmAgent {
         })
     }
 
-    async fn request(&self, ctx: &InvocationContext) -> Result<LlmRequest, RuntimeError> {
-        let system_instruction = self.instruction(ctx).await?.filter(|s| !s.is_empty());
-        let session = ctx.session().await;
-        let events = session.events().shared();
+    async fn request(&self, ctx: &InvocationContext, state: &Map<String, Value>) -> Result<LlmRequest, RuntimeError> {
+        let system_instruction = self.instruction(ctx, state).await?.filter(|s| !s.is_empty());
+        let events = ctx.events().await;
         let contents = if self.include_contents {
             let window = self.history_limit.map_or(0, |n| events.len().saturating_sub(n));
             history_contents(&events[window..], &self.name, ctx.branch())
@@ -488,8 +491,9 @@ impl LlmAgent {
     /// One model call and, if it asks for them, its tool calls.
     async fn step(&self, ctx: &InvocationContext) -> Result<Next, RuntimeError> {
         ctx.count_llm_call()?;
-        let mut request = self.request(ctx).await?;
-        let mut cb = ctx.callback_context(&self.name).await;
+        let state = ctx.state().await;
+        let mut request = self.request(ctx, &state).await?;
+        let mut cb = CallbackContext::over(ctx.invocation_id(), &self.name, state);
         let mut responses = match self.before_model.iter().find_map(|f| f(&mut cb, &mut request)) {
             Some(response) => futures_util::stream::iter([Ok(response)]).boxed(),
             None => self
@@ -509,13 +513,17 @@ impl LlmAgent {
                 ctx.emit(response_event(&self.name, response, EventActions::default())).await?;
                 continue;
             }
-            let mut cb = CallbackContext::over(ctx.invocation_id(), &self.name, ctx.state().await);
-            if let Some(replaced) = self.after_model.iter().find_map(|f| f(&mut cb, &response)) {
-                response = replaced;
+            let mut event_actions = actions.take().unwrap_or_default();
+            if !self.after_model.is_empty() {
+                // The same actions as the before-model callbacks: their writes are visible here.
+                let mut cb = CallbackContext::over(ctx.invocation_id(), &self.name, ctx.state().await);
+                *cb.actions_mut() = event_actions;
+                if let Some(replaced) = self.after_model.iter().find_map(|f| f(&mut cb, &response)) {
+                    response = replaced;
+                }
+                event_actions = cb.into_actions();
             }
             assign_call_ids(&mut response);
-            let mut event_actions = actions.take().unwrap_or_default();
-            event_actions.state_delta.extend(cb.into_actions().state_delta);
             let mut event = response_event(&self.name, response, event_actions);
             text.push_str(&event.content.as_ref().map(Content::joined_text).unwrap_or_default());
             if !text.is_empty() {

@@ -1,0 +1,153 @@
+//! What the runtime costs on top of storage: one invocation through the `Runner` against the
+//! storage work it cannot avoid, measured in the same run.
+//!
+//! - `text`: the agent answers with text saved under `output_key`. Floor: load the session's
+//!   20 most recent events, append the user's message, append an answer carrying the delta.
+//! - `tool`: the agent calls a tool that writes state, then answers. Floor: the same load and
+//!   four appends (message, call, tool answer, final answer).
+//!
+//! The model answers instantly (a function of the request), so the figures are the runtime's
+//! own work: rendering the instruction, building the request from history, contexts, events,
+//! the stream. Each runs on the in-memory service and on SQLite (a file, `synchronous=normal`).
+//! The summary printed at the end gives every figure as a ratio to its floor.
+//!
+//! Run: `cargo bench -p agentstate-runtime --bench runner`
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use agentstate::{
+    Content, CreateSession, Event, GetSessionConfig, InMemorySessionService, SessionKey, SessionService, Value,
+};
+use agentstate_runtime::{FunctionTool, LlmAgent, LlmRequest, LlmResponse, Model, ModelError, ResponseStream, Runner};
+use criterion::{BenchmarkId, Criterion};
+use futures_util::StreamExt;
+use serde_json::json;
+
+/// Calls `note` once per turn when the agent has tools, then answers.
+struct Instant;
+
+#[async_trait::async_trait]
+impl Model for Instant {
+    fn name(&self) -> &str {
+        "instant"
+    }
+
+    async fn generate(&self, request: LlmRequest, _: bool) -> Result<ResponseStream, ModelError> {
+        let last = request.contents.last().cloned().unwrap_or_default();
+        let answered = last.parts().iter().any(|p| p.function_response.is_some());
+        let response = if request.tools.is_empty() || answered {
+            LlmResponse::text("Here is a short, friendly answer to your question.")
+        } else {
+            LlmResponse::call("note", json!({"topic": "bench"}))
+        };
+        Ok(Box::pin(futures_util::stream::iter([Ok(response)])))
+    }
+}
+
+fn agent(with_tool: bool) -> Arc<LlmAgent> {
+    let mut builder = LlmAgent::builder("bench_agent", Instant)
+        .instruction("Answer {user:name} about {topic}. Be brief; keep {{braces}}.")
+        .output_key("last_answer")
+        .history_limit(20);
+    if with_tool {
+        builder = builder.tool(FunctionTool::new(
+            "note",
+            "Notes the topic.",
+            json!({"type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]}),
+            |args, ctx| {
+                ctx.state_mut().set("user:last_topic", args["topic"].clone());
+                Ok(json!({"noted": true}))
+            },
+        ));
+    }
+    Arc::new(builder.build().unwrap())
+}
+
+/// The storage work of one invocation, done directly.
+async fn floor(service: &dyn SessionService, key: &SessionKey, appends: usize) {
+    let mut session = service.get_session(key, GetSessionConfig::recent(20)).await.unwrap().unwrap();
+    let invocation = format!("e-{}", uuid::Uuid::new_v4());
+    let user = Event::new(&invocation).author("user").content(Content::text("user", "What about it?"));
+    service.append_event(&mut session, user).await.unwrap();
+    for i in 1..appends {
+        let mut event = Event::new(&invocation)
+            .author("bench_agent")
+            .content(Content::text("model", "Here is a short, friendly answer to your question."));
+        if i + 1 == appends {
+            event = event.delta("last_answer", json!("Here is a short, friendly answer to your question."));
+        }
+        service.append_event(&mut session, event).await.unwrap();
+    }
+}
+
+async fn services(dir: &std::path::Path) -> Vec<(&'static str, Arc<dyn SessionService>)> {
+    let url = format!("sqlite://{}?synchronous=normal", dir.join("bench.db").display());
+    let sqlite = agentstate_sql::SqlSessionService::connect(&url).await.unwrap();
+    vec![("memory", Arc::new(InMemorySessionService::new())), ("sqlite", Arc::new(sqlite))]
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let dir = std::env::temp_dir().join(format!("agentstate-bench-runner-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (backend, service) in rt.block_on(services(&dir)) {
+        for (kind, with_tool, appends) in [("text", false, 2), ("tool", true, 4)] {
+            let mut group = c.benchmark_group(format!("{kind}_{backend}"));
+            let state = [("user:name", json!("Ann")), ("topic", json!("tides"))];
+            let create = |id: &str| {
+                let request =
+                    state.iter().fold(CreateSession::new("bench", "u").id(id), |r, (k, v)| r.state(*k, v.clone()));
+                rt.block_on(service.create_session(request)).unwrap()
+            };
+            create(&format!("{kind}-runner"));
+            let runner = Runner::new("bench", agent(with_tool), Arc::clone(&service));
+            let session_id = format!("{kind}-runner");
+            group.bench_function(BenchmarkId::new("runner", backend), |b| {
+                b.to_async(&rt).iter(|| async {
+                    let mut events = runner.run("u", &session_id, Content::text("user", "What about it?"));
+                    while let Some(event) = events.next().await {
+                        event.unwrap();
+                    }
+                });
+            });
+            let floor_session = create(&format!("{kind}-floor"));
+            group.bench_function(BenchmarkId::new("floor", backend), |b| {
+                b.to_async(&rt).iter(|| floor(&*service, floor_session.key(), appends));
+            });
+            group.finish();
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Reads criterion's median estimate (ns) for one benchmark.
+fn median_ns(group: &str, id: &str) -> Option<f64> {
+    let dir = std::env::var("CARGO_TARGET_DIR")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target").into());
+    let path = format!("{dir}/criterion/{group}/{id}/new/estimates.json");
+    let raw: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    raw["median"]["point_estimate"].as_f64()
+}
+
+fn summary() {
+    println!("\n{:<8} {:<8} {:>14} {:>14} {:>8}", "turn", "backend", "runner", "floor", "ratio");
+    for kind in ["text", "tool"] {
+        for backend in ["memory", "sqlite"] {
+            let group = format!("{kind}_{backend}");
+            if let (Some(r), Some(f)) =
+                (median_ns(&group, &format!("runner/{backend}")), median_ns(&group, &format!("floor/{backend}")))
+            {
+                println!("{kind:<8} {backend:<8} {:>11.1} µs {:>11.1} µs {:>7.2}×", r / 1e3, f / 1e3, r / f);
+            }
+        }
+    }
+}
+
+fn main() {
+    let mut criterion = Criterion::default().configure_from_args();
+    bench(&mut criterion);
+    criterion.final_summary();
+    summary();
+}
