@@ -320,13 +320,7 @@ impl LlmAgentBuilder {
     /// Checks the agent and returns it.
     pub fn build(mut self) -> Result<LlmAgent, BuildError> {
         let agent = &mut self.agent;
-        validate_agent_name(&agent.name)?;
-        let mut names = std::collections::HashSet::new();
-        for sub in &agent.sub_agents {
-            if !names.insert(sub.name().to_owned()) {
-                return Err(BuildError::DuplicateSubAgent { agent: agent.name.clone(), sub_agent: sub.name().into() });
-            }
-        }
+        crate::workflow::check_agent(&agent.name, &agent.sub_agents)?;
         if !agent.sub_agents.is_empty() {
             agent.tools.push(Arc::new(transfer_tool(&agent.sub_agents)));
         }

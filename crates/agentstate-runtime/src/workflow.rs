@@ -12,7 +12,8 @@ use crate::error::RuntimeError;
 use crate::invocation::{Agent, InvocationContext};
 use crate::llm_agent::{BuildError, validate_agent_name};
 
-fn check(name: &str, sub_agents: &[Arc<dyn Agent>]) -> Result<(), BuildError> {
+/// Checks an agent's name and that its sub-agents' names are distinct.
+pub(crate) fn check_agent(name: &str, sub_agents: &[Arc<dyn Agent>]) -> Result<(), BuildError> {
     validate_agent_name(name)?;
     let mut seen = std::collections::HashSet::new();
     for agent in sub_agents {
@@ -23,110 +24,83 @@ fn check(name: &str, sub_agents: &[Arc<dyn Agent>]) -> Result<(), BuildError> {
     Ok(())
 }
 
-/// Runs its sub-agents in order; each sees what the previous ones wrote.
-#[derive(Clone)]
-pub struct SequentialAgent {
-    name: String,
-    description: String,
-    sub_agents: Vec<Arc<dyn Agent>>,
+/// A workflow agent: a name, a description, sub-agents, and how it runs them.
+macro_rules! workflow_agent {
+    ($(#[$doc:meta])* $agent:ident, |$this:ident, $ctx:ident| $run:expr) => {
+        $(#[$doc])*
+        #[derive(Clone)]
+        pub struct $agent {
+            name: String,
+            description: String,
+            sub_agents: Vec<Arc<dyn Agent>>,
+        }
+
+        impl std::fmt::Debug for $agent {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let names: Vec<&str> = self.sub_agents.iter().map(|a| a.name()).collect();
+                f.debug_struct(stringify!($agent)).field("name", &self.name).field("sub_agents", &names).finish()
+            }
+        }
+
+        impl $agent {
+            #[doc = concat!("A ", stringify!($agent), " called `name` running `sub_agents`.")]
+            pub fn new(name: impl Into<String>, sub_agents: Vec<Arc<dyn Agent>>) -> Result<Self, BuildError> {
+                let name = name.into();
+                check_agent(&name, &sub_agents)?;
+                Ok(Self { name, description: String::new(), sub_agents })
+            }
+
+            /// Sets what it does.
+            pub fn description(mut self, description: impl Into<String>) -> Self {
+                self.description = description.into();
+                self
+            }
+        }
+
+        #[async_trait]
+        impl Agent for $agent {
+            fn name(&self) -> &str {
+                &self.name
+            }
+
+            fn description(&self) -> &str {
+                &self.description
+            }
+
+            fn sub_agents(&self) -> &[Arc<dyn Agent>] {
+                &self.sub_agents
+            }
+
+            async fn run(&self, ctx: &InvocationContext) -> Result<(), RuntimeError> {
+                let ($this, $ctx) = (self, ctx);
+                $run
+            }
+        }
+    };
 }
 
-impl std::fmt::Debug for SequentialAgent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = self.sub_agents.iter().map(|a| a.name()).collect();
-        f.debug_struct("SequentialAgent").field("name", &self.name).field("sub_agents", &names).finish()
-    }
-}
-
-impl SequentialAgent {
-    /// A sequence of `sub_agents` called `name`.
-    pub fn new(name: impl Into<String>, sub_agents: Vec<Arc<dyn Agent>>) -> Result<Self, BuildError> {
-        let name = name.into();
-        check(&name, &sub_agents)?;
-        Ok(Self { name, description: String::new(), sub_agents })
-    }
-
-    /// Sets what it does.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = description.into();
-        self
-    }
-}
-
-#[async_trait]
-impl Agent for SequentialAgent {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn sub_agents(&self) -> &[Arc<dyn Agent>] {
-        &self.sub_agents
-    }
-
-    async fn run(&self, ctx: &InvocationContext) -> Result<(), RuntimeError> {
-        for agent in &self.sub_agents {
+workflow_agent!(
+    /// Runs its sub-agents in order; each sees what the previous ones wrote.
+    SequentialAgent,
+    |this, ctx| {
+        for agent in &this.sub_agents {
             agent.run(ctx).await?;
         }
         Ok(())
     }
-}
+);
 
-/// Runs its sub-agents concurrently, each on its own branch (`parallel.child`), so they do not
-/// see each other's conversation. Their events are appended as they come, one at a time, to the
-/// same session: every state write of every child is kept.
-#[derive(Clone)]
-pub struct ParallelAgent {
-    name: String,
-    description: String,
-    sub_agents: Vec<Arc<dyn Agent>>,
-}
-
-impl std::fmt::Debug for ParallelAgent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = self.sub_agents.iter().map(|a| a.name()).collect();
-        f.debug_struct("ParallelAgent").field("name", &self.name).field("sub_agents", &names).finish()
-    }
-}
-
-impl ParallelAgent {
-    /// `sub_agents` run side by side, called `name`.
-    pub fn new(name: impl Into<String>, sub_agents: Vec<Arc<dyn Agent>>) -> Result<Self, BuildError> {
-        let name = name.into();
-        check(&name, &sub_agents)?;
-        Ok(Self { name, description: String::new(), sub_agents })
-    }
-
-    /// Sets what it does.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = description.into();
-        self
-    }
-}
-
-#[async_trait]
-impl Agent for ParallelAgent {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn sub_agents(&self) -> &[Arc<dyn Agent>] {
-        &self.sub_agents
-    }
-
-    async fn run(&self, ctx: &InvocationContext) -> Result<(), RuntimeError> {
-        let runs = self.sub_agents.iter().map(|agent| {
-            let ctx = ctx.child_branch(&self.name, agent.name());
+workflow_agent!(
+    /// Runs its sub-agents concurrently, each on its own branch (`parallel.child`), so they do
+    /// not see each other's conversation. Their events are appended as they come, one at a time,
+    /// to the same session: every state write of every child is kept. Every child runs to its
+    /// end; the first failure (in child order) is reported.
+    ParallelAgent,
+    |this, ctx| {
+        let runs = this.sub_agents.iter().map(|agent| {
+            let ctx = ctx.child_branch(&this.name, agent.name());
             async move { agent.run(&ctx).await }
         });
-        // Every child runs to its end; the first failure (in child order) is reported.
         futures_util::future::join_all(runs).await.into_iter().collect()
     }
-}
+);
