@@ -1,5 +1,5 @@
 //! Tools called in one model turn run concurrently, each writing state through its own
-//! `ToolContext`; every write is kept (ADK for Python can lose some: its issue #1153).
+//! `ToolContext`; every write is kept, and the function-response event carries them all.
 //!
 //! `cargo run -p agentstate-runtime --example parallel_tools`
 

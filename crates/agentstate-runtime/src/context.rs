@@ -2,10 +2,16 @@
 //! context, whose writes become the `state_delta` of the event it produces.
 //!
 //! A context starts from the live state of the invocation (the session handle's state, this
-//! invocation's `temp:` keys included) and layers its own writes on top: a read after a write sees
-//! it, and the writes are collected as the pending delta. Other contexts see them once the event
-//! is appended. Tools called in parallel each get a context of their own; their deltas are merged
-//! in call order with [`merge_deltas`] (a later call wins a key both wrote), so no write is lost.
+//! invocation's `temp:` keys included) and layers writes on top: a read after a write sees it,
+//! and the context's own writes are collected as its delta.
+//!
+//! Tools called in one model turn run concurrently, each with a context of its own, made with
+//! [`CallbackContext::sibling`]. Siblings share one layer of writes, as the tools of one turn
+//! share the live state in ADK for Python: a tool reads what another wrote a moment before, so
+//! read-modify-write (a counter, a list) adds up, and [`CallbackContext::shared_writes`] gives
+//! every key any of them wrote with its latest value. No write is lost. A read and the write that
+//! depends on it with an `.await` between them can still race with a sibling doing the same; keep
+//! them together.
 //!
 //! ```
 //! use agentstate::{CreateSession, InMemorySessionService, SessionService};
@@ -22,7 +28,7 @@
 //! let count = ctx.get("user_action_count").and_then(|v| v.as_i64()).unwrap_or(0);
 //! ctx.state_mut().set("user_action_count", json!(count + 1));
 //! ctx.state_mut().set("temp:last_operation_status", json!("success"));
-//! assert_eq!(ctx.get("user_action_count"), Some(&json!(1)));
+//! assert_eq!(ctx.get("user_action_count"), Some(json!(1)));
 //!
 //! // The runner appends the event the callback produced; the writes travel on it.
 //! service.append_event(&mut session, ctx.into_event()).await?;
@@ -30,7 +36,7 @@
 //! # Ok(()) }
 //! ```
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agentstate::{Event, EventActions, Map, State, Value};
 
@@ -41,6 +47,8 @@ pub struct CallbackContext {
     agent_name: String,
     function_call_id: Option<String>,
     base: Arc<Map<String, Value>>,
+    /// Writes of this context and of its siblings, latest value per key.
+    written: Arc<Mutex<Map<String, Value>>>,
     actions: EventActions,
 }
 
@@ -50,14 +58,16 @@ pub type ToolContext = CallbackContext;
 /// Writes through a context (`ctx.state_mut().set(k, v)`).
 #[derive(Debug)]
 pub struct StateMut<'a> {
-    delta: &'a mut Map<String, Value>,
+    context: &'a mut CallbackContext,
 }
 
 impl StateMut<'_> {
-    /// Sets `key` (with its scope prefix) to `value` for the rest of this context, and records it
-    /// in the pending delta.
+    /// Sets `key` (with its scope prefix) to `value`: visible at once to this context and its
+    /// siblings, and recorded in this context's delta.
     pub fn set(&mut self, key: impl Into<String>, value: Value) {
-        self.delta.insert(key.into(), value);
+        let key = key.into();
+        self.context.written().insert(key.clone(), value.clone());
+        self.context.actions.state_delta.insert(key, value);
     }
 }
 
@@ -67,7 +77,7 @@ impl CallbackContext {
         Self::over(invocation_id, agent_name, Arc::new(state.all().clone()))
     }
 
-    /// A context over a snapshot of the live state that several contexts share (parallel tools).
+    /// A context over a snapshot of the live state (shared, so making one copies nothing).
     pub fn over(
         invocation_id: impl Into<String>,
         agent_name: impl Into<String>,
@@ -78,19 +88,26 @@ impl CallbackContext {
             agent_name: agent_name.into(),
             function_call_id: None,
             base: state,
+            written: Arc::default(),
             actions: EventActions::default(),
         }
     }
 
-    /// The same context for the tool call `id`.
-    pub fn for_call(mut self, id: impl Into<String>) -> Self {
-        self.function_call_id = Some(id.into());
-        self
+    /// A context for another tool call of the same turn: the same state and the same layer of
+    /// writes (each sees the other's writes at once), a delta and actions of its own.
+    pub fn sibling(&self, function_call_id: impl Into<String>) -> Self {
+        Self {
+            invocation_id: self.invocation_id.clone(),
+            agent_name: self.agent_name.clone(),
+            function_call_id: Some(function_call_id.into()),
+            base: Arc::clone(&self.base),
+            written: Arc::clone(&self.written),
+            actions: EventActions::default(),
+        }
     }
 
-    /// In a tool: the id of the function call being answered.
-    pub fn function_call_id(&self) -> Option<&str> {
-        self.function_call_id.as_deref()
+    fn written(&self) -> MutexGuard<'_, Map<String, Value>> {
+        self.written.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The invocation.
@@ -103,34 +120,45 @@ impl CallbackContext {
         &self.agent_name
     }
 
-    /// The value of `key`: this context's write if any, else the live state's.
-    pub fn get(&self, key: &str) -> Option<&Value> {
-        self.actions.state_delta.get(key).or_else(|| self.base.get(key))
+    /// In a tool: the id of the function call being answered.
+    pub fn function_call_id(&self) -> Option<&str> {
+        self.function_call_id.as_deref()
+    }
+
+    /// The value of `key`: the latest write to it (by this context or a sibling), else the live
+    /// state's.
+    pub fn get(&self, key: &str) -> Option<Value> {
+        self.written().get(key).or_else(|| self.base.get(key)).cloned()
     }
 
     /// Whether `key` has a value (a write of `null` counts).
     pub fn contains(&self, key: &str) -> bool {
-        self.get(key).is_some()
+        self.written().contains_key(key) || self.base.contains_key(key)
     }
 
-    /// The state as this context sees it: the live state with this context's writes on top.
+    /// The state as this context sees it: the live state with the writes on top.
     pub fn state(&self) -> Map<String, Value> {
         let mut view = Map::clone(&self.base);
-        view.extend(self.actions.state_delta.iter().map(|(k, v)| (k.clone(), v.clone())));
+        view.extend(self.written().iter().map(|(k, v)| (k.clone(), v.clone())));
         view
     }
 
     /// Where writes go.
     pub fn state_mut(&mut self) -> StateMut<'_> {
-        StateMut { delta: &mut self.actions.state_delta }
+        StateMut { context: self }
     }
 
-    /// The writes so far.
+    /// This context's own writes so far.
     pub fn delta(&self) -> &Map<String, Value> {
         &self.actions.state_delta
     }
 
-    /// Whether anything was written (the reference emits a state-only event only then).
+    /// Every key this context and its siblings wrote, with its latest value.
+    pub fn shared_writes(&self) -> Map<String, Value> {
+        self.written().clone()
+    }
+
+    /// Whether this context wrote anything (the reference emits a state-only event only then).
     pub fn has_delta(&self) -> bool {
         !self.actions.state_delta.is_empty()
     }
@@ -145,9 +173,9 @@ impl CallbackContext {
         &mut self.actions
     }
 
-    /// The event this context produces: authored by the agent, carrying the writes.
+    /// The event this context produces: authored by the agent, carrying its writes.
     pub fn into_event(self) -> Event {
-        let mut event = Event::new(self.invocation_id).author(self.agent_name);
+        let mut event = Event::new(&self.invocation_id).author(&self.agent_name);
         event.actions = self.actions;
         event
     }
@@ -156,16 +184,6 @@ impl CallbackContext {
     pub fn into_actions(self) -> EventActions {
         self.actions
     }
-}
-
-/// Merges the deltas of tools called in parallel, in call order: every key any of them wrote is
-/// kept; a key several wrote gets the value of the latest call.
-pub fn merge_deltas<'a>(deltas: impl IntoIterator<Item = &'a Map<String, Value>>) -> Map<String, Value> {
-    let mut merged = Map::new();
-    for delta in deltas {
-        merged.extend(delta.iter().map(|(k, v)| (k.clone(), v.clone())));
-    }
-    merged
 }
 
 #[cfg(test)]
@@ -180,12 +198,12 @@ mod tests {
         let mut session =
             service.create_session(CreateSession::new("app", "u").state("user_action_count", json!(4))).await.unwrap();
         let mut ctx = CallbackContext::new("inv", "agent", session.state());
-        assert_eq!(ctx.get("user_action_count"), Some(&json!(4)));
+        assert_eq!(ctx.get("user_action_count"), Some(json!(4)));
         assert!(!ctx.has_delta());
         ctx.state_mut().set("user_action_count", json!(5));
         ctx.state_mut().set("temp:status", json!("success"));
         ctx.state_mut().set("user:seen", json!(true));
-        assert_eq!(ctx.get("user_action_count"), Some(&json!(5)));
+        assert_eq!(ctx.get("user_action_count"), Some(json!(5)));
         assert_eq!(ctx.state()["temp:status"], json!("success"));
         // The session itself is untouched until the event is appended.
         assert_eq!(session.state().get("user_action_count"), Some(&json!(4)));
@@ -200,31 +218,26 @@ mod tests {
         assert!(!stored.state().contains("temp:status"));
     }
 
-    #[tokio::test]
-    async fn parallel_tools_lose_no_write() {
-        let service = InMemorySessionService::new();
-        let mut session = service.create_session(CreateSession::new("app", "u")).await.unwrap();
-        // Two tools of one model turn, each with its own context over the same live state.
-        let mut weather = CallbackContext::new("inv", "agent", session.state());
-        let mut news = CallbackContext::new("inv", "agent", session.state());
-        weather.state_mut().set("weather", json!("sunny"));
-        weather.state_mut().set("last_tool", json!("weather"));
-        news.state_mut().set("news", json!(["a", "b"]));
-        news.state_mut().set("last_tool", json!("news"));
-        let delta = merge_deltas([weather.delta(), news.delta()]);
-        assert_eq!(
-            delta,
-            match json!({"weather": "sunny", "last_tool": "news", "news": ["a", "b"]}) {
-                Value::Object(m) => m,
-                _ => unreachable!(),
-            }
-        );
-        let mut event = Event::new("inv").author("agent");
-        event.actions.state_delta = delta;
-        service.append_event(&mut session, event).await.unwrap();
-        let stored = service.get_session(session.key(), GetSessionConfig::default()).await.unwrap().unwrap();
-        for key in ["weather", "news", "last_tool"] {
-            assert!(stored.state().contains(key), "{key} lost");
+    #[test]
+    fn siblings_see_each_other_and_lose_no_write() {
+        let base = Arc::new(Map::from_iter([("count".to_owned(), json!(10))]));
+        let turn = CallbackContext::over("inv", "agent", base);
+        let (mut weather, mut news) = (turn.sibling("c1"), turn.sibling("c2"));
+        for ctx in [&mut weather, &mut news] {
+            let count = ctx.get("count").and_then(|v| v.as_i64()).unwrap_or(0);
+            ctx.state_mut().set("count", json!(count + 1));
         }
+        weather.state_mut().set("weather", json!("sunny"));
+        news.state_mut().set("news", json!(["a", "b"]));
+        assert_eq!(weather.get("news"), Some(json!(["a", "b"])), "a sibling's write is visible at once");
+        assert_eq!(weather.delta().len(), 2, "each keeps its own delta");
+        assert_eq!(
+            Value::Object(news.shared_writes()),
+            json!({"count": 12, "weather": "sunny", "news": ["a", "b"]}),
+            "both increments count"
+        );
+        // A context that is not a sibling shares nothing.
+        let other = CallbackContext::over("inv", "agent", Arc::new(Map::new()));
+        assert!(other.shared_writes().is_empty());
     }
 }

@@ -24,7 +24,7 @@ pub mod template;
 mod tool;
 mod workflow;
 
-pub use context::{CallbackContext, StateMut, ToolContext, merge_deltas};
+pub use context::{CallbackContext, StateMut, ToolContext};
 pub use error::RuntimeError;
 pub use invocation::{Agent, History, InvocationContext, ReadonlyContext, find_agent, inject_session_state};
 pub use llm_agent::{

@@ -20,7 +20,7 @@ use agentstate::{BoxError, Content, Event, EventActions, FunctionCall, FunctionR
 use async_trait::async_trait;
 use futures_util::StreamExt;
 
-use crate::context::{CallbackContext, ToolContext, merge_deltas};
+use crate::context::{CallbackContext, ToolContext};
 use crate::error::RuntimeError;
 use crate::invocation::{Agent, History, InvocationContext, ReadonlyContext, find_agent};
 use crate::model::{LlmRequest, LlmResponse, Model};
@@ -551,18 +551,15 @@ impl LlmAgent {
 
     /// Runs the calls of one model turn concurrently and emits their answers as one event.
     async fn call_tools(&self, ctx: &InvocationContext, calls: Vec<FunctionCall>) -> Result<Next, RuntimeError> {
-        let state = ctx.state().await;
+        // One context per call, all siblings: they share the turn's writes (see `context`).
+        let turn = ToolContext::over(ctx.invocation_id(), &self.name, ctx.state().await);
         let runs = calls.into_iter().map(|call| {
-            let id = call.id.clone().unwrap_or_default();
-            let tool_ctx = ToolContext::over(ctx.invocation_id(), &self.name, Arc::clone(&state)).for_call(id);
+            let tool_ctx = turn.sibling(call.id.clone().unwrap_or_default());
             self.call_tool(call, tool_ctx)
         });
         let answers = futures_util::future::join_all(runs).await;
 
-        let mut actions = EventActions {
-            state_delta: merge_deltas(answers.iter().map(|(_, ctx)| ctx.delta())),
-            ..EventActions::default()
-        };
+        let mut actions = EventActions { state_delta: turn.shared_writes(), ..EventActions::default() };
         for (_, tool_ctx) in &answers {
             let a = tool_ctx.actions();
             if a.skip_summarization == Some(true) {

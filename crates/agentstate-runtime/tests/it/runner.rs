@@ -66,7 +66,7 @@ async fn callbacks_count_actions_and_temp_status_lasts_one_invocation() {
         let agent = LlmAgent::builder("assistant", model.clone())
             .instruction("Status: {temp:last_operation_status}. Count: {user_action_count}.")
             .before_agent_callback(|ctx| {
-                let count = ctx.get("user_action_count").and_then(Value::as_i64).unwrap_or(0);
+                let count = ctx.get("user_action_count").and_then(|v| v.as_i64()).unwrap_or(0);
                 ctx.state_mut().set("user_action_count", json!(count + 1));
                 ctx.state_mut().set("temp:last_operation_status", json!("success"));
                 None
@@ -181,11 +181,21 @@ async fn temp_keys_are_gone_in_the_next_invocation() {
     }
 }
 
-fn writer_tool(tool: &'static str, key: &'static str) -> FunctionTool {
-    FunctionTool::new(tool, format!("Writes {key}."), schema(), move |args, ctx| {
-        ctx.state_mut().set(key, json!(tool));
-        ctx.state_mut().set("last_tool", json!(tool));
-        Ok(json!({"wrote": key, "args": Value::Object(args)}))
+/// Writes its own key, the shared `last_tool`, and adds itself to a shared list and counter
+/// (read-modify-write), after an await so the calls overlap.
+fn writer_tool(tool: &'static str, key: &'static str, delay_ms: u64) -> FunctionTool {
+    FunctionTool::new_async(tool, format!("Writes {key}."), schema(), move |args, ctx| {
+        Box::pin(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+            ctx.state_mut().set(key, json!(tool));
+            ctx.state_mut().set("last_tool", json!(tool));
+            let mut seen = ctx.get("seen").and_then(|v| v.as_array().cloned()).unwrap_or_default();
+            seen.push(json!(tool));
+            ctx.state_mut().set("seen", Value::Array(seen));
+            let calls = ctx.get("user:calls").and_then(|v| v.as_i64()).unwrap_or(0);
+            ctx.state_mut().set("user:calls", json!(calls + 1));
+            Ok(json!({"wrote": key, "args": Value::Object(args)}))
+        })
     })
 }
 
@@ -201,9 +211,9 @@ async fn parallel_tools_lose_no_write() {
             ]))
             .reply(LlmResponse::text("Done."));
         let agent = LlmAgent::builder("assistant", model.clone())
-            .tool(writer_tool("weather", "weather"))
-            .tool(writer_tool("news", "news"))
-            .tool(writer_tool("user_pref", "user:pref"))
+            .tool(writer_tool("weather", "weather", 30))
+            .tool(writer_tool("news", "news", 10))
+            .tool(writer_tool("user_pref", "user:pref", 20))
             .build()
             .unwrap();
         let runner = Runner::new("app", Arc::new(agent), Arc::clone(&service));
@@ -223,11 +233,13 @@ async fn parallel_tools_lose_no_write() {
         }
         assert_eq!(responses[0].response.as_ref().unwrap()["args"], json!({"city": "Paris"}));
         let session = stored(&service, "s").await;
-        for (key, value) in
-            [("weather", "weather"), ("news", "news"), ("user:pref", "user_pref"), ("last_tool", "user_pref")]
-        {
+        for (key, value) in [("weather", "weather"), ("news", "news"), ("user:pref", "user_pref")] {
             assert_eq!(session.state().get(key), Some(&json!(value)), "{name}: {key}");
         }
+        // A key all three wrote: the latest write (the slowest tool's). Read-modify-write adds up.
+        assert_eq!(session.state().get("last_tool"), Some(&json!("weather")), "{name}");
+        assert_eq!(session.state().get("seen"), Some(&json!(["news", "user_pref", "weather"])), "{name}");
+        assert_eq!(session.state().get("user:calls"), Some(&json!(3)), "{name}");
         // The model's second call saw the calls and their answers.
         let second = &model.requests()[1];
         let roles: Vec<_> = second.contents.iter().map(|c| c.role.clone().unwrap()).collect();
@@ -393,7 +405,7 @@ async fn model_and_tool_callbacks_can_answer_replace_and_write_state() {
         let agent = LlmAgent::builder("a", model.clone())
             .tool(FunctionTool::new("lookup", "looks up", schema(), |args, _| Ok(json!({"found": args["q"]}))))
             .before_model_callback(|ctx, request| {
-                let calls = ctx.get("calls").and_then(Value::as_i64).unwrap_or(0);
+                let calls = ctx.get("calls").and_then(|v| v.as_i64()).unwrap_or(0);
                 ctx.state_mut().set("calls", json!(calls + 1));
                 request.append_instruction("Be brief.");
                 None
