@@ -128,7 +128,18 @@ impl ServeArgs {
             self.db.db = db;
         }
         if let Some(agents) = file.agents.filter(|_| self.agents.is_empty()) {
-            self.agents = agents;
+            // Agent files named in the config file are relative to it.
+            let dir = path.parent().unwrap_or(std::path::Path::new("."));
+            self.agents = agents
+                .into_iter()
+                .map(|spec| {
+                    let (app, file) = match spec.split_once('=') {
+                        Some((app, file)) => (format!("{app}="), file.to_owned()),
+                        None => (String::new(), spec),
+                    };
+                    format!("{app}{}", dir.join(file).display())
+                })
+                .collect();
         }
         if let Some(tokens) = file.tokens_file.filter(|_| defaulted("tokens_file")) {
             self.tokens_file = Some(tokens);

@@ -244,6 +244,20 @@ fn serve_refuses_a_broken_agent_file_with_its_reason() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("unknown field `instructions`") && stderr.contains("bad.yaml"), "{stderr}");
+
+    // The same file named in a config file, relative to it.
+    let config = dir.join("agentstate.toml");
+    std::fs::write(&config, "db = \"sqlite::memory:\"\naddr = \"127.0.0.1:0\"\nagents = [\"stories=bad.yaml\"]\n")
+        .unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentstate"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("unknown field `instructions`"), "the config's agents are loaded: {stderr}");
 }
 
 /// A model that waits for a go-ahead, to see what a client gets while a run is still going.
