@@ -19,6 +19,8 @@ use crate::model::{LlmResponse, ModelError, ResponseStream};
 
 /// How long connecting to a provider may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a provider may stay silent: before its answer starts, or between two streamed chunks.
+const READ_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The HTTP client every provider shares (one connection pool per process).
 fn client(provider: &'static str) -> Result<reqwest::Client, ModelError> {
@@ -28,6 +30,7 @@ fn client(provider: &'static str) -> Result<reqwest::Client, ModelError> {
     }
     let client = reqwest::Client::builder()
         .connect_timeout(CONNECT_TIMEOUT)
+        .read_timeout(READ_TIMEOUT)
         .build()
         .map_err(|e| ModelError::Config(format!("{provider}: cannot build an HTTP client: {e}")))?;
     Ok(CLIENT.get_or_init(|| client).clone())
@@ -77,10 +80,19 @@ fn sse_json(
             std::future::ready(match event {
                 Err(e) => Some(Err(ModelError::Transport { provider, message: e.to_string() })),
                 Ok(e) if e.data.trim().is_empty() => None,
-                Ok(e) => Some(
-                    serde_json::from_str(&e.data)
-                        .map_err(|err| ModelError::Decode { provider, message: format!("{err} in event {}", e.data) }),
-                ),
+                Ok(e) => Some(match serde_json::from_str::<serde_json::Value>(&e.data) {
+                    // Both APIs report a failure after the stream began as an `error` object.
+                    Ok(chunk) if chunk.get("error").is_some_and(|e| !e.is_null()) => {
+                        let error = &chunk["error"];
+                        let message = error
+                            .get("message")
+                            .and_then(|m| m.as_str())
+                            .map_or_else(|| error.to_string(), str::to_owned);
+                        Err(ModelError::Transport { provider, message: format!("the stream failed: {message}") })
+                    }
+                    Ok(chunk) => Ok(chunk),
+                    Err(err) => Err(ModelError::Decode { provider, message: format!("{err} in event {}", e.data) }),
+                }),
             })
         })
 }

@@ -281,3 +281,33 @@ async fn openai_streams_text_and_tool_calls_in_pieces() {
         (Some(json!({"total_tokens": 42})), Some("tool_calls"))
     );
 }
+
+#[tokio::test]
+async fn a_failure_inside_a_stream_is_an_error_not_an_empty_answer() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(sse(&[
+            json!({"choices": [{"index": 0, "delta": {"content": "Par"}}]}),
+            json!({"error": {"message": "The server had an error while processing your request.", "type": "server_error"}}),
+        ]))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1beta/models/g:streamGenerateContent"))
+        .respond_with(sse(&[
+            json!({"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}),
+        ]))
+        .mount(&server)
+        .await;
+    let request = LlmRequest { contents: vec![Content::text("user", "hi")], ..LlmRequest::default() };
+    let openai = OpenAiCompatible::new("m", &format!("{}/v1", server.uri()));
+    let items: Vec<_> = openai.generate(request.clone(), true).await.unwrap().collect().await;
+    assert!(items[0].as_ref().unwrap().partial, "the chunk before the failure is shown");
+    let error = items.last().unwrap().as_ref().unwrap_err().to_string();
+    assert!(error.contains("The server had an error"), "{error}");
+    let gemini = Gemini::new("g", "k").base_url(&server.uri());
+    let items: Vec<_> = gemini.generate(request, true).await.unwrap().collect().await;
+    let error = items.last().unwrap().as_ref().unwrap_err().to_string();
+    assert!(error.contains("The model is overloaded."), "{error}");
+}
