@@ -11,6 +11,7 @@
 //!   [`ScriptedModel`] for tests.
 //! - [`config`]: an `LlmAgent` declared in YAML.
 
+mod agent_tool;
 pub mod config;
 pub mod context;
 mod error;
@@ -24,6 +25,7 @@ pub mod template;
 mod tool;
 mod workflow;
 
+pub use agent_tool::AgentTool;
 pub use context::{CallbackContext, StateMut, ToolContext};
 pub use error::RuntimeError;
 pub use invocation::{Agent, History, InvocationContext, ReadonlyContext, find_agent, inject_session_state};

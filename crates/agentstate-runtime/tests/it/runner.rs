@@ -655,3 +655,49 @@ async fn arguments_that_do_not_fit_the_schema_never_reach_the_tool() {
     assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 1, "only the well-formed call ran");
     assert_eq!(events.last().unwrap().text(), "Sunny in Oslo.");
 }
+
+#[tokio::test]
+async fn agent_tools_called_together_keep_every_output_key() {
+    for (name, service) in services().await {
+        create(&service, "s").await;
+        let weather = LlmAgent::builder("weather", ScriptedModel::new("w").reply(LlmResponse::text("sunny")))
+            .description("Weather.")
+            .output_key("weather_out")
+            .build()
+            .unwrap();
+        let news = LlmAgent::builder("news", ScriptedModel::new("n").reply(LlmResponse::text("calm")))
+            .description("News.")
+            .instruction("Topic: {topic}")
+            .output_key("news_out")
+            .build()
+            .unwrap();
+        let root_model = ScriptedModel::new("r")
+            .reply(LlmResponse::calls([
+                ("weather".to_owned(), json!({"request": "today?"})),
+                ("news".to_owned(), json!({"request": "headlines?"})),
+            ]))
+            .reply(LlmResponse::text("Sunny and calm."));
+        let root = LlmAgent::builder("root", root_model)
+            .tool(agentstate_runtime::AgentTool::new(Arc::new(weather)))
+            .tool(agentstate_runtime::AgentTool::new(Arc::new(news)))
+            .build()
+            .unwrap();
+        let request = RunRequest::new("u", "s", Content::text("user", "briefing")).state("topic", json!("markets"));
+        let runner = Runner::new("app", Arc::new(root), Arc::clone(&service));
+        let events: Vec<_> = runner.run_request(request).map(Result::unwrap).collect().await;
+        let answers: Vec<Value> = events[1]
+            .content
+            .as_ref()
+            .unwrap()
+            .parts()
+            .iter()
+            .map(|p| Value::Object(p.function_response.clone().unwrap().response.unwrap()))
+            .collect();
+        assert_eq!(answers, [json!({"result": "sunny"}), json!({"result": "calm"})], "{name}");
+        let session = stored(&service, "s").await;
+        assert_eq!(session.state().get("weather_out"), Some(&json!("sunny")), "{name}");
+        assert_eq!(session.state().get("news_out"), Some(&json!("calm")), "{name}");
+        // The agent tools' own conversations stay out of the caller's session.
+        assert!(session.events().iter().all(|e| e.author == "user" || e.author == "root"), "{name}");
+    }
+}
