@@ -37,6 +37,15 @@ pub trait Agent: Send + Sync {
         &[]
     }
 
+    /// Whether it takes part in handing the conversation over (`transfer_to_agent`): it can be
+    /// handed the conversation, hand it on, and the next turn resumes with it. [`LlmAgent`]s do;
+    /// workflow agents do not (a sequence restarts from its root every turn).
+    ///
+    /// [`LlmAgent`]: crate::LlmAgent
+    fn transfers(&self) -> bool {
+        false
+    }
+
     /// How much of the session's history it reads, so the runner loads no more than needed.
     fn history(&self) -> History {
         let mut need = History::Recent(0);
@@ -74,6 +83,43 @@ pub fn find_agent(root: &Arc<dyn Agent>, name: &str) -> Option<Arc<dyn Agent>> {
         return Some(Arc::clone(root));
     }
     root.sub_agents().iter().find_map(|agent| find_agent(agent, name))
+}
+
+/// The agent whose sub-agents include the one called `name`, in the tree under `root`.
+pub fn parent_of(root: &Arc<dyn Agent>, name: &str) -> Option<Arc<dyn Agent>> {
+    if root.sub_agents().iter().any(|a| a.name() == name) {
+        return Some(Arc::clone(root));
+    }
+    root.sub_agents().iter().find_map(|agent| parent_of(agent, name))
+}
+
+/// The agents from `root` down to the one called `name`, both included.
+fn path_to(root: &Arc<dyn Agent>, name: &str) -> Option<Vec<Arc<dyn Agent>>> {
+    if root.name() == name {
+        return Some(vec![Arc::clone(root)]);
+    }
+    root.sub_agents().iter().find_map(|agent| {
+        let mut path = path_to(agent, name)?;
+        path.insert(0, Arc::clone(root));
+        Some(path)
+    })
+}
+
+/// The agent a new turn starts with: the one that answered last, when the conversation was handed
+/// to it and every agent above it takes part in transfers (as the reference's runner picks it);
+/// otherwise `root`. Looks at the loaded history only.
+pub(crate) fn agent_to_run(root: &Arc<dyn Agent>, events: &[Arc<Event>]) -> Arc<dyn Agent> {
+    for event in events.iter().rev() {
+        if event.author == root.name() {
+            break;
+        }
+        let Some(path) = path_to(root, &event.author) else { continue };
+        if path.iter().all(|agent| agent.transfers()) {
+            return path.last().map_or_else(|| Arc::clone(root), Arc::clone);
+        }
+        break;
+    }
+    Arc::clone(root)
 }
 
 /// The invocation, as every agent of it sees it. Cheap to clone.

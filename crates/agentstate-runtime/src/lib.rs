@@ -28,7 +28,7 @@ mod workflow;
 pub use agent_tool::AgentTool;
 pub use context::{CallbackContext, StateMut, ToolContext};
 pub use error::RuntimeError;
-pub use invocation::{Agent, History, InvocationContext, ReadonlyContext, find_agent, inject_session_state};
+pub use invocation::{Agent, History, InvocationContext, ReadonlyContext, find_agent, inject_session_state, parent_of};
 pub use llm_agent::{
     AfterModelCallback, AfterToolCallback, AgentCallback, BeforeModelCallback, BeforeToolCallback, BuildError,
     InstructionProvider, LlmAgent, LlmAgentBuilder, TRANSFER_TOOL, validate_agent_name,

@@ -22,7 +22,7 @@ use futures_util::StreamExt;
 
 use crate::context::{CallbackContext, ToolContext};
 use crate::error::RuntimeError;
-use crate::invocation::{Agent, History, InvocationContext, ReadonlyContext, find_agent};
+use crate::invocation::{Agent, History, InvocationContext, ReadonlyContext, find_agent, parent_of};
 use crate::model::{LlmRequest, LlmResponse, Model};
 use crate::template::Template;
 use crate::tool::{FunctionTool, Tool, check_arguments};
@@ -69,6 +69,14 @@ pub enum BuildError {
     /// Two tools with one name.
     #[error("agent '{agent}' has two tools named '{tool}'")]
     DuplicateTool {
+        /// The agent.
+        agent: String,
+        /// The tool name.
+        tool: String,
+    },
+    /// `transfer_to_agent` is the runtime's own tool.
+    #[error("agent '{agent}' has a tool named '{tool}', a name reserved for handing over to other agents")]
+    ReservedTool {
         /// The agent.
         agent: String,
         /// The tool name.
@@ -321,8 +329,8 @@ impl LlmAgentBuilder {
     pub fn build(mut self) -> Result<LlmAgent, BuildError> {
         let agent = &mut self.agent;
         crate::workflow::check_agent(&agent.name, &agent.sub_agents)?;
-        if !agent.sub_agents.is_empty() {
-            agent.tools.push(Arc::new(transfer_tool(&agent.sub_agents)));
+        if agent.tools.iter().any(|t| t.name() == TRANSFER_TOOL) {
+            return Err(BuildError::ReservedTool { agent: agent.name.clone(), tool: TRANSFER_TOOL.into() });
         }
         let mut names = std::collections::HashSet::new();
         for tool in &agent.tools {
@@ -334,10 +342,11 @@ impl LlmAgentBuilder {
     }
 }
 
-fn transfer_tool(sub_agents: &[Arc<dyn Agent>]) -> FunctionTool {
-    let names: Vec<&str> = sub_agents.iter().map(|a| a.name()).collect();
+/// The tool that hands the conversation to one of `targets`.
+fn transfer_tool(targets: &[Arc<dyn Agent>]) -> FunctionTool {
+    let names: Vec<&str> = targets.iter().map(|a| a.name()).collect();
     let mut description = String::from("Hands the conversation to another agent better suited to answer. Agents:");
-    for agent in sub_agents {
+    for agent in targets {
         description.push_str(&format!("\n- {}: {}", agent.name(), agent.description()));
     }
     FunctionTool::new(
@@ -368,6 +377,10 @@ impl Agent for LlmAgent {
 
     fn sub_agents(&self) -> &[Arc<dyn Agent>] {
         &self.sub_agents
+    }
+
+    fn transfers(&self) -> bool {
+        true
     }
 
     fn history(&self) -> History {
@@ -453,7 +466,12 @@ impl LlmAgent {
         })
     }
 
-    async fn request(&self, ctx: &InvocationContext, state: &Map<String, Value>) -> Result<LlmRequest, RuntimeError> {
+    async fn request(
+        &self,
+        ctx: &InvocationContext,
+        state: &Map<String, Value>,
+        tools: &[Arc<dyn Tool>],
+    ) -> Result<LlmRequest, RuntimeError> {
         let system_instruction = self.instruction(ctx, state).await?.filter(|s| !s.is_empty());
         let events = ctx.events().await;
         let contents = if self.include_contents {
@@ -468,7 +486,7 @@ impl LlmAgent {
             model: self.model.name().to_owned(),
             system_instruction,
             contents,
-            tools: self.tools.iter().map(|t| t.declaration()).collect(),
+            tools: tools.iter().map(|t| t.declaration()).collect(),
             temperature: self.temperature,
             max_output_tokens: self.max_output_tokens,
         };
@@ -486,7 +504,8 @@ impl LlmAgent {
     async fn step(&self, ctx: &InvocationContext) -> Result<Next, RuntimeError> {
         ctx.count_llm_call()?;
         let state = ctx.state().await;
-        let mut request = self.request(ctx, &state).await?;
+        let tools = self.tools_for(ctx);
+        let mut request = self.request(ctx, &state, &tools).await?;
         let mut cb = CallbackContext::over(ctx.invocation_id(), &self.name, state);
         let mut responses = match self.before_model.iter().find_map(|f| f(&mut cb, &mut request)) {
             Some(response) => futures_util::stream::iter([Ok(response)]).boxed(),
@@ -540,7 +559,7 @@ impl LlmAgent {
         if calls.is_empty() || failed {
             return Ok(Next::Done);
         }
-        self.call_tools(ctx, calls).await
+        self.call_tools(ctx, calls, &tools).await
     }
 
     fn save_output(&self, event: &mut Event, text: &str) {
@@ -550,12 +569,36 @@ impl LlmAgent {
     }
 
     /// Runs the calls of one model turn concurrently and emits their answers as one event.
-    async fn call_tools(&self, ctx: &InvocationContext, calls: Vec<FunctionCall>) -> Result<Next, RuntimeError> {
+    /// Its tools in this invocation: its own, and `transfer_to_agent` when there is an agent to hand
+    /// over to (its sub-agents; its parent and peers when the parent takes part in transfers).
+    fn tools_for(&self, ctx: &InvocationContext) -> Vec<Arc<dyn Tool>> {
+        let mut targets: Vec<Arc<dyn Agent>> = self.sub_agents.clone();
+        if let Some(parent) = parent_of(ctx.root_agent(), &self.name).filter(|p| p.transfers()) {
+            let peers: Vec<_> =
+                parent.sub_agents().iter().filter(|a| a.name() != self.name && a.transfers()).cloned().collect();
+            targets.push(parent);
+            targets.extend(peers);
+        }
+        let mut seen = std::collections::HashSet::new();
+        targets.retain(|agent| seen.insert(agent.name().to_owned()));
+        let mut tools = self.tools.clone();
+        if !targets.is_empty() {
+            tools.push(Arc::new(transfer_tool(&targets)));
+        }
+        tools
+    }
+
+    async fn call_tools(
+        &self,
+        ctx: &InvocationContext,
+        calls: Vec<FunctionCall>,
+        tools: &[Arc<dyn Tool>],
+    ) -> Result<Next, RuntimeError> {
         // One context per call, all siblings: they share the turn's writes (see `context`).
         let turn = ToolContext::over(ctx.invocation_id(), &self.name, ctx.state().await);
         let runs = calls.into_iter().map(|call| {
             let tool_ctx = turn.sibling(call.id.clone().unwrap_or_default());
-            self.call_tool(call, tool_ctx)
+            self.call_tool(call, tool_ctx, tools)
         });
         let answers = futures_util::future::join_all(runs).await;
 
@@ -590,18 +633,26 @@ impl LlmAgent {
         Ok(Next::Model)
     }
 
-    async fn call_tool(&self, call: FunctionCall, mut ctx: ToolContext) -> (FunctionResponse, ToolContext) {
+    async fn call_tool(
+        &self,
+        call: FunctionCall,
+        mut ctx: ToolContext,
+        tools: &[Arc<dyn Tool>],
+    ) -> (FunctionResponse, ToolContext) {
         let name = call.name.clone().unwrap_or_default();
         let mut args = call.args.unwrap_or_default();
         let result = match self.before_tool.iter().find_map(|f| f(&name, &mut args, &mut ctx)) {
             Some(result) => result,
             None => {
-                let result = match self.tools.iter().find(|t| t.name() == name) {
+                let result = match tools.iter().find(|t| t.name() == name) {
                     Some(tool) => match check_arguments(&tool.parameters(), &args) {
                         Ok(()) => tool.call(args.clone(), &mut ctx).await,
                         Err(problem) => Err(format!("Invalid arguments for tool '{name}': {problem}").into()),
                     },
-                    None => Err(format!("Tool '{name}' not found. Available tools: {}", self.tool_names()).into()),
+                    None => {
+                        let available: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+                        Err(format!("Tool '{name}' not found. Available tools: {}", available.join(", ")).into())
+                    }
                 };
                 let result = result.unwrap_or_else(|error| {
                     tracing::warn!(agent = %self.name, tool = %name, %error, "tool failed");
@@ -615,10 +666,6 @@ impl LlmAgent {
             other => Map::from_iter([("result".to_owned(), other)]),
         };
         (FunctionResponse { id: call.id, name: Some(name), response: Some(response), extra: Map::new() }, ctx)
-    }
-
-    fn tool_names(&self) -> String {
-        self.tools.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")
     }
 }
 

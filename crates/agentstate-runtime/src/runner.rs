@@ -10,14 +10,16 @@ use futures_core::Stream;
 use tokio::sync::mpsc;
 
 use crate::error::RuntimeError;
-use crate::invocation::{Agent, History, InvocationContext, InvocationSetup};
+use crate::invocation::{Agent, History, InvocationContext, InvocationSetup, agent_to_run};
 
 /// The reference's default cap on model calls per invocation.
 pub const DEFAULT_MAX_LLM_CALLS: usize = 500;
 
 /// Runs an agent over sessions of one app.
 ///
-/// Each [`run`](Self::run) is one invocation: the session is loaded (only the history the agent
+/// Each [`run`](Self::run) is one invocation, started with the root agent or, when an earlier turn
+/// handed the conversation to one of its [`LlmAgent`](crate::LlmAgent)s, with that agent (see
+/// [`Agent::transfers`]). The session is loaded (only the history the agent
 /// reads, see [`Agent::history`]), the user's message is appended (stored, not yielded, as in the
 /// reference), then the agent runs. Every non-partial event is appended through the
 /// [`SessionService`] before the stream yields it.
@@ -178,8 +180,9 @@ impl Runner {
             }
             None => return Err(RuntimeError::SessionNotFound(request.session_id)),
         };
+        let agent = agent_to_run(&self.agent, session.events().shared());
         let invocation_id = format!("e-{}", uuid::Uuid::new_v4());
-        tracing::debug!(%invocation_id, agent = self.agent.name(), session = %key.session_id(), "invocation");
+        tracing::debug!(%invocation_id, agent = agent.name(), session = %key.session_id(), "invocation");
         let ctx = InvocationContext::new(InvocationSetup {
             invocation_id,
             service: self.service,
@@ -195,7 +198,7 @@ impl Runner {
             event.actions.state_delta = request.state_delta;
             ctx.append_only(event).await?;
         }
-        self.agent.run(&ctx).await
+        agent.run(&ctx).await
     }
 }
 

@@ -701,3 +701,61 @@ async fn agent_tools_called_together_keep_every_output_key() {
         assert!(session.events().iter().all(|e| e.author == "user" || e.author == "root"), "{name}");
     }
 }
+
+#[tokio::test]
+async fn the_next_turn_resumes_with_the_agent_the_conversation_was_handed_to() {
+    for (name, service) in services().await {
+        create(&service, "s").await;
+        let desk_model = ScriptedModel::new("d")
+            .reply(LlmResponse::call("transfer_to_agent", json!({"agent_name": "billing"})))
+            .reply(LlmResponse::text("Anything else?"))
+            .reply(LlmResponse::text("Goodbye."));
+        let billing_model = ScriptedModel::new("b")
+            .reply(LlmResponse::text("Your bill is 10."))
+            .reply(LlmResponse::call("transfer_to_agent", json!({"agent_name": "front_desk"})));
+        let billing = LlmAgent::builder("billing", billing_model.clone()).description("Bills.").build().unwrap();
+        let support = LlmAgent::builder("support", ScriptedModel::new("s")).description("Support.").build().unwrap();
+        let desk = LlmAgent::builder("front_desk", desk_model.clone())
+            .sub_agent(Arc::new(billing))
+            .sub_agent(Arc::new(support))
+            .build()
+            .unwrap();
+        let runner = Runner::new("app", Arc::new(desk), Arc::clone(&service));
+
+        let first = run_ok(&runner, "s", "my bill?").await;
+        assert_eq!(authors(&first), ["front_desk", "front_desk", "billing"], "{name}");
+        // The user answers billing: the turn starts there; billing hands back to its parent.
+        let second = run_ok(&runner, "s", "thanks, that's all for billing").await;
+        assert_eq!(authors(&second), ["billing", "billing", "front_desk"], "{name}");
+        let tools = &billing_model.requests()[1].tools;
+        let transfer = tools.iter().find(|t| t.name == "transfer_to_agent").unwrap();
+        assert_eq!(transfer.parameters["properties"]["agent_name"]["enum"], json!(["front_desk", "support"]));
+        // front_desk answered last: the next turn starts at the root again.
+        let third = run_ok(&runner, "s", "bye").await;
+        assert_eq!(authors(&third), ["front_desk"], "{name}");
+        assert_eq!(desk_model.requests().len(), 3);
+    }
+}
+
+#[tokio::test]
+async fn a_workflow_restarts_from_its_root_every_turn() {
+    let (_, service) = services().await.remove(0);
+    create(&service, "s").await;
+    let model = ScriptedModel::new("m").reply(LlmResponse::text("one")).reply(LlmResponse::text("two"));
+    let step = LlmAgent::builder("step", model.clone()).build().unwrap();
+    let pipeline = SequentialAgent::new("pipeline", vec![Arc::new(step)]).unwrap();
+    let extra_model = ScriptedModel::new("x").reply(LlmResponse::text("extra")).reply(LlmResponse::text("extra 2"));
+    let extra = LlmAgent::builder("extra", extra_model).build().unwrap();
+    let root = SequentialAgent::new("root", vec![Arc::new(pipeline), Arc::new(extra)]).unwrap();
+    let runner = Runner::new("app", Arc::new(root), Arc::clone(&service));
+    run_ok(&runner, "s", "1").await;
+    let events = run_ok(&runner, "s", "2").await;
+    // "extra" answered last, but its parent is a workflow: the turn starts at the root.
+    assert_eq!(authors(&events)[0], "step");
+    assert!(
+        LlmAgent::builder("a", ScriptedModel::new("m"))
+            .tool(FunctionTool::new("transfer_to_agent", "", schema(), |_, _| Ok(Value::Null)))
+            .build()
+            .is_err()
+    );
+}
