@@ -10,6 +10,9 @@
 //! instruction: |
 //!   You help {user:name?} with {topic}.
 //! output_key: last_answer         # optional
+//! output_schema:                  # optional: the answer is JSON of this schema
+//!   type: object
+//!   properties: {answer: {type: string}}
 //! temperature: 0.2                # optional
 //! max_output_tokens: 1024         # optional
 //! include_contents: default       # default | none
@@ -145,6 +148,8 @@ pub struct AgentConfig {
     pub instruction: Option<String>,
     /// `output_key`.
     pub output_key: Option<String>,
+    /// A JSON schema the final answer follows (saved under `output_key` as parsed JSON).
+    pub output_schema: Option<serde_json::Value>,
     /// Sampling temperature.
     pub temperature: Option<f64>,
     /// Cap on generated tokens.
@@ -233,6 +238,7 @@ impl Loader<'_> {
                 ("model", config.model.is_some()),
                 ("instruction", config.instruction.is_some()),
                 ("output_key", config.output_key.is_some()),
+                ("output_schema", config.output_schema.is_some()),
                 ("base_url", config.base_url.is_some()),
             ];
             if let Some((field, _)) = llm_only.iter().find(|(_, set)| *set) {
@@ -265,6 +271,9 @@ impl Loader<'_> {
                 }
                 if let Some(key) = &config.output_key {
                     builder = builder.output_key(key);
+                }
+                if let Some(schema) = &config.output_schema {
+                    builder = builder.output_schema(schema.clone());
                 }
                 if let Some(t) = config.temperature {
                     builder = builder.temperature(t);

@@ -36,6 +36,14 @@ pub enum RuntimeError {
         #[source]
         source: BoxError,
     },
+    /// With an `output_schema`: the answer is not JSON of that schema.
+    #[error("agent '{agent}' answered with output that does not fit its output_schema: {message}")]
+    Output {
+        /// The agent.
+        agent: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// The invocation called models more often than its limit allows (a model looping on tools).
     #[error("Max number of llm calls limit of {0} exceeded")]
     LlmCallLimit(usize),

@@ -121,6 +121,7 @@ pub struct LlmAgent {
     history_limit: Option<usize>,
     temperature: Option<f64>,
     max_output_tokens: Option<u32>,
+    output_schema: Option<Value>,
     before_agent: Vec<AgentCallback>,
     after_agent: Vec<AgentCallback>,
     before_model: Vec<BeforeModelCallback>,
@@ -169,6 +170,7 @@ impl LlmAgent {
                 history_limit: None,
                 temperature: None,
                 max_output_tokens: None,
+                output_schema: None,
                 before_agent: Vec::new(),
                 after_agent: Vec::new(),
                 before_model: Vec::new(),
@@ -268,6 +270,14 @@ impl LlmAgentBuilder {
     /// Cap on generated tokens per model call.
     pub fn max_output_tokens(mut self, tokens: u32) -> Self {
         self.agent.max_output_tokens = Some(tokens);
+        self
+    }
+
+    /// The final answer must be JSON following this schema: the model is asked for it (Gemini's
+    /// `responseSchema`, OpenAI's `response_format`), the answer is checked (a ```` ```json ````
+    /// fence is allowed) and `output_key` saves the parsed value instead of the text.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.agent.output_schema = Some(schema);
         self
     }
 
@@ -440,7 +450,7 @@ impl LlmAgent {
             content.role.get_or_insert_with(|| "model".into());
             event.content = Some(content);
             let text = event.text();
-            self.save_output(&mut event, &text);
+            self.save_output(&mut event, &text)?;
         }
         ctx.emit(event).await?;
         Ok(replied)
@@ -489,6 +499,7 @@ impl LlmAgent {
             tools: tools.iter().map(|t| t.declaration()).collect(),
             temperature: self.temperature,
             max_output_tokens: self.max_output_tokens,
+            response_schema: self.output_schema.clone(),
         };
         if self.identity {
             let mut identity = format!("You are an agent. Your internal name is \"{}\".", self.name);
@@ -540,7 +551,7 @@ impl LlmAgent {
             let mut event = response_event(&self.name, response, event_actions);
             text.push_str(&event.content.as_ref().map(Content::joined_text).unwrap_or_default());
             if !text.is_empty() {
-                self.save_output(&mut event, &text);
+                self.save_output(&mut event, &text)?;
             }
             failed |= event.error_code.is_some();
             if event.content.iter().flat_map(|c| c.parts()).any(|p| p.function_call.is_some()) {
@@ -562,13 +573,25 @@ impl LlmAgent {
         self.call_tools(ctx, calls, &tools).await
     }
 
-    fn save_output(&self, event: &mut Event, text: &str) {
-        if let Some(key) = &self.output_key {
-            event.actions.state_delta.insert(key.clone(), Value::String(text.to_owned()));
-        }
+    /// Saves the answer under `output_key`: the text, or with an `output_schema` the JSON it holds
+    /// (final answers only; a blank one is not saved).
+    fn save_output(&self, event: &mut Event, text: &str) -> Result<(), RuntimeError> {
+        let Some(key) = &self.output_key else { return Ok(()) };
+        let value = match &self.output_schema {
+            None => Value::String(text.to_owned()),
+            Some(schema) => {
+                let calls = event.content.iter().flat_map(|c| c.parts()).any(|p| p.function_call.is_some());
+                if calls || text.trim().is_empty() {
+                    return Ok(());
+                }
+                parse_output(schema, text)
+                    .map_err(|message| RuntimeError::Output { agent: self.name.clone(), message })?
+            }
+        };
+        event.actions.state_delta.insert(key.clone(), value);
+        Ok(())
     }
 
-    /// Runs the calls of one model turn concurrently and emits their answers as one event.
     /// Its tools in this invocation: its own, and `transfer_to_agent` when there is an agent to hand
     /// over to (its sub-agents; its parent and peers when the parent takes part in transfers).
     fn tools_for(&self, ctx: &InvocationContext) -> Vec<Arc<dyn Tool>> {
@@ -588,6 +611,7 @@ impl LlmAgent {
         tools
     }
 
+    /// Runs the calls of one model turn concurrently and emits their answers as one event.
     async fn call_tools(
         &self,
         ctx: &InvocationContext,
@@ -667,6 +691,22 @@ impl LlmAgent {
         };
         (FunctionResponse { id: call.id, name: Some(name), response: Some(response), extra: Map::new() }, ctx)
     }
+}
+
+/// The JSON in an answer (inside a ```` ```json ```` fence or not), checked against `schema`.
+fn parse_output(schema: &Value, text: &str) -> Result<Value, String> {
+    let mut body = text.trim();
+    if let Some(fenced) = body.strip_prefix("```") {
+        let fenced = fenced.strip_prefix("json").unwrap_or(fenced);
+        body = fenced.strip_suffix("```").unwrap_or(fenced).trim();
+    }
+    let value: Value = serde_json::from_str(body).map_err(|e| format!("not JSON ({e})"))?;
+    match (&value, schema.get("type").and_then(Value::as_str)) {
+        (Value::Object(map), _) => crate::tool::check_object(schema, map, "field")?,
+        (_, Some("object")) => return Err(format!("expected an object, got {value}")),
+        _ => {}
+    }
+    Ok(value)
 }
 
 /// Gives every function call an id (`adk-<uuid>`, as the reference) so answers pair with calls.

@@ -38,6 +38,8 @@ pub struct LlmRequest {
     pub temperature: Option<f64>,
     /// Cap on generated tokens, when set.
     pub max_output_tokens: Option<u32>,
+    /// A JSON schema the answer must follow (JSON output), when set.
+    pub response_schema: Option<Value>,
 }
 
 impl LlmRequest {

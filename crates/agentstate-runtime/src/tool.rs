@@ -49,10 +49,15 @@ pub trait Tool: Send + Sync {
 /// do get arguments wrong; the message goes back to the model so it can call again. Keywords
 /// beyond these are not checked.
 pub fn check_arguments(schema: &Value, args: &Map<String, Value>) -> Result<(), String> {
+    check_object(schema, args, "argument")
+}
+
+/// [`check_arguments`] for any object; `noun` names its members in messages.
+pub(crate) fn check_object(schema: &Value, args: &Map<String, Value>, noun: &str) -> Result<(), String> {
     let required = schema.get("required").and_then(Value::as_array).into_iter().flatten();
     for name in required.filter_map(Value::as_str) {
         if !args.contains_key(name) {
-            return Err(format!("missing required argument '{name}'"));
+            return Err(format!("missing required {noun} '{name}'"));
         }
     }
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return Ok(()) };
@@ -64,12 +69,12 @@ pub fn check_arguments(schema: &Value, args: &Map<String, Value>) -> Result<(), 
             _ => Vec::new(),
         };
         if !types.is_empty() && !types.iter().any(|t| has_type(value, t)) {
-            return Err(format!("argument '{name}' must be {}, not {}", types.join(" or "), type_name(value)));
+            return Err(format!("{noun} '{name}' must be {}, not {}", types.join(" or "), type_name(value)));
         }
         if let Some(allowed) = property.get("enum").and_then(Value::as_array)
             && !allowed.contains(value)
         {
-            return Err(format!("argument '{name}' must be one of {}, not {value}", Value::Array(allowed.clone())));
+            return Err(format!("{noun} '{name}' must be one of {}, not {value}", Value::Array(allowed.clone())));
         }
     }
     Ok(())

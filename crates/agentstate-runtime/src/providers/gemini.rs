@@ -149,6 +149,10 @@ fn request_body(request: &LlmRequest) -> Value {
     if let Some(n) = request.max_output_tokens {
         config.insert("maxOutputTokens".into(), json!(n));
     }
+    if let Some(schema) = &request.response_schema {
+        config.insert("responseMimeType".into(), json!("application/json"));
+        config.insert("responseSchema".into(), schema.clone());
+    }
     if !config.is_empty() {
         body.insert("generationConfig".into(), Value::Object(config));
     }
@@ -254,6 +258,14 @@ mod tests {
             (model.api_key.as_str(), model.url(true).as_str()),
             ("k2", "http://localhost:9/v1beta/models/m:streamGenerateContent?alt=sse")
         );
+    }
+
+    #[test]
+    fn an_output_schema_asks_for_json() {
+        let schema = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        let request = LlmRequest { response_schema: Some(schema.clone()), ..LlmRequest::default() };
+        let body = request_body(&request);
+        assert_eq!(body["generationConfig"], json!({"responseMimeType": "application/json", "responseSchema": schema}));
     }
 
     #[test]

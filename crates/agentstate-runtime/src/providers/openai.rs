@@ -114,6 +114,12 @@ fn request_body(model: &str, request: &LlmRequest, stream: bool) -> Value {
     if let Some(n) = request.max_output_tokens {
         body.insert("max_tokens".into(), json!(n));
     }
+    if let Some(schema) = &request.response_schema {
+        body.insert(
+            "response_format".into(),
+            json!({"type": "json_schema", "json_schema": {"name": "output", "schema": schema}}),
+        );
+    }
     if stream {
         body.insert("stream".into(), json!(true));
         body.insert("stream_options".into(), json!({"include_usage": true}));
@@ -315,6 +321,17 @@ mod tests {
         let ollama = |name: &str| (name == "OPENAI_BASE_URL").then(|| "http://localhost:11434/v1/".to_owned());
         let model = OpenAiCompatible::from_lookup("llama3.2", ollama).unwrap();
         assert_eq!((model.base_url.as_str(), model.api_key.as_deref()), ("http://localhost:11434/v1", None));
+    }
+
+    #[test]
+    fn an_output_schema_asks_for_json() {
+        let schema = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        let request = LlmRequest { response_schema: Some(schema.clone()), ..LlmRequest::default() };
+        let body = request_body("m", &request, false);
+        assert_eq!(
+            body["response_format"],
+            json!({"type": "json_schema", "json_schema": {"name": "output", "schema": schema}})
+        );
     }
 
     #[test]

@@ -759,3 +759,38 @@ async fn a_workflow_restarts_from_its_root_every_turn() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn an_output_schema_saves_the_answer_as_json() {
+    let (_, service) = services().await.remove(1);
+    let schema = json!({"type": "object", "required": ["answer"], "properties": {
+        "answer": {"type": "string"}, "score": {"type": ["number", "null"]}}});
+    let model = ScriptedModel::new("m")
+        .reply(LlmResponse::text("```json\n{\"answer\": \"ok\", \"score\": 0.9}\n```"))
+        .reply(LlmResponse::text("{\"score\": \"high\"}"))
+        .reply(LlmResponse::text("Sure! Here it is."));
+    let agent = LlmAgent::builder("structured", model.clone())
+        .output_schema(schema.clone())
+        .output_key("result")
+        .build()
+        .unwrap();
+    let runner = Runner::new("app", Arc::new(agent), Arc::clone(&service));
+    create(&service, "s").await;
+    run_ok(&runner, "s", "rate it").await;
+    assert_eq!(stored(&service, "s").await.state().get("result"), Some(&json!({"answer": "ok", "score": 0.9})));
+    assert_eq!(model.requests()[0].response_schema, Some(schema));
+
+    for (session, expected) in [
+        (
+            "s2",
+            "agent 'structured' answered with output that does not fit its output_schema: missing required field 'answer'",
+        ),
+        ("s3", "agent 'structured' answered with output that does not fit its output_schema: not JSON"),
+    ] {
+        create(&service, session).await;
+        let (_, error) = run(&runner, session, "rate it").await;
+        let error = error.unwrap().to_string();
+        assert!(error.starts_with(expected), "{error}");
+        assert!(!stored(&service, session).await.state().contains("result"));
+    }
+}
