@@ -481,6 +481,7 @@ impl LlmAgent {
         ctx: &InvocationContext,
         state: &Map<String, Value>,
         tools: &[Arc<dyn Tool>],
+        targets: &[Arc<dyn Agent>],
     ) -> Result<LlmRequest, RuntimeError> {
         let system_instruction = self.instruction(ctx, state).await?.filter(|s| !s.is_empty());
         let events = ctx.events().await;
@@ -508,6 +509,17 @@ impl LlmAgent {
             }
             request.append_instruction(&identity);
         }
+        if !targets.is_empty() {
+            let mut guide = String::from("Other agents can take over the conversation:");
+            for agent in targets {
+                guide.push_str(&format!("\n- {}: {}", agent.name(), agent.description()));
+            }
+            guide.push_str(&format!(
+                "\nAnswer yourself when your description fits the question best. Otherwise call `{TRANSFER_TOOL}` \
+                 with the name of the agent that fits better, and write nothing besides that call."
+            ));
+            request.append_instruction(&guide);
+        }
         Ok(request)
     }
 
@@ -515,8 +527,9 @@ impl LlmAgent {
     async fn step(&self, ctx: &InvocationContext) -> Result<Next, RuntimeError> {
         ctx.count_llm_call()?;
         let state = ctx.state().await;
-        let tools = self.tools_for(ctx);
-        let mut request = self.request(ctx, &state, &tools).await?;
+        let targets = self.transfer_targets(ctx);
+        let tools = self.tools_with(&targets);
+        let mut request = self.request(ctx, &state, &tools, &targets).await?;
         let mut cb = CallbackContext::over(ctx.invocation_id(), &self.name, state);
         let mut responses = match self.before_model.iter().find_map(|f| f(&mut cb, &mut request)) {
             Some(response) => futures_util::stream::iter([Ok(response)]).boxed(),
@@ -592,9 +605,9 @@ impl LlmAgent {
         Ok(())
     }
 
-    /// Its tools in this invocation: its own, and `transfer_to_agent` when there is an agent to hand
-    /// over to (its sub-agents; its parent and peers when the parent takes part in transfers).
-    fn tools_for(&self, ctx: &InvocationContext) -> Vec<Arc<dyn Tool>> {
+    /// The agents it may hand the conversation to: its sub-agents; its parent and peers when the
+    /// parent takes part in transfers.
+    fn transfer_targets(&self, ctx: &InvocationContext) -> Vec<Arc<dyn Agent>> {
         let mut targets: Vec<Arc<dyn Agent>> = self.sub_agents.clone();
         if let Some(parent) = parent_of(ctx.root_agent(), &self.name).filter(|p| p.transfers()) {
             let peers: Vec<_> =
@@ -604,9 +617,14 @@ impl LlmAgent {
         }
         let mut seen = std::collections::HashSet::new();
         targets.retain(|agent| seen.insert(agent.name().to_owned()));
+        targets
+    }
+
+    /// Its tools in this invocation: its own, and `transfer_to_agent` when it has `targets`.
+    fn tools_with(&self, targets: &[Arc<dyn Agent>]) -> Vec<Arc<dyn Tool>> {
         let mut tools = self.tools.clone();
         if !targets.is_empty() {
-            tools.push(Arc::new(transfer_tool(&targets)));
+            tools.push(Arc::new(transfer_tool(targets)));
         }
         tools
     }

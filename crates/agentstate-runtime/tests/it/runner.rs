@@ -730,6 +730,12 @@ async fn the_next_turn_resumes_with_the_agent_the_conversation_was_handed_to() {
         let tools = &billing_model.requests()[1].tools;
         let transfer = tools.iter().find(|t| t.name == "transfer_to_agent").unwrap();
         assert_eq!(transfer.parameters["properties"]["agent_name"]["enum"], json!(["front_desk", "support"]));
+        // The instruction says whom it may hand over to, as the reference's does.
+        let instruction = billing_model.requests()[1].system_instruction.clone().unwrap();
+        assert!(
+            instruction.contains("Other agents can take over the conversation:\n- front_desk: \n- support: Support."),
+            "{instruction}"
+        );
         // front_desk answered last: the next turn starts at the root again.
         let third = run_ok(&runner, "s", "bye").await;
         assert_eq!(authors(&third), ["front_desk"], "{name}");
