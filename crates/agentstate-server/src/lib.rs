@@ -87,6 +87,7 @@ routes! {
     get "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events" => sessions::events,
         "agentstate extension: the history a page at a time, oldest first", None,
         [200 "A page of events" "EventPage", 400 "Bad page token or limit" "Error", 404 "No such session" "Error"];
+    get "/list-apps" => run::list_apps, "The apps served on /run (sorted)", None, [200 "App names" "AppList"];
     post "/run" => run::run, "Run an agent for one user turn; the run's events (app from appName, or the only one served)",
         Some("RunAgentRequest"),
         [200 "The events of the run, each stored before it is answered" "EventList", 400 "appName missing with several apps served" "Error",

@@ -23,7 +23,7 @@ enum Command {
     Serve(ServeArgs),
     /// Create or check the database schema, and print its version.
     Migrate(DbArg),
-    /// Copy the local store of `adk web` / `adk api_server` (<agents_dir>/<app>/.adk/session.db)
+    /// Copy the local store of `adk web` / `adk api_server` (`<agents_dir>/<app>/.adk/session.db`)
     /// into an agentstate database.
     ImportAdk {
         #[command(flatten)]

@@ -44,6 +44,7 @@ fn schemas() -> Value {
         "EventPage": {"type": "object", "required": ["events"], "properties": {
             "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
             "nextPageToken": {"type": "string", "description": "Pass as `after` for the next page; absent on the last"}}},
+        "AppList": {"type": "array", "items": {"type": "string"}},
         "EventList": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
         "EventStream": {"type": "string", "description": "Server-sent events, one `data: <Event JSON>` per event"},
         "RunAgentRequest": {"type": "object", "required": ["userId", "sessionId"], "properties": {

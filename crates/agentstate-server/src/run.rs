@@ -105,6 +105,11 @@ fn run_error(error: RuntimeError) -> ApiError {
     }
 }
 
+/// `GET /list-apps`: the apps served, sorted (as `adk api_server` lists its agent folders).
+pub(crate) async fn list_apps(State(state): State<AppState>) -> Json<Value> {
+    Json(json!(state.runners.keys().collect::<Vec<_>>()))
+}
+
 /// `POST /run`: the events of the run, as a JSON array.
 pub(crate) async fn run(State(state): State<AppState>, headers: HeaderMap, Body(bytes): Body) -> Response {
     let (runner, request) = match prepare(&state, &headers, &bytes).await {

@@ -150,6 +150,11 @@ async fn run_errors_are_the_references_and_name_the_problem() {
     let last = text.split("\n\n").filter_map(|c| c.strip_prefix("data: ")).last().unwrap();
     assert!(serde_json::from_str::<Value>(last).unwrap()["error"].as_str().unwrap().contains("scripted model"));
 
+    // The apps served.
+    let list = Request::builder().uri("/list-apps").body(Body::empty()).unwrap();
+    let bytes = router.clone().oneshot(list).await.unwrap().into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(serde_json::from_slice::<Value>(&bytes).unwrap(), json!(["hello_app"]));
+
     // No agents at all.
     let bare = app(AppState::new(Arc::new(InMemorySessionService::new())));
     let (status, _, text) = post(&bare, "/run", json!({"userId": "u", "sessionId": "s"}), None).await;
