@@ -8,7 +8,8 @@
 //!
 //! The model answers instantly (a function of the request), so the figures are the runtime's
 //! own work: rendering the instruction, building the request from history, contexts, events,
-//! the stream. Each runs on the in-memory service and on SQLite (a file, `synchronous=normal`).
+//! the stream. Every measured turn gets a fresh session with 20 earlier events, made and deleted
+//! outside the timing, so no turn pays for the history of the ones before it. Each runs on the in-memory service and on SQLite (a file, `synchronous=normal`).
 //! The summary printed at the end gives every figure as a ratio to its floor.
 //!
 //! Run: `cargo bench -p agentstate-runtime --bench runner`
@@ -16,6 +17,7 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use agentstate::{
     Content, CreateSession, Event, GetSessionConfig, InMemorySessionService, SessionKey, SessionService, Value,
@@ -88,6 +90,38 @@ async fn services(dir: &std::path::Path) -> Vec<(&'static str, Arc<dyn SessionSe
     vec![("memory", Arc::new(InMemorySessionService::new())), ("sqlite", Arc::new(sqlite))]
 }
 
+/// A session with the agent's state and 20 earlier events, for one measured turn.
+async fn fresh(service: &dyn SessionService, id: &str) -> SessionKey {
+    let create =
+        CreateSession::new("bench", "u").id(id).state("user:name", json!("Ann")).state("topic", json!("tides"));
+    let mut session = service.create_session(create).await.unwrap();
+    for i in 0..20 {
+        let (author, role) = if i % 2 == 0 { ("user", "user") } else { ("bench_agent", "model") };
+        let event =
+            Event::new(format!("e-old-{}", i / 2)).author(author).content(Content::text(role, format!("turn {i}")));
+        service.append_event(&mut session, event).await.unwrap();
+    }
+    session.key().clone()
+}
+
+/// Times `turn` on fresh sessions (made and deleted outside the timing), so no run sees a
+/// history grown by the runs before it.
+async fn timed<F, Fut>(service: &Arc<dyn SessionService>, iters: u64, turn: F) -> Duration
+where
+    F: Fn(SessionKey) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut total = Duration::ZERO;
+    for i in 0..iters {
+        let key = fresh(&**service, &format!("s{i}")).await;
+        let start = std::time::Instant::now();
+        turn(key.clone()).await;
+        total += start.elapsed();
+        service.delete_session(&key).await.unwrap();
+    }
+    total
+}
+
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let dir = std::env::temp_dir().join(format!("agentstate-bench-runner-{}", std::process::id()));
@@ -95,26 +129,37 @@ fn bench(c: &mut Criterion) {
     for (backend, service) in rt.block_on(services(&dir)) {
         for (kind, with_tool, appends) in [("text", false, 2), ("tool", true, 4)] {
             let mut group = c.benchmark_group(format!("{kind}_{backend}"));
-            let state = [("user:name", json!("Ann")), ("topic", json!("tides"))];
-            let create = |id: &str| {
-                let request =
-                    state.iter().fold(CreateSession::new("bench", "u").id(id), |r, (k, v)| r.state(*k, v.clone()));
-                rt.block_on(service.create_session(request)).unwrap()
-            };
-            create(&format!("{kind}-runner"));
             let runner = Runner::new("bench", agent(with_tool), Arc::clone(&service));
-            let session_id = format!("{kind}-runner");
             group.bench_function(BenchmarkId::new("runner", backend), |b| {
-                b.to_async(&rt).iter(|| async {
-                    let mut events = runner.run("u", &session_id, Content::text("user", "What about it?"));
-                    while let Some(event) = events.next().await {
-                        event.unwrap();
+                b.to_async(&rt).iter_custom(|iters| {
+                    let (service, runner) = (Arc::clone(&service), runner.clone());
+                    async move {
+                        timed(&service, iters, |key| {
+                            let runner = runner.clone();
+                            async move {
+                                let message = Content::text("user", "What about it?");
+                                let mut events = runner.run("u", key.session_id(), message);
+                                while let Some(event) = events.next().await {
+                                    event.unwrap();
+                                }
+                            }
+                        })
+                        .await
                     }
                 });
             });
-            let floor_session = create(&format!("{kind}-floor"));
             group.bench_function(BenchmarkId::new("floor", backend), |b| {
-                b.to_async(&rt).iter(|| floor(&*service, floor_session.key(), appends));
+                b.to_async(&rt).iter_custom(|iters| {
+                    let service = Arc::clone(&service);
+                    async move {
+                        let direct = Arc::clone(&service);
+                        timed(&service, iters, |key| {
+                            let direct = Arc::clone(&direct);
+                            async move { floor(&*direct, &key, appends).await }
+                        })
+                        .await
+                    }
+                });
             });
             group.finish();
         }
