@@ -541,13 +541,18 @@ impl LlmAgent {
         };
 
         let mut actions = Some(cb.into_actions());
+        // The partial events of this call and its answer share one id (as in the reference), so a
+        // client can replace the streamed text with the answer.
+        let mut event_id = Some(Event::new_id());
         let mut text = String::new();
         let mut calls: Vec<FunctionCall> = Vec::new();
         let mut failed = false;
         while let Some(response) = responses.next().await {
             let mut response = response.map_err(|source| RuntimeError::Model { agent: self.name.clone(), source })?;
             if response.partial {
-                ctx.emit(response_event(&self.name, response, EventActions::default())).await?;
+                let mut partial = response_event(&self.name, response, EventActions::default());
+                partial.id = event_id.clone().unwrap_or_else(Event::new_id);
+                ctx.emit(partial).await?;
                 continue;
             }
             let mut event_actions = actions.take().unwrap_or_default();
@@ -562,6 +567,7 @@ impl LlmAgent {
             }
             assign_call_ids(&mut response);
             let mut event = response_event(&self.name, response, event_actions);
+            event.id = event_id.take().unwrap_or_default();
             text.push_str(&event.content.as_ref().map(Content::joined_text).unwrap_or_default());
             if !text.is_empty() {
                 self.save_output(&mut event, &text)?;

@@ -302,6 +302,10 @@ async fn streamed_partials_are_yielded_but_never_stored() {
         let partial: Vec<bool> = events.iter().map(|e| e.is_partial()).collect();
         assert_eq!(partial, [true, true, true, false], "{name}");
         assert!(events[0..3].iter().all(|e| e.actions.state_delta.is_empty()));
+        assert!(
+            !events[0].id.is_empty() && events.iter().all(|e| e.id == events[0].id),
+            "{name}: one id per model call"
+        );
         let session = stored(&service, "s").await;
         assert_eq!(session.events().len(), 2, "{name}");
         assert_eq!(session.events().last().unwrap().text(), "Once upon a time.");
