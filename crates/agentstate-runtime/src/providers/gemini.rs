@@ -4,7 +4,7 @@ use agentstate::{Content, Map, Part, Value};
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::{Aggregator, client, decode, send, sse_json, streamed, trim_slash};
+use super::{Aggregator, DEFAULT_RETRIES, client, decode, send, sse_json, streamed, trim_slash};
 use crate::model::{LlmRequest, LlmResponse, Model, ModelError, ResponseStream};
 
 const PROVIDER: &str = "Gemini";
@@ -23,12 +23,18 @@ pub struct Gemini {
     model: String,
     api_key: String,
     base_url: String,
+    retries: u32,
 }
 
 impl Gemini {
     /// `model` with `api_key`, at the public endpoint.
     pub fn new(model: impl Into<String>, api_key: impl Into<String>) -> Self {
-        Self { model: model.into(), api_key: api_key.into(), base_url: GEMINI_DEFAULT_BASE_URL.into() }
+        Self {
+            model: model.into(),
+            api_key: api_key.into(),
+            base_url: GEMINI_DEFAULT_BASE_URL.into(),
+            retries: DEFAULT_RETRIES,
+        }
     }
 
     /// `model` with the key in `GEMINI_API_KEY` (or `GOOGLE_API_KEY`) and the base URL in
@@ -46,6 +52,12 @@ impl Gemini {
             model = model.base_url(&url);
         }
         Ok(model)
+    }
+
+    /// Retries of a rate-limited, overloaded or unreachable provider (default 2; 0 for none).
+    pub fn retries(mut self, retries: u32) -> Self {
+        self.retries = retries;
+        self
     }
 
     /// Another endpoint (a proxy, a local test server).
@@ -69,7 +81,7 @@ impl Model for Gemini {
     async fn generate(&self, request: LlmRequest, stream: bool) -> Result<ResponseStream, ModelError> {
         let body = request_body(&request);
         let http = client(PROVIDER)?.post(self.url(stream)).header("x-goog-api-key", &self.api_key).json(&body);
-        let response = send(PROVIDER, http).await?;
+        let response = send(PROVIDER, http, self.retries).await?;
         if !stream {
             let body: Value = response.json().await.map_err(|e| decode(PROVIDER, e))?;
             return Ok(Box::pin(futures_util::stream::once(std::future::ready(parse_response(&body)))));

@@ -48,12 +48,45 @@ fn transport(provider: &'static str, error: &reqwest::Error) -> ModelError {
 }
 
 /// Sends `request`; a non-success status becomes [`ModelError::Status`] with the body.
-async fn send(provider: &'static str, request: reqwest::RequestBuilder) -> Result<reqwest::Response, ModelError> {
-    let response = request.send().await.map_err(|e| transport(provider, &e))?;
-    let status = response.status();
-    if status.is_success() {
-        return Ok(response);
+///
+/// Rate limits (429), overload (500, 502, 503, 504) and failed connections are retried up to
+/// `retries` times, after the delay the provider asks for (`Retry-After`, at most 30 s) or a
+/// growing one. Nothing has been answered yet at that point, so a retry repeats nothing.
+async fn send(
+    provider: &'static str,
+    request: reqwest::RequestBuilder,
+    retries: u32,
+) -> Result<reqwest::Response, ModelError> {
+    let mut attempt = 0;
+    loop {
+        let this_try =
+            request.try_clone().ok_or_else(|| ModelError::Config(format!("{provider}: request not repeatable")))?;
+        let retryable = match this_try.send().await {
+            Ok(response) if response.status().is_success() => return Ok(response),
+            Ok(response) if attempt < retries && is_transient(response.status()) => retry_after(&response),
+            Ok(response) => return Err(status_error(provider, response).await),
+            Err(e) if attempt < retries && (e.is_connect() || e.is_timeout()) => None,
+            Err(e) => return Err(transport(provider, &e)),
+        };
+        attempt += 1;
+        let delay = retryable.unwrap_or_else(|| Duration::from_millis(250 * 2u64.pow(attempt.min(6))));
+        tracing::warn!(provider, attempt, delay_ms = delay.as_millis() as u64, "model call failed; retrying");
+        tokio::time::sleep(delay).await;
     }
+}
+
+fn is_transient(status: reqwest::StatusCode) -> bool {
+    matches!(status.as_u16(), 429 | 500 | 502 | 503 | 504)
+}
+
+/// The delay a `Retry-After: <seconds>` header asks for, capped at 30 s.
+fn retry_after(response: &reqwest::Response) -> Option<Duration> {
+    let seconds: f64 = response.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim().parse().ok()?;
+    Some(Duration::from_secs_f64(seconds.clamp(0.0, 30.0)))
+}
+
+async fn status_error(provider: &'static str, response: reqwest::Response) -> ModelError {
+    let status = response.status();
     let mut body = response.text().await.unwrap_or_default();
     if body.len() > 2048 {
         let mut cut = 2048;
@@ -63,8 +96,11 @@ async fn send(provider: &'static str, request: reqwest::RequestBuilder) -> Resul
         body.truncate(cut);
         body.push('…');
     }
-    Err(ModelError::Status { provider, status: status.as_u16(), body })
+    ModelError::Status { provider, status: status.as_u16(), body }
 }
+
+/// How often a provider retries a transient failure unless told otherwise.
+pub const DEFAULT_RETRIES: u32 = 2;
 
 /// The `data` of each server-sent event of `response`, parsed as JSON; OpenAI's `[DONE]` ends it.
 fn sse_json(

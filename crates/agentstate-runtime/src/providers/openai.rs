@@ -6,7 +6,7 @@ use agentstate::{Content, FunctionCall, Map, Part, Value};
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::{Aggregator, client, decode, send, sse_json, streamed, trim_slash};
+use super::{Aggregator, DEFAULT_RETRIES, client, decode, send, sse_json, streamed, trim_slash};
 use crate::model::{LlmRequest, LlmResponse, Model, ModelError, ResponseStream};
 
 const PROVIDER: &str = "OpenAI-compatible server";
@@ -26,12 +26,13 @@ pub struct OpenAiCompatible {
     model: String,
     base_url: String,
     api_key: Option<String>,
+    retries: u32,
 }
 
 impl OpenAiCompatible {
     /// `model` at `base_url` (ending in `/v1` for most servers), without a key.
     pub fn new(model: impl Into<String>, base_url: &str) -> Self {
-        Self { model: model.into(), base_url: trim_slash(base_url), api_key: None }
+        Self { model: model.into(), base_url: trim_slash(base_url), api_key: None, retries: DEFAULT_RETRIES }
     }
 
     /// `model` at `OPENAI_BASE_URL` (default OpenAI's) with the key in `OPENAI_API_KEY`. The key
@@ -57,6 +58,12 @@ impl OpenAiCompatible {
         })
     }
 
+    /// Retries of a rate-limited, overloaded or unreachable server (default 2; 0 for none).
+    pub fn retries(mut self, retries: u32) -> Self {
+        self.retries = retries;
+        self
+    }
+
     /// Sends `Authorization: Bearer <key>`.
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(key.into());
@@ -76,7 +83,7 @@ impl Model for OpenAiCompatible {
         if let Some(key) = &self.api_key {
             http = http.bearer_auth(key);
         }
-        let response = send(PROVIDER, http).await?;
+        let response = send(PROVIDER, http, self.retries).await?;
         if !stream {
             let body: Value = response.json().await.map_err(|e| decode(PROVIDER, e))?;
             return Ok(Box::pin(futures_util::stream::once(std::future::ready(parse_response(&body)))));

@@ -145,8 +145,8 @@ async fn provider_errors_name_the_status_and_the_message() {
     let (_, service) = services().await.remove(0);
     create(&service, "s").await;
     for model in [
-        Arc::new(Gemini::new("g", "k").base_url(&server.uri())) as Arc<dyn Model>,
-        Arc::new(OpenAiCompatible::new("o", &server.uri())),
+        Arc::new(Gemini::new("g", "k").base_url(&server.uri()).retries(0)) as Arc<dyn Model>,
+        Arc::new(OpenAiCompatible::new("o", &server.uri()).retries(0)),
     ] {
         let agent = LlmAgent::builder_shared("a", model).build().unwrap();
         let runner = Runner::new("app", Arc::new(agent), Arc::clone(&service));
@@ -156,7 +156,7 @@ async fn provider_errors_name_the_status_and_the_message() {
         assert!(error.to_string().contains("Quota exceeded"), "{error}");
     }
     // Nothing listening: a transport error, not a hang.
-    let closed = OpenAiCompatible::new("o", "http://127.0.0.1:9/v1");
+    let closed = OpenAiCompatible::new("o", "http://127.0.0.1:9/v1").retries(0);
     let err = closed.generate(LlmRequest::default(), false).await.err().unwrap();
     assert!(matches!(err, ModelError::Transport { .. }), "{err}");
 }
@@ -310,4 +310,53 @@ async fn a_failure_inside_a_stream_is_an_error_not_an_empty_answer() {
     let items: Vec<_> = gemini.generate(request, true).await.unwrap().collect().await;
     let error = items.last().unwrap().as_ref().unwrap_err().to_string();
     assert!(error.contains("The model is overloaded."), "{error}");
+}
+
+#[tokio::test]
+async fn rate_limits_and_overload_are_retried_then_reported() {
+    let server = MockServer::start().await;
+    // Overloaded once, then fine: the caller sees only the answer.
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(503).insert_header("retry-after", "0").set_body_string("overloaded"))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Fine now."}}]
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let model = OpenAiCompatible::new("m", &format!("{}/v1", server.uri()));
+    let request = LlmRequest { contents: vec![Content::text("user", "hi")], ..LlmRequest::default() };
+    let answer: Vec<_> = model.generate(request.clone(), false).await.unwrap().collect().await;
+    assert_eq!(answer[0].as_ref().unwrap().content.as_ref().unwrap().joined_text(), "Fine now.");
+    server.verify().await;
+
+    // Always rate-limited: tried 1 + retries times, then the status and message are reported.
+    let limited = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "0").set_body_string("slow down"))
+        .expect(3)
+        .mount(&limited)
+        .await;
+    let model = Gemini::new("g", "k").base_url(&limited.uri()).retries(2);
+    let err = model.generate(request.clone(), false).await.err().unwrap();
+    assert!(matches!(&err, ModelError::Status { status: 429, body, .. } if body == "slow down"), "{err}");
+    limited.verify().await;
+
+    // A client error is not retried.
+    let refused = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(400).set_body_string("bad"))
+        .expect(1)
+        .mount(&refused)
+        .await;
+    let model = Gemini::new("g", "k").base_url(&refused.uri());
+    assert!(model.generate(request, false).await.is_err());
+    refused.verify().await;
 }
