@@ -1,15 +1,17 @@
 //! The agent runtime on top of agentstate (SPEC §5–6).
 //!
-//! - [`Runner`] runs an [`Agent`] for one user turn: it loads the session, appends the user's
-//!   message and every non-partial event through the [`SessionService`](agentstate::SessionService),
-//!   and streams the events as they happen.
-//! - [`LlmAgent`]: a model, an instruction [`Template`] over session state, tools,
-//!   callbacks, `output_key`. [`SequentialAgent`] and [`ParallelAgent`] compose agents.
+//! - [`Runner`] runs an [`Agent`] for one user turn: it loads the session (only the history the
+//!   agent reads), appends the user's message and every non-partial event through the
+//!   [`SessionService`](agentstate::SessionService), and streams the events as they happen.
+//! - [`LlmAgent`]: a model, an instruction [`Template`] over session state (or an
+//!   [`InstructionProvider`]), tools, callbacks, `output_key`, `output_schema`, and sub-agents it
+//!   hands the conversation to. [`SequentialAgent`] and [`ParallelAgent`] compose agents;
+//!   [`AgentTool`] lets a model call an agent like a tool.
 //! - [`CallbackContext`] / [`ToolContext`]: state writes in agent code become the event's
-//!   `state_delta`.
+//!   `state_delta`; the tools of one turn share their writes, so none is lost.
 //! - [`Model`]: [`Gemini`], [`OpenAiCompatible`] (OpenAI, Ollama, vLLM, llama.cpp server) and
 //!   [`ScriptedModel`] for tests.
-//! - [`config`]: an `LlmAgent` declared in YAML.
+//! - [`config`]: agents declared in YAML.
 
 mod agent_tool;
 pub mod config;
