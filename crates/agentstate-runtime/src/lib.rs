@@ -38,7 +38,7 @@ pub use llm_agent::{
 pub use model::{LlmRequest, LlmResponse, Model, ModelError, ResponseStream, ToolDeclaration};
 pub use providers::{Gemini, OpenAiCompatible};
 pub use runner::{DEFAULT_MAX_LLM_CALLS, EventStream, RunRequest, Runner};
-pub use scripted::ScriptedModel;
+pub use scripted::{Gate, ScriptedModel};
 pub use template::{Placeholder, Template, TemplateError};
 pub use tool::{FunctionTool, Tool, ToolFuture, check_arguments};
 pub use workflow::{ParallelAgent, SequentialAgent};

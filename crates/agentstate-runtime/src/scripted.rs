@@ -24,6 +24,75 @@ use crate::model::{LlmRequest, LlmResponse, Model, ModelError, ResponseStream};
 pub struct ScriptedModel {
     name: String,
     inner: Arc<Mutex<Script>>,
+    gate: Option<Gate>,
+}
+
+/// Holds a [`ScriptedModel`]'s calls until released, to see what happens while a model "thinks"
+/// (what a client already got, what a concurrent run does).
+///
+/// ```
+/// use agentstate_runtime::{Gate, LlmResponse, ScriptedModel};
+///
+/// let gate = Gate::new();
+/// let model = ScriptedModel::new("slow").reply(LlmResponse::text("done")).gated(gate.clone());
+/// // … start a run; then:
+/// // gate.called().await;   // the model was called and is waiting
+/// // gate.release();        // let it answer
+/// # let _ = model;
+/// ```
+#[derive(Debug, Clone)]
+pub struct Gate {
+    inner: Arc<GateInner>,
+}
+
+#[derive(Debug)]
+struct GateInner {
+    called: tokio::sync::Semaphore,
+    open: tokio::sync::Semaphore,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Gate {
+    /// A closed gate.
+    pub fn new() -> Self {
+        let inner = GateInner {
+            called: tokio::sync::Semaphore::new(0),
+            open: tokio::sync::Semaphore::new(0),
+            calls: std::sync::atomic::AtomicUsize::new(0),
+        };
+        Self { inner: Arc::new(inner) }
+    }
+
+    /// Waits until a call reached the gate (returns at once for each call that already did).
+    pub async fn called(&self) {
+        if let Ok(permit) = self.inner.called.acquire().await {
+            permit.forget();
+        }
+    }
+
+    /// Lets one waiting (or the next) call through.
+    pub fn release(&self) {
+        self.inner.open.add_permits(1);
+    }
+
+    /// How many calls reached the gate.
+    pub fn calls(&self) -> usize {
+        self.inner.calls.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    async fn pass(&self) {
+        self.inner.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.called.add_permits(1);
+        if let Ok(permit) = self.inner.open.acquire().await {
+            permit.forget();
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -35,7 +104,13 @@ struct Script {
 impl ScriptedModel {
     /// An empty script.
     pub fn new(name: impl Into<String>) -> Self {
-        Self { name: name.into(), inner: Arc::default() }
+        Self { name: name.into(), inner: Arc::default(), gate: None }
+    }
+
+    /// Holds every call at `gate` until it is released.
+    pub fn gated(mut self, gate: Gate) -> Self {
+        self.gate = Some(gate);
+        self
     }
 
     /// Adds a turn of one complete response.
@@ -78,6 +153,9 @@ impl Model for ScriptedModel {
     }
 
     async fn generate(&self, request: LlmRequest, stream: bool) -> Result<ResponseStream, ModelError> {
+        if let Some(gate) = &self.gate {
+            gate.pass().await;
+        }
         let mut script = self.lock();
         script.requests.push(request);
         let call = script.requests.len();

@@ -568,51 +568,26 @@ async fn bad_agent_definitions_are_refused() {
     assert_eq!(err.to_string(), "agent 's' has two sub-agents named 'c'");
 }
 
-/// A model that waits for a go-ahead before answering, to interleave two runs deterministically.
-struct Gated {
-    called: Arc<tokio::sync::Notify>,
-    release: Arc<tokio::sync::Notify>,
-}
-
-#[async_trait::async_trait]
-impl agentstate_runtime::Model for Gated {
-    fn name(&self) -> &str {
-        "gated"
-    }
-
-    async fn generate(
-        &self,
-        _: agentstate_runtime::LlmRequest,
-        _: bool,
-    ) -> Result<agentstate_runtime::ResponseStream, agentstate_runtime::ModelError> {
-        self.called.notify_one();
-        self.release.notified().await;
-        Ok(Box::pin(futures_util::stream::iter([Ok(LlmResponse::text("late answer"))])))
-    }
-}
-
 #[tokio::test]
 async fn two_runs_of_one_session_never_interleave_silently() {
     for (name, service) in services().await {
         create(&service, "s").await;
-        let (called, release) = (Arc::new(tokio::sync::Notify::new()), Arc::new(tokio::sync::Notify::new()));
-        let slow = LlmAgent::builder("slow", Gated { called: Arc::clone(&called), release: Arc::clone(&release) })
-            .output_key("slow_out")
-            .build()
-            .unwrap();
+        let gate = agentstate_runtime::Gate::new();
+        let slow_model = ScriptedModel::new("slow").reply(LlmResponse::text("late answer")).gated(gate.clone());
+        let slow = LlmAgent::builder("slow", slow_model).output_key("slow_out").build().unwrap();
         let slow_runner = Runner::new("app", Arc::new(slow), Arc::clone(&service));
         let first =
             tokio::spawn(
                 async move { slow_runner.run("u", "s", Content::text("user", "first")).collect::<Vec<_>>().await },
             );
-        called.notified().await; // the first run appended its message and waits on its model
+        gate.called().await; // the first run appended its message and waits on its model
 
         let fast = LlmAgent::builder("fast", ScriptedModel::new("m").reply(LlmResponse::text("quick")))
             .output_key("fast_out")
             .build()
             .unwrap();
         run_ok(&Runner::new("app", Arc::new(fast), Arc::clone(&service)), "s", "second").await;
-        release.notify_one();
+        gate.release();
         let items = first.await.unwrap();
 
         // The first run's answer was computed from a session that changed under it: refused, not

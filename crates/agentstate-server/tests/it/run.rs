@@ -265,30 +265,11 @@ fn serve_refuses_a_broken_agent_file_with_its_reason() {
     assert!(stderr.contains("unknown field `instructions`"), "the config's agents are loaded: {stderr}");
 }
 
-/// A model that waits for a go-ahead, to see what a client gets while a run is still going.
-struct Gated(Arc<tokio::sync::Notify>, Arc<std::sync::atomic::AtomicUsize>);
-
-#[async_trait::async_trait]
-impl agentstate_runtime::Model for Gated {
-    fn name(&self) -> &str {
-        "gated"
-    }
-
-    async fn generate(
-        &self,
-        _: agentstate_runtime::LlmRequest,
-        _: bool,
-    ) -> Result<agentstate_runtime::ResponseStream, agentstate_runtime::ModelError> {
-        self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.0.notified().await;
-        Ok(Box::pin(futures_util::stream::iter([Ok(LlmResponse::text("finally"))])))
-    }
-}
-
 #[tokio::test]
 async fn run_sse_sends_each_event_as_it_happens_and_a_disconnect_stops_the_run() {
-    let (gate, calls) = (Arc::new(tokio::sync::Notify::new()), Arc::new(std::sync::atomic::AtomicUsize::new(0)));
-    let agent = LlmAgent::builder("slow", Gated(Arc::clone(&gate), Arc::clone(&calls)))
+    let gate = agentstate_runtime::Gate::new();
+    let model = ScriptedModel::new("slow").reply(LlmResponse::text("finally")).gated(gate.clone());
+    let agent = LlmAgent::builder("slow", model)
         .before_agent_callback(|ctx| {
             ctx.state_mut().set("started", json!(true));
             None
@@ -312,18 +293,18 @@ async fn run_sse_sends_each_event_as_it_happens_and_a_disconnect_stops_the_run()
     let chunk = frame.unwrap().unwrap().into_data().unwrap();
     let text = String::from_utf8(chunk.to_vec()).unwrap();
     assert!(text.starts_with("data: ") && text.contains(r#""stateDelta":{"started":true}"#), "{text}");
-    while calls.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+    while gate.calls() == 0 {
         tokio::task::yield_now().await;
         let _ = tokio::time::timeout(std::time::Duration::from_millis(10), response.frame()).await;
     }
 
     // The client goes away: the run stops; the model's late answer is never stored.
     drop(response);
-    gate.notify_waiters();
+    gate.release();
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     let key = agentstate::SessionKey::new("slow_app", "u", "s").unwrap();
     let session = service.get_session(&key, Default::default()).await.unwrap().unwrap();
     let authors: Vec<&str> = session.events().iter().map(|e| e.author.as_str()).collect();
     assert_eq!(authors, ["user", "slow"], "only what happened before the disconnect is stored");
-    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(gate.calls(), 1);
 }
