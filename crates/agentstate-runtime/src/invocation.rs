@@ -46,6 +46,12 @@ pub trait Agent: Send + Sync {
         false
     }
 
+    /// Whether, once handed the conversation, it may hand it back to its parent; when not, the
+    /// next turn starts at the root again (the reference's `disallow_transfer_to_parent`).
+    fn hands_back(&self) -> bool {
+        self.transfers()
+    }
+
     /// How much of the session's history it reads, so the runner loads no more than needed.
     fn history(&self) -> History {
         let mut need = History::Recent(0);
@@ -114,7 +120,7 @@ pub(crate) fn agent_to_run(root: &Arc<dyn Agent>, events: &[Arc<Event>]) -> Arc<
             break;
         }
         let Some(path) = path_to(root, &event.author) else { continue };
-        if path.iter().all(|agent| agent.transfers()) {
+        if path.iter().all(|agent| agent.transfers() && agent.hands_back()) {
             return path.last().map_or_else(|| Arc::clone(root), Arc::clone);
         }
         break;

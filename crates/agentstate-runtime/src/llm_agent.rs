@@ -118,6 +118,8 @@ pub struct LlmAgent {
     sub_agents: Vec<Arc<dyn Agent>>,
     include_contents: bool,
     identity: bool,
+    to_parent: bool,
+    to_peers: bool,
     history_limit: Option<usize>,
     temperature: Option<f64>,
     max_output_tokens: Option<u32>,
@@ -167,6 +169,8 @@ impl LlmAgent {
                 sub_agents: Vec::new(),
                 include_contents: true,
                 identity: true,
+                to_parent: true,
+                to_peers: true,
                 history_limit: None,
                 temperature: None,
                 max_output_tokens: None,
@@ -245,6 +249,19 @@ impl LlmAgentBuilder {
     /// `include_contents='none'`); the runner then loads no events for it.
     pub fn include_contents(mut self, include: bool) -> Self {
         self.agent.include_contents = include;
+        self
+    }
+
+    /// It may not hand the conversation back to its parent; a turn it answered is followed by
+    /// one that starts at the root (the reference's `disallow_transfer_to_parent`).
+    pub fn disallow_transfer_to_parent(mut self) -> Self {
+        self.agent.to_parent = false;
+        self
+    }
+
+    /// It may not hand the conversation to its peers (the reference's `disallow_transfer_to_peers`).
+    pub fn disallow_transfer_to_peers(mut self) -> Self {
+        self.agent.to_peers = false;
         self
     }
 
@@ -391,6 +408,10 @@ impl Agent for LlmAgent {
 
     fn transfers(&self) -> bool {
         true
+    }
+
+    fn hands_back(&self) -> bool {
+        self.to_parent
     }
 
     fn history(&self) -> History {
@@ -612,14 +633,16 @@ impl LlmAgent {
     }
 
     /// The agents it may hand the conversation to: its sub-agents; its parent and peers when the
-    /// parent takes part in transfers.
+    /// parent takes part in transfers (unless disallowed).
     fn transfer_targets(&self, ctx: &InvocationContext) -> Vec<Arc<dyn Agent>> {
         let mut targets: Vec<Arc<dyn Agent>> = self.sub_agents.clone();
         if let Some(parent) = parent_of(ctx.root_agent(), &self.name).filter(|p| p.transfers()) {
-            let peers: Vec<_> =
-                parent.sub_agents().iter().filter(|a| a.name() != self.name && a.transfers()).cloned().collect();
-            targets.push(parent);
-            targets.extend(peers);
+            if self.to_parent {
+                targets.push(Arc::clone(&parent));
+            }
+            if self.to_peers {
+                targets.extend(parent.sub_agents().iter().filter(|a| a.name() != self.name && a.transfers()).cloned());
+            }
         }
         let mut seen = std::collections::HashSet::new();
         targets.retain(|agent| seen.insert(agent.name().to_owned()));

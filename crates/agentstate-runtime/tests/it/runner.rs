@@ -779,3 +779,30 @@ async fn an_output_schema_saves_the_answer_as_json() {
         assert!(!stored(&service, session).await.state().contains("result"));
     }
 }
+
+#[tokio::test]
+async fn an_agent_that_may_not_hand_back_gives_the_next_turn_to_the_root() {
+    let (_, service) = services().await.remove(0);
+    create(&service, "s").await;
+    let desk_model = ScriptedModel::new("d")
+        .reply(LlmResponse::call("transfer_to_agent", json!({"agent_name": "billing"})))
+        .reply(LlmResponse::text("Front desk again."));
+    let billing_model = ScriptedModel::new("b").reply(LlmResponse::text("Your bill is 10."));
+    let billing = LlmAgent::builder("billing", billing_model.clone())
+        .disallow_transfer_to_parent()
+        .disallow_transfer_to_peers()
+        .build()
+        .unwrap();
+    let support = LlmAgent::builder("support", ScriptedModel::new("s")).build().unwrap();
+    let desk = LlmAgent::builder("front_desk", desk_model)
+        .sub_agent(Arc::new(billing))
+        .sub_agent(Arc::new(support))
+        .build()
+        .unwrap();
+    let runner = Runner::new("app", Arc::new(desk), Arc::clone(&service));
+    assert_eq!(authors(&run_ok(&runner, "s", "bill?").await), ["front_desk", "front_desk", "billing"]);
+    // billing was offered nobody to hand over to…
+    assert!(billing_model.requests()[0].tools.is_empty());
+    // …and the next turn starts at the root.
+    assert_eq!(authors(&run_ok(&runner, "s", "and then?").await), ["front_desk"]);
+}
