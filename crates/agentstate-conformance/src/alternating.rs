@@ -6,11 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agentstate::{
-    CommitOutcome, Event, EventCommit, EventCursor, EventWindow, ListQuery, NewSession, Result, Session, SessionKey,
-    SessionStore,
-};
-use async_trait::async_trait;
+use agentstate::{DelegatingStore, SessionStore};
 
 /// Round-robin over `stores`.
 pub struct Alternating {
@@ -24,41 +20,11 @@ impl Alternating {
         assert!(!stores.is_empty(), "Alternating needs at least one store");
         Self { stores, next: AtomicUsize::new(0) }
     }
-
-    fn pick(&self) -> &dyn SessionStore {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.stores.len();
-        self.stores[i].as_ref()
-    }
 }
 
-#[async_trait]
-impl SessionStore for Alternating {
-    async fn create(&self, new: NewSession) -> Result<Session> {
-        self.pick().create(new).await
-    }
-
-    async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
-        self.pick().get(key, window).await
-    }
-
-    async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
-        self.pick().list(query).await
-    }
-
-    async fn delete(&self, key: &SessionKey) -> Result<()> {
-        self.pick().delete(key).await
-    }
-
-    async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
-        self.pick().commit(commit).await
-    }
-
-    async fn events_after(
-        &self,
-        key: &SessionKey,
-        after: Option<&EventCursor>,
-        limit: usize,
-    ) -> Result<Option<Vec<Event>>> {
-        self.pick().events_after(key, after, limit).await
+impl DelegatingStore for Alternating {
+    fn delegate(&self) -> &dyn SessionStore {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.stores.len();
+        self.stores[i].as_ref()
     }
 }

@@ -18,11 +18,7 @@ mod server;
 pub mod sqlite;
 mod url;
 
-use agentstate::{
-    CommitOutcome, Error, Event, EventCommit, EventCursor, EventWindow, ListQuery, NewSession, Result, Session,
-    SessionKey, SessionStore,
-};
-use async_trait::async_trait;
+use agentstate::{DelegatingStore, Error, Result, SessionStore};
 
 pub use mysql::MySqlStore;
 pub use postgres::PostgresStore;
@@ -124,44 +120,14 @@ impl SqlSessionService {
             DatabaseUrl::MySql(url) => Ok(Self::MySql(MySqlStore::connect(&PoolOptions::from_url(&url)?).await?)),
         }
     }
+}
 
-    fn store(&self) -> &dyn SessionStore {
+impl DelegatingStore for SqlSessionService {
+    fn delegate(&self) -> &dyn SessionStore {
         match self {
             Self::Sqlite(s) => s,
             Self::Postgres(s) => s,
             Self::MySql(s) => s,
         }
-    }
-}
-
-#[async_trait]
-impl SessionStore for SqlSessionService {
-    async fn create(&self, new: NewSession) -> Result<Session> {
-        self.store().create(new).await
-    }
-
-    async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
-        self.store().get(key, window).await
-    }
-
-    async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
-        self.store().list(query).await
-    }
-
-    async fn delete(&self, key: &SessionKey) -> Result<()> {
-        self.store().delete(key).await
-    }
-
-    async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
-        self.store().commit(commit).await
-    }
-
-    async fn events_after(
-        &self,
-        key: &SessionKey,
-        after: Option<&EventCursor>,
-        limit: usize,
-    ) -> Result<Option<Vec<Event>>> {
-        self.store().events_after(key, after, limit).await
     }
 }

@@ -70,7 +70,8 @@ pub use service::{
 pub use session::{Events, Session};
 pub use state::State;
 pub use store::{
-    CommitOutcome, EventCommit, EventCursor, EventWindow, ListCursor, ListQuery, NewSession, SessionStore,
+    CommitOutcome, DelegatingStore, EventCommit, EventCursor, EventWindow, ListCursor, ListQuery, NewSession,
+    SessionStore,
 };
 
 /// The same JSON map type the model uses (insertion-ordered).

@@ -153,3 +153,44 @@ pub trait SessionStore: Send + Sync + 'static {
         Ok(Some(events))
     }
 }
+
+/// A store that hands each operation to another store, picked per call: one chosen at run time
+/// (by database URL), a round-robin over instances, a router by app. Implementing this gives the
+/// whole [`SessionStore`] (and so [`SessionService`](crate::SessionService)) without forwarding
+/// each method by hand.
+pub trait DelegatingStore: Send + Sync + 'static {
+    /// The store for the next operation.
+    fn delegate(&self) -> &dyn SessionStore;
+}
+
+#[async_trait]
+impl<T: DelegatingStore> SessionStore for T {
+    async fn create(&self, new: NewSession) -> Result<Session> {
+        self.delegate().create(new).await
+    }
+
+    async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
+        self.delegate().get(key, window).await
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
+        self.delegate().list(query).await
+    }
+
+    async fn delete(&self, key: &SessionKey) -> Result<()> {
+        self.delegate().delete(key).await
+    }
+
+    async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
+        self.delegate().commit(commit).await
+    }
+
+    async fn events_after(
+        &self,
+        key: &SessionKey,
+        after: Option<&EventCursor>,
+        limit: usize,
+    ) -> Result<Option<Vec<Event>>> {
+        self.delegate().events_after(key, after, limit).await
+    }
+}
