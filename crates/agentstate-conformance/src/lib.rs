@@ -26,6 +26,7 @@ use agentstate::SessionService;
 
 mod alternating;
 pub mod cases;
+pub mod databases;
 mod model;
 
 pub use alternating::Alternating;

@@ -8,19 +8,10 @@ use serde_json::{Value, json};
 
 use crate::binary::{Running, http, serve};
 
-/// A new, empty PostgreSQL database on the local server (`AGENTSTATE_TEST_POSTGRES` overrides).
+/// A new, empty PostgreSQL database on the test server.
 fn fresh_postgres() -> String {
-    let admin =
-        std::env::var("AGENTSTATE_TEST_POSTGRES").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    let name = format!("agentstate_test_{}", agentstate::Event::new_id().replace('-', ""));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    runtime.block_on(async {
-        let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&admin)
-            .await
-            .unwrap_or_else(|e| panic!("PostgreSQL at {admin} is required (start it with .ci/services): {e}"));
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut conn).await.unwrap();
-    });
-    format!("{}/{name}", admin.rsplit_once('/').unwrap().0)
+    runtime.block_on(agentstate_conformance::databases::fresh_postgres())
 }
 
 #[test]
