@@ -258,17 +258,8 @@ impl InvocationContext {
     /// applied, `temp:` keys kept for the rest of the invocation), then passed to the caller.
     /// Returns the event as stored. The invocation id and branch are filled in when empty.
     pub async fn emit(&self, mut event: Event) -> Result<Event, RuntimeError> {
-        if event.invocation_id.is_empty() {
-            event.invocation_id.clone_from(&self.shared.invocation_id);
-        }
-        if event.branch.is_none() {
-            event.branch.clone_from(&self.branch);
-        }
-        let event = if event.is_partial() {
-            event
-        } else {
-            self.shared.live.lock().await.append(&*self.shared.service, event).await?
-        };
+        self.stamp(&mut event);
+        let event = if event.is_partial() { event } else { self.store(event).await? };
         // A closed channel means the caller dropped the run; the run is being dropped with it.
         let _ = self.shared.events.send(event.clone()).await;
         Ok(event)
@@ -276,9 +267,21 @@ impl InvocationContext {
 
     /// Appends an event without passing it on (the user's message: stored, not echoed back).
     pub(crate) async fn append_only(&self, mut event: Event) -> Result<Event, RuntimeError> {
+        self.stamp(&mut event);
+        self.store(event).await
+    }
+
+    /// Fills in this invocation's id and this context's branch where the event has none.
+    fn stamp(&self, event: &mut Event) {
         if event.invocation_id.is_empty() {
             event.invocation_id.clone_from(&self.shared.invocation_id);
         }
+        if event.branch.is_none() {
+            event.branch.clone_from(&self.branch);
+        }
+    }
+
+    async fn store(&self, event: Event) -> Result<Event, RuntimeError> {
         self.shared.live.lock().await.append(&*self.shared.service, event).await
     }
 
