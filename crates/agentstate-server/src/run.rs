@@ -41,9 +41,16 @@ struct RunAgentRequest {
     state_delta: Option<Map<String, Value>>,
 }
 
-/// What every run needs before it starts: a parsed body, a known app, a permitted caller, an
-/// existing session.
-async fn prepare(state: &AppState, headers: &HeaderMap, bytes: &[u8]) -> Result<(Runner, RunRequest), ApiError> {
+/// What every run needs before it starts: a parsed body, a known app, a permitted caller. With
+/// `check_session`, also an existing session: `/run_sse` must answer a missing one with 404 before
+/// its stream starts (as the reference checks up front). `/run` leaves that to the runner's own
+/// load, which fails with the same 404, instead of loading the session twice.
+async fn prepare(
+    state: &AppState,
+    headers: &HeaderMap,
+    bytes: &[u8],
+    check_session: bool,
+) -> Result<(Runner, RunRequest), ApiError> {
     let value: Value = serde_json::from_slice(bytes).map_err(|e| ApiError::invalid_json(&e))?;
     for field in ["userId", "sessionId"] {
         let snake = wire::to_snake(field);
@@ -51,7 +58,7 @@ async fn prepare(state: &AppState, headers: &HeaderMap, bytes: &[u8]) -> Result<
             return Err(ApiError::missing(field, &value));
         }
     }
-    let request: RunAgentRequest = serde_json::from_value(value.clone()).map_err(|e| {
+    let request = RunAgentRequest::deserialize(&value).map_err(|e| {
         ApiError::Unprocessable(json!([{"type": "model_type", "loc": ["body"], "msg": e.to_string(), "input": value}]))
     })?;
     let runner = pick(state, request.app_name.as_deref())?;
@@ -62,9 +69,7 @@ async fn prepare(state: &AppState, headers: &HeaderMap, bytes: &[u8]) -> Result<
     if let Some(delta) = &request.state_delta {
         state.limits.check_state("stateDelta", delta)?;
     }
-    // Checked up front (as the reference does), so a missing session is a 404, not a broken stream.
-    let found = state.service.get_session(&key, GetSessionConfig::recent(0)).await;
-    if found?.is_none() {
+    if check_session && state.service.get_session(&key, GetSessionConfig::recent(0)).await?.is_none() {
         return Err(ApiError::NotFound(format!("Session not found: {}", request.session_id)));
     }
     let run = RunRequest {
@@ -112,7 +117,7 @@ pub(crate) async fn list_apps(State(state): State<AppState>) -> Json<Value> {
 
 /// `POST /run`: the events of the run, as a JSON array.
 pub(crate) async fn run(State(state): State<AppState>, headers: HeaderMap, Body(bytes): Body) -> Response {
-    let (runner, request) = match prepare(&state, &headers, &bytes).await {
+    let (runner, request) = match prepare(&state, &headers, &bytes, false).await {
         Ok(prepared) => prepared,
         Err(error) => return error.into_response(),
     };
@@ -129,7 +134,7 @@ pub(crate) async fn run(State(state): State<AppState>, headers: HeaderMap, Body(
 
 /// `POST /run_sse`: the events of the run as server-sent events, as they happen.
 pub(crate) async fn run_sse(State(state): State<AppState>, headers: HeaderMap, Body(bytes): Body) -> Response {
-    let (runner, request) = match prepare(&state, &headers, &bytes).await {
+    let (runner, request) = match prepare(&state, &headers, &bytes, true).await {
         Ok(prepared) => prepared,
         Err(error) => return error.into_response(),
     };
