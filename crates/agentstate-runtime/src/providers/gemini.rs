@@ -101,21 +101,21 @@ struct Aggregate {
 
 impl Aggregator for Aggregate {
     fn add(&mut self, chunk: Value) -> Result<Option<LlmResponse>, ModelError> {
-        let chunk = parse_response(&chunk)?;
+        let mut chunk = parse_response(&chunk)?;
         let mut shown = Vec::new();
-        for part in chunk.content.iter().flat_map(|c| c.parts()) {
+        for part in chunk.content.take().and_then(|c| c.parts).unwrap_or_default() {
             if part.function_call.is_some() {
-                self.calls.push(part.clone());
-            } else if let Some(text) = part.text.as_ref().filter(|t| !t.is_empty()) {
+                self.calls.push(part);
+            } else if let Some(text) = part.text.as_deref().filter(|t| !t.is_empty()) {
                 if part.thought == Some(true) {
                     self.thought.push_str(text);
                 } else {
                     self.text.push_str(text);
                 }
-                shown.push(part.clone());
+                shown.push(part);
             }
         }
-        self.last = LlmResponse { content: None, ..chunk };
+        self.last = chunk;
         Ok((!shown.is_empty()).then(|| LlmResponse {
             content: Some(Content { parts: Some(shown), role: Some("model".into()), extra: Map::new() }),
             partial: true,
