@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agentstate::{DelegatingStore, SessionStore};
+use agentstate::store::{DelegatingStore, SessionStore};
 
 /// Round-robin over `stores`.
 pub struct Alternating {

@@ -32,34 +32,29 @@ pub fn with_database(url: &str, db: &str) -> String {
 
 /// A new, empty PostgreSQL database; its URL.
 pub async fn fresh_postgres() -> String {
-    let admin = postgres_admin_url();
-    let name = fresh_name();
-    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await.unwrap_or_else(|e| {
-        panic!("PostgreSQL at {admin} is required for these tests (start it with .ci/services): {e}")
-    });
-    create(&mut conn, &name).await;
-    with_database(&admin, &name)
+    fresh::<sqlx::PgConnection>(&postgres_admin_url(), "PostgreSQL").await
 }
 
 /// A new, empty MariaDB/MySQL database; its URL.
 pub async fn fresh_mysql() -> String {
-    let admin = mysql_admin_url();
-    let name = fresh_name();
-    let mut conn = <sqlx::MySqlConnection as sqlx::Connection>::connect(&admin).await.unwrap_or_else(|e| {
-        panic!("MariaDB/MySQL at {admin} is required for these tests (start it with .ci/services): {e}")
-    });
-    create(&mut conn, &name).await;
-    with_database(&admin, &name)
+    fresh::<sqlx::MySqlConnection>(&mysql_admin_url(), "MariaDB/MySQL").await
 }
 
-async fn create<'c, C>(conn: &'c mut C, name: &str)
+/// Creates a database on the server `admin` connects to, through a connection of type `C`.
+async fn fresh<C>(admin: &str, server: &str) -> String
 where
-    &'c mut C: sqlx::Executor<'c>,
+    C: sqlx::Connection,
+    for<'c> &'c mut C: sqlx::Executor<'c>,
 {
+    let name = fresh_name();
+    let mut conn = C::connect(admin).await.unwrap_or_else(|e| {
+        panic!("{server} at {admin} is required for these tests (start it with .ci/services): {e}")
+    });
     let statement = format!("CREATE DATABASE {name}");
-    if let Err(e) = sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(conn).await {
+    if let Err(e) = sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(&mut conn).await {
         panic!("cannot create the test database {name}: {e}");
     }
+    with_database(admin, &name)
 }
 
 #[cfg(test)]

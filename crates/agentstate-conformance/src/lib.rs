@@ -1,7 +1,7 @@
 //! The conformance suite every agentstate backend must pass, written once.
 //!
 //! A backend's test file only says how to make a service; the macro expands to one `#[test]` per
-//! case of the behaviour contract (SPEC §2–3):
+//! case of the behaviour contract (scopes, create, get, list, delete, append, concurrency):
 //!
 //! ```ignore
 //! use std::sync::Arc;
@@ -15,6 +15,10 @@
 //! Every case works in apps of its own (random names), so one database can serve every case and
 //! every concurrent run. [`check_against_model`] runs random operation sequences against the
 //! service and a deliberately simple model of the contract, comparing every observable result.
+//! [`Alternating`] turns every case into a multi-process one. With the `databases` feature,
+//! the `databases` module makes throwaway PostgreSQL and MySQL databases for the SQL backends' runs;
+//! with the `reference` feature, the `reference` module finds ADK for Python for the tests that
+//! run it next to agentstate.
 //!
 //! This crate is test code: a failed expectation panics with a message saying what differed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -25,9 +29,12 @@ use std::sync::Arc;
 use agentstate::SessionService;
 
 mod alternating;
-pub mod cases;
+mod cases;
+#[cfg(feature = "databases")]
 pub mod databases;
 mod model;
+#[cfg(feature = "reference")]
+pub mod reference;
 
 pub use alternating::Alternating;
 pub use model::check_against_model;
@@ -49,6 +56,16 @@ where
     runtime.block_on(async move { case(factory().await).await });
 }
 
+/// Runs the conformance case called `name` against a service made by `factory` (what each test
+/// of [`session_service_tests!`] does).
+pub fn run_case<F, FF>(factory: F, name: &str)
+where
+    F: FnOnce() -> FF,
+    FF: Future<Output = Arc<dyn SessionService>>,
+{
+    run(factory, cases::named(name));
+}
+
 /// A name no other case or run uses: `prefix-<uuid>`.
 pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", agentstate::Event::new_id())
@@ -56,10 +73,20 @@ pub fn unique(prefix: &str) -> String {
 
 /// Expands to one `#[test]` per conformance case, each calling `$factory` (a closure returning a
 /// future of `Arc<dyn SessionService>`) for its service.
+///
+/// The list below is the one table of cases: it also builds the registry the tests run from, so
+/// a case function cannot exist without being listed (it would be dead code) nor be listed
+/// without existing.
 #[macro_export]
 macro_rules! session_service_tests {
     ($factory:expr) => {
-        $crate::session_service_tests!(@each $factory;
+        $crate::session_service_tests!(@cases (tests $factory));
+    };
+    (@registry) => {
+        $crate::session_service_tests!(@cases (registry));
+    };
+    (@cases $mode:tt) => {
+        $crate::session_service_tests!(@each $mode;
             create_splits_state_by_scope,
             create_generates_missing_ids,
             create_existing_id_is_already_exists,
@@ -94,12 +121,16 @@ macro_rules! session_service_tests {
             serialised_appends_through_one_handle_keep_order,
         );
     };
-    (@each $factory:expr; $($case:ident),* $(,)?) => {
+    (@each (tests $factory:expr); $($case:ident),* $(,)?) => {
         $(
             #[test]
             fn $case() {
-                $crate::run($factory, $crate::cases::$case);
+                $crate::run_case($factory, stringify!($case));
             }
         )*
+    };
+    (@each (registry); $($case:ident),* $(,)?) => {
+        /// Every case, by name, in the table's order.
+        pub(crate) const ALL: &[(&str, CaseFn)] = &[$((stringify!($case), |svc| Box::pin($case(svc)))),*];
     };
 }

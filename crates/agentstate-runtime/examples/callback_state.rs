@@ -1,4 +1,4 @@
-//! The seeds' callback example: a callback counts the user's actions (`user_action_count`) and
+//! The ADK state guide's callback example: a callback counts the user's actions (`user_action_count`) and
 //! records `temp:last_operation_status`, which the instruction reads during the invocation and
 //! which is never stored.
 //!
@@ -9,11 +9,13 @@ mod common;
 use std::sync::Arc;
 
 use agentstate::{Content, CreateSession, GetSessionConfig, InMemorySessionService, SessionService};
-use agentstate_runtime::{CallbackContext, LlmAgent, LlmResponse, Runner, ScriptedModel};
+use agentstate_runtime::model::LlmResponse;
+use agentstate_runtime::testing::ScriptedModel;
+use agentstate_runtime::{CallbackContext, LlmAgent, Runner};
 use futures_util::TryStreamExt;
 use serde_json::json;
 
-/// The seeds' `my_callback_or_tool_function`.
+/// The guide's `my_callback_or_tool_function`.
 fn count_action(context: &mut CallbackContext) -> Option<Content> {
     // Update existing state
     let count = context.get("user_action_count").and_then(|v| v.as_i64()).unwrap_or(0);
@@ -29,12 +31,12 @@ async fn main() -> anyhow::Result<()> {
     let script =
         ScriptedModel::new("scripted").reply(LlmResponse::text("Noted.")).reply(LlmResponse::text("Noted again."));
     let model = common::scripted_or_real(script.clone())?;
-    let agent = LlmAgent::builder_shared("assistant", model)
+    let agent = LlmAgent::builder("assistant", model)
         .instruction("Last operation: {temp:last_operation_status?}. Actions so far: {user_action_count}.")
         .before_agent_callback(count_action)
         .build()?;
     let service = Arc::new(InMemorySessionService::new());
-    let runner = Runner::new("app", Arc::new(agent), service.clone());
+    let runner = Runner::new("app", agent, service.clone());
     let session = service.create_session(CreateSession::new("app", "u").id("s")).await?;
 
     for turn in ["Book a table", "Make it for four"] {

@@ -1,4 +1,4 @@
-//! The seeds' `output_key` example: the agent's answer lands in `state['last_greeting']`.
+//! The ADK state guide's `output_key` example: the agent's answer lands in `state['last_greeting']`.
 //!
 //! `cargo run -p agentstate-runtime --example greeting`
 
@@ -7,20 +7,21 @@ mod common;
 use std::sync::Arc;
 
 use agentstate::{Content, CreateSession, GetSessionConfig, InMemorySessionService, SessionService};
-use agentstate_runtime::{LlmAgent, LlmResponse, Runner};
+use agentstate_runtime::model::LlmResponse;
+use agentstate_runtime::{LlmAgent, Runner};
 use futures_util::TryStreamExt;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let model = common::model(vec![LlmResponse::text("Hello there! How can I help you today?")])?;
-    let greeting_agent = LlmAgent::builder_shared("Greeter", model)
+    let greeting_agent = LlmAgent::builder("Greeter", model)
         .instruction("Generate a short, friendly greeting.")
         .output_key("last_greeting") // Save the response to state['last_greeting']
         .build()?;
 
     let (app_name, user_id, session_id) = ("state_app", "user1", "session1");
     let session_service = Arc::new(InMemorySessionService::new());
-    let runner = Runner::new(app_name, Arc::new(greeting_agent), session_service.clone());
+    let runner = Runner::new(app_name, greeting_agent, session_service.clone());
     let session = session_service.create_session(CreateSession::new(app_name, user_id).id(session_id)).await?;
     println!("Initial state: {}", serde_json::to_string(session.state())?);
 

@@ -8,7 +8,8 @@ mod common;
 use std::sync::Arc;
 
 use agentstate::{Content, CreateSession, GetSessionConfig, SessionService};
-use agentstate_runtime::{FunctionTool, LlmAgent, LlmResponse, Runner};
+use agentstate_runtime::model::LlmResponse;
+use agentstate_runtime::{FunctionTool, LlmAgent, Runner};
 use futures_util::TryStreamExt;
 use serde_json::json;
 
@@ -39,7 +40,7 @@ async fn main() -> anyhow::Result<()> {
         ]),
         LlmResponse::text("Sunny, two headlines, and your profile is loaded."),
     ])?;
-    let agent = LlmAgent::builder_shared("briefing", model)
+    let agent = LlmAgent::builder("briefing", model)
         .instruction("Brief the user: call every tool you need at once.")
         .tool(tool("get_weather", "weather", json!("sunny")))
         .tool(tool("get_news", "news", json!(["rates hold", "rust 1.95 ships"])))
@@ -48,7 +49,7 @@ async fn main() -> anyhow::Result<()> {
 
     // On the embedded default, SQLite, in a throwaway database.
     let service = Arc::new(agentstate_sql::SqlSessionService::connect("sqlite::memory:").await?);
-    let runner = Runner::new("briefings", Arc::new(agent), service.clone());
+    let runner = Runner::new("briefings", agent, service.clone());
     let session = service.create_session(CreateSession::new("briefings", "u").id("s")).await?;
     let started = std::time::Instant::now();
     let events: Vec<_> = runner.run("u", "s", Content::text("user", "Morning briefing")).try_collect().await?;

@@ -9,27 +9,26 @@ mod common;
 use std::sync::Arc;
 
 use agentstate::{Content, CreateSession, GetSessionConfig, InMemorySessionService, SessionService};
-use agentstate_runtime::{LlmAgent, LlmResponse, Runner, SequentialAgent};
+use agentstate_runtime::model::LlmResponse;
+use agentstate_runtime::{LlmAgent, Runner, SequentialAgent};
 use futures_util::TryStreamExt;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let writer =
-        LlmAgent::builder_shared("writer", common::model(vec![LlmResponse::text("Roses are red, state is in Rust.")])?)
+        LlmAgent::builder("writer", common::model(vec![LlmResponse::text("Roses are red, state is in Rust.")])?)
             .instruction("Write a two-line poem about the user's topic.")
             .output_key("temp:draft")
             .build()?;
-    let editor = LlmAgent::builder_shared(
-        "editor",
-        common::model(vec![LlmResponse::text("Roses are red; our state lives in Rust.")])?,
-    )
-    .instruction("Polish this draft, keep it two lines: {temp:draft}")
-    .output_key("poem")
-    .build()?;
+    let editor =
+        LlmAgent::builder("editor", common::model(vec![LlmResponse::text("Roses are red; our state lives in Rust.")])?)
+            .instruction("Polish this draft, keep it two lines: {temp:draft}")
+            .output_key("poem")
+            .build()?;
     let pipeline = SequentialAgent::new("poem_pipeline", vec![Arc::new(writer), Arc::new(editor)])?;
 
     let service = Arc::new(InMemorySessionService::new());
-    let runner = Runner::new("poems", Arc::new(pipeline), service.clone());
+    let runner = Runner::new("poems", pipeline, service.clone());
     let session = service.create_session(CreateSession::new("poems", "u").id("s")).await?;
     let events: Vec<_> = runner.run("u", "s", Content::text("user", "state management")).try_collect().await?;
     for event in &events {

@@ -1,5 +1,5 @@
-//! The seeds' templating example: the instruction reads `{topic}` (required) and `{user:name?}`
-//! (optional, from the user's scope), and keeps `{{literal braces}}`.
+//! The ADK state guide's templating example: the instruction reads `{topic}` (required) and
+//! `{user:name?}` (optional, from the user's scope), and keeps `{{literal braces}}`.
 //!
 //! `cargo run -p agentstate-runtime --example story`
 
@@ -8,7 +8,9 @@ mod common;
 use std::sync::Arc;
 
 use agentstate::{Content, CreateSession, InMemorySessionService, SessionService};
-use agentstate_runtime::{LlmAgent, LlmResponse, RunRequest, Runner, ScriptedModel};
+use agentstate_runtime::model::LlmResponse;
+use agentstate_runtime::testing::ScriptedModel;
+use agentstate_runtime::{LlmAgent, RunRequest, Runner};
 use futures_util::TryStreamExt;
 use serde_json::json;
 
@@ -21,12 +23,12 @@ async fn main() -> anyhow::Result<()> {
         .reply(LlmResponse::text("{Whiskers} Whiskers made a friend."))
         .reply(LlmResponse::text("{For Ann} Whiskers and Ann."));
     let model = common::scripted_or_real(script.clone())?;
-    let story_agent = LlmAgent::builder_shared("StoryGenerator", model).instruction(INSTRUCTION).build()?;
+    let story_agent = LlmAgent::builder("StoryGenerator", model).instruction(INSTRUCTION).build()?;
     let placeholders: Vec<_> = story_agent.instruction_template().into_iter().flat_map(|t| t.placeholders()).collect();
     println!("placeholders: {:?}", placeholders.iter().map(|p| (&p.name, p.optional)).collect::<Vec<_>>());
 
     let service = Arc::new(InMemorySessionService::new());
-    let runner = Runner::new("stories", Arc::new(story_agent), service.clone());
+    let runner = Runner::new("stories", story_agent, service.clone());
     service.create_session(CreateSession::new("stories", "u").id("s").state("topic", json!("friendship"))).await?;
 
     // First without a name, then with user:name set on the user's message.

@@ -14,26 +14,26 @@ use async_trait::async_trait;
 use futures_util::StreamExt;
 use serde_json::json;
 
+use crate::agent::Agent;
 use crate::context::ToolContext;
-use crate::invocation::Agent;
 use crate::runner::Runner;
 use crate::tool::Tool;
 
 /// An agent the model calls like a tool.
 ///
 /// ```
-/// use std::sync::Arc;
-/// use agentstate_runtime::{AgentTool, LlmAgent, ScriptedModel};
+/// use agentstate_runtime::testing::ScriptedModel;
+/// use agentstate_runtime::{AgentTool, LlmAgent};
 ///
 /// let summarizer = LlmAgent::builder("summarizer", ScriptedModel::new("m"))
 ///     .description("Summarizes a text.")
 ///     .output_key("summary")
 ///     .build()?;
 /// let writer = LlmAgent::builder("writer", ScriptedModel::new("m"))
-///     .tool(AgentTool::new(Arc::new(summarizer)))
+///     .tool(AgentTool::new(summarizer))
 ///     .build()?;
 /// # let _ = writer;
-/// # Ok::<(), agentstate_runtime::BuildError>(())
+/// # Ok::<(), agentstate_runtime::agent::BuildError>(())
 /// ```
 #[derive(Clone)]
 pub struct AgentTool {
@@ -48,8 +48,8 @@ impl std::fmt::Debug for AgentTool {
 
 impl AgentTool {
     /// `agent` as a tool named after it and described by its description.
-    pub fn new(agent: Arc<dyn Agent>) -> Self {
-        Self { agent }
+    pub fn new(agent: impl Into<Arc<dyn Agent>>) -> Self {
+        Self { agent: agent.into() }
     }
 }
 
@@ -88,3 +88,5 @@ impl Tool for AgentTool {
         Ok(Value::String(answer))
     }
 }
+
+into_dyn!(Tool: AgentTool);

@@ -32,8 +32,8 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::invocation::Agent;
-use crate::llm_agent::{BuildError, LlmAgent, validate_agent_name};
+use crate::agent::{Agent, BuildError, validate_agent_name};
+use crate::llm_agent::LlmAgent;
 use crate::model::{Model, ModelError};
 use crate::providers::{Gemini, OpenAiCompatible};
 use crate::workflow::{ParallelAgent, SequentialAgent};
@@ -185,11 +185,6 @@ pub fn load_agent_with(path: &Path, lookup: &dyn Fn(&str) -> Option<String>) -> 
     Loader { lookup, stack: Vec::new() }.file(path)
 }
 
-/// Parses one declaration (no file).
-pub fn parse_agent_config(yaml: &str) -> Result<AgentConfig, String> {
-    serde_yaml_ng::from_str(yaml).map_err(|e| e.to_string())
-}
-
 struct Loader<'a> {
     lookup: &'a dyn Fn(&str) -> Option<String>,
     /// Files being loaded, to refuse cycles.
@@ -206,7 +201,8 @@ impl Loader<'_> {
                 message: "sub_agents refer back to this file (a cycle)".into(),
             });
         }
-        let config = parse_agent_config(&text).map_err(|message| ConfigError::Parse { path: path.into(), message })?;
+        let config: AgentConfig = serde_yaml_ng::from_str(&text)
+            .map_err(|e| ConfigError::Parse { path: path.into(), message: e.to_string() })?;
         self.stack.push(canonical);
         let agent = self.agent(&config, path);
         self.stack.pop();
@@ -259,13 +255,12 @@ impl Loader<'_> {
                 Arc::new(ParallelAgent::new(&config.name, sub_agents).map_err(build)?.description(&config.description))
             }
             AgentClass::LlmAgent => {
-                let model = self.model(config).map_err(|source| match source {
-                    ModelError::Config(message) if message.is_empty() => {
-                        invalid(format!("LlmAgent '{}' needs `model`", config.name))
-                    }
-                    source => ConfigError::Model { path: path.into(), source },
-                })?;
-                let mut builder = LlmAgent::builder_shared(&config.name, model).description(&config.description);
+                let Some(name) = &config.model else {
+                    return Err(invalid(format!("LlmAgent '{}' needs `model`", config.name)));
+                };
+                let model =
+                    self.model(config, name).map_err(|source| ConfigError::Model { path: path.into(), source })?;
+                let mut builder = LlmAgent::builder(&config.name, model).description(&config.description);
                 if let Some(instruction) = &config.instruction {
                     builder = builder.instruction(instruction);
                 }
@@ -291,8 +286,7 @@ impl Loader<'_> {
         Ok(agent)
     }
 
-    fn model(&self, config: &AgentConfig) -> Result<Arc<dyn Model>, ModelError> {
-        let name = config.model.clone().ok_or_else(|| ModelError::Config(String::new()))?;
+    fn model(&self, config: &AgentConfig, name: &str) -> Result<Arc<dyn Model>, ModelError> {
         let lookup = |var: &str| -> Option<String> {
             let var = match (var, &config.api_key_env) {
                 ("GEMINI_API_KEY" | "OPENAI_API_KEY", Some(custom)) => custom.as_str(),

@@ -1,5 +1,6 @@
-//! State in agent code (SPEC §5): callbacks and tools read the live state and write through a
-//! context, whose writes become the `state_delta` of the event it produces.
+//! State in agent code: callbacks and tools read the live state and write through a context,
+//! whose writes become the `state_delta` of the event it produces. Instruction providers read it
+//! through a [`ReadonlyContext`].
 //!
 //! A context starts from the live state of the invocation (the session handle's state, this
 //! invocation's `temp:` keys included) and layers writes on top: a read after a write sees it,
@@ -23,7 +24,7 @@
 //! let service = InMemorySessionService::new();
 //! let mut session = service.create_session(CreateSession::new("app", "u")).await?;
 //!
-//! // In an agent callback, as in the seeds:
+//! // In an agent callback, as in the ADK state guide:
 //! let mut ctx = CallbackContext::new("inv-1", "assistant", session.state());
 //! let count = ctx.get("user_action_count").and_then(|v| v.as_i64()).unwrap_or(0);
 //! ctx.state_mut().set("user_action_count", json!(count + 1));
@@ -38,7 +39,9 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use agentstate::{Event, EventActions, Map, State, Value};
+use agentstate::{Event, EventActions, Map, Session, State, Value};
+
+use crate::template::{Template, TemplateError};
 
 /// What a callback (or a tool, see [`ToolContext`]) can see and change.
 #[derive(Debug, Clone)]
@@ -74,11 +77,11 @@ impl StateMut<'_> {
 impl CallbackContext {
     /// A context of agent `agent_name` in invocation `invocation_id`, over the live `state`.
     pub fn new(invocation_id: impl Into<String>, agent_name: impl Into<String>, state: &State) -> Self {
-        Self::over(invocation_id, agent_name, Arc::new(state.all().clone()))
+        Self::from_snapshot(invocation_id, agent_name, Arc::new(state.all().clone()))
     }
 
     /// A context over a snapshot of the live state (shared, so making one copies nothing).
-    pub fn over(
+    pub fn from_snapshot(
         invocation_id: impl Into<String>,
         agent_name: impl Into<String>,
         state: Arc<Map<String, Value>>,
@@ -186,6 +189,37 @@ impl CallbackContext {
     }
 }
 
+/// What an [`InstructionProvider`](crate::InstructionProvider) sees: the invocation, the agent
+/// and the live state, read-only.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadonlyContext<'a> {
+    /// The invocation id.
+    pub invocation_id: &'a str,
+    /// The agent whose instruction is being built.
+    pub agent_name: &'a str,
+    /// The session.
+    pub session: &'a Session,
+}
+
+impl ReadonlyContext<'_> {
+    /// The live state (this invocation's `temp:` keys included).
+    pub fn state(&self) -> &Map<String, Value> {
+        self.session.state().all()
+    }
+
+    /// One value of it.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.state().get(key)
+    }
+}
+
+/// Fills `{key}` placeholders of `template` from the live state, as an agent's instruction
+/// template is filled: for an [`InstructionProvider`](crate::InstructionProvider) that wants
+/// injection after all.
+pub fn inject_session_state(template: &str, ctx: &ReadonlyContext<'_>) -> Result<String, TemplateError> {
+    Template::parse(template).render(ctx.state(), ctx.agent_name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,7 +255,7 @@ mod tests {
     #[test]
     fn siblings_see_each_other_and_lose_no_write() {
         let base = Arc::new(Map::from_iter([("count".to_owned(), json!(10))]));
-        let turn = CallbackContext::over("inv", "agent", base);
+        let turn = CallbackContext::from_snapshot("inv", "agent", base);
         let (mut weather, mut news) = (turn.sibling("c1"), turn.sibling("c2"));
         for ctx in [&mut weather, &mut news] {
             let count = ctx.get("count").and_then(|v| v.as_i64()).unwrap_or(0);
@@ -237,7 +271,7 @@ mod tests {
             "both increments count"
         );
         // A context that is not a sibling shares nothing.
-        let other = CallbackContext::over("inv", "agent", Arc::new(Map::new()));
+        let other = CallbackContext::from_snapshot("inv", "agent", Arc::new(Map::new()));
         assert!(other.shared_writes().is_empty());
     }
 }

@@ -1,46 +1,61 @@
-//! The agent runtime on top of agentstate (SPEC §5–6).
+//! The agent runtime on top of agentstate.
 //!
-//! - [`Runner`] runs an [`Agent`] for one user turn: it loads the session (only the history the
+//! - [`Runner`] runs an agent for one user turn: it loads the session (only the history the
 //!   agent reads), appends the user's message and every non-partial event through the
 //!   [`SessionService`](agentstate::SessionService), and streams the events as they happen.
-//! - [`LlmAgent`]: a model, an instruction [`Template`] over session state (or an
+//! - [`LlmAgent`]: a model, an instruction template over session state (or an
 //!   [`InstructionProvider`]), tools, callbacks, `output_key`, `output_schema`, and sub-agents it
 //!   hands the conversation to. [`SequentialAgent`] and [`ParallelAgent`] compose agents;
-//!   [`AgentTool`] lets a model call an agent like a tool.
+//!   [`AgentTool`] lets a model call an agent like a tool; [`FunctionTool`] makes a tool of a
+//!   function.
 //! - [`CallbackContext`] / [`ToolContext`]: state writes in agent code become the event's
 //!   `state_delta`; the tools of one turn share their writes, so none is lost.
-//! - [`Model`]: [`Gemini`], [`OpenAiCompatible`] (OpenAI, Ollama, vLLM, llama.cpp server) and
-//!   [`ScriptedModel`] for tests.
-//! - [`config`]: agents declared in YAML.
+//!
+//! The modules hold what extends the runtime and its subsystems:
+//! - [`agent`]: the [`Agent`](agent::Agent) trait and the invocation it runs in, for agents of
+//!   your own; walks over a tree of agents; the rules agent names follow.
+//! - [`tool`]: the [`Tool`](tool::Tool) trait and the check of a call's arguments.
+//! - [`model`]: the [`Model`](model::Model) trait and what goes to and comes from a model;
+//!   [`providers`]: Gemini and OpenAI-compatible models.
+//! - [`template`]: instruction templates. [`config`]: agents declared in YAML.
+//! - [`testing`]: a scripted model, for tests and examples without a provider.
 
+/// `impl From<Type> for Arc<dyn Trait>` for each type, so builders can take
+/// `impl Into<Arc<dyn Trait>>`: the type itself or any `Arc<dyn Trait>`.
+macro_rules! into_dyn {
+    ($trait:path: $($type:ty),+ $(,)?) => {$(
+        impl From<$type> for std::sync::Arc<dyn $trait> {
+            fn from(value: $type) -> Self {
+                std::sync::Arc::new(value)
+            }
+        }
+    )+};
+}
+
+pub mod agent;
 mod agent_tool;
 pub mod config;
-pub mod context;
+mod context;
 mod error;
-mod invocation;
+mod function_tool;
 mod llm_agent;
 pub mod model;
 pub mod providers;
 mod runner;
-mod scripted;
 pub mod template;
-mod tool;
+pub mod testing;
+pub mod tool;
 mod workflow;
 
 pub use agent_tool::AgentTool;
-pub use context::{CallbackContext, StateMut, ToolContext};
+pub use context::{CallbackContext, ReadonlyContext, StateMut, ToolContext, inject_session_state};
 pub use error::RuntimeError;
-pub use invocation::{Agent, History, InvocationContext, ReadonlyContext, find_agent, inject_session_state, parent_of};
+pub use function_tool::{FunctionTool, ToolFuture};
 pub use llm_agent::{
-    AfterModelCallback, AfterToolCallback, AgentCallback, BeforeModelCallback, BeforeToolCallback, BuildError,
-    InstructionProvider, LlmAgent, LlmAgentBuilder, TRANSFER_TOOL, validate_agent_name,
+    AfterModelCallback, AfterToolCallback, AgentCallback, BeforeModelCallback, BeforeToolCallback, InstructionProvider,
+    LlmAgent, LlmAgentBuilder, TRANSFER_TOOL,
 };
-pub use model::{LlmRequest, LlmResponse, Model, ModelError, ResponseStream, ToolDeclaration};
-pub use providers::{Gemini, OpenAiCompatible};
 pub use runner::{DEFAULT_MAX_LLM_CALLS, EventStream, RunRequest, Runner};
-pub use scripted::{Gate, ScriptedModel};
-pub use template::{Placeholder, Template, TemplateError};
-pub use tool::{FunctionTool, Tool, ToolFuture, check_arguments};
 pub use workflow::{ParallelAgent, SequentialAgent};
 
 /// The README's Rust code blocks (the session quickstart and the agent quickstart), run as

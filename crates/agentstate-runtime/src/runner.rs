@@ -9,8 +9,8 @@ use agentstate::{Content, CreateSession, Event, GetSessionConfig, Map, SessionKe
 use futures_core::Stream;
 use tokio::sync::mpsc;
 
+use crate::agent::{Agent, History, InvocationContext, InvocationSetup, agent_to_run};
 use crate::error::RuntimeError;
-use crate::invocation::{Agent, History, InvocationContext, InvocationSetup, agent_to_run};
 
 /// The reference's default cap on model calls per invocation.
 pub const DEFAULT_MAX_LLM_CALLS: usize = 500;
@@ -19,7 +19,7 @@ pub const DEFAULT_MAX_LLM_CALLS: usize = 500;
 ///
 /// Each [`run`](Self::run) is one invocation, started with the root agent or, when an earlier turn
 /// handed the conversation to one of its [`LlmAgent`](crate::LlmAgent)s, with that agent (see
-/// [`Agent::transfers`]). The session is loaded (only the history the agent
+/// [`Agent::is_transfer_target`]). The session is loaded (only the history the agent
 /// reads, see [`Agent::history`]), the user's message is appended (stored, not yielded, as in the
 /// reference), then the agent runs. Every non-partial event is appended through the
 /// [`SessionService`] before the stream yields it.
@@ -34,7 +34,9 @@ pub const DEFAULT_MAX_LLM_CALLS: usize = 500;
 /// ```
 /// use std::sync::Arc;
 /// use agentstate::{Content, CreateSession, GetSessionConfig, InMemorySessionService, SessionService};
-/// use agentstate_runtime::{LlmAgent, LlmResponse, Runner, ScriptedModel};
+/// use agentstate_runtime::model::LlmResponse;
+/// use agentstate_runtime::testing::ScriptedModel;
+/// use agentstate_runtime::{LlmAgent, Runner};
 /// use futures_util::TryStreamExt;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
@@ -45,7 +47,7 @@ pub const DEFAULT_MAX_LLM_CALLS: usize = 500;
 ///     .instruction("Generate a short, friendly greeting.")
 ///     .output_key("last_greeting")
 ///     .build()?;
-/// let runner = Runner::new("app", Arc::new(agent), service.clone());
+/// let runner = Runner::new("app", agent, service.clone());
 ///
 /// let session = service.create_session(CreateSession::new("app", "u").id("s1")).await?;
 /// let events: Vec<_> = runner.run("u", "s1", Content::text("user", "Hello")).try_collect().await?;
@@ -112,10 +114,14 @@ impl RunRequest {
 
 impl Runner {
     /// A runner of `agent` for `app_name`, storing sessions in `service`.
-    pub fn new(app_name: impl Into<String>, agent: Arc<dyn Agent>, service: Arc<dyn SessionService>) -> Self {
+    pub fn new(
+        app_name: impl Into<String>,
+        agent: impl Into<Arc<dyn Agent>>,
+        service: Arc<dyn SessionService>,
+    ) -> Self {
         Self {
             app_name: app_name.into(),
-            agent,
+            agent: agent.into(),
             service,
             auto_create_session: false,
             history: None,

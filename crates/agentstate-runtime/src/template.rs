@@ -1,11 +1,11 @@
-//! Instruction templates: `{key}` is replaced by the session state's value (SPEC §6).
+//! Instruction templates: `{key}` is replaced by the session state's value.
 //!
 //! - `{key}` → the value: strings as they are, anything else as compact JSON; `null` → empty.
 //!   A missing key is an error naming it and the agent.
 //! - `{key?}` → the value, or empty when missing. Whitespace inside the braces is ignored.
 //! - `{app:key}`, `{user:key}`, `{temp:key}` read those scopes.
 //! - `{artifact.name}` → the text of an artifact (needs an artifact store).
-//! - `{{` and `}}` → literal `{` and `}` (as the seeds promise; ADK for Python substitutes
+//! - `{{` and `}}` → literal `{` and `}` (as the ADK state guide promises; ADK for Python substitutes
 //!   `{{key}}` instead).
 //! - Anything else in braces that is not a valid name (`{a b}`, `{"json": 1}`, `{bogus:key}`)
 //!   is left as written, as are `${key}` and `\{key}`.
@@ -14,7 +14,7 @@
 //!
 //! ```
 //! use agentstate::Map;
-//! use agentstate_runtime::Template;
+//! use agentstate_runtime::template::Template;
 //! use serde_json::json;
 //!
 //! let template = Template::parse("Write about {topic} for {user:name?}. Use {{braces}} freely.");
@@ -27,7 +27,7 @@
 //!     template.render(&state, "story_agent")?,
 //!     "Write about friendship for . Use {braces} freely."
 //! );
-//! # Ok::<(), agentstate_runtime::TemplateError>(())
+//! # Ok::<(), agentstate_runtime::template::TemplateError>(())
 //! ```
 
 use agentstate::{Map, Value};
@@ -207,8 +207,8 @@ mod tests {
         Template::parse(template).render(&state(), "ag")
     }
 
-    /// Every row of the reference's edge-case table (reference §2), with agentstate's output.
-    /// Rows marked ★ differ from the reference on purpose (SPEC §6).
+    /// Edge cases as ADK for Python 2.13 renders them, with agentstate's output. Rows marked
+    /// "differs" differ from the reference on purpose.
     #[test]
     fn the_reference_edge_case_table() {
         let rows: &[(&str, &str)] = &[
@@ -217,7 +217,7 @@ mod tests {
             ("{name?}", "Ann"),
             ("{missing?}", ""),
             ("[{n}]", "[]"),
-            ("{num} {b} {d} {lst}", r#"3 true {"a":1} [1,"x"]"#), // ★ JSON, not Python's str()
+            ("{num} {b} {d} {lst}", r#"3 true {"a":1} [1,"x"]"#), // differs: JSON, not Python's str()
             ("{app:color} {user:lang} {temp:t}", "blue fr T"),
             ("{bogus:key}", "{bogus:key}"),
             ("{app:missing?}", ""),
@@ -235,12 +235,12 @@ mod tests {
             ("{name??}", "{name??}"),
             ("{?name}", "{?name}"),
             ("{ARTIFACT.x}", "{ARTIFACT.x}"),
-            ("{{name}}", "{name}"),         // ★ literal braces (reference: "Ann")
-            ("{{{name}}}", "{Ann}"),        // ★ (reference: "Ann")
-            ("{{name}", "{name}"),          // ★ (reference: "Ann")
-            ("{name}}", "Ann}"),            // ★ (reference: "Ann")
-            ("{{ name }}", "{ name }"),     // ★ (reference: "Ann")
-            ("{{x}} and {x}", "{x} and X"), // ★ (reference: "X and X")
+            ("{{name}}", "{name}"),         // differs: literal braces (reference: "Ann")
+            ("{{{name}}}", "{Ann}"),        // differs (reference: "Ann")
+            ("{{name}", "{name}"),          // differs (reference: "Ann")
+            ("{name}}", "Ann}"),            // differs (reference: "Ann")
+            ("{{ name }}", "{ name }"),     // differs (reference: "Ann")
+            ("{{x}} and {x}", "{x} and X"), // differs (reference: "X and X")
             ("${name}", "${name}"),
             ("\\{name}", "\\{name}"),
             ("{name?}?", "Ann?"),
@@ -250,8 +250,8 @@ mod tests {
             ("{class}", "K"),
             ("{\nname\n}", "Ann"),
             ("{s}", "has {name} inside"),
-            ("{{", "{"), // ★ (reference: "{{")
-            ("}}", "}"), // ★ (reference: "}}")
+            ("{{", "{"), // differs (reference: "{{")
+            ("}}", "}"), // differs (reference: "}}")
             ("{name}{", "Ann{"),
         ];
         for (template, expected) in rows {

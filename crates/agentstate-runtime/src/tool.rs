@@ -1,17 +1,14 @@
-//! Tools an [`LlmAgent`](crate::LlmAgent) lets its model call.
+//! Tools an [`LlmAgent`](crate::LlmAgent) lets its model call: implement [`Tool`], or make one
+//! of a function with [`FunctionTool`](crate::FunctionTool).
 //!
 //! A tool gets the call's arguments and a [`ToolContext`]; what it writes through
 //! `ctx.state_mut()` travels on the function-response event as its `state_delta`. Tools called in
-//! the same model turn run concurrently, each with its own context; their deltas are merged in
-//! call order (SPEC §5), so no write is lost.
+//! the same model turn run concurrently, each with its own context; the contexts of one turn
+//! share their writes (see [`CallbackContext`](crate::CallbackContext)), so no write is lost.
 //!
-//! A tool's `Err` is given back to the model as `{"error": "<message>"}` so it can recover; it
-//! does not end the invocation ★ (the reference raises). Arguments that do not fit the tool's
-//! schema ([`check_arguments`]) are answered the same way, without running the tool.
-
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
+//! A tool's `Err` is given back to the model as `{"error": "<message>"}` so it can recover; unlike
+//! in ADK for Python, it does not end the invocation. Arguments that do not fit the tool's schema
+//! ([`check_arguments`]) are answered the same way, without running the tool.
 
 use agentstate::{BoxError, Map, Value};
 use async_trait::async_trait;
@@ -20,6 +17,10 @@ use crate::context::ToolContext;
 use crate::model::ToolDeclaration;
 
 /// A tool.
+///
+/// To pass one where an `impl Into<Arc<dyn Tool>>` is asked for (a builder's
+/// [`tool`](crate::LlmAgentBuilder::tool)), give it as `Arc::new(tool) as Arc<dyn Tool>`, or add
+/// `impl From<MyTool> for Arc<dyn Tool>`.
 #[async_trait]
 pub trait Tool: Send + Sync {
     /// The name the model calls it by.
@@ -44,20 +45,62 @@ pub trait Tool: Send + Sync {
     }
 }
 
+/// How a JSON object breaks the schema it is checked against.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaViolation {
+    /// A required member is missing.
+    #[error("missing required {noun} '{name}'")]
+    Missing {
+        /// What the members are (`argument`, `field`).
+        noun: &'static str,
+        /// The member.
+        name: String,
+    },
+    /// A member is of another JSON type than declared.
+    #[error("{noun} '{name}' must be {expected}, not {found}")]
+    WrongType {
+        /// What the members are.
+        noun: &'static str,
+        /// The member.
+        name: String,
+        /// The declared type(s), joined with "or".
+        expected: String,
+        /// The JSON type it has.
+        found: &'static str,
+    },
+    /// A member's value is not one of its `enum` values.
+    #[error("{noun} '{name}' must be one of {allowed}, not {value}")]
+    NotAllowed {
+        /// What the members are.
+        noun: &'static str,
+        /// The member.
+        name: String,
+        /// The allowed values, as JSON.
+        allowed: String,
+        /// The value given, as JSON.
+        value: String,
+    },
+}
+
 /// Checks a call's arguments against the tool's JSON schema before it runs: required arguments
 /// present, each argument of its declared `type` (and one of its `enum` values, if listed). Models
 /// do get arguments wrong; the message goes back to the model so it can call again. Keywords
 /// beyond these are not checked.
-pub fn check_arguments(schema: &Value, args: &Map<String, Value>) -> Result<(), String> {
+pub fn check_arguments(schema: &Value, args: &Map<String, Value>) -> Result<(), SchemaViolation> {
     check_object(schema, args, "argument")
 }
 
 /// [`check_arguments`] for any object; `noun` names its members in messages.
-pub(crate) fn check_object(schema: &Value, args: &Map<String, Value>, noun: &str) -> Result<(), String> {
+pub(crate) fn check_object(
+    schema: &Value,
+    args: &Map<String, Value>,
+    noun: &'static str,
+) -> Result<(), SchemaViolation> {
     let required = schema.get("required").and_then(Value::as_array).into_iter().flatten();
     for name in required.filter_map(Value::as_str) {
         if !args.contains_key(name) {
-            return Err(format!("missing required {noun} '{name}'"));
+            return Err(SchemaViolation::Missing { noun, name: name.to_owned() });
         }
     }
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return Ok(()) };
@@ -69,12 +112,22 @@ pub(crate) fn check_object(schema: &Value, args: &Map<String, Value>, noun: &str
             _ => Vec::new(),
         };
         if !types.is_empty() && !types.iter().any(|t| has_type(value, t)) {
-            return Err(format!("{noun} '{name}' must be {}, not {}", types.join(" or "), type_name(value)));
+            return Err(SchemaViolation::WrongType {
+                noun,
+                name: name.clone(),
+                expected: types.join(" or "),
+                found: type_name(value),
+            });
         }
         if let Some(allowed) = property.get("enum").and_then(Value::as_array)
             && !allowed.contains(value)
         {
-            return Err(format!("{noun} '{name}' must be one of {}, not {value}", Value::Array(allowed.clone())));
+            return Err(SchemaViolation::NotAllowed {
+                noun,
+                name: name.clone(),
+                allowed: Value::Array(allowed.clone()).to_string(),
+                value: value.to_string(),
+            });
         }
     }
     Ok(())
@@ -104,83 +157,6 @@ fn type_name(value: &Value) -> &'static str {
     }
 }
 
-/// The future an async [`FunctionTool`] returns.
-pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, BoxError>> + Send + 'a>>;
-
-type Handler = dyn for<'a> Fn(Map<String, Value>, &'a mut ToolContext) -> ToolFuture<'a> + Send + Sync;
-
-/// A tool made of a function.
-///
-/// ```
-/// use agentstate_runtime::FunctionTool;
-/// use serde_json::json;
-///
-/// let weather = FunctionTool::new(
-///     "get_weather",
-///     "Returns the weather of a city.",
-///     json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-///     |args, ctx| {
-///         let city = args.get("city").and_then(|c| c.as_str()).ok_or("city is required")?;
-///         ctx.state_mut().set("last_city", json!(city));
-///         Ok(json!({"city": city, "forecast": "sunny"}))
-///     },
-/// );
-/// # let _ = weather;
-/// ```
-#[derive(Clone)]
-pub struct FunctionTool {
-    name: String,
-    description: String,
-    parameters: Value,
-    handler: Arc<Handler>,
-}
-
-impl std::fmt::Debug for FunctionTool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FunctionTool").field("name", &self.name).finish_non_exhaustive()
-    }
-}
-
-impl FunctionTool {
-    /// A tool running a plain function.
-    pub fn new<F>(name: impl Into<String>, description: impl Into<String>, parameters: Value, f: F) -> Self
-    where
-        F: Fn(Map<String, Value>, &mut ToolContext) -> Result<Value, BoxError> + Send + Sync + 'static,
-    {
-        Self::new_async(name, description, parameters, move |args, ctx| {
-            let result = f(args, ctx);
-            Box::pin(async move { result })
-        })
-    }
-
-    /// A tool running an async function: `|args, ctx| Box::pin(async move { … })`.
-    pub fn new_async<F>(name: impl Into<String>, description: impl Into<String>, parameters: Value, f: F) -> Self
-    where
-        F: for<'a> Fn(Map<String, Value>, &'a mut ToolContext) -> ToolFuture<'a> + Send + Sync + 'static,
-    {
-        Self { name: name.into(), description: description.into(), parameters, handler: Arc::new(f) }
-    }
-}
-
-#[async_trait]
-impl Tool for FunctionTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn parameters(&self) -> Value {
-        self.parameters.clone()
-    }
-
-    async fn call(&self, args: Map<String, Value>, ctx: &mut ToolContext) -> Result<Value, BoxError> {
-        (self.handler)(args, ctx).await
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,14 +178,15 @@ mod tests {
             check_arguments(&schema, &args(json!({"city": "Oslo", "days": 3, "unit": "C", "note": null, "free": [1]}))),
             Ok(())
         );
-        assert_eq!(check_arguments(&schema, &args(json!({"days": 3}))), Err("missing required argument 'city'".into()));
+        let problem = |value| check_arguments(&schema, &args(value)).map_err(|e| e.to_string());
+        assert_eq!(problem(json!({"days": 3})), Err("missing required argument 'city'".into()));
         assert_eq!(
-            check_arguments(&schema, &args(json!({"city": "Oslo", "days": "3"}))),
+            problem(json!({"city": "Oslo", "days": "3"})),
             Err("argument 'days' must be integer, not string".into())
         );
         assert_eq!(check_arguments(&schema, &args(json!({"city": "Oslo", "days": 3.0}))), Ok(()));
         assert_eq!(
-            check_arguments(&schema, &args(json!({"city": "Oslo", "unit": "K"}))),
+            problem(json!({"city": "Oslo", "unit": "K"})),
             Err(r#"argument 'unit' must be one of ["C","F"], not "K""#.into())
         );
         // Arguments the schema does not describe pass (models add them; tools ignore them).

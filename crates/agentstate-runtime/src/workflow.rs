@@ -2,27 +2,14 @@
 //! (all at once, each on its own branch).
 //!
 //! Both share the invocation with their children: one invocation id and one session handle, so
-//! a `temp:` key one child writes is there for the next ★ (and gone in the next invocation).
+//! a `temp:` key one child writes is there for the next (and gone in the next invocation).
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use crate::agent::{Agent, BuildError, InvocationContext, check_sub_agent_names};
 use crate::error::RuntimeError;
-use crate::invocation::{Agent, InvocationContext};
-use crate::llm_agent::{BuildError, validate_agent_name};
-
-/// Checks an agent's name and that its sub-agents' names are distinct.
-pub(crate) fn check_agent(name: &str, sub_agents: &[Arc<dyn Agent>]) -> Result<(), BuildError> {
-    validate_agent_name(name)?;
-    let mut seen = std::collections::HashSet::new();
-    for agent in sub_agents {
-        if !seen.insert(agent.name()) {
-            return Err(BuildError::DuplicateSubAgent { agent: name.to_owned(), sub_agent: agent.name().to_owned() });
-        }
-    }
-    Ok(())
-}
 
 /// A workflow agent: a name, a description, sub-agents, and how it runs them.
 macro_rules! workflow_agent {
@@ -46,7 +33,7 @@ macro_rules! workflow_agent {
             #[doc = concat!("A ", stringify!($agent), " called `name` running `sub_agents`.")]
             pub fn new(name: impl Into<String>, sub_agents: Vec<Arc<dyn Agent>>) -> Result<Self, BuildError> {
                 let name = name.into();
-                check_agent(&name, &sub_agents)?;
+                check_sub_agent_names(&name, &sub_agents)?;
                 Ok(Self { name, description: String::new(), sub_agents })
             }
 
@@ -104,3 +91,5 @@ workflow_agent!(
         futures_util::future::join_all(runs).await.into_iter().collect()
     }
 );
+
+into_dyn!(Agent: SequentialAgent, ParallelAgent);

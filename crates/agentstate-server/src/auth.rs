@@ -1,64 +1,101 @@
-//! Bearer-token access control: each token may touch some apps (or all) and, optionally, only
-//! some users in them. A request outside its grant gets 403 and touches nothing.
+//! Bearer-token access control. Each token may touch some apps (or all) and, optionally, only
+//! some users in them. Every route says in the route table what it needs ([`Access`]); with no
+//! tokens configured, nothing is checked (the server then listens on loopback only, unless told
+//! otherwise).
 //!
 //! Configuration (a file given to `--tokens-file`, or the same JSON in `AGENTSTATE_TOKENS`):
 //!
 //! ```json
 //! {"tokens": [
-//!   {"token": "s3cret-admin", "apps": "*"},
-//!   {"token": "s3cret-support", "apps": ["support_bot"], "users": ["alice", "bob"]}
+//!   {"token": "s3cret-admin-0123456789", "apps": "*"},
+//!   {"token": "s3cret-support-0123456789", "apps": ["support_bot"], "users": ["alice", "bob"]}
 //! ]}
 //! ```
+//!
+//! Tokens never show in `Debug`, logs or error messages.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
+use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
-use crate::sessions::AppState;
+
+/// What a route needs from the caller when tokens are configured: the route table's
+/// authentication column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Nothing: liveness and readiness probes.
+    Public,
+    /// Any valid token. Routes that list things (`/list-apps`) show only what the token may touch.
+    Token,
+    /// A token that may touch the app and user named in the path.
+    PathAppUser,
+    /// A valid token; the handler checks it against the app and user named in the body, after
+    /// authenticating and before looking anything up.
+    BodyAppUser,
+}
+
+impl Access {
+    /// How the OpenAPI document and the README describe it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Public => "none",
+            Self::Token => "any valid token",
+            Self::PathAppUser => "a token for the app and user in the path",
+            Self::BodyAppUser => "a token for the app and user in the body",
+        }
+    }
+}
 
 /// What one token may touch.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct Grant {
+#[derive(Debug, Clone, Deserialize)]
+struct Grant {
     /// The token, sent as `Authorization: Bearer <token>`.
-    pub token: String,
+    token: SecretString,
     /// `"*"` for every app, or a list of app names.
-    pub apps: Apps,
+    apps: Apps,
     /// Only these users' sessions; absent for every user.
     #[serde(default)]
-    pub users: Option<Vec<String>>,
+    users: Option<Vec<String>>,
 }
 
 /// The apps a grant covers.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(untagged)]
-pub enum Apps {
+enum Apps {
     /// `"*"`.
     All(String),
     /// These apps.
     Only(Vec<String>),
 }
 
-/// Every configured token. Empty: no authentication (the server then refuses non-loopback
-/// addresses unless told otherwise).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+/// Every configured token. Empty: no authentication.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Tokens {
-    /// The grants.
-    pub tokens: Vec<Grant>,
+    tokens: Vec<Grant>,
 }
 
-/// Why a token configuration is unusable.
+/// Why a token configuration is unusable. Its messages never contain a token.
 #[derive(Debug, thiserror::Error)]
 pub enum TokensError {
     /// Not the documented JSON.
     #[error(
-        "the token configuration is not valid JSON of the form {{\"tokens\": [{{\"token\": …, \"apps\": \"*\" or [...], \"users\": [...]}}]}}: {0}"
+        "the token configuration is not valid JSON of the form {{\"tokens\": [{{\"token\": …, \"apps\": \"*\" or [...], \"users\": [...]}}]}} (line {line}, column {column})"
     )]
-    Parse(#[from] serde_json::Error),
+    Parse {
+        /// Where the problem is.
+        line: usize,
+        /// Where on the line.
+        column: usize,
+    },
     /// A grant that cannot work.
     #[error("token #{index}: {problem}")]
     Invalid {
@@ -69,13 +106,60 @@ pub enum TokensError {
     },
 }
 
+/// What an authenticated request may touch: the grant of its token, or everything when no tokens
+/// are configured. Handlers that name the app and user outside the path check them here.
+#[derive(Debug, Clone)]
+pub(crate) struct Permit {
+    apps: Option<Arc<[String]>>,
+    users: Option<Arc<[String]>>,
+}
+
+impl Permit {
+    /// Everything (no tokens configured).
+    pub(crate) fn all() -> Self {
+        Self { apps: None, users: None }
+    }
+
+    fn of(grant: &Grant) -> Self {
+        let apps = match &grant.apps {
+            Apps::All(_) => None,
+            Apps::Only(apps) => Some(apps.as_slice().into()),
+        };
+        Self { apps, users: grant.users.as_deref().map(Into::into) }
+    }
+
+    /// Whether it covers `app`.
+    pub(crate) fn covers_app(&self, app: &str) -> bool {
+        self.apps.as_ref().is_none_or(|apps| apps.iter().any(|a| a == app))
+    }
+
+    /// 403 unless it covers `app`.
+    pub(crate) fn check_app(&self, app: &str) -> Result<(), ApiError> {
+        if !self.covers_app(app) {
+            return Err(ApiError::Forbidden(format!("This token may not access app {app:?}.")));
+        }
+        Ok(())
+    }
+
+    /// 403 unless it covers `app` and `user`.
+    pub(crate) fn check(&self, app: &str, user: &str) -> Result<(), ApiError> {
+        self.check_app(app)?;
+        if self.users.as_ref().is_some_and(|users| !users.iter().any(|u| u == user)) {
+            return Err(ApiError::Forbidden(format!("This token may not access the sessions of user {user:?}.")));
+        }
+        Ok(())
+    }
+}
+
 impl Tokens {
     /// Parses and checks a configuration.
     pub fn parse(json: &str) -> Result<Self, TokensError> {
-        let tokens: Tokens = serde_json::from_str(json)?;
+        // serde's message may quote the input; only its position is reported.
+        let tokens: Tokens =
+            serde_json::from_str(json).map_err(|e| TokensError::Parse { line: e.line(), column: e.column() })?;
         for (i, grant) in tokens.tokens.iter().enumerate() {
             let invalid = |problem: &str| TokensError::Invalid { index: i + 1, problem: problem.to_owned() };
-            if grant.token.len() < 16 {
+            if grant.token.expose_secret().len() < 16 {
                 return Err(invalid("tokens must be at least 16 characters long"));
             }
             if let Apps::All(s) = &grant.apps
@@ -92,81 +176,107 @@ impl Tokens {
         !self.tokens.is_empty()
     }
 
+    /// How many tokens are configured.
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
     fn find(&self, presented: &str) -> Option<&Grant> {
         // Compare with every token in constant time, so timing reveals nothing about them.
         let mut found = None;
         for grant in &self.tokens {
-            if constant_time_eq(grant.token.as_bytes(), presented.as_bytes()) {
+            if bool::from(grant.token.expose_secret().as_bytes().ct_eq(presented.as_bytes())) {
                 found = Some(grant);
             }
         }
         found
     }
-}
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
+    /// The permit of the request's bearer token: everything without tokens configured, 401
+    /// without a known token.
+    pub(crate) fn authenticate(&self, headers: &HeaderMap) -> Result<Permit, ApiError> {
+        if !self.is_enabled() {
+            return Ok(Permit::all());
+        }
+        let presented = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        match presented.and_then(|t| self.find(t)) {
+            Some(grant) => Ok(Permit::of(grant)),
+            None => Err(ApiError::Unauthorized(
+                "Missing or unknown bearer token: send `Authorization: Bearer <token>`.".into(),
+            )),
+        }
     }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Middleware for the session routes: checks the bearer token against the path's app and user.
-pub(crate) async fn authorize(
-    State(state): State<AppState>,
-    Path(params): Path<HashMap<String, String>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let app = params.get("app_name").map(String::as_str).unwrap_or_default();
-    let user = params.get("user_id").map(String::as_str).unwrap_or_default();
-    match permit(&state.tokens, request.headers(), app, user) {
-        Ok(()) => next.run(request).await,
+/// Middleware of [`Access::Token`] and [`Access::BodyAppUser`] routes: authenticates the
+/// request; the handler gets its [`Permit`].
+pub(crate) async fn authenticate(State(tokens): State<Arc<Tokens>>, mut request: Request, next: Next) -> Response {
+    match tokens.authenticate(request.headers()) {
+        Ok(permit) => {
+            request.extensions_mut().insert(permit);
+            next.run(request).await
+        }
         Err(denied) => denied.into_response(),
     }
 }
 
-/// Checks the request's bearer token against `app` and `user` (for routes that name them in the
-/// body, such as `/run`). `Err` is the 401 or 403 to send.
-pub(crate) fn permit(tokens: &Tokens, headers: &HeaderMap, app: &str, user: &str) -> Result<(), ApiError> {
-    if !tokens.is_enabled() {
-        return Ok(());
+/// Middleware of [`Access::PathAppUser`] routes: authenticates the request and checks the path's
+/// app and user before the handler runs.
+pub(crate) async fn authorize_path(
+    State(tokens): State<Arc<Tokens>>,
+    Path(params): Path<HashMap<String, String>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let app = params.get("app_name").map(String::as_str).unwrap_or_default();
+    let user = params.get("user_id").map(String::as_str).unwrap_or_default();
+    match tokens.authenticate(request.headers()).and_then(|permit| permit.check(app, user).map(|()| permit)) {
+        Ok(permit) => {
+            request.extensions_mut().insert(permit);
+            next.run(request).await
+        }
+        Err(denied) => denied.into_response(),
     }
-    let presented = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    let Some(grant) = presented.and_then(|t| tokens.find(t)) else {
-        return Err(ApiError::Unauthorized(
-            "Missing or unknown bearer token: send `Authorization: Bearer <token>`.".into(),
-        ));
-    };
-    if let Apps::Only(apps) = &grant.apps
-        && !apps.iter().any(|a| a == app)
-    {
-        return Err(ApiError::Forbidden(format!("This token may not access app {app:?}.")));
-    }
-    if let Some(users) = &grant.users
-        && !users.iter().any(|u| u == user)
-    {
-        return Err(ApiError::Forbidden(format!("This token may not access the sessions of user {user:?}.")));
-    }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn bearer(token: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::AUTHORIZATION, format!("Bearer {token}").parse().unwrap());
+        headers
+    }
+
     #[test]
     fn parses_and_checks_grants() {
         let t = Tokens::parse(r#"{"tokens": [{"token": "0123456789abcdef", "apps": "*"}, {"token": "fedcba9876543210", "apps": ["a"], "users": ["u"]}]}"#).unwrap();
         assert!(t.is_enabled());
-        assert_eq!(t.find("fedcba9876543210").map(|g| &g.apps), Some(&Apps::Only(vec!["a".into()])));
-        assert!(t.find("fedcba987654321").is_none());
+        let permit = t.authenticate(&bearer("fedcba9876543210")).unwrap();
+        assert!(permit.check("a", "u").is_ok() && permit.check("a", "v").is_err() && permit.check("b", "u").is_err());
+        assert!(t.authenticate(&bearer("fedcba987654321")).is_err());
+        assert!(t.authenticate(&HeaderMap::new()).is_err());
         assert!(Tokens::parse(r#"{"tokens": [{"token": "short", "apps": "*"}]}"#).is_err());
         assert!(Tokens::parse(r#"{"tokens": [{"token": "0123456789abcdef", "apps": "some"}]}"#).is_err());
         assert!(Tokens::parse("{").is_err());
+    }
+
+    #[test]
+    fn tokens_never_show() {
+        let secret = "never-show-this-token-0123";
+        let t = Tokens::parse(&format!(r#"{{"tokens": [{{"token": "{secret}", "apps": ["a"]}}]}}"#)).unwrap();
+        assert!(!format!("{t:?}").contains(secret));
+        let bad = Tokens::parse(&format!(r#"{{"tokens": [{{"token": "{secret}", "apps": 7}}]}}"#)).unwrap_err();
+        assert!(!bad.to_string().contains(secret) && !format!("{bad:?}").contains(secret), "{bad}");
     }
 }

@@ -7,14 +7,12 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-
-use crate::sessions::AppState;
+use axum::response::Response;
 
 /// Upper bounds of the latency histogram buckets, in seconds.
 const BUCKETS: [f64; 12] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5];
@@ -97,17 +95,12 @@ impl Metrics {
 
 /// Middleware: times every request and counts it under its route template (never the raw path,
 /// which would make a series per session).
-pub(crate) async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub(crate) async fn track(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
     let start = Instant::now();
     let method = request.method().to_string();
     let route =
         request.extensions().get::<MatchedPath>().map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
     let response = next.run(request).await;
-    state.metrics.observe(&method, &route, response.status().as_u16(), start.elapsed().as_secs_f64());
+    metrics.observe(&method, &route, response.status().as_u16(), start.elapsed().as_secs_f64());
     response
-}
-
-/// `GET /metrics`.
-pub(crate) async fn render(State(state): State<AppState>) -> impl IntoResponse {
-    ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics.render())
 }

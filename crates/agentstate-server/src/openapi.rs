@@ -1,7 +1,9 @@
 //! `GET /openapi.json`: an OpenAPI 3.1 description generated from the same table that registers
-//! the routes (see `routes!` in the crate root), so the two cannot drift apart.
+//! the routes and decides their authentication, so the three cannot drift apart.
 
 use serde_json::{Map, Value, json};
+
+use crate::auth::Access;
 
 /// One documented route.
 #[derive(Debug, Clone, Copy)]
@@ -12,6 +14,8 @@ pub struct Operation {
     pub path: &'static str,
     /// What it does.
     pub summary: &'static str,
+    /// What the caller needs when access tokens are configured.
+    pub access: Access,
     /// Schema name of the JSON request body, if any.
     pub request: Option<&'static str>,
     /// Status code → (description, schema name of the JSON body).
@@ -90,7 +94,22 @@ pub fn document(operations: &[Operation]) -> Value {
         for (status, description, schema) in op.responses {
             responses.insert(status.to_string(), json!({"description": description, "content": body(schema)}));
         }
-        let mut operation = json!({"summary": op.summary, "parameters": parameters(op.path), "responses": responses});
+        let denied = |description: &str| json!({"description": description, "content": body("Error")});
+        if op.access != Access::Public {
+            responses
+                .insert("401".into(), denied("Access tokens are configured and none (or an unknown one) was sent"));
+        }
+        if matches!(op.access, Access::PathAppUser | Access::BodyAppUser) {
+            responses.insert("403".into(), denied("The token may not access this app or user"));
+        }
+        let security = if op.access == Access::Public { json!([]) } else { json!([{"bearer": []}]) };
+        let mut operation = json!({
+            "summary": op.summary,
+            "description": format!("Authentication, when access tokens are configured: {}.", op.access.describe()),
+            "security": security,
+            "parameters": parameters(op.path),
+            "responses": responses,
+        });
         if let Some(schema) = op.request {
             operation["requestBody"] = json!({"required": false, "content": body(schema)});
         }

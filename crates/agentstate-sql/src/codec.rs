@@ -57,6 +57,19 @@ pub(crate) fn merge(state: &mut Map<String, Value>, delta: &Map<String, Value>) 
     }
 }
 
+/// A shared scope's row (app or user state) after merging `delta`: its state, and whether the
+/// row must be written because it was missing (the reference keeps a row for every app and user
+/// that has sessions) or the delta changes it. Every dialect merges through this.
+pub(crate) fn merge_row(
+    existing: Option<Map<String, Value>>,
+    delta: &Map<String, Value>,
+) -> (Map<String, Value>, bool) {
+    let write = existing.is_none() || !delta.is_empty();
+    let mut state = existing.unwrap_or_default();
+    merge(&mut state, delta);
+    (state, write)
+}
+
 /// A state column's text with `delta` merged in; unchanged (not re-encoded) for an empty delta.
 pub(crate) fn merged_text(text: String, delta: &Map<String, Value>) -> Result<String> {
     if delta.is_empty() {
@@ -81,7 +94,7 @@ pub(crate) fn decode_event(data: Value, id: String, invocation_id: String, colum
     event.id = id;
     event.invocation_id = invocation_id;
     if !has_timestamp {
-        event.timestamp = agentstate::time::micros_to_secs(column_micros);
+        event.timestamp = agentstate::store::micros_to_secs(column_micros);
     }
     Ok(event)
 }

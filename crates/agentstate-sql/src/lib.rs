@@ -10,92 +10,30 @@
 //! let service = SqlSessionService::connect("sqlite://agentstate.db").await?;
 //! # Ok(()) }
 //! ```
+//!
+//! [`SqlSessionService`] picks the store by URL ([`DatabaseUrl`]); each store can also be opened
+//! on its own ([`SqliteStore`], [`PostgresStore`], [`MySqlStore`]). The statements are plain SQL,
+//! one folder per dialect (`sql/<dialect>/*.sql`). [`adk_web`] copies the local store of
+//! `adk web` (another schema) into any agentstate store.
 
+pub mod adk_web;
 mod codec;
-pub mod mysql;
-pub mod postgres;
-mod server;
-pub mod sqlite;
+mod mysql;
+mod pool;
+mod postgres;
+mod schema;
+mod sqlite;
 mod url;
 
-use agentstate::{DelegatingStore, Error, Result, SessionStore};
+use agentstate::Result;
+use agentstate::store::{DelegatingStore, SessionStore};
 
 pub use mysql::MySqlStore;
+pub use pool::PoolOptions;
 pub use postgres::PostgresStore;
-pub use server::PoolOptions;
+pub use schema::{SCHEMA_VERSION, Schema, SchemaError};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
-pub use url::{DatabaseUrl, redact};
-
-/// Why a database's schema cannot be used.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SchemaError {
-    /// ADK for Python's legacy pickle schema (v0).
-    #[error(
-        "{location} uses ADK for Python's legacy pickle schema (v0), which agentstate never reads. \
-         Migrate it with ADK for Python first: `adk migrate session --source_db_url=<this database> \
-         --dest_db_url=<new database>`, then point agentstate at the new database."
-    )]
-    Legacy {
-        /// The database.
-        location: String,
-    },
-    /// The local store of `adk web` / `adk api_server` (`SqliteSessionService`), another schema.
-    #[error(
-        "{location} is the local store of `adk web`/`adk api_server` (SqliteSessionService schema), not the \
-         DatabaseSessionService schema agentstate uses. Copy it into an agentstate database with \
-         `agentstate import-adk --from {location}`."
-    )]
-    AdkSqlite {
-        /// The database.
-        location: String,
-    },
-    /// `adk_internal_metadata` exists without a schema version.
-    #[error("{location} has an adk_internal_metadata table without a schema_version row; the database may be damaged")]
-    NoVersion {
-        /// The database.
-        location: String,
-    },
-    /// A schema version this release does not know.
-    #[error(
-        "{location} has schema version {version:?}; this agentstate release knows version \"1\". Upgrade agentstate."
-    )]
-    Unknown {
-        /// The database.
-        location: String,
-        /// The version found.
-        version: String,
-    },
-}
-
-impl SchemaError {
-    /// Checks the `schema_version` found in `adk_internal_metadata`.
-    pub(crate) fn check_version(version: Option<&str>, location: &str) -> Result<()> {
-        let location = location.to_owned();
-        match version {
-            Some("1") => Ok(()),
-            Some("0") => Err(Self::Legacy { location }.into()),
-            Some(other) => Err(Self::Unknown { location, version: other.to_owned() }.into()),
-            None => Err(Self::NoVersion { location }.into()),
-        }
-    }
-
-    /// Checks the columns of an `events` table found without `adk_internal_metadata`: the
-    /// legacy schema has `actions` and no `event_data`.
-    pub(crate) fn check_event_columns(columns: &[String], location: &str) -> Result<()> {
-        let has = |name: &str| columns.iter().any(|c| c == name);
-        if has("actions") && !has("event_data") {
-            return Err(Self::Legacy { location: location.to_owned() }.into());
-        }
-        Ok(())
-    }
-}
-
-impl From<SchemaError> for Error {
-    fn from(e: SchemaError) -> Self {
-        Error::Backend { message: e.to_string(), retryable: false, source: Some(Box::new(e)) }
-    }
-}
+pub use url::{Database, DatabaseUrl};
 
 /// A session service on any supported SQL database, chosen by URL.
 #[derive(Debug, Clone)]
@@ -112,12 +50,24 @@ impl SqlSessionService {
     /// Connects to the database named by `url` (see [`DatabaseUrl`]), creating the schema if the
     /// database has none.
     pub async fn connect(url: &str) -> Result<Self> {
-        match DatabaseUrl::parse(url)? {
-            DatabaseUrl::Sqlite(options) => Ok(Self::Sqlite(SqliteStore::open(options).await?)),
-            DatabaseUrl::Postgres(url) => {
-                Ok(Self::Postgres(PostgresStore::connect(&PoolOptions::from_url(&url)?).await?))
-            }
-            DatabaseUrl::MySql(url) => Ok(Self::MySql(MySqlStore::connect(&PoolOptions::from_url(&url)?).await?)),
+        Self::open(&DatabaseUrl::parse(url)?).await
+    }
+
+    /// Connects to a parsed database URL, creating the schema if the database has none.
+    pub async fn open(url: &DatabaseUrl) -> Result<Self> {
+        Ok(match url.database() {
+            Database::Sqlite(options) => Self::Sqlite(SqliteStore::open(options.clone()).await?),
+            Database::Postgres(options) => Self::Postgres(PostgresStore::connect(options).await?),
+            Database::MySql(options) => Self::MySql(MySqlStore::connect(options).await?),
+        })
+    }
+
+    /// The schema the database was found with, or created with.
+    pub fn schema(&self) -> &Schema {
+        match self {
+            Self::Sqlite(s) => s.schema(),
+            Self::Postgres(s) => s.schema(),
+            Self::MySql(s) => s.schema(),
         }
     }
 }

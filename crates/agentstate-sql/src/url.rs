@@ -2,60 +2,86 @@
 //! `postgres://…` / `postgresql://…`, `mysql://…` / `mariadb://…`. A `+driver` suffix as
 //! SQLAlchemy writes it (`sqlite+aiosqlite://`, `postgresql+asyncpg://`) is accepted and ignored.
 
+use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use agentstate::{Error, Result};
 
+use crate::pool::{PoolOptions, redact};
 use crate::sqlite::{SqliteOptions, Synchronous};
 
-/// Which database a URL names.
+/// A parsed database URL. It shows itself (`Display`, `Debug`) with any password replaced by
+/// `***`, so it can go into messages and logs.
+///
+/// ```
+/// use agentstate_sql::{Database, DatabaseUrl};
+/// let url = DatabaseUrl::parse("postgresql+asyncpg://app:s3cret@db-host/sessions")?;
+/// assert!(matches!(url.database(), Database::Postgres(_)));
+/// assert_eq!(url.to_string(), "postgresql+asyncpg://app:***@db-host/sessions");
+/// assert!(!format!("{url:?}").contains("s3cret"));
+/// assert!(DatabaseUrl::parse("oracle://x").is_err());
+/// # Ok::<(), agentstate::Error>(())
+/// ```
+#[derive(Clone, PartialEq)]
+pub struct DatabaseUrl {
+    database: Database,
+    redacted: String,
+}
+
+/// Which database a URL names, with its options.
 #[derive(Debug, Clone, PartialEq)]
-pub enum DatabaseUrl {
+#[non_exhaustive]
+pub enum Database {
     /// A SQLite file or in-memory database.
     Sqlite(SqliteOptions),
-    /// A PostgreSQL server; the URL as sqlx takes it.
-    Postgres(String),
-    /// A MySQL or MariaDB server; the URL as sqlx takes it.
-    MySql(String),
+    /// A PostgreSQL server.
+    Postgres(PoolOptions),
+    /// A MySQL or MariaDB server.
+    MySql(PoolOptions),
 }
 
-fn bad(url: &str, why: impl std::fmt::Display) -> Error {
+fn bad(url: &str, why: impl fmt::Display) -> Error {
     Error::invalid("database_url", format!("{:?}: {why}", redact(url)))
-}
-
-/// The URL with any password replaced by `***`, for messages and logs.
-pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let Some((userinfo, host)) = rest.split_once('@') else { return url.to_owned() };
-    match userinfo.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-        None => url.to_owned(),
-    }
 }
 
 impl DatabaseUrl {
     /// Parses a database URL.
-    ///
-    /// ```
-    /// use agentstate_sql::DatabaseUrl;
-    /// assert!(matches!(DatabaseUrl::parse("sqlite://agentstate.db")?, DatabaseUrl::Sqlite(_)));
-    /// assert!(matches!(DatabaseUrl::parse("postgresql+asyncpg://u@h/db")?, DatabaseUrl::Postgres(_)));
-    /// assert!(DatabaseUrl::parse("oracle://x").is_err());
-    /// # Ok::<(), agentstate::Error>(())
-    /// ```
     pub fn parse(url: &str) -> Result<Self> {
         let (scheme, rest) = url
             .split_once(':')
             .ok_or_else(|| bad(url, "expected a URL such as sqlite://agentstate.db or postgres://host/db"))?;
         let base = scheme.split('+').next().unwrap_or(scheme).to_ascii_lowercase();
         let normalized = |proper: &str| format!("{proper}:{rest}");
-        match base.as_str() {
-            "sqlite" => parse_sqlite(url, rest).map(Self::Sqlite),
-            "postgres" | "postgresql" => Ok(Self::Postgres(normalized("postgres"))),
-            "mysql" | "mariadb" => Ok(Self::MySql(normalized("mysql"))),
-            other => Err(bad(url, format!("unsupported scheme {other:?}; use sqlite, postgres or mysql"))),
-        }
+        let database = match base.as_str() {
+            "sqlite" => Database::Sqlite(parse_sqlite(url, rest)?),
+            "postgres" | "postgresql" => Database::Postgres(PoolOptions::from_url(&normalized("postgres"))?),
+            "mysql" | "mariadb" => Database::MySql(PoolOptions::from_url(&normalized("mysql"))?),
+            other => return Err(bad(url, format!("unsupported scheme {other:?}; use sqlite, postgres or mysql"))),
+        };
+        Ok(Self { database, redacted: redact(url) })
+    }
+
+    /// The database and its options.
+    pub fn database(&self) -> &Database {
+        &self.database
+    }
+
+    /// The URL as given, with any password replaced by `***`.
+    pub fn redacted(&self) -> &str {
+        &self.redacted
+    }
+}
+
+impl fmt::Display for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.redacted)
+    }
+}
+
+impl fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DatabaseUrl").field("url", &self.redacted).field("database", &self.database).finish()
     }
 }
 
@@ -100,8 +126,8 @@ mod tests {
     use super::*;
 
     fn sqlite(url: &str) -> SqliteOptions {
-        match DatabaseUrl::parse(url).unwrap() {
-            DatabaseUrl::Sqlite(o) => o,
+        match DatabaseUrl::parse(url).unwrap().database {
+            Database::Sqlite(o) => o,
             other => panic!("{other:?}"),
         }
     }
@@ -119,13 +145,26 @@ mod tests {
 
     #[test]
     fn server_forms_and_redaction() {
-        assert_eq!(
-            DatabaseUrl::parse("postgresql+asyncpg://u:pw@h/db").unwrap(),
-            DatabaseUrl::Postgres("postgres://u:pw@h/db".into())
-        );
-        assert_eq!(DatabaseUrl::parse("mariadb://root@h/db").unwrap(), DatabaseUrl::MySql("mysql://root@h/db".into()));
+        let pg = DatabaseUrl::parse("postgresql+asyncpg://u:pw@h/db").unwrap();
+        assert_eq!(pg.database, Database::Postgres(PoolOptions::from_url("postgres://u:pw@h/db").unwrap()));
+        let my = DatabaseUrl::parse("mariadb://root@h/db").unwrap();
+        assert_eq!(my.database, Database::MySql(PoolOptions::from_url("mysql://root@h/db").unwrap()));
         assert_eq!(redact("postgres://u:secret@h/db"), "postgres://u:***@h/db");
+        assert_eq!(redact("postgres://u:p@ss@h/db?sslmode=require"), "postgres://u:***@h/db?sslmode=require");
+        assert_eq!(redact("postgres://u@h/db?password=secret&x=1"), "postgres://u@h/db?password=***&x=1");
+        assert_eq!(redact("mysql://root@h/db"), "mysql://root@h/db");
         let err = DatabaseUrl::parse("oracle://u:secret@h").unwrap_err().to_string();
         assert!(!err.contains("secret"), "{err}");
+        let err = DatabaseUrl::parse("postgres://u:secret@h/db?max_connections=x").unwrap_err().to_string();
+        assert!(!err.contains("secret"), "{err}");
+    }
+
+    #[test]
+    fn no_password_is_shown() {
+        for url in ["postgres://u:secret@h/db", "mysql://u:secret@h/db?password=secret"] {
+            let parsed = DatabaseUrl::parse(url).unwrap();
+            let shown = format!("{parsed} {parsed:?} {:?}", parsed.database());
+            assert!(!shown.contains("secret"), "{shown}");
+        }
     }
 }

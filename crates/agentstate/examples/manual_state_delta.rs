@@ -1,10 +1,12 @@
-//! "The Standard Way: `EventActions.state_delta`" of the state guide (seeds, `004_*`): a system
+//! "The Standard Way: `EventActions.state_delta`" of the ADK state guide: a system
 //! event carrying a hand-built delta updates session and user state; its `temp:` key is applied
 //! for the invocation and never stored.
 //!
 //! Run: `cargo run -p agentstate --example manual_state_delta`
 
-use agentstate::{CreateSession, Event, GetSessionConfig, InMemorySessionService, SessionService, time};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use agentstate::{CreateSession, Event, GetSessionConfig, InMemorySessionService, SessionService};
 use serde_json::json;
 
 #[tokio::main]
@@ -23,7 +25,7 @@ async fn main() -> anyhow::Result<()> {
     println!("Initial state: {}", serde_json::to_string(session.state())?);
 
     // --- Define state changes and the event carrying them ---
-    let current_time = time::now_secs();
+    let current_time = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs_f64();
     let login_count = session.state().get("user:login_count").and_then(|v| v.as_i64()).unwrap_or(0);
     let system_event = Event::new("inv_login_update")
         .author("system")

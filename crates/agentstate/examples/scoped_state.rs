@@ -1,4 +1,4 @@
-//! The "complete example" of the state-management guide (seeds, `002_*`): a second session of
+//! The "complete example" of the ADK state-management guide: a second session of
 //! the same user inherits app and user state; session state stays separate.
 //!
 //! Run: `cargo run -p agentstate --example scoped_state`

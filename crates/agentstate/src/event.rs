@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::content::Content;
-use crate::time;
+use crate::time::now_secs;
 
 /// One entry of a session's history.
 ///
@@ -59,7 +59,7 @@ pub struct Event {
     #[serde(default)]
     pub id: String,
     /// Epoch seconds. Stored to the microsecond and kept strictly increasing within a session.
-    #[serde(default = "time::now_secs")]
+    #[serde(default = "now_secs")]
     pub timestamp: f64,
     /// Fields not modelled here, kept as received.
     #[serde(flatten)]
@@ -80,7 +80,7 @@ impl Default for Event {
             long_running_tool_ids: None,
             branch: None,
             id: String::new(),
-            timestamp: time::now_secs(),
+            timestamp: now_secs(),
             extra: Map::new(),
         }
     }
@@ -180,7 +180,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// The reference's stored `event_data`, verbatim (reference §1.5).
+    /// The `event_data` ADK for Python 2.13 stores, verbatim.
     fn reference_event_data() -> Value {
         json!({"content": {"parts": [{"text": "hello"}], "role": "user"}, "invocation_id": "inv1",
                "author": "user",
@@ -218,7 +218,7 @@ mod tests {
 
     #[test]
     fn missing_timestamp_defaults_to_now() {
-        let before = time::now_secs();
+        let before = now_secs();
         let event: Event = serde_json::from_value(json!({"author": "a"})).unwrap();
         assert!(event.timestamp >= before);
     }

@@ -39,11 +39,14 @@
 //! }
 //! ```
 //!
-//! Layout: [`model`](crate::Event) (event, content, state, scopes, keys) → [`SessionStore`] (what a
-//! backend implements) → [`SessionService`] (the rules every backend shares, implemented once) →
-//! [`InMemorySessionService`]. Persistent backends live in other crates and pass the same
-//! conformance suite (`agentstate-conformance`).
+//! What an application uses is at the root. Two modules serve other needs:
+//! - [`store`]: the backend interface ([`store::SessionStore`] and what it works with). Persistent
+//!   backends live in other crates and pass the same conformance suite
+//!   (`agentstate-conformance`); the rules every backend shares are implemented once, for every
+//!   store, as its [`SessionService`].
+//! - [`archive`]: sessions as JSON Lines, to copy them between services.
 
+pub mod archive;
 mod content;
 mod error;
 mod event;
@@ -54,27 +57,21 @@ mod scope;
 mod service;
 mod session;
 mod state;
-mod store;
-pub mod time;
+pub mod store;
+mod time;
 
 pub use content::{Blob, Content, FunctionCall, FunctionResponse, Part};
 pub use error::{BoxError, ConflictKind, Error, ErrorKind, Result, STALE_SESSION_MESSAGE};
 pub use event::{Event, EventActions};
 pub use key::{MAX_ID_CHARS, SessionKey, validate_id};
 pub use memory::InMemorySessionService;
-pub use scope::{APP_PREFIX, Scope, ScopedState, TEMP_PREFIX, USER_PREFIX, merge_scopes};
+pub use scope::{APP_PREFIX, Scope, TEMP_PREFIX, USER_PREFIX};
 pub use service::{
     CreateSession, EventPage, GetSessionConfig, ListEvents, ListSessions, MAX_EVENT_PAGE, MAX_INVOCATION_ID_CHARS,
     SessionPage, SessionService,
 };
 pub use session::{Events, Session};
 pub use state::State;
-pub use store::{
-    CommitOutcome, DelegatingStore, EventCommit, EventCursor, EventWindow, ListCursor, ListQuery, NewSession,
-    SessionStore,
-};
 
 /// The same JSON map type the model uses (insertion-ordered).
 pub use serde_json::{Map, Value};
-
-// The README's Rust code blocks run as doctests of agentstate-runtime, which sees both crates.

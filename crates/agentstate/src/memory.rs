@@ -18,9 +18,10 @@ use serde_json::{Map, Value};
 use crate::error::{ConflictKind, Error, Result};
 use crate::event::Event;
 use crate::key::SessionKey;
-use crate::scope::merge_scopes;
 use crate::session::Session;
-use crate::store::{CommitOutcome, EventCommit, EventCursor, EventWindow, ListQuery, NewSession, SessionStore};
+use crate::store::{
+    CommitOutcome, EventCommit, EventQuery, EventWindow, ListQuery, NewSession, SessionStore, merge_scopes,
+};
 
 /// Sessions kept in process memory: for development, tests and examples.
 ///
@@ -165,12 +166,8 @@ impl SessionStore for InMemorySessionService {
         Ok(())
     }
 
-    async fn events_after(
-        &self,
-        key: &SessionKey,
-        after: Option<&EventCursor>,
-        limit: usize,
-    ) -> Result<Option<Vec<Event>>> {
+    async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
+        let EventQuery { key, after, limit } = query;
         let apps = self.read();
         let stored = apps
             .get(key.app_name())
@@ -178,11 +175,11 @@ impl SessionStore for InMemorySessionService {
             .and_then(|u| u.sessions.get(key.session_id()));
         let Some(stored) = stored else { return Ok(None) };
         // Timestamps are strictly increasing here, so the time alone finds the position.
-        let start = after.map_or(0, |c| {
+        let start = after.as_ref().map_or(0, |c| {
             stored.times.partition_point(|&t| t < c.timestamp_micros)
                 + usize::from(stored.times.binary_search(&c.timestamp_micros).is_ok())
         });
-        let end = start.saturating_add(limit).min(stored.events.len());
+        let end = start.saturating_add(*limit).min(stored.events.len());
         Ok(Some(stored.events.get(start..end).unwrap_or_default().iter().map(|e| Event::clone(e)).collect()))
     }
 

@@ -11,12 +11,12 @@ use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::key::{SessionKey, validate_id};
 use crate::page;
-use crate::scope::{Scope, ScopedState};
+use crate::scope::Scope;
 use crate::session::Session;
 use crate::store::{
-    CommitOutcome, EventCommit, EventCursor, EventWindow, ListCursor, ListQuery, NewSession, SessionStore,
+    CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, ListCursor, ListQuery, NewSession, ScopedState,
+    SessionStore, micros_to_secs, now_micros, secs_to_micros,
 };
-use crate::time;
 
 /// The longest invocation id accepted, in characters (the reference's `VARCHAR(256)`).
 pub const MAX_INVOCATION_ID_CHARS: usize = 256;
@@ -90,7 +90,7 @@ impl GetSessionConfig {
     fn window(self) -> Result<EventWindow> {
         let after_micros = match self.after_timestamp {
             None => None,
-            Some(t) => Some(time::secs_to_micros(t).ok_or_else(|| {
+            Some(t) => Some(secs_to_micros(t).ok_or_else(|| {
                 Error::invalid("after_timestamp", format!("{t} is not a valid epoch time in seconds"))
             })?),
         };
@@ -243,7 +243,7 @@ impl<S: SessionStore + ?Sized> SessionService for S {
             user = key.user_id(),
             session = key.session_id()
         );
-        let new = NewSession { key, state: ScopedState::split(state), create_time_micros: time::now_micros() };
+        let new = NewSession { key, state: ScopedState::split(state), create_time_micros: now_micros() };
         self.create(new).instrument(span).await
     }
 
@@ -306,13 +306,14 @@ impl<S: SessionStore + ?Sized> SessionService for S {
         let span =
             tracing::debug_span!("list_events", app = key.app_name(), user = key.user_id(), session = key.session_id());
         // One extra event tells whether another page follows.
-        let found = self.events_after(key, after.as_ref(), request.page_size + 1).instrument(span).await?;
+        let query = EventQuery { key: key.clone(), after, limit: request.page_size + 1 };
+        let found = self.events(&query).instrument(span).await?;
         Ok(found.map(|mut events| {
             let next_page_token = (events.len() > request.page_size).then(|| {
                 events.truncate(request.page_size);
                 events.last().map(|e| {
                     page::encode_events(&EventCursor {
-                        timestamp_micros: time::secs_to_micros(e.timestamp).unwrap_or(i64::MIN),
+                        timestamp_micros: secs_to_micros(e.timestamp).unwrap_or(i64::MIN),
                         event_id: e.id.clone(),
                     })
                 })
@@ -359,11 +360,11 @@ fn prepare_commit(session: &Session, mut event: Event) -> Result<(EventCommit, M
             format!("is {invocation_chars} characters long; at most {MAX_INVOCATION_ID_CHARS} are allowed"),
         ));
     }
-    let requested = time::secs_to_micros(event.timestamp).ok_or_else(|| {
+    let requested = secs_to_micros(event.timestamp).ok_or_else(|| {
         Error::invalid("event.timestamp", format!("{} is not a valid epoch time in seconds", event.timestamp))
     })?;
     let timestamp_micros = requested.max(session.last_update_micros().saturating_add(1));
-    event.timestamp = time::micros_to_secs(timestamp_micros);
+    event.timestamp = micros_to_secs(timestamp_micros);
 
     let (temp, kept): (Map<String, Value>, Map<String, Value>) =
         std::mem::take(&mut event.actions.state_delta).into_iter().partition(|(k, _)| Scope::of(k).0 == Scope::Temp);

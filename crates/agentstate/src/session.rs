@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use crate::event::Event;
 use crate::key::SessionKey;
 use crate::state::State;
-use crate::time;
+use crate::time::{micros_to_secs, secs_to_micros};
 
 /// One conversation, as loaded from a [`SessionService`](crate::SessionService).
 ///
@@ -24,7 +24,7 @@ pub struct Session {
 }
 
 impl Session {
-    /// Builds a handle from stored parts. For [`SessionStore`](crate::SessionStore) implementations.
+    /// Builds a handle from stored parts. For [`SessionStore`](crate::store::SessionStore) implementations.
     ///
     /// `state` is the merged view (session keys, then `app:`-prefixed, then `user:`-prefixed);
     /// `last_update_micros` is the storage marker of the session row (its last update time in
@@ -76,7 +76,7 @@ impl Session {
 
     /// Time of the last change, epoch seconds.
     pub fn last_update_time(&self) -> f64 {
-        time::micros_to_secs(self.last_update_micros)
+        micros_to_secs(self.last_update_micros)
     }
 
     /// Time of the last change, epoch microseconds: the storage marker of this handle.
@@ -89,7 +89,7 @@ impl Session {
     pub(crate) fn record_commit(&mut self, event: Arc<Event>, temp: &Map<String, Value>) {
         self.state.apply(temp);
         self.state.apply(&event.actions.state_delta);
-        self.last_update_micros = time::secs_to_micros(event.timestamp).unwrap_or(self.last_update_micros);
+        self.last_update_micros = secs_to_micros(event.timestamp).unwrap_or(self.last_update_micros);
         self.events.0.push(event);
     }
 }

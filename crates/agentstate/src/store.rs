@@ -1,9 +1,16 @@
-//! The storage contract a backend implements. Applications use [`SessionService`]
-//! (every store is one); the rules common to all backends (validation, ids, `temp:` handling,
-//! timestamp order, updating the caller's handle only after a write) live there, written once.
+//! The backend interface: everything a storage backend implements and uses, in one module.
 //!
-//! A store only does the storage work, and each method must be atomic: a concurrent reader sees
-//! a call's effect whole or not at all.
+//! Applications call [`SessionService`]; every [`SessionStore`] is one. The rules common to all
+//! backends (validation, ids, `temp:` handling, timestamp order, updating the caller's handle
+//! only after a write) live in that implementation, written once, so a store only does the
+//! storage work. Each of its methods must be atomic: a concurrent reader sees a call's effect
+//! whole or not at all.
+//!
+//! A store builds the handles it returns with [`Session::from_storage`] and reads keys back with
+//! [`SessionKey::from_storage`]. State arrives split by scope ([`ScopedState`]); the merged view a
+//! handle shows is [`merge_scopes`]. Times are epoch microseconds in storage (see
+//! [`secs_to_micros`]). Run the conformance suite (`agentstate-conformance`) against a new store
+//! before calling it done.
 //!
 //! [`SessionService`]: crate::SessionService
 
@@ -11,10 +18,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub use crate::scope::{ScopedState, merge_scopes};
+pub use crate::time::{micros_to_secs, now_micros, now_secs, secs_to_micros};
+
 use crate::error::Result;
 use crate::event::Event;
 use crate::key::SessionKey;
-use crate::scope::ScopedState;
 use crate::session::Session;
 
 /// A session to create, validated and split by scope.
@@ -71,6 +80,17 @@ pub struct EventCursor {
     pub timestamp_micros: i64,
     /// Its id.
     pub event_id: String,
+}
+
+/// A page of one session's history, for [`SessionStore::events`].
+#[derive(Debug, Clone)]
+pub struct EventQuery {
+    /// The session.
+    pub key: SessionKey,
+    /// Start strictly after this position; `None` for the oldest event.
+    pub after: Option<EventCursor>,
+    /// At most this many events.
+    pub limit: usize,
 }
 
 /// An append that passed the common checks, ready to store.
@@ -130,24 +150,19 @@ pub trait SessionStore: Send + Sync + 'static {
     ///    concurrent writer of other keys loses nothing), set the marker to `timestamp_micros`.
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome>;
 
-    /// The session's events after `after` (from the start if `None`), oldest first, at most
-    /// `limit`; `None` if the session does not exist.
+    /// The session's events after `query.after` (from the start if `None`), oldest first, at
+    /// most `query.limit`; `None` if the session does not exist.
     ///
     /// The provided implementation loads the whole history and slices it: correct for any
     /// store, O(history). Stores override it with a query that reads only the page.
-    async fn events_after(
-        &self,
-        key: &SessionKey,
-        after: Option<&EventCursor>,
-        limit: usize,
-    ) -> Result<Option<Vec<Event>>> {
-        let Some(session) = self.get(key, EventWindow::default()).await? else { return Ok(None) };
-        let position = |e: &Event| (crate::time::secs_to_micros(e.timestamp).unwrap_or(i64::MIN), e.id.clone());
+    async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
+        let Some(session) = self.get(&query.key, EventWindow::default()).await? else { return Ok(None) };
+        let position = |e: &Event| (secs_to_micros(e.timestamp).unwrap_or(i64::MIN), e.id.clone());
         let events = session
             .events()
             .iter()
-            .filter(|e| after.is_none_or(|c| position(e) > (c.timestamp_micros, c.event_id.clone())))
-            .take(limit)
+            .filter(|e| query.after.as_ref().is_none_or(|c| position(e) > (c.timestamp_micros, c.event_id.clone())))
+            .take(query.limit)
             .cloned()
             .collect();
         Ok(Some(events))
@@ -185,12 +200,7 @@ impl<T: DelegatingStore> SessionStore for T {
         self.delegate().commit(commit).await
     }
 
-    async fn events_after(
-        &self,
-        key: &SessionKey,
-        after: Option<&EventCursor>,
-        limit: usize,
-    ) -> Result<Option<Vec<Event>>> {
-        self.delegate().events_after(key, after, limit).await
+    async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
+        self.delegate().events(query).await
     }
 }

@@ -1,4 +1,5 @@
 //! Time as the reference exposes it (epoch seconds, `f64`) and as storage keeps it (microseconds).
+//! Backends use these through [`store`](crate::store).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

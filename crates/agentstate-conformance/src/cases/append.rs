@@ -10,7 +10,7 @@ fn json_of(e: &Event) -> Value {
 
 /// The reference's matrix row: the delta is applied by scope, `temp:` keys reach the caller only,
 /// `null` is a value, and the stored event equals the returned one.
-pub async fn append_applies_delta_by_scope(svc: Svc) {
+pub(super) async fn append_applies_delta_by_scope(svc: Svc) {
     let app = unique("app");
     let mut s = create(&svc, &app, "u1", "s1", json!({"k": 1, "app:a": "A", "user:u": "U1", "temp:t": "T"})).await;
     let delta = json!({"temp:x": 1, "k": 2, "user:u": "U1b", "app:a": "A2", "none": null});
@@ -32,7 +32,7 @@ pub async fn append_applies_delta_by_scope(svc: Svc) {
 }
 
 /// A partial event is returned untouched; nothing is stored or applied.
-pub async fn partial_events_are_not_stored(svc: Svc) {
+pub(super) async fn partial_events_are_not_stored(svc: Svc) {
     let app = unique("app");
     let mut s = create(&svc, &app, "u", "s", json!({"k": 1})).await;
     let before = s.clone();
@@ -50,7 +50,7 @@ pub async fn partial_events_are_not_stored(svc: Svc) {
 
 /// `temp:` keys are visible on the caller's handle for the rest of the invocation, and absent
 /// from storage, from the stored event and from the returned event.
-pub async fn temp_keys_live_only_on_the_handle(svc: Svc) {
+pub(super) async fn temp_keys_live_only_on_the_handle(svc: Svc) {
     let app = unique("app");
     let mut s = create(&svc, &app, "u", "s", json!({})).await;
     let returned =
@@ -71,7 +71,7 @@ pub async fn temp_keys_live_only_on_the_handle(svc: Svc) {
 
 /// Appending through a handle older than storage fails with the reference's stale message,
 /// leaves the handle as it was (temp keys included) and stores nothing; a reloaded handle works.
-pub async fn stale_handle_is_rejected_and_left_unchanged(svc: Svc) {
+pub(super) async fn stale_handle_is_rejected_and_left_unchanged(svc: Svc) {
     let app = unique("app");
     let created = create(&svc, &app, "u", "s", json!({"w": "start"})).await;
     let mut first = load(&svc, &created).await;
@@ -100,7 +100,7 @@ pub async fn stale_handle_is_rejected_and_left_unchanged(svc: Svc) {
 /// Re-appending an event already stored (a retry) is idempotent and returns the stored event,
 /// even through a handle that is stale since the first attempt; a *different* event with a used
 /// id is a `Conflict`, never a driver error.
-pub async fn duplicate_event_ids(svc: Svc) {
+pub(super) async fn duplicate_event_ids(svc: Svc) {
     let app = unique("app");
     let mut s = create(&svc, &app, "u", "s", json!({})).await;
     let mut stale = load(&svc, &s).await;
@@ -128,7 +128,7 @@ pub async fn duplicate_event_ids(svc: Svc) {
 }
 
 /// An event without an id gets one (a UUIDv4); the id is the same on the handle and in storage.
-pub async fn event_ids_are_assigned(svc: Svc) {
+pub(super) async fn event_ids_are_assigned(svc: Svc) {
     let app = unique("app");
     let mut s = create(&svc, &app, "u", "s", json!({})).await;
     let a = svc.append_event(&mut s, event("inv", json!({}))).await.unwrap();
@@ -141,7 +141,7 @@ pub async fn event_ids_are_assigned(svc: Svc) {
 
 /// Stored timestamps are whole microseconds and strictly increasing in append order: an event
 /// not later than the session's last update is stored 1 µs after it.
-pub async fn timestamps_strictly_increase(svc: Svc) {
+pub(super) async fn timestamps_strictly_increase(svc: Svc) {
     let app = unique("app");
     let mut s = create(&svc, &app, "u", "s", json!({})).await;
     let t0 = s.last_update_micros();
@@ -165,7 +165,7 @@ pub async fn timestamps_strictly_increase(svc: Svc) {
 }
 
 /// Fields the model does not know survive a store-and-load round trip, at every level.
-pub async fn unknown_event_fields_round_trip(svc: Svc) {
+pub(super) async fn unknown_event_fields_round_trip(svc: Svc) {
     let app = unique("app");
     let mut s = create(&svc, &app, "u", "s", json!({})).await;
     let raw = json!({
@@ -188,7 +188,7 @@ pub async fn unknown_event_fields_round_trip(svc: Svc) {
 }
 
 /// Malformed events are refused with `InvalidArgument` before anything is stored.
-pub async fn invalid_events_are_rejected_without_changes(svc: Svc) {
+pub(super) async fn invalid_events_are_rejected_without_changes(svc: Svc) {
     let app = unique("app");
     let mut s = create(&svc, &app, "u", "s", json!({"k": 0})).await;
     let before = s.clone();

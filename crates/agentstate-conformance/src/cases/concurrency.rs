@@ -9,7 +9,7 @@ use crate::unique;
 
 /// 16 tasks append at once to 16 sessions of one user, each writing its own `user:k_i` and
 /// `app:k_i`: every key survives (per-key atomic merges; the reference keeps 1 of 10 on SQLite).
-pub async fn concurrent_shared_scope_writers_lose_nothing(svc: Svc) {
+pub(super) async fn concurrent_shared_scope_writers_lose_nothing(svc: Svc) {
     const WRITERS: usize = 16;
     let app = unique("app");
     let mut sessions = Vec::new();
@@ -54,7 +54,7 @@ pub async fn concurrent_shared_scope_writers_lose_nothing(svc: Svc) {
 
 /// Two handles of one session append at the same moment: exactly one succeeds, the other gets a
 /// stale-session `Conflict`, and storage holds the winner's event and state only.
-pub async fn concurrent_handles_conflict_exactly_once(svc: Svc) {
+pub(super) async fn concurrent_handles_conflict_exactly_once(svc: Svc) {
     let app = unique("app");
     for trial in 0..20 {
         let created = create(&svc, &app, "u", &format!("s{trial}"), json!({})).await;
@@ -91,7 +91,7 @@ pub async fn concurrent_handles_conflict_exactly_once(svc: Svc) {
 
 /// 1,000 tasks append through one handle, serialised by the caller's lock: 1,000 events, stored
 /// in the order they were appended, timestamps strictly increasing.
-pub async fn serialised_appends_through_one_handle_keep_order(svc: Svc) {
+pub(super) async fn serialised_appends_through_one_handle_keep_order(svc: Svc) {
     const N: usize = 1000;
     let app = unique("app");
     let session = Arc::new(Mutex::new(create(&svc, &app, "u", "s", json!({})).await));

@@ -5,20 +5,20 @@ use super::{Svc, create, event, key, obj, reload, state_of};
 use crate::unique;
 
 /// Initial state is split by scope; `temp:` keys are dropped, even from the returned session.
-pub async fn create_splits_state_by_scope(svc: Svc) {
+pub(super) async fn create_splits_state_by_scope(svc: Svc) {
     let app = unique("app");
     let s = create(&svc, &app, "u1", "s1", json!({"k": 1, "app:a": "A", "user:u": "U1", "temp:t": "T"})).await;
     let expected = json!({"k": 1, "app:a": "A", "user:u": "U1"});
     assert_eq!(state_of(&s), expected, "returned state");
     assert!(s.events().is_empty());
     assert_eq!((s.app_name(), s.user_id(), s.id()), (app.as_str(), "u1", "s1"));
-    let now = agentstate::time::now_secs();
+    let now = agentstate::store::now_secs();
     assert!((s.last_update_time() - now).abs() < 60.0, "last_update_time is the creation time");
     assert_eq!(state_of(&reload(&svc, s.key()).await), expected, "reloaded state");
 }
 
 /// A missing or empty session id gets a fresh UUIDv4.
-pub async fn create_generates_missing_ids(svc: Svc) {
+pub(super) async fn create_generates_missing_ids(svc: Svc) {
     let app = unique("app");
     let a = svc.create_session(CreateSession::new(&app, "u")).await.unwrap();
     let b = svc.create_session(CreateSession::new(&app, "u").id("")).await.unwrap();
@@ -33,7 +33,7 @@ pub async fn create_generates_missing_ids(svc: Svc) {
 
 /// Creating an existing (app, user, id) fails with the reference's message and changes nothing,
 /// not even the shared scopes.
-pub async fn create_existing_id_is_already_exists(svc: Svc) {
+pub(super) async fn create_existing_id_is_already_exists(svc: Svc) {
     let app = unique("app");
     create(&svc, &app, "u", "s1", json!({"k": 1, "user:u": "first"})).await;
     let err = svc
@@ -48,7 +48,7 @@ pub async fn create_existing_id_is_already_exists(svc: Svc) {
 }
 
 /// Ids are scoped per (app, user): the same id elsewhere is another session.
-pub async fn same_id_for_another_user_or_app_is_another_session(svc: Svc) {
+pub(super) async fn same_id_for_another_user_or_app_is_another_session(svc: Svc) {
     let (app1, app2) = (unique("app"), unique("app"));
     create(&svc, &app1, "u1", "s1", json!({"who": "u1"})).await;
     create(&svc, &app1, "u2", "s1", json!({"who": "u2"})).await;
@@ -61,7 +61,7 @@ pub async fn same_id_for_another_user_or_app_is_another_session(svc: Svc) {
 }
 
 /// `app:` is checked first: `app:user:x` is the app key `user:x`, visible to every user.
-pub async fn app_prefix_is_checked_before_user_prefix(svc: Svc) {
+pub(super) async fn app_prefix_is_checked_before_user_prefix(svc: Svc) {
     let app = unique("app");
     create(&svc, &app, "u1", "s1", json!({"app:user:x": 1, "user:app:y": 2})).await;
     let other_user = create(&svc, &app, "u2", "s2", json!({})).await;
@@ -69,7 +69,7 @@ pub async fn app_prefix_is_checked_before_user_prefix(svc: Svc) {
 }
 
 /// Malformed ids are refused with `InvalidArgument` naming the field, by every entry point.
-pub async fn invalid_ids_are_rejected(svc: Svc) {
+pub(super) async fn invalid_ids_are_rejected(svc: Svc) {
     let app = unique("app");
     let long = "x".repeat(129);
     let bad_ids = ["", " lead", "trail ", "ctl\u{7}", "new\nline", long.as_str()];
@@ -98,7 +98,7 @@ pub async fn invalid_ids_are_rejected(svc: Svc) {
 }
 
 /// Ids compare exactly: `S1` and `s1`, `U` and `u`, `App` and `app` are different.
-pub async fn ids_are_case_sensitive(svc: Svc) {
+pub(super) async fn ids_are_case_sensitive(svc: Svc) {
     let app = unique("app");
     let upper_app = app.to_uppercase();
     create(&svc, &app, "u", "s1", json!({"v": "lower", "user:who": "u", "app:which": "lower"})).await;

@@ -6,7 +6,7 @@ use crate::unique;
 
 /// Delete removes the session and its events; deleting again (or a session that never existed)
 /// succeeds; the id can be reused for a fresh session; app and user state stay.
-pub async fn delete_removes_session_and_keeps_shared_state(svc: Svc) {
+pub(super) async fn delete_removes_session_and_keeps_shared_state(svc: Svc) {
     let app = unique("app");
     let mut s = create(&svc, &app, "u", "s1", json!({"k": 1, "user:u": "U", "app:a": "A"})).await;
     svc.append_event(&mut s, event("inv", json!({"k": 2}))).await.unwrap();
@@ -22,7 +22,7 @@ pub async fn delete_removes_session_and_keeps_shared_state(svc: Svc) {
 
 /// Appending through a handle of a deleted session → `NotFound` with the reference's message; the
 /// handle is unchanged.
-pub async fn append_to_missing_session_is_not_found(svc: Svc) {
+pub(super) async fn append_to_missing_session_is_not_found(svc: Svc) {
     let app = unique("app");
     let mut s = create(&svc, &app, "u", "del", json!({"k": 1})).await;
     svc.delete_session(s.key()).await.unwrap();

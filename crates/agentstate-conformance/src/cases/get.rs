@@ -5,7 +5,7 @@ use super::{Svc, create, event, ids, key, reload, state_of};
 use crate::unique;
 
 /// A missing app, user or session → `Ok(None)`, never an error.
-pub async fn get_missing_is_none(svc: Svc) {
+pub(super) async fn get_missing_is_none(svc: Svc) {
     let app = unique("app");
     create(&svc, &app, "u", "s", json!({})).await;
     for k in [key(&unique("app"), "u", "s"), key(&app, "nobody", "s"), key(&app, "u", "nothing")] {
@@ -22,7 +22,7 @@ async fn window(svc: &Svc, s: &Session, recent: Option<usize>, after: Option<f64
 
 /// `num_recent_events`: None = all, 0 = none, n = the n newest; `after_timestamp`: events at or
 /// after it; both together: the newest n of those at or after it.
-pub async fn get_selects_event_windows(svc: Svc) {
+pub(super) async fn get_selects_event_windows(svc: Svc) {
     let app = unique("app");
     let mut s = create(&svc, &app, "u", "s", json!({})).await;
     let t0 = s.last_update_time().floor() + 10.0;
@@ -53,7 +53,7 @@ pub async fn get_selects_event_windows(svc: Svc) {
 
 /// Handles are independent snapshots: appending through one changes neither another handle
 /// loaded earlier nor a session returned by `create`.
-pub async fn handles_are_independent_copies(svc: Svc) {
+pub(super) async fn handles_are_independent_copies(svc: Svc) {
     let app = unique("app");
     let created = create(&svc, &app, "u", "s", json!({"k": 1})).await;
     let mut a = reload(&svc, created.key()).await;
@@ -68,7 +68,7 @@ pub async fn handles_are_independent_copies(svc: Svc) {
 
 /// `list_events` walks the history a page at a time, oldest first: every event exactly once,
 /// also while events are appended between pages; bad tokens and sizes are refused.
-pub async fn event_pages_walk_history_in_order(svc: Svc) {
+pub(super) async fn event_pages_walk_history_in_order(svc: Svc) {
     use agentstate::{ErrorKind, ListEvents, ListSessions};
     let app = unique("app");
     let mut s = create(&svc, &app, "u", "s", json!({})).await;

@@ -12,7 +12,7 @@ fn order(sessions: &[Session]) -> Vec<(String, String)> {
 
 /// Lists carry merged state (each session with its own user's keys) and no events, ordered by
 /// (last update time, user id, session id); `user_id: None` lists every user of the app.
-pub async fn list_orders_merges_and_omits_events(svc: Svc) {
+pub(super) async fn list_orders_merges_and_omits_events(svc: Svc) {
     let app = unique("app");
     let mut first = create(&svc, &app, "u2", "first", json!({"k": 1, "user:name": "two"})).await;
     create(&svc, &app, "u1", "second", json!({"user:name": "one", "app:v": 1})).await;
@@ -37,7 +37,7 @@ pub async fn list_orders_merges_and_omits_events(svc: Svc) {
 }
 
 /// An unknown app or user lists nothing.
-pub async fn list_unknown_app_or_user_is_empty(svc: Svc) {
+pub(super) async fn list_unknown_app_or_user_is_empty(svc: Svc) {
     let app = unique("app");
     create(&svc, &app, "u", "s", json!({})).await;
     assert!(svc.list_sessions(ListSessions::app(unique("app"))).await.unwrap().sessions.is_empty());
@@ -46,7 +46,7 @@ pub async fn list_unknown_app_or_user_is_empty(svc: Svc) {
 
 /// Following `next_page_token` visits every session exactly once, in order; bad tokens and a
 /// zero page size are refused.
-pub async fn list_pages_cover_every_session_once(svc: Svc) {
+pub(super) async fn list_pages_cover_every_session_once(svc: Svc) {
     let app = unique("app");
     for i in 0..10 {
         create(&svc, &app, if i % 2 == 0 { "ua" } else { "ub" }, &format!("s{i:02}"), json!({})).await;

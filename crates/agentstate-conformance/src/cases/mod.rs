@@ -1,4 +1,8 @@
 //! The cases, by topic. Each takes a fresh service and panics on a contract violation.
+//!
+//! The case functions are private: the table in [`session_service_tests!`](crate::session_service_tests)
+//! is their only user, through [`ALL`]. A case missing from the table is dead code, which the
+//! workspace's lints refuse.
 
 mod append;
 mod concurrency;
@@ -8,20 +12,35 @@ mod get;
 mod list;
 mod scopes;
 
-pub use append::*;
-pub use concurrency::*;
-pub use create::*;
-pub use delete::*;
-pub use get::*;
-pub use list::*;
-pub use scopes::*;
+use append::*;
+use concurrency::*;
+use create::*;
+use delete::*;
+use get::*;
+use list::*;
+use scopes::*;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use agentstate::{CreateSession, Event, GetSessionConfig, Map, Session, SessionKey, SessionService, Value};
 
 /// The service under test.
-pub type Svc = Arc<dyn SessionService>;
+pub(crate) type Svc = Arc<dyn SessionService>;
+
+/// A case: runs against a fresh service, panics on a contract violation.
+pub(crate) type CaseFn = fn(Svc) -> Pin<Box<dyn Future<Output = ()>>>;
+
+crate::session_service_tests!(@registry);
+
+/// The case called `name`.
+pub(crate) fn named(name: &str) -> CaseFn {
+    match ALL.iter().find(|(n, _)| *n == name) {
+        Some((_, case)) => *case,
+        None => panic!("no conformance case is called {name}"),
+    }
+}
 
 pub(crate) fn obj(value: Value) -> Map<String, Value> {
     match value {

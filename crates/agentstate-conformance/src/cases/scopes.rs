@@ -21,7 +21,7 @@ fn assert_grouped(s: &Session) {
 
 /// The merged view lists session keys, then `app:` keys, then `user:` keys (key order within a
 /// scope is the backend's: PostgreSQL's JSONB sorts keys).
-pub async fn merged_state_groups_session_then_app_then_user(svc: Svc) {
+pub(super) async fn merged_state_groups_session_then_app_then_user(svc: Svc) {
     let app = unique("app");
     let s =
         create(&svc, &app, "u", "s", json!({"user:b": 1, "z": 2, "app:c": 3, "a": 4, "user:a": 5, "app:a": 6})).await;
@@ -34,7 +34,7 @@ pub async fn merged_state_groups_session_then_app_then_user(svc: Svc) {
 
 /// Another session of the same user sees `app:` and `user:` keys; another user sees `app:` only;
 /// another app sees neither.
-pub async fn shared_scopes_are_visible_in_other_sessions(svc: Svc) {
+pub(super) async fn shared_scopes_are_visible_in_other_sessions(svc: Svc) {
     let (app, other_app) = (unique("app"), unique("app"));
     create(&svc, &app, "u1", "s1", json!({"k": 1, "app:a": "A", "user:u": "U1"})).await;
     let same_user = create(&svc, &app, "u1", "s2", json!({})).await;
@@ -47,7 +47,7 @@ pub async fn shared_scopes_are_visible_in_other_sessions(svc: Svc) {
 
 /// A `user:`/`app:` change appended through one session is visible in every other session of
 /// that scope on its next read, and in lists.
-pub async fn shared_scope_changes_are_visible_on_next_read(svc: Svc) {
+pub(super) async fn shared_scope_changes_are_visible_on_next_read(svc: Svc) {
     let app = unique("app");
     let mut a = create(&svc, &app, "u1", "a", json!({"user:lang": "en", "app:theme": "dark"})).await;
     let b = create(&svc, &app, "u1", "b", json!({})).await;
@@ -64,7 +64,7 @@ pub async fn shared_scope_changes_are_visible_on_next_read(svc: Svc) {
 }
 
 /// `user:` keys never leak to another user, `app:` keys never to another app.
-pub async fn scopes_are_isolated_between_users_and_apps(svc: Svc) {
+pub(super) async fn scopes_are_isolated_between_users_and_apps(svc: Svc) {
     let (app1, app2) = (unique("app"), unique("app"));
     let mut s1 = create(&svc, &app1, "u1", "s", json!({})).await;
     let mut s2 = create(&svc, &app2, "u1", "s", json!({})).await;

@@ -7,7 +7,9 @@
 
 use std::sync::Arc;
 
-use agentstate_runtime::{Gemini, LlmResponse, Model, OpenAiCompatible, ScriptedModel};
+use agentstate_runtime::model::{LlmResponse, Model};
+use agentstate_runtime::providers::{Gemini, OpenAiCompatible};
+use agentstate_runtime::testing::ScriptedModel;
 
 /// The real model named by `AGENTSTATE_EXAMPLE_MODEL`, or a script of `replies`.
 #[allow(dead_code, reason = "not every example uses both helpers")]

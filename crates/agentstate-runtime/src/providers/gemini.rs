@@ -2,6 +2,8 @@
 
 use agentstate::{Content, Map, Part, Value};
 use async_trait::async_trait;
+use reqwest::header::HeaderValue;
+use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
 
 use super::{Aggregator, DEFAULT_RETRIES, client, decode, send, sse_json, streamed, trim_slash};
@@ -11,17 +13,19 @@ const PROVIDER: &str = "Gemini";
 /// Where the Gemini API lives unless `GEMINI_BASE_URL` says otherwise.
 pub const GEMINI_DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
 
-/// A Gemini model over the Gemini API.
+/// A Gemini model over the Gemini API. The API key never shows in `Debug`, logs or errors.
 ///
 /// ```
-/// use agentstate_runtime::Gemini;
+/// use agentstate_runtime::model::Model;
+/// use agentstate_runtime::providers::Gemini;
 /// let model = Gemini::new("gemini-2.5-flash", "my-key").base_url("http://127.0.0.1:8080");
-/// assert_eq!(agentstate_runtime::Model::name(&model), "gemini-2.5-flash");
+/// assert_eq!(model.name(), "gemini-2.5-flash");
+/// assert!(!format!("{model:?}").contains("my-key"));
 /// ```
 #[derive(Debug, Clone)]
 pub struct Gemini {
     model: String,
-    api_key: String,
+    api_key: SecretString,
     base_url: String,
     retries: u32,
 }
@@ -31,7 +35,7 @@ impl Gemini {
     pub fn new(model: impl Into<String>, api_key: impl Into<String>) -> Self {
         Self {
             model: model.into(),
-            api_key: api_key.into(),
+            api_key: SecretString::from(api_key.into()),
             base_url: GEMINI_DEFAULT_BASE_URL.into(),
             retries: DEFAULT_RETRIES,
         }
@@ -80,7 +84,11 @@ impl Model for Gemini {
 
     async fn generate(&self, request: LlmRequest, stream: bool) -> Result<ResponseStream, ModelError> {
         let body = request_body(&request);
-        let http = client(PROVIDER)?.post(self.url(stream)).header("x-goog-api-key", &self.api_key).json(&body);
+        let mut key = HeaderValue::from_str(self.api_key.expose_secret()).map_err(|_| {
+            ModelError::Config("the Gemini API key holds characters an HTTP header cannot carry".into())
+        })?;
+        key.set_sensitive(true);
+        let http = client(PROVIDER)?.post(self.url(stream)).header("x-goog-api-key", key).json(&body);
         let response = send(PROVIDER, http, self.retries).await?;
         if !stream {
             let body: Value = response.json().await.map_err(|e| decode(PROVIDER, e))?;
@@ -185,23 +193,13 @@ fn part_json(part: &Part) -> Value {
         out.insert("thought".into(), json!(thought));
     }
     if let Some(call) = &part.function_call {
-        let mut c = Map::new();
-        // Ids we made up (`adk-…`) mean nothing to the model; its own ones go back.
-        if let Some(id) = call.id.as_deref().filter(|id| !id.starts_with("adk-")) {
-            c.insert("id".into(), json!(id));
-        }
-        c.insert("name".into(), json!(call.name.as_deref().unwrap_or_default()));
-        c.insert("args".into(), Value::Object(call.args.clone().unwrap_or_default()));
-        out.insert("functionCall".into(), Value::Object(c));
+        let body = function_part(call.id.as_deref(), call.name.as_deref(), "args", call.args.as_ref());
+        out.insert("functionCall".into(), body);
     }
     if let Some(response) = &part.function_response {
-        let mut r = Map::new();
-        if let Some(id) = response.id.as_deref().filter(|id| !id.starts_with("adk-")) {
-            r.insert("id".into(), json!(id));
-        }
-        r.insert("name".into(), json!(response.name.as_deref().unwrap_or_default()));
-        r.insert("response".into(), Value::Object(response.response.clone().unwrap_or_default()));
-        out.insert("functionResponse".into(), Value::Object(r));
+        let body =
+            function_part(response.id.as_deref(), response.name.as_deref(), "response", response.response.as_ref());
+        out.insert("functionResponse".into(), body);
     }
     if let Some(blob) = &part.inline_data {
         out.insert("inlineData".into(), json!({"mimeType": blob.mime_type, "data": blob.data}));
@@ -252,6 +250,18 @@ fn parse_response(body: &Value) -> Result<LlmResponse, ModelError> {
     Ok(LlmResponse { content, partial: false, finish_reason, usage, model_version, error_code, error_message })
 }
 
+/// A `functionCall` or `functionResponse` body: its id, its name, and its `payload` under `key`.
+fn function_part(id: Option<&str>, name: Option<&str>, key: &str, payload: Option<&Map<String, Value>>) -> Value {
+    let mut body = Map::new();
+    // Ids we made up (`adk-…`) mean nothing to the model; its own ones go back.
+    if let Some(id) = id.filter(|id| !id.starts_with("adk-")) {
+        body.insert("id".into(), json!(id));
+    }
+    body.insert("name".into(), json!(name.unwrap_or_default()));
+    body.insert(key.into(), Value::Object(payload.cloned().unwrap_or_default()));
+    Value::Object(body)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,7 +277,7 @@ mod tests {
         };
         let model = Gemini::from_lookup("m", vars).unwrap();
         assert_eq!(
-            (model.api_key.as_str(), model.url(true).as_str()),
+            (model.api_key.expose_secret(), model.url(true).as_str()),
             ("k2", "http://localhost:9/v1beta/models/m:streamGenerateContent?alt=sse")
         );
     }

@@ -15,7 +15,9 @@ use futures_util::StreamExt;
 pub use gemini::{GEMINI_DEFAULT_BASE_URL, Gemini};
 pub use openai::{OPENAI_DEFAULT_BASE_URL, OpenAiCompatible};
 
-use crate::model::{LlmResponse, ModelError, ResponseStream};
+use crate::model::{LlmResponse, Model, ModelError, ResponseStream};
+
+into_dyn!(Model: Gemini, OpenAiCompatible);
 
 /// How long connecting to a provider may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

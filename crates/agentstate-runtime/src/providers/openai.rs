@@ -4,6 +4,7 @@
 
 use agentstate::{Content, FunctionCall, Map, Part, Value};
 use async_trait::async_trait;
+use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
 
 use super::{Aggregator, DEFAULT_RETRIES, client, decode, send, sse_json, streamed, trim_slash};
@@ -13,19 +14,21 @@ const PROVIDER: &str = "OpenAI-compatible server";
 /// OpenAI's endpoint, used unless `OPENAI_BASE_URL` says otherwise.
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
-/// A model behind an OpenAI-compatible chat completions endpoint.
+/// A model behind an OpenAI-compatible chat completions endpoint. The API key never shows in
+/// `Debug`, logs or errors.
 ///
 /// ```
-/// use agentstate_runtime::OpenAiCompatible;
+/// use agentstate_runtime::model::Model;
+/// use agentstate_runtime::providers::OpenAiCompatible;
 /// // A local Ollama: no key needed.
 /// let model = OpenAiCompatible::new("llama3.2", "http://localhost:11434/v1");
-/// assert_eq!(agentstate_runtime::Model::name(&model), "llama3.2");
+/// assert_eq!(model.name(), "llama3.2");
 /// ```
 #[derive(Debug, Clone)]
 pub struct OpenAiCompatible {
     model: String,
     base_url: String,
-    api_key: Option<String>,
+    api_key: Option<SecretString>,
     retries: u32,
 }
 
@@ -66,7 +69,7 @@ impl OpenAiCompatible {
 
     /// Sends `Authorization: Bearer <key>`.
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
+        self.api_key = Some(SecretString::from(key.into()));
         self
     }
 }
@@ -81,7 +84,8 @@ impl Model for OpenAiCompatible {
         let body = request_body(&self.model, &request, stream);
         let mut http = client(PROVIDER)?.post(format!("{}/chat/completions", self.base_url)).json(&body);
         if let Some(key) = &self.api_key {
-            http = http.bearer_auth(key);
+            // reqwest marks the header sensitive, so it never shows in its own Debug either.
+            http = http.bearer_auth(key.expose_secret());
         }
         let response = send(PROVIDER, http, self.retries).await?;
         if !stream {
@@ -327,7 +331,10 @@ mod tests {
         assert!(OpenAiCompatible::from_lookup("gpt-4o-mini", |_| None).is_err());
         let ollama = |name: &str| (name == "OPENAI_BASE_URL").then(|| "http://localhost:11434/v1/".to_owned());
         let model = OpenAiCompatible::from_lookup("llama3.2", ollama).unwrap();
-        assert_eq!((model.base_url.as_str(), model.api_key.as_deref()), ("http://localhost:11434/v1", None));
+        assert_eq!(
+            (model.base_url.as_str(), model.api_key.as_ref().map(|k| k.expose_secret())),
+            ("http://localhost:11434/v1", None)
+        );
     }
 
     #[test]

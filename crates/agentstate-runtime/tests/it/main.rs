@@ -2,6 +2,12 @@
 //! Runtime tests: scripted agents over real session services, and the providers against local
 //! mock servers.
 
+mod callbacks;
+mod instructions;
 mod providers;
-mod runner;
+mod runs;
+mod state;
 mod support;
+mod tools;
+mod transfer;
+mod workflows;

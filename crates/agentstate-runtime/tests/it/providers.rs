@@ -4,10 +4,9 @@
 use std::sync::Arc;
 
 use agentstate::{Content, Value};
-use agentstate_runtime::{
-    FunctionTool, Gemini, LlmAgent, LlmRequest, Model, ModelError, OpenAiCompatible, RunRequest, Runner, RuntimeError,
-    ToolDeclaration,
-};
+use agentstate_runtime::model::{LlmRequest, Model, ModelError, ToolDeclaration};
+use agentstate_runtime::providers::{Gemini, OpenAiCompatible};
+use agentstate_runtime::{FunctionTool, LlmAgent, RunRequest, Runner, RuntimeError};
 use futures_util::StreamExt;
 use serde_json::json;
 use wiremock::matchers::{body_json, header, method, path, query_param};
@@ -92,7 +91,7 @@ async fn gemini_function_calling_round_trip() {
         .output_key("answer")
         .build()
         .unwrap();
-    let runner = Runner::new("app", Arc::new(agent), Arc::clone(&service));
+    let runner = Runner::new("app", agent, Arc::clone(&service));
     let request =
         RunRequest::new("u", "s", Content::text("user", "Weather in Paris?")).state("user:name", json!("Ann"));
     let events: Vec<_> = runner.run_request(request).map(Result::unwrap).collect().await;
@@ -148,8 +147,8 @@ async fn provider_errors_name_the_status_and_the_message() {
         Arc::new(Gemini::new("g", "k").base_url(&server.uri()).retries(0)) as Arc<dyn Model>,
         Arc::new(OpenAiCompatible::new("o", &server.uri()).retries(0)),
     ] {
-        let agent = LlmAgent::builder_shared("a", model).build().unwrap();
-        let runner = Runner::new("app", Arc::new(agent), Arc::clone(&service));
+        let agent = LlmAgent::builder("a", model).build().unwrap();
+        let runner = Runner::new("app", agent, Arc::clone(&service));
         let items: Vec<_> = runner.run("u", "s", Content::text("user", "hi")).collect().await;
         let error = items.into_iter().last().unwrap().unwrap_err();
         assert!(matches!(&error, RuntimeError::Model { source: ModelError::Status { status: 429, .. }, .. }));
@@ -218,7 +217,7 @@ async fn openai_function_calling_round_trip() {
         .output_key("answer")
         .build()
         .unwrap();
-    let runner = Runner::new("app", Arc::new(agent), Arc::clone(&service));
+    let runner = Runner::new("app", agent, Arc::clone(&service));
     let events = run_ok(&runner, "s", "Weather in Paris?").await;
     let call = events[0].content.as_ref().unwrap().parts()[0].function_call.clone().unwrap();
     assert_eq!(call.id.as_deref(), Some("call_1"), "the provider's call id is kept");
@@ -359,4 +358,32 @@ async fn rate_limits_and_overload_are_retried_then_reported() {
     let model = Gemini::new("g", "k").base_url(&refused.uri());
     assert!(model.generate(request, false).await.is_err());
     refused.verify().await;
+}
+
+#[tokio::test]
+async fn api_keys_never_show_in_debug_or_errors() {
+    const KEY: &str = "sk-very-secret-key-0123456789";
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(401).set_body_string(r#"{"error": {"message": "Invalid API key"}}"#))
+        .mount(&server)
+        .await;
+    let gemini = Gemini::new("g", KEY).base_url(&server.uri()).retries(0);
+    let openai = OpenAiCompatible::new("o", &server.uri()).api_key(KEY).retries(0);
+    let from_env =
+        Gemini::from_lookup("g", |name| (name == "GEMINI_API_KEY").then(|| KEY.to_owned())).unwrap().retries(0);
+    for shown in [format!("{gemini:?}"), format!("{openai:?}"), format!("{from_env:?}")] {
+        assert!(!shown.contains(KEY), "{shown}");
+    }
+    let agent = LlmAgent::builder("a", gemini.clone()).build().unwrap();
+    assert!(!format!("{agent:?}").contains(KEY));
+    // The keys are sent (the server sees them) but the failures do not repeat them.
+    for model in [Arc::new(gemini) as Arc<dyn Model>, Arc::new(openai)] {
+        let err = model.generate(LlmRequest::default(), false).await.err().unwrap();
+        assert!(matches!(err, ModelError::Status { status: 401, .. }), "{err}");
+        assert!(!err.to_string().contains(KEY) && !format!("{err:?}").contains(KEY), "{err:?}");
+    }
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests[0].headers.get("x-goog-api-key").unwrap(), KEY);
+    assert_eq!(requests[1].headers.get("authorization").unwrap(), &format!("Bearer {KEY}"));
 }

@@ -7,6 +7,7 @@ use agentstate::{
 };
 use agentstate_runtime::{Runner, RuntimeError};
 use futures_util::StreamExt;
+use serde_json::{Value, json};
 
 /// Every scenario runs on the in-memory service and on SQLite (the embedded default).
 pub(crate) async fn services() -> Vec<(&'static str, Arc<dyn SessionService>)> {
@@ -48,4 +49,14 @@ pub(crate) async fn run_ok(runner: &Runner, session: &str, text: &str) -> Vec<Ev
 
 pub(crate) fn authors(events: &[Event]) -> Vec<&str> {
     events.iter().map(|e| e.author.as_str()).collect()
+}
+
+/// The agent's own instruction: what comes before the identity line the runtime appends.
+pub(crate) fn instruction(request: &agentstate_runtime::model::LlmRequest) -> &str {
+    let text = request.system_instruction.as_deref().unwrap_or_default();
+    text.split("\n\nYou are an agent. Your internal name is").next().unwrap_or_default()
+}
+
+pub(crate) fn schema() -> Value {
+    json!({"type": "object", "properties": {}})
 }

@@ -1,20 +1,12 @@
 //! `agentstate import-adk` copies a store written by the reference's SqliteSessionService (the
 //! `adk web` default) into an agentstate database: the same sessions, state and events.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use agentstate::{GetSessionConfig, SessionKey, SessionService};
+use agentstate_conformance::reference::adk_python;
 use agentstate_sql::SqlSessionService;
 use serde_json::{Value, json};
-
-fn python() -> PathBuf {
-    let path = std::env::var_os("AGENTSTATE_ADK_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../.venv-adk/bin/python")));
-    assert!(path.exists(), "{} is missing: run `bash .ci/setup-adk`", path.display());
-    path
-}
 
 /// Drops the reference's default fields that agentstate does not write.
 fn normalize(mut event: Value) -> Value {
@@ -37,7 +29,7 @@ async fn imports_the_adk_web_store() {
     std::fs::create_dir_all(&dir).unwrap();
     let store = dir.join("session.db");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/adk_web_store.py");
-    let out = Command::new(python()).arg(script).arg(&store).output().unwrap();
+    let out = Command::new(adk_python()).arg(script).arg(&store).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let reference: Value = serde_json::from_slice(&out.stdout).unwrap();
 

@@ -121,7 +121,22 @@ fn migrate_reports_the_schema_version() {
     let db = format!("sqlite://{}/m.db", scratch().display());
     let out = Command::new(BIN).args(["migrate", "--db", &db]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("schema version 1"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("schema version 1 (created"), "{stdout}");
+    let again = Command::new(BIN).args(["migrate", "--db", &db]).output().unwrap();
+    assert!(String::from_utf8_lossy(&again.stdout).contains("schema version 1 (found"));
+}
+
+#[test]
+fn database_passwords_never_show() {
+    let url = "postgres://agentstate:hunter2-secret@127.0.0.1:9/nowhere?acquire_timeout_ms=300";
+    let out = Command::new(BIN).args(["migrate", "--db", url]).output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("postgres://agentstate:***@127.0.0.1:9/nowhere"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+    let help = Command::new(BIN).args(["serve", "--help"]).env("AGENTSTATE_DB", url).output().unwrap();
+    assert!(!String::from_utf8_lossy(&help.stdout).contains("hunter2"));
 }
 
 #[test]

@@ -1,11 +1,12 @@
 //! The same scenario against `adk api_server` (google-adk 2.13.0, in-memory sessions, a trivial
 //! agents folder) and against `agentstate serve`: responses must be equal except ids and
-//! timestamps. Where agentstate is deliberately different (SPEC ★), the step names the
-//! difference and checks both sides.
+//! timestamps. Where agentstate is deliberately different, the step names the difference and
+//! checks both sides.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -22,10 +23,7 @@ impl Drop for Server {
 }
 
 fn adk() -> PathBuf {
-    let python = std::env::var_os("AGENTSTATE_ADK_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../.venv-adk/bin/python")));
-    let adk = python.with_file_name("adk");
+    let adk = agentstate_conformance::reference::adk_python().with_file_name("adk");
     assert!(adk.exists(), "{} is missing: run `bash .ci/setup-adk` to install google-adk 2.13.0", adk.display());
     adk
 }
@@ -152,11 +150,7 @@ fn session_routes_match_adk_api_server() {
             "POST",
             s.into(),
             r#"{"sessionId": " padded "}"#.into(),
-            Expect::Differs(
-                200,
-                400,
-                "ids with leading/trailing whitespace are refused (SPEC §1 ★); the reference strips them",
-            ),
+            Expect::Differs(200, 400, "ids with leading/trailing whitespace are refused; the reference strips them"),
         ),
     ];
     for (i, (method, path, body, expect)) in steps.iter().enumerate() {
@@ -181,28 +175,28 @@ fn session_routes_match_adk_api_server() {
 struct EchoScript;
 
 #[async_trait::async_trait]
-impl agentstate_runtime::Model for EchoScript {
+impl agentstate_runtime::model::Model for EchoScript {
     fn name(&self) -> &str {
         "scripted"
     }
 
     async fn generate(
         &self,
-        request: agentstate_runtime::LlmRequest,
+        request: agentstate_runtime::model::LlmRequest,
         _: bool,
-    ) -> Result<agentstate_runtime::ResponseStream, agentstate_runtime::ModelError> {
+    ) -> Result<agentstate_runtime::model::ResponseStream, agentstate_runtime::model::ModelError> {
         let last = request.contents.last().cloned().unwrap_or_default();
         let response = if last.parts().iter().any(|p| p.function_response.is_some()) {
             let instruction = request.system_instruction.unwrap_or_default();
-            agentstate_runtime::LlmResponse::text(format!("Done. Instruction was: {instruction}"))
+            agentstate_runtime::model::LlmResponse::text(format!("Done. Instruction was: {instruction}"))
         } else {
-            agentstate_runtime::LlmResponse::call("remember", json!({"name": last.joined_text()}))
+            agentstate_runtime::model::LlmResponse::call("remember", json!({"name": last.joined_text()}))
         };
         Ok(Box::pin(futures_util::stream::iter([Ok(response)])))
     }
 }
 
-fn greeter() -> std::sync::Arc<dyn agentstate_runtime::Agent> {
+fn greeter() -> std::sync::Arc<dyn agentstate_runtime::agent::Agent> {
     let remember = agentstate_runtime::FunctionTool::new(
         "remember",
         "Remembers the user's name.",
@@ -213,12 +207,15 @@ fn greeter() -> std::sync::Arc<dyn agentstate_runtime::Agent> {
             Ok(json!({"remembered": args["name"]}))
         },
     );
-    let agent = agentstate_runtime::LlmAgent::builder("greeter", EchoScript)
-        .instruction("Greet {user:name?} about {topic}; mood {mood?}.")
-        .output_key("last_greeting")
-        .tool(remember)
-        .build()
-        .unwrap();
+    let agent = agentstate_runtime::LlmAgent::builder(
+        "greeter",
+        Arc::new(EchoScript) as Arc<dyn agentstate_runtime::model::Model>,
+    )
+    .instruction("Greet {user:name?} about {topic}; mood {mood?}.")
+    .output_key("last_greeting")
+    .tool(remember)
+    .build()
+    .unwrap();
     std::sync::Arc::new(agent)
 }
 
@@ -260,7 +257,7 @@ async fn run_matches_adk_api_server() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let ours = listener.local_addr().unwrap().to_string();
     let service = std::sync::Arc::new(agentstate::InMemorySessionService::new());
-    let router = agentstate_server::app(agentstate_server::AppState::new(service).agent("greeter", greeter()));
+    let router = agentstate_server::app(agentstate_server::AppState::new(service).with_agent("greeter", greeter()));
     tokio::spawn(async move { axum::serve(listener, router).await });
 
     let client = reqwest::Client::new();

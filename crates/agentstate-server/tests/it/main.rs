@@ -2,10 +2,16 @@
 //! binary as a child process.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+#[cfg(feature = "cli")]
 mod adk_import;
+#[cfg(feature = "cli")]
 mod binary;
+#[cfg(all(feature = "agents", feature = "cli"))]
 mod differential;
 mod routes;
+#[cfg(all(feature = "agents", feature = "cli"))]
 mod run;
+#[cfg(feature = "cli")]
 mod scale_out;
+#[cfg(feature = "cli")]
 mod transfer;

@@ -227,7 +227,7 @@ async fn path_unsafe_ids_are_refused() {
 async fn limits_are_enforced_with_messages_naming_them() {
     use agentstate_server::Limits;
     let limits = Limits { max_body_bytes: 2000, max_key_chars: 8, max_json_depth: 3, max_state_bytes: 500 };
-    let r = app(AppState { limits, ..AppState::new(Arc::new(InMemorySessionService::new())) });
+    let r = app(AppState::new(Arc::new(InMemorySessionService::new())).with_limits(limits));
     call(&r, Method::POST, S, Some(r#"{"sessionId": "l"}"#)).await;
     let patch = |delta: Value| json!({"stateDelta": delta}).to_string();
     let cases = [
@@ -256,7 +256,7 @@ async fn tokens_limit_access_to_their_apps_and_users() {
                        {"token": "alice-token-0123456789", "apps": ["myapp"], "users": ["alice"]}]}"#,
     )
     .unwrap();
-    let r = app(AppState { tokens: Arc::new(tokens), ..AppState::new(Arc::new(InMemorySessionService::new())) });
+    let r = app(AppState::new(Arc::new(InMemorySessionService::new())).with_tokens(tokens));
     let send = |token: Option<&'static str>, method: Method, path: &'static str| {
         let r = r.clone();
         async move {
@@ -375,6 +375,58 @@ async fn openapi_describes_exactly_the_routes_that_answer() {
             );
         }
     }
-    assert_eq!(operations, 14, "every route is documented");
+    // 14 routes; /list-apps, /run and /run_sse come with the `agents` feature.
+    let expected = if cfg!(feature = "agents") { 14 } else { 11 };
+    assert_eq!(operations, expected, "every route is documented");
+    assert_eq!(operations, agentstate_server::OPERATIONS.len());
     assert!(spec["components"]["schemas"]["Session"]["required"].as_array().unwrap().len() >= 6);
+}
+
+/// With tokens configured, every route but the probes refuses a request without a token, as the
+/// route table's authentication column says; the OpenAPI document says the same per route.
+#[tokio::test]
+async fn with_tokens_every_route_but_the_probes_needs_one() {
+    use agentstate_server::{Access, OPERATIONS, Tokens};
+    let tokens = Tokens::parse(r#"{"tokens": [{"token": "admin-token-0123456789", "apps": "*"}]}"#).unwrap();
+    let r = app(AppState::new(Arc::new(InMemorySessionService::new())).with_tokens(tokens));
+    let (_, spec) = {
+        let request = Request::get("/openapi.json").header("authorization", "Bearer admin-token-0123456789");
+        let response = r.clone().oneshot(request.body(Body::empty()).unwrap()).await.unwrap();
+        let status = response.status();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (status, serde_json::from_slice::<Value>(&bytes).unwrap())
+    };
+    let mut public = Vec::new();
+    for op in OPERATIONS {
+        let concrete = op.path.replace("{app_name}", "a").replace("{user_id}", "u").replace("{session_id}", "s");
+        let method = Method::from_bytes(op.method.to_uppercase().as_bytes()).unwrap();
+        let request = Request::builder().method(method).uri(&concrete).header("content-type", "application/json");
+        let status = r.clone().oneshot(request.body(Body::from("{}")).unwrap()).await.unwrap().status();
+        let documented = &spec["paths"][op.path][op.method];
+        if op.access == Access::Public {
+            public.push(op.path);
+            assert_ne!(status, StatusCode::UNAUTHORIZED, "{} {}", op.method, op.path);
+            assert_eq!(documented["security"], json!([]), "{} {}", op.method, op.path);
+        } else {
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{} {} answers without a token", op.method, op.path);
+            assert_eq!(documented["security"], json!([{"bearer": []}]), "{} {}", op.method, op.path);
+            assert!(documented["responses"]["401"].is_object(), "{} {}", op.method, op.path);
+        }
+    }
+    assert_eq!(public, ["/healthz", "/readyz"]);
+}
+
+#[tokio::test]
+async fn metrics_and_the_openapi_document_need_a_token_when_tokens_are_configured() {
+    use agentstate_server::Tokens;
+    let tokens = Tokens::parse(r#"{"tokens": [{"token": "support-token-0123456789", "apps": ["bot"]}]}"#).unwrap();
+    let r = app(AppState::new(Arc::new(InMemorySessionService::new())).with_tokens(tokens));
+    for path in ["/metrics", "/openapi.json"] {
+        let bare = r.clone().oneshot(Request::get(path).body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(bare.status(), StatusCode::UNAUTHORIZED, "{path}");
+        let request = Request::get(path).header("authorization", "Bearer support-token-0123456789");
+        let allowed = r.clone().oneshot(request.body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(allowed.status(), StatusCode::OK, "{path}");
+    }
+    assert_eq!(r.oneshot(Request::get("/readyz").body(Body::empty()).unwrap()).await.unwrap().status(), StatusCode::OK);
 }

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use agentstate::{InMemorySessionService, SessionService};
-use agentstate_runtime::{FunctionTool, LlmAgent, LlmResponse, ScriptedModel};
+use agentstate_runtime::model::LlmResponse;
+use agentstate_runtime::testing::ScriptedModel;
+use agentstate_runtime::{FunctionTool, LlmAgent};
 use agentstate_server::{AppState, Tokens, app};
 use axum::Router;
 use axum::body::Body;
@@ -15,19 +17,17 @@ use tower::ServiceExt;
 
 use crate::binary::{Running, http, serve_with};
 
-fn greeter(model: ScriptedModel) -> Arc<LlmAgent> {
+fn greeter(model: ScriptedModel) -> LlmAgent {
     let tool = FunctionTool::new("remember", "Remembers the name.", json!({"type": "object"}), |args, ctx| {
         ctx.state_mut().set("user:name", args.get("name").cloned().unwrap_or(Value::Null));
         Ok(json!("ok"))
     });
-    Arc::new(
-        LlmAgent::builder("greeter", model)
-            .instruction("Greet {user:name?}.")
-            .output_key("last_greeting")
-            .tool(tool)
-            .build()
-            .unwrap(),
-    )
+    LlmAgent::builder("greeter", model)
+        .instruction("Greet {user:name?}.")
+        .output_key("last_greeting")
+        .tool(tool)
+        .build()
+        .unwrap()
 }
 
 async fn post(router: &Router, path: &str, body: Value, token: Option<&str>) -> (StatusCode, String, String) {
@@ -45,7 +45,7 @@ async fn post(router: &Router, path: &str, body: Value, token: Option<&str>) -> 
 
 async fn setup(model: ScriptedModel) -> (Router, Arc<dyn SessionService>) {
     let service: Arc<dyn SessionService> = Arc::new(InMemorySessionService::new());
-    let router = app(AppState::new(Arc::clone(&service)).agent("hello_app", greeter(model)));
+    let router = app(AppState::new(Arc::clone(&service)).with_agent("hello_app", greeter(model)));
     let create = Request::builder()
         .method("POST")
         .uri("/apps/hello_app/users/u1/sessions")
@@ -168,8 +168,7 @@ async fn run_checks_tokens_against_the_app_and_user_in_the_body() {
     let tokens =
         Tokens::parse(r#"{"tokens": [{"token": "only-user-u2-xxxxx", "apps": ["hello_app"], "users": ["u2"]}]}"#)
             .unwrap();
-    let state = AppState { tokens: Arc::new(tokens), ..AppState::new(service) }
-        .agent("hello_app", greeter(ScriptedModel::new("m")));
+    let state = AppState::new(service).with_tokens(tokens).with_agent("hello_app", greeter(ScriptedModel::new("m")));
     let router = app(state);
     let body = json!({"appName": "hello_app", "userId": "u1", "sessionId": "s1"});
     let (status, _, _) = post(&router, "/run", body.clone(), None).await;
@@ -179,6 +178,71 @@ async fn run_checks_tokens_against_the_app_and_user_in_the_body() {
     let body = json!({"appName": "hello_app", "userId": "u2", "sessionId": "s1"});
     let (status, _, text) = post(&router, "/run", body, Some("only-user-u2-xxxxx")).await;
     assert_eq!((status, text.contains("Session not found: s1")), (StatusCode::NOT_FOUND, true));
+}
+
+/// Two apps, `hello_app` and `secret_app`, with a token for the first and an admin token.
+fn two_apps_behind_tokens() -> Router {
+    let tokens = Tokens::parse(
+        r#"{"tokens": [{"token": "hello-only-token-0123", "apps": ["hello_app"]},
+                       {"token": "admin-token-0123456789", "apps": "*"}]}"#,
+    )
+    .unwrap();
+    let state = AppState::new(Arc::new(InMemorySessionService::new()))
+        .with_tokens(tokens)
+        .with_agent("hello_app", greeter(ScriptedModel::new("m")))
+        .with_agent("secret_app", greeter(ScriptedModel::new("m")));
+    app(state)
+}
+
+/// An outsider learns nothing about which apps exist: authentication comes before any lookup,
+/// and a token is refused an app it may not touch whether that app exists or not.
+#[tokio::test]
+async fn run_authenticates_before_it_looks_anything_up() {
+    let router = two_apps_behind_tokens();
+    for path in ["/run", "/run_sse"] {
+        for app_name in ["hello_app", "secret_app", "no_such_app"] {
+            let body = json!({"appName": app_name, "userId": "u", "sessionId": "s"});
+            let (status, _, text) = post(&router, path, body.clone(), None).await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{path} {app_name}: {text}");
+            assert!(!text.contains("secret_app"), "{text}");
+            if app_name != "hello_app" {
+                let (status, _, text) = post(&router, path, body, Some("hello-only-token-0123")).await;
+                assert_eq!(status, StatusCode::FORBIDDEN, "{path} {app_name}: {text}");
+                assert!(!text.contains("secret_app") || app_name == "secret_app", "{text}");
+            }
+        }
+    }
+    // Only the admin learns that an app does not exist, and which ones do.
+    let body = json!({"appName": "no_such_app", "userId": "u", "sessionId": "s"});
+    let (status, _, text) = post(&router, "/run", body, Some("admin-token-0123456789")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(text.contains("hello_app, secret_app"), "{text}");
+    // Without appName, several apps served: the refusal names only the caller's.
+    let (status, _, text) =
+        post(&router, "/run", json!({"userId": "u", "sessionId": "s"}), Some("hello-only-token-0123")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(text.contains("hello_app") && !text.contains("secret_app"), "{text}");
+}
+
+#[tokio::test]
+async fn list_apps_shows_only_the_apps_a_token_may_touch() {
+    let router = two_apps_behind_tokens();
+    let list = |token: Option<&'static str>| {
+        let router = router.clone();
+        async move {
+            let mut request = Request::get("/list-apps");
+            if let Some(token) = token {
+                request = request.header("authorization", format!("Bearer {token}"));
+            }
+            let response = router.oneshot(request.body(Body::empty()).unwrap()).await.unwrap();
+            let status = response.status();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            (status, serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null))
+        }
+    };
+    assert_eq!(list(None).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(list(Some("hello-only-token-0123")).await, (StatusCode::OK, json!(["hello_app"])));
+    assert_eq!(list(Some("admin-token-0123456789")).await, (StatusCode::OK, json!(["hello_app", "secret_app"])));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -267,7 +331,7 @@ fn serve_refuses_a_broken_agent_file_with_its_reason() {
 
 #[tokio::test]
 async fn run_sse_sends_each_event_as_it_happens_and_a_disconnect_stops_the_run() {
-    let gate = agentstate_runtime::Gate::new();
+    let gate = agentstate_runtime::testing::Gate::new();
     let model = ScriptedModel::new("slow").reply(LlmResponse::text("finally")).gated(gate.clone());
     let agent = LlmAgent::builder("slow", model)
         .before_agent_callback(|ctx| {
@@ -278,7 +342,7 @@ async fn run_sse_sends_each_event_as_it_happens_and_a_disconnect_stops_the_run()
         .unwrap();
     let service: Arc<dyn SessionService> = Arc::new(InMemorySessionService::new());
     service.create_session(agentstate::CreateSession::new("slow_app", "u").id("s")).await.unwrap();
-    let router = app(AppState::new(Arc::clone(&service)).agent("slow_app", Arc::new(agent)));
+    let router = app(AppState::new(Arc::clone(&service)).with_agent("slow_app", agent));
     let body = json!({"appName": "slow_app", "userId": "u", "sessionId": "s", "newMessage": message("hi")});
     let request = Request::builder()
         .method("POST")

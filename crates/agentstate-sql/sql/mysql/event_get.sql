@@ -1,1 +1,1 @@
-SELECT invocation_id, `timestamp`, event_data FROM events WHERE id = ? AND app_name = ? AND user_id = ? AND session_id = ?
+SELECT id, invocation_id, `timestamp`, event_data FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? AND id = ?

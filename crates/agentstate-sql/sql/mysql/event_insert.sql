@@ -1,1 +1,1 @@
-INSERT INTO events (id, app_name, user_id, session_id, invocation_id, `timestamp`, event_data) VALUES (?, ?, ?, ?, ?, ?, ?)
+INSERT INTO events (app_name, user_id, session_id, id, invocation_id, `timestamp`, event_data) VALUES (?, ?, ?, ?, ?, ?, ?)

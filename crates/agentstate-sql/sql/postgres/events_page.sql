@@ -2,7 +2,7 @@
 -- whether the session exists, in one statement.
 SELECT
     EXISTS (SELECT 1 FROM sessions WHERE app_name = $1 AND user_id = $2 AND id = $3) AS present,
-    (SELECT COALESCE(json_agg(json_build_array(w.id, w.invocation_id, w.micros, w.event_data) ORDER BY w.ts, w.id), '[]'::json)
+    (SELECT COALESCE(json_agg(json_build_object('id', w.id, 'invocation_id', w.invocation_id, 'micros', w.micros, 'event_data', w.event_data) ORDER BY w.ts, w.id), '[]'::json)
      FROM (SELECT id, invocation_id, "timestamp" AS ts, (extract(epoch FROM "timestamp") * 1000000)::bigint AS micros, event_data
            FROM events
            WHERE app_name = $1 AND user_id = $2 AND session_id = $3

@@ -3,18 +3,18 @@
 //! row, then the app row (always in that order) and merges state key by key under those locks.
 //! Deadlocks and lock-wait timeouts roll the whole transaction back, so it is retried.
 
-use agentstate::{
-    CommitOutcome, ConflictKind, Error, Event, EventCommit, EventCursor, EventWindow, ListQuery, Map, NewSession,
-    Result, Session, SessionKey, SessionStore, Value, merge_scopes,
+use agentstate::store::{
+    CommitOutcome, EventCommit, EventQuery, EventWindow, ListQuery, NewSession, SessionStore, merge_scopes,
 };
+use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionKey, Value};
 use async_trait::async_trait;
 use chrono::NaiveDateTime;
-use sqlx::mysql::{MySqlConnection, MySqlPool, MySqlPoolOptions};
+use sqlx::mysql::{MySqlConnection, MySqlPool, MySqlRow};
 use sqlx::{Connection, Row};
 
-use crate::SchemaError;
-use crate::codec::{self, merge, micros, naive, parse_state, state_text};
-use crate::server::{PoolOptions, is_unique_violation, sqlx_error};
+use crate::codec::{self, merge_row, micros, naive, parse_state, state_text};
+use crate::pool::{self, PoolOptions, is_unique_violation, keyed, sqlx_error};
+use crate::schema::{self, Found, Schema};
 
 macro_rules! sql {
     ($name:literal) => {
@@ -29,6 +29,7 @@ const ATTEMPTS: usize = 5;
 #[derive(Debug, Clone)]
 pub struct MySqlStore {
     pool: MySqlPool,
+    schema: Schema,
 }
 
 fn is_lock_failure(e: &sqlx::Error) -> bool {
@@ -65,19 +66,19 @@ impl MySqlStore {
     /// Connects and prepares the schema (created if absent; serialised across processes by a
     /// named lock).
     pub async fn connect(options: &PoolOptions) -> Result<Self> {
-        let pool = MySqlPoolOptions::new()
-            .max_connections(options.max_connections)
-            .acquire_timeout(options.acquire_timeout)
-            .connect(&options.url)
-            .await
-            .map_err(|e| sqlx_error(&format!("connecting to {}", crate::redact(&options.url)), e))?;
-        prepare_schema(&pool, &crate::redact(&options.url)).await?;
-        Ok(Self { pool })
+        let pool = pool::connect(options).await?;
+        let schema = prepare_schema(&pool, &options.redacted()).await?;
+        Ok(Self { pool, schema })
     }
 
     /// The connection pool.
     pub fn pool(&self) -> &MySqlPool {
         &self.pool
+    }
+
+    /// The schema the database was found with, or created with.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
     }
 
     /// Runs `body` in a transaction, again if it deadlocked or timed out on a lock.
@@ -95,15 +96,14 @@ impl MySqlStore {
                     tx.commit().await.map_err(|e| sqlx_error(what, e))?;
                     return Ok(value);
                 }
-                Err(Failure::Done(e)) => return Err(e),
                 Err(Failure::Sql(_, e)) if is_lock_failure(&e) && attempt < ATTEMPTS => {}
-                Err(Failure::Sql(step, e)) => return Err(sqlx_error(&format!("{what}: {step}"), e)),
+                Err(failure) => return finish(what, Err(failure)),
             }
         }
     }
 }
 
-async fn prepare_schema(pool: &MySqlPool, location: &str) -> Result<()> {
+async fn prepare_schema(pool: &MySqlPool, location: &str) -> Result<Schema> {
     let fail = |e| sqlx_error("preparing the schema", e);
     let mut conn = pool.acquire().await.map_err(fail)?;
     // DDL commits implicitly in MySQL, so a named lock (not a transaction) serialises starters.
@@ -113,105 +113,112 @@ async fn prepare_schema(pool: &MySqlPool, location: &str) -> Result<()> {
     result
 }
 
-async fn inspect_and_create(conn: &mut MySqlConnection, location: &str) -> Result<()> {
+async fn inspect_and_create(conn: &mut MySqlConnection, location: &str) -> Result<Schema> {
     let fail = |e| sqlx_error("preparing the schema", e);
-    let tables: Vec<String> = sqlx::query_scalar(
-        "SELECT CAST(table_name AS CHAR) FROM information_schema.tables WHERE table_schema = DATABASE()",
+    let tables = sqlx::query_scalar(
+        "SELECT CAST(table_name AS CHAR) AS name FROM information_schema.tables WHERE table_schema = DATABASE()",
     )
     .fetch_all(&mut *conn)
     .await
     .map_err(fail)?;
-    let has = |t: &str| tables.iter().any(|x| x == t);
-    if has("adk_internal_metadata") {
-        let version: Option<String> =
-            sqlx::query_scalar("SELECT value FROM adk_internal_metadata WHERE `key` = 'schema_version'")
-                .fetch_optional(&mut *conn)
-                .await
-                .map_err(fail)?;
-        SchemaError::check_version(version.as_deref(), location)?;
-    } else if has("events") {
-        let columns: Vec<String> = sqlx::query_scalar(
-            "SELECT CAST(column_name AS CHAR) FROM information_schema.columns \
+    let mut found = Found { tables, ..Found::default() };
+    if found.has_table("adk_internal_metadata") {
+        found.version = sqlx::query_scalar("SELECT value FROM adk_internal_metadata WHERE `key` = 'schema_version'")
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(fail)?;
+    }
+    if found.has_table("events") {
+        let rows = sqlx::query(
+            "SELECT CAST(column_name AS CHAR) AS name, CAST(data_type AS CHAR) AS type FROM information_schema.columns \
              WHERE table_schema = DATABASE() AND table_name = 'events'",
         )
         .fetch_all(&mut *conn)
         .await
         .map_err(fail)?;
-        SchemaError::check_event_columns(&columns, location)?;
+        found.event_columns = rows
+            .iter()
+            .map(|r| Ok((r.try_get("name")?, r.try_get("type")?)))
+            .collect::<std::result::Result<_, sqlx::Error>>()
+            .map_err(fail)?;
     }
-    sqlx::raw_sql(sql!("schema")).execute(&mut *conn).await.map(drop).map_err(fail)
+    let schema = schema::check(&found, location)?;
+    sqlx::raw_sql(sql!("schema")).execute(&mut *conn).await.map_err(fail)?;
+    Ok(schema)
 }
 
-async fn state_row(conn: &mut MySqlConnection, sql: &'static str, binds: &[&str]) -> Step<Option<Map<String, Value>>> {
-    let mut query = sqlx::query(sql);
-    for b in binds {
-        query = query.bind(*b);
-    }
-    let text: Option<String> = query
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(sql_step("read state"))?
-        .map(|r| r.try_get(0))
-        .transpose()
-        .map_err(sql_step("read state"))?;
+/// The `state` column of the one row `query` selects, if there is one.
+async fn read_state<'q>(
+    conn: &mut MySqlConnection,
+    query: sqlx::query::Query<'q, sqlx::MySql, sqlx::mysql::MySqlArguments>,
+) -> Step<Option<Map<String, Value>>> {
+    let row = query.fetch_optional(&mut *conn).await.map_err(sql_step("read state"))?;
+    let text: Option<String> = row.map(|r| r.try_get("state")).transpose().map_err(sql_step("read state"))?;
     Ok(text.as_deref().map(parse_state).transpose()?)
 }
 
-/// Merges `delta` into the app row (created if missing). Locks the row only when it changes it.
-async fn merge_app(
-    conn: &mut MySqlConnection,
-    app: &str,
-    delta: &Map<String, Value>,
-    now: NaiveDateTime,
-) -> Step<Map<String, Value>> {
-    let sql = if delta.is_empty() { sql!("app_state_get") } else { sql!("app_state_lock") };
-    let existing = state_row(conn, sql, &[app]).await?;
-    let missing = existing.is_none();
-    let mut state = existing.unwrap_or_default();
-    if missing || !delta.is_empty() {
-        merge(&mut state, delta);
-        let put = sqlx::query(sql!("app_state_put")).bind(app).bind(state_text(&state)).bind(now);
-        put.execute(&mut *conn).await.map_err(sql_step("write app state"))?;
-    }
-    Ok(state)
+/// A row of shared state: the app's, or a user's in an app.
+#[derive(Clone, Copy)]
+enum Shared<'a> {
+    App(&'a str),
+    User(&'a SessionKey),
 }
 
-async fn merge_user(
-    conn: &mut MySqlConnection,
-    key: &SessionKey,
-    delta: &Map<String, Value>,
-    now: NaiveDateTime,
-) -> Step<Map<String, Value>> {
-    let sql = if delta.is_empty() { sql!("user_state_get") } else { sql!("user_state_lock") };
-    let existing = state_row(conn, sql, &[key.app_name(), key.user_id()]).await?;
-    let missing = existing.is_none();
-    let mut state = existing.unwrap_or_default();
-    if missing || !delta.is_empty() {
-        merge(&mut state, delta);
-        let put = sqlx::query(sql!("user_state_put"))
-            .bind(key.app_name())
-            .bind(key.user_id())
-            .bind(state_text(&state))
-            .bind(now);
-        put.execute(&mut *conn).await.map_err(sql_step("write user state"))?;
+impl Shared<'_> {
+    /// Its state; with `lock`, the row is locked until the transaction ends.
+    async fn read(self, conn: &mut MySqlConnection, lock: bool) -> Step<Option<Map<String, Value>>> {
+        let query = match (self, lock) {
+            (Self::App(app), false) => sqlx::query(sql!("app_state_get")).bind(app),
+            (Self::App(app), true) => sqlx::query(sql!("app_state_lock")).bind(app),
+            (Self::User(key), false) => sqlx::query(sql!("user_state_get")).bind(key.app_name()).bind(key.user_id()),
+            (Self::User(key), true) => sqlx::query(sql!("user_state_lock")).bind(key.app_name()).bind(key.user_id()),
+        };
+        read_state(conn, query).await
     }
-    Ok(state)
+
+    /// Merges `delta` into the row (created if missing), locking it only when it changes it;
+    /// returns its state.
+    async fn merge(
+        self,
+        conn: &mut MySqlConnection,
+        delta: &Map<String, Value>,
+        now: NaiveDateTime,
+    ) -> Step<Map<String, Value>> {
+        let (state, write) = merge_row(self.read(conn, !delta.is_empty()).await?, delta);
+        if write {
+            let text = state_text(&state);
+            let put = match self {
+                Self::App(app) => sqlx::query(sql!("app_state_put")).bind(app).bind(text).bind(now),
+                Self::User(key) => {
+                    sqlx::query(sql!("user_state_put")).bind(key.app_name()).bind(key.user_id()).bind(text).bind(now)
+                }
+            };
+            put.execute(&mut *conn).await.map_err(sql_step("write shared state"))?;
+        }
+        Ok(state)
+    }
 }
 
-fn decode(data: Option<&str>, id: String, invocation: String, time: NaiveDateTime) -> Result<Event> {
-    codec::decode_event_text(data, id, invocation, micros(time))
+/// An event row (`id`, `invocation_id`, `timestamp`, `event_data`) → an event.
+fn event_of(row: &MySqlRow) -> Step<Event> {
+    let data: Option<&str> = row.try_get("event_data").map_err(sql_step("read event"))?;
+    let id: String = row.try_get("id").map_err(sql_step("read event"))?;
+    let invocation: String = row.try_get("invocation_id").map_err(sql_step("read event"))?;
+    let time: NaiveDateTime = row.try_get("timestamp").map_err(sql_step("read event"))?;
+    Ok(codec::decode_event_text(data, id, invocation, micros(time))?)
+}
+
+/// The session row's state and marker.
+fn session_of(row: &MySqlRow) -> Step<(String, i64)> {
+    let state: String = row.try_get("state").map_err(sql_step("read session"))?;
+    let marker: NaiveDateTime = row.try_get("update_time").map_err(sql_step("read session"))?;
+    Ok((state, micros(marker)))
 }
 
 async fn create_in(conn: &mut MySqlConnection, new: &NewSession) -> Step<Session> {
     let NewSession { key, state, create_time_micros } = new;
     let now = naive(*create_time_micros)?;
-    let insert = sqlx::query(sql!("session_insert"))
-        .bind(key.app_name())
-        .bind(key.user_id())
-        .bind(key.session_id())
-        .bind(state_text(&state.session))
-        .bind(now)
-        .bind(now);
+    let insert = keyed(sql!("session_insert"), key).bind(state_text(&state.session)).bind(now).bind(now);
     match insert.execute(&mut *conn).await {
         Ok(_) => {}
         Err(e) if is_unique_violation(&e) => {
@@ -219,45 +226,33 @@ async fn create_in(conn: &mut MySqlConnection, new: &NewSession) -> Step<Session
         }
         Err(e) => return Err(Failure::Sql("insert session", e)),
     }
-    let user = merge_user(conn, key, &state.user, now).await?;
-    let app = merge_app(conn, key.app_name(), &state.app, now).await?;
+    // Locks in the commit's order: session, then user, then app.
+    let user = Shared::User(key).merge(conn, &state.user, now).await?;
+    let app = Shared::App(key.app_name()).merge(conn, &state.app, now).await?;
     let merged = merge_scopes(&state.session, &app, &user);
     Ok(Session::from_storage(key.clone(), merged, Vec::<Event>::new(), *create_time_micros))
 }
 
 async fn commit_in(conn: &mut MySqlConnection, commit: &EventCommit) -> Step<CommitOutcome> {
     let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta } = commit;
-    let row = sqlx::query(sql!("session_lock"))
-        .bind(key.app_name())
-        .bind(key.user_id())
-        .bind(key.session_id())
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(sql_step("lock session"))?;
+    let row = keyed(sql!("session_lock"), key).fetch_optional(&mut *conn).await.map_err(sql_step("lock session"))?;
     let Some(row) = row else { return Err(Error::NotFound { session_id: key.session_id().to_owned() }.into()) };
-    let session_state: String = row.try_get(0).map_err(sql_step("read session"))?;
-    let marker: NaiveDateTime = row.try_get(1).map_err(sql_step("read session"))?;
+    let (session_state, marker) = session_of(&row)?;
 
-    let dup = sqlx::query(sql!("event_get"))
+    let dup = keyed(sql!("event_get"), key)
         .bind(&event.id)
-        .bind(key.app_name())
-        .bind(key.user_id())
-        .bind(key.session_id())
         .fetch_optional(&mut *conn)
         .await
         .map_err(sql_step("read event"))?;
     if let Some(dup) = dup {
-        let invocation: String = dup.try_get(0).map_err(sql_step("read event"))?;
-        let time: NaiveDateTime = dup.try_get(1).map_err(sql_step("read event"))?;
-        let data: Option<String> = dup.try_get(2).map_err(sql_step("read event"))?;
-        let existing = decode(data.as_deref(), event.id.clone(), invocation, time)?;
+        let existing = event_of(&dup)?;
         return if existing.same_as_retry(event) {
             Ok(CommitOutcome::Duplicate(Box::new(existing)))
         } else {
             Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { event_id: event.id.clone() } }.into())
         };
     }
-    if micros(marker) != *expected_last_update_micros {
+    if marker != *expected_last_update_micros {
         return Err(Error::stale().into());
     }
     let now = naive(*timestamp_micros)?;
@@ -272,16 +267,13 @@ async fn commit_in(conn: &mut MySqlConnection, commit: &EventCommit) -> Step<Com
         .await
         .map_err(sql_step("update session"))?;
     if !delta.user.is_empty() {
-        merge_user(conn, key, &delta.user, now).await?;
+        Shared::User(key).merge(conn, &delta.user, now).await?;
     }
     if !delta.app.is_empty() {
-        merge_app(conn, key.app_name(), &delta.app, now).await?;
+        Shared::App(key.app_name()).merge(conn, &delta.app, now).await?;
     }
-    sqlx::query(sql!("event_insert"))
+    keyed(sql!("event_insert"), key)
         .bind(&event.id)
-        .bind(key.app_name())
-        .bind(key.user_id())
-        .bind(key.session_id())
         .bind(&event.invocation_id)
         .bind(now)
         .bind(codec::event_data(event)?)
@@ -289,6 +281,102 @@ async fn commit_in(conn: &mut MySqlConnection, commit: &EventCommit) -> Step<Com
         .await
         .map_err(sql_step("insert event"))?;
     Ok(CommitOutcome::Committed)
+}
+
+/// A read-only transaction over one consistent snapshot.
+async fn snapshot(conn: &mut MySqlConnection) -> std::result::Result<sqlx::Transaction<'_, sqlx::MySql>, sqlx::Error> {
+    conn.begin_with("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY").await
+}
+
+/// A final answer of a read: a driver failure becomes a backend error named after the read.
+fn finish<T>(what: &str, step: Step<T>) -> Result<T> {
+    step.map_err(|failure| match failure {
+        Failure::Sql(step, e) => sqlx_error(&format!("{what}: {step}"), e),
+        Failure::Done(e) => e,
+    })
+}
+
+async fn get_in(conn: &mut MySqlConnection, key: &SessionKey, window: EventWindow) -> Step<Option<Session>> {
+    let mut tx = snapshot(conn).await.map_err(sql_step("begin"))?;
+    let row = keyed(sql!("session_get"), key).fetch_optional(&mut *tx).await.map_err(sql_step("read session"))?;
+    let Some(row) = row else { return Ok(None) };
+    let (state, marker) = session_of(&row)?;
+    let mut events = Vec::new();
+    if window.recent != Some(0) {
+        let after = window.after_micros.map(naive).transpose()?;
+        let floor = NaiveDateTime::parse_from_str("1000-01-01 00:00:00", "%Y-%m-%d %H:%M:%S").unwrap_or_default();
+        let limit = window.recent.map_or(u64::MAX, |n| u64::try_from(n).unwrap_or(u64::MAX));
+        let rows = keyed(sql!("events_window"), key)
+            .bind(after.unwrap_or(floor))
+            .bind(limit)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(sql_step("read events"))?;
+        // Read newest first, so the limit keeps the most recent.
+        for r in rows.iter().rev() {
+            events.push(event_of(r)?);
+        }
+    }
+    let app = Shared::App(key.app_name()).read(&mut tx, false).await?.unwrap_or_default();
+    let user = Shared::User(key).read(&mut tx, false).await?.unwrap_or_default();
+    tx.commit().await.map_err(sql_step("end read"))?;
+    let merged = merge_scopes(&parse_state(&state)?, &app, &user);
+    Ok(Some(Session::from_storage(key.clone(), merged, events, marker)))
+}
+
+async fn list_in(conn: &mut MySqlConnection, query: &ListQuery) -> Step<Vec<Session>> {
+    let cursor = query.after.as_ref();
+    let cursor_time = cursor.map(|c| naive(c.last_update_micros)).transpose()?;
+    let limit = query.limit.map_or(u64::MAX, |n| u64::try_from(n).unwrap_or(u64::MAX));
+    let mut tx = snapshot(conn).await.map_err(sql_step("begin"))?;
+    let rows = sqlx::query(sql!("sessions_list"))
+        .bind(&query.app_name)
+        .bind(query.user_id.as_deref())
+        .bind(query.user_id.as_deref())
+        .bind(cursor_time)
+        .bind(cursor_time)
+        .bind(cursor.map_or("", |c| c.user_id.as_str()))
+        .bind(cursor.map_or("", |c| c.session_id.as_str()))
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(sql_step("list sessions"))?;
+    let app = Shared::App(&query.app_name).read(&mut tx, false).await?.unwrap_or_default();
+    tx.commit().await.map_err(sql_step("end read"))?;
+    let column =
+        |r: &MySqlRow, name: &str| -> Step<Option<String>> { r.try_get(name).map_err(sql_step("read sessions")) };
+    rows.iter()
+        .map(|r| {
+            let (state, marker) = session_of(r)?;
+            let user = column(r, "user_state")?.as_deref().map(parse_state).transpose()?.unwrap_or_default();
+            let user_id = column(r, "user_id")?.unwrap_or_default();
+            let id = column(r, "id")?.unwrap_or_default();
+            let merged = merge_scopes(&parse_state(&state)?, &app, &user);
+            let key = SessionKey::from_storage(query.app_name.as_str(), user_id, id);
+            Ok(Session::from_storage(key, merged, Vec::<Event>::new(), marker))
+        })
+        .collect()
+}
+
+async fn events_in(conn: &mut MySqlConnection, query: &EventQuery) -> Step<Option<Vec<Event>>> {
+    let EventQuery { key, after, limit } = query;
+    let cursor_time = after.as_ref().map(|c| naive(c.timestamp_micros)).transpose()?;
+    let mut tx = snapshot(conn).await.map_err(sql_step("begin"))?;
+    let present =
+        keyed(sql!("session_get"), key).fetch_optional(&mut *tx).await.map_err(sql_step("read session"))?.is_some();
+    if !present {
+        return Ok(None);
+    }
+    let rows = keyed(sql!("events_page"), key)
+        .bind(cursor_time)
+        .bind(cursor_time)
+        .bind(after.as_ref().map_or("", |c| c.event_id.as_str()))
+        .bind(u64::try_from(*limit).unwrap_or(u64::MAX))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(sql_step("read events"))?;
+    tx.commit().await.map_err(sql_step("end read"))?;
+    rows.iter().map(event_of).collect::<Step<_>>().map(Some)
 }
 
 #[async_trait]
@@ -302,154 +390,26 @@ impl SessionStore for MySqlStore {
     }
 
     async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
-        let fail = |e| sqlx_error("loading a session", e);
-        let mut conn = self.pool.acquire().await.map_err(fail)?;
-        let mut tx = conn.begin_with("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY").await.map_err(fail)?;
-        let row = sqlx::query(sql!("session_get"))
-            .bind(key.app_name())
-            .bind(key.user_id())
-            .bind(key.session_id())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(fail)?;
-        let Some(row) = row else { return Ok(None) };
-        let state: String = row.try_get(0).map_err(fail)?;
-        let marker: NaiveDateTime = row.try_get(1).map_err(fail)?;
-        let mut events = Vec::new();
-        if window.recent != Some(0) {
-            let after = window.after_micros.map(naive).transpose()?;
-            let floor = NaiveDateTime::parse_from_str("1000-01-01 00:00:00", "%Y-%m-%d %H:%M:%S").unwrap_or_default();
-            let limit = window.recent.map_or(u64::MAX, |n| u64::try_from(n).unwrap_or(u64::MAX));
-            let rows = sqlx::query(sql!("events_window"))
-                .bind(key.app_name())
-                .bind(key.user_id())
-                .bind(key.session_id())
-                .bind(after.unwrap_or(floor))
-                .bind(limit)
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(fail)?;
-            for r in rows.into_iter().rev() {
-                let (id, invocation, time, data) = (
-                    r.try_get(0).map_err(fail)?,
-                    r.try_get(1).map_err(fail)?,
-                    r.try_get(2).map_err(fail)?,
-                    r.try_get(3).map_err(fail)?,
-                );
-                events.push(decode(data, id, invocation, time)?);
-            }
-        }
-        let state_of = |r: Option<sqlx::mysql::MySqlRow>| -> Result<Map<String, Value>> {
-            match r {
-                Some(r) => parse_state(&r.try_get::<String, _>(0).map_err(fail)?),
-                None => Ok(Map::new()),
-            }
-        };
-        let app =
-            sqlx::query(sql!("app_state_get")).bind(key.app_name()).fetch_optional(&mut *tx).await.map_err(fail)?;
-        let user = sqlx::query(sql!("user_state_get"))
-            .bind(key.app_name())
-            .bind(key.user_id())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(fail)?;
-        tx.commit().await.map_err(fail)?;
-        let merged = merge_scopes(&parse_state(&state)?, &state_of(app)?, &state_of(user)?);
-        Ok(Some(Session::from_storage(key.clone(), merged, events, micros(marker))))
+        let mut conn = self.pool.acquire().await.map_err(|e| sqlx_error("loading a session", e))?;
+        finish("loading a session", get_in(&mut conn, key, window).await)
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
-        let fail = |e| sqlx_error("listing sessions", e);
-        let cursor = query.after.as_ref();
-        let cursor_time = cursor.map(|c| naive(c.last_update_micros)).transpose()?;
-        let limit = query.limit.map_or(u64::MAX, |n| u64::try_from(n).unwrap_or(u64::MAX));
-        let mut conn = self.pool.acquire().await.map_err(fail)?;
-        let mut tx = conn.begin_with("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY").await.map_err(fail)?;
-        let rows = sqlx::query(sql!("sessions_list"))
-            .bind(&query.app_name)
-            .bind(query.user_id.as_deref())
-            .bind(query.user_id.as_deref())
-            .bind(cursor_time)
-            .bind(cursor_time)
-            .bind(cursor.map_or("", |c| c.user_id.as_str()))
-            .bind(cursor.map_or("", |c| c.session_id.as_str()))
-            .bind(limit)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(fail)?;
-        let app_row =
-            sqlx::query(sql!("app_state_get")).bind(&query.app_name).fetch_optional(&mut *tx).await.map_err(fail)?;
-        tx.commit().await.map_err(fail)?;
-        let app = match app_row {
-            Some(r) => parse_state(&r.try_get::<String, _>(0).map_err(fail)?)?,
-            None => Map::new(),
-        };
-        rows.iter()
-            .map(|r| {
-                let user_id: String = r.try_get(0).map_err(fail)?;
-                let id: String = r.try_get(1).map_err(fail)?;
-                let state: String = r.try_get(2).map_err(fail)?;
-                let marker: NaiveDateTime = r.try_get(3).map_err(fail)?;
-                let user: Option<String> = r.try_get(4).map_err(fail)?;
-                let user = user.as_deref().map(parse_state).transpose()?.unwrap_or_default();
-                let merged = merge_scopes(&parse_state(&state)?, &app, &user);
-                let key = SessionKey::from_storage(query.app_name.as_str(), user_id, id);
-                Ok(Session::from_storage(key, merged, Vec::<Event>::new(), micros(marker)))
-            })
-            .collect()
+        let mut conn = self.pool.acquire().await.map_err(|e| sqlx_error("listing sessions", e))?;
+        finish("listing sessions", list_in(&mut conn, query).await)
     }
 
     async fn delete(&self, key: &SessionKey) -> Result<()> {
-        sqlx::query(sql!("session_delete"))
-            .bind(key.app_name())
-            .bind(key.user_id())
-            .bind(key.session_id())
+        keyed(sql!("session_delete"), key)
             .execute(&self.pool)
             .await
             .map(drop)
             .map_err(|e| sqlx_error("deleting a session", e))
     }
 
-    async fn events_after(
-        &self,
-        key: &SessionKey,
-        after: Option<&EventCursor>,
-        limit: usize,
-    ) -> Result<Option<Vec<Event>>> {
-        let fail = |e| sqlx_error("reading events", e);
-        let cursor_time = after.map(|c| naive(c.timestamp_micros)).transpose()?;
-        let mut conn = self.pool.acquire().await.map_err(fail)?;
-        let mut tx = conn.begin_with("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY").await.map_err(fail)?;
-        let present = sqlx::query(sql!("session_get"))
-            .bind(key.app_name())
-            .bind(key.user_id())
-            .bind(key.session_id())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(fail)?
-            .is_some();
-        if !present {
-            return Ok(None);
-        }
-        let rows = sqlx::query(sql!("events_page"))
-            .bind(key.app_name())
-            .bind(key.user_id())
-            .bind(key.session_id())
-            .bind(cursor_time)
-            .bind(cursor_time)
-            .bind(after.map_or("", |c| c.event_id.as_str()))
-            .bind(u64::try_from(limit).unwrap_or(u64::MAX))
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(fail)?;
-        tx.commit().await.map_err(fail)?;
-        rows.iter()
-            .map(|r| {
-                let data: Option<&str> = r.try_get(3).map_err(fail)?;
-                decode(data, r.try_get(0).map_err(fail)?, r.try_get(1).map_err(fail)?, r.try_get(2).map_err(fail)?)
-            })
-            .collect::<Result<_>>()
-            .map(Some)
+    async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
+        let mut conn = self.pool.acquire().await.map_err(|e| sqlx_error("reading events", e))?;
+        finish("reading events", events_in(&mut conn, query).await)
     }
 
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {

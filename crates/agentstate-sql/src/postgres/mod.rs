@@ -2,18 +2,18 @@
 //! one statement, so one round trip and one atomic transaction. Many agentstate processes can
 //! share one database: the stale check and the merges happen in the database.
 
-use agentstate::{
-    CommitOutcome, ConflictKind, Error, Event, EventCommit, EventCursor, EventWindow, ListQuery, Map, NewSession,
-    Result, Session, SessionKey, SessionStore, Value, merge_scopes,
+use agentstate::store::{
+    CommitOutcome, EventCommit, EventQuery, EventWindow, ListQuery, NewSession, SessionStore, merge_scopes,
 };
+use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionKey, Value};
 use async_trait::async_trait;
-use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
+use sqlx::postgres::{PgPool, PgRow};
 use sqlx::types::Json;
 use sqlx::{Connection, Row};
 
-use crate::SchemaError;
 use crate::codec::{self, naive};
-use crate::server::{PoolOptions, is_unique_violation, sqlx_error};
+use crate::pool::{self, PoolOptions, is_unique_violation, keyed, sqlx_error};
+use crate::schema::{self, Found, Schema};
 
 macro_rules! sql {
     ($name:literal) => {
@@ -25,6 +25,7 @@ macro_rules! sql {
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
     pool: PgPool,
+    schema: Schema,
 }
 
 fn object(value: Value, what: &str) -> Result<Map<String, Value>> {
@@ -42,67 +43,73 @@ impl PostgresStore {
     /// Connects and prepares the schema (created if absent; serialised across processes by an
     /// advisory lock).
     pub async fn connect(options: &PoolOptions) -> Result<Self> {
-        let pool = PgPoolOptions::new()
-            .max_connections(options.max_connections)
-            .acquire_timeout(options.acquire_timeout)
-            .connect(&options.url)
-            .await
-            .map_err(|e| sqlx_error(&format!("connecting to {}", crate::redact(&options.url)), e))?;
-        prepare_schema(&pool, &crate::redact(&options.url)).await?;
-        Ok(Self { pool })
+        let pool = pool::connect(options).await?;
+        let schema = prepare_schema(&pool, &options.redacted()).await?;
+        Ok(Self { pool, schema })
     }
 
     /// The connection pool.
     pub fn pool(&self) -> &PgPool {
         &self.pool
     }
+
+    /// The schema the database was found with, or created with.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
 }
 
-async fn prepare_schema(pool: &PgPool, location: &str) -> Result<()> {
+async fn prepare_schema(pool: &PgPool, location: &str) -> Result<Schema> {
     let fail = |e| sqlx_error("preparing the schema", e);
     let mut conn = pool.acquire().await.map_err(fail)?;
     let mut tx = conn.begin().await.map_err(fail)?;
     // Any constant: serialises schema creation of concurrent starters.
     sqlx::query("SELECT pg_advisory_xact_lock(7370656)").execute(&mut *tx).await.map_err(fail)?;
-    let tables: Vec<String> = sqlx::query_scalar(
-        "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema()",
+    let tables = sqlx::query_scalar(
+        "SELECT table_name::text AS name FROM information_schema.tables WHERE table_schema = current_schema()",
     )
     .fetch_all(&mut *tx)
     .await
     .map_err(fail)?;
-    let has = |t: &str| tables.iter().any(|x| x == t);
-    if has("adk_internal_metadata") {
-        let version: Option<String> =
-            sqlx::query_scalar("SELECT value FROM adk_internal_metadata WHERE key = 'schema_version'")
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(fail)?;
-        SchemaError::check_version(version.as_deref(), location)?;
-    } else if has("events") {
-        let columns: Vec<String> = sqlx::query_scalar(
-            "SELECT column_name::text FROM information_schema.columns \
+    let mut found = Found { tables, ..Found::default() };
+    if found.has_table("adk_internal_metadata") {
+        found.version = sqlx::query_scalar("SELECT value FROM adk_internal_metadata WHERE key = 'schema_version'")
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(fail)?;
+    }
+    if found.has_table("events") {
+        let rows = sqlx::query(
+            "SELECT column_name::text AS name, data_type::text AS type FROM information_schema.columns \
              WHERE table_schema = current_schema() AND table_name = 'events'",
         )
         .fetch_all(&mut *tx)
         .await
         .map_err(fail)?;
-        SchemaError::check_event_columns(&columns, location)?;
+        found.event_columns = rows.iter().map(|r| Ok((get(r, "name")?, get(r, "type")?))).collect::<Result<_>>()?;
     }
+    let schema = schema::check(&found, location)?;
     sqlx::raw_sql(sql!("schema")).execute(&mut *tx).await.map_err(fail)?;
-    tx.commit().await.map_err(fail)
+    tx.commit().await.map_err(fail)?;
+    Ok(schema)
 }
 
-/// Events aggregated as `[[id, invocation_id, micros, event_data], …]`, in the order given.
+/// Events aggregated as `[{"id", "invocation_id", "micros", "event_data"}, …]`, in the order given.
 fn decode_events(value: Value) -> Result<Vec<Event>> {
     let Value::Array(rows) = value else { return Err(codec::corrupt("event window is not a JSON array".into())) };
     let mut events = Vec::with_capacity(rows.len());
     for row in rows {
-        let Value::Array(mut cols) = row else { return Err(codec::corrupt("event row is not an array".into())) };
-        let data = cols.pop().unwrap_or(Value::Null);
-        let micros = cols.pop().and_then(|v| v.as_i64()).unwrap_or_default();
-        let invocation = cols.pop().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
-        let id = cols.pop().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
-        let data = if data.is_null() { Value::Object(Map::new()) } else { data };
+        let Value::Object(mut row) = row else { return Err(codec::corrupt("event row is not an object".into())) };
+        let text = |row: &mut Map<String, Value>, column: &str| match row.remove(column) {
+            Some(Value::String(s)) => s,
+            _ => String::new(),
+        };
+        let (id, invocation) = (text(&mut row, "id"), text(&mut row, "invocation_id"));
+        let micros = row.get("micros").and_then(Value::as_i64).unwrap_or_default();
+        let data = match row.remove("event_data") {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(data) => data,
+        };
         events.push(codec::decode_event(data, id, invocation, micros)?);
     }
     Ok(events)
@@ -123,10 +130,7 @@ fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
 impl SessionStore for PostgresStore {
     async fn create(&self, new: NewSession) -> Result<Session> {
         let NewSession { key, state, create_time_micros } = new;
-        let row = sqlx::query(sql!("create"))
-            .bind(key.app_name())
-            .bind(key.user_id())
-            .bind(key.session_id())
+        let row = keyed(sql!("session_create"), &key)
             .bind(Json(&state.session))
             .bind(Json(&state.user))
             .bind(Json(&state.app))
@@ -146,10 +150,7 @@ impl SessionStore for PostgresStore {
     async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
         let after = window.after_micros.map(naive).transpose()?;
         let limit = window.recent.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
-        let row = sqlx::query(sql!("get"))
-            .bind(key.app_name())
-            .bind(key.user_id())
-            .bind(key.session_id())
+        let row = keyed(sql!("session_load"), key)
             .bind(after)
             .bind(limit)
             .fetch_optional(&self.pool)
@@ -169,7 +170,7 @@ impl SessionStore for PostgresStore {
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
         let cursor = query.after.as_ref();
         let limit = query.limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
-        let rows = sqlx::query(sql!("list"))
+        let rows = sqlx::query(sql!("sessions_list"))
             .bind(&query.app_name)
             .bind(query.user_id.as_deref())
             .bind(cursor.map(|c| naive(c.last_update_micros)).transpose()?)
@@ -196,29 +197,19 @@ impl SessionStore for PostgresStore {
     }
 
     async fn delete(&self, key: &SessionKey) -> Result<()> {
-        sqlx::query(sql!("delete"))
-            .bind(key.app_name())
-            .bind(key.user_id())
-            .bind(key.session_id())
+        keyed(sql!("session_delete"), key)
             .execute(&self.pool)
             .await
             .map(drop)
             .map_err(|e| sqlx_error("deleting a session", e))
     }
 
-    async fn events_after(
-        &self,
-        key: &SessionKey,
-        after: Option<&EventCursor>,
-        limit: usize,
-    ) -> Result<Option<Vec<Event>>> {
-        let row = sqlx::query(sql!("events_page"))
-            .bind(key.app_name())
-            .bind(key.user_id())
-            .bind(key.session_id())
-            .bind(after.map(|c| naive(c.timestamp_micros)).transpose()?)
-            .bind(after.map_or("", |c| c.event_id.as_str()))
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+    async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
+        let EventQuery { key, after, limit } = query;
+        let row = keyed(sql!("events_page"), key)
+            .bind(after.as_ref().map(|c| naive(c.timestamp_micros)).transpose()?)
+            .bind(after.as_ref().map_or("", |c| c.event_id.as_str()))
+            .bind(i64::try_from(*limit).unwrap_or(i64::MAX))
             .fetch_one(&self.pool)
             .await
             .map_err(|e| sqlx_error("reading events", e))?;
@@ -230,10 +221,7 @@ impl SessionStore for PostgresStore {
 
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
         let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta } = commit;
-        let result = sqlx::query(sql!("commit"))
-            .bind(key.app_name())
-            .bind(key.user_id())
-            .bind(key.session_id())
+        let result = keyed(sql!("event_commit"), &key)
             .bind(&event.id)
             .bind(&event.invocation_id)
             .bind(naive(timestamp_micros)?)

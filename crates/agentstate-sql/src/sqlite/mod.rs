@@ -9,14 +9,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agentstate::{
-    CommitOutcome, Error, Event, EventCommit, EventCursor, EventWindow, ListQuery, NewSession, Result, Session,
-    SessionKey, SessionStore,
-};
+use agentstate::store::{CommitOutcome, EventCommit, EventQuery, EventWindow, ListQuery, NewSession, SessionStore};
+use agentstate::{Error, Event, Result, Session, SessionKey};
 use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags};
 
 use worker::Writer;
+
+use crate::schema::Schema;
 
 /// How durable a commit is before it is acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -59,6 +59,7 @@ pub(crate) fn sqlite_error(context: &str, e: &rusqlite::Error) -> Error {
 pub struct SqliteStore {
     writer: Writer,
     readers: Option<Arc<ReaderPool>>,
+    schema: Schema,
 }
 
 #[derive(Debug)]
@@ -92,7 +93,7 @@ impl SqliteStore {
     /// Opens (creating if needed) the database and its schema.
     pub async fn open(options: SqliteOptions) -> Result<Self> {
         let opened = options.clone();
-        let conn = tokio::task::spawn_blocking(move || open_writer(&opened))
+        let (conn, schema) = tokio::task::spawn_blocking(move || open_writer(&opened))
             .await
             .map_err(|e| Error::backend("opening SQLite panicked", false, e))??;
         let writer = Writer::spawn(conn)?;
@@ -104,7 +105,12 @@ impl SqliteStore {
                 idle: Mutex::new(Vec::new()),
             })
         });
-        Ok(Self { writer, readers })
+        Ok(Self { writer, readers, schema })
+    }
+
+    /// The schema the database was found with, or created with.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
     }
 
     async fn read<T, F>(&self, f: F) -> Result<T>
@@ -125,7 +131,7 @@ impl SqliteStore {
     }
 }
 
-fn open_writer(options: &SqliteOptions) -> Result<Connection> {
+fn open_writer(options: &SqliteOptions) -> Result<(Connection, Schema)> {
     let (conn, location) = match &options.path {
         Some(path) => (Connection::open(path), path.display().to_string()),
         None => (Connection::open_in_memory(), ":memory:".to_owned()),
@@ -139,8 +145,8 @@ fn open_writer(options: &SqliteOptions) -> Result<Connection> {
     conn.execute_batch(&format!("{journal} PRAGMA synchronous = {synchronous}; PRAGMA foreign_keys = ON;"))
         .and_then(|()| conn.busy_timeout(options.busy_timeout))
         .map_err(|e| sqlite_error("configure", &e))?;
-    schema::prepare(&conn, &location)?;
-    Ok(conn)
+    let schema = schema::prepare(&conn, &location)?;
+    Ok((conn, schema))
 }
 
 #[async_trait]
@@ -168,13 +174,8 @@ impl SessionStore for SqliteStore {
         self.writer.write(move |conn| ops::commit(conn, commit)).await
     }
 
-    async fn events_after(
-        &self,
-        key: &SessionKey,
-        after: Option<&EventCursor>,
-        limit: usize,
-    ) -> Result<Option<Vec<Event>>> {
-        let (key, after) = (key.clone(), after.cloned());
-        self.read(move |conn| ops::events_after(conn, &key, after.as_ref(), limit)).await
+    async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
+        let query = query.clone();
+        self.read(move |conn| ops::events(conn, &query)).await
     }
 }

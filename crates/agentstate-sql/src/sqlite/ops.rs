@@ -3,14 +3,12 @@
 
 use std::collections::HashMap;
 
-use agentstate::{
-    CommitOutcome, ConflictKind, Error, Event, EventCommit, EventCursor, EventWindow, ListQuery, Map, NewSession,
-    Result, Session, SessionKey, Value, merge_scopes,
-};
-use rusqlite::{Connection, OptionalExtension, params};
+use agentstate::store::{CommitOutcome, EventCommit, EventQuery, EventWindow, ListQuery, NewSession, merge_scopes};
+use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionKey, Value};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::sqlite_error;
-use crate::codec::{self, merge, parse_sqlite_text, parse_state, sqlite_text, state_text};
+use crate::codec::{self, merge_row, parse_sqlite_text, parse_state, sqlite_text, state_text};
 
 macro_rules! sql {
     ($name:literal) => {
@@ -18,54 +16,51 @@ macro_rules! sql {
     };
 }
 
-fn read_state(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<Option<Map<String, Value>>> {
-    let text: Option<String> = conn
-        .prepare_cached(sql)
-        .and_then(|mut stmt| stmt.query_row(params, |row| row.get(0)).optional())
-        .map_err(|e| sqlite_error("read state", &e))?;
-    text.as_deref().map(parse_state).transpose()
-}
-
-fn app_state(conn: &Connection, app: &str) -> Result<Option<Map<String, Value>>> {
-    read_state(conn, sql!("app_state_get"), params![app])
-}
-
-fn user_state(conn: &Connection, app: &str, user: &str) -> Result<Option<Map<String, Value>>> {
-    read_state(conn, sql!("user_state_get"), params![app, user])
-}
-
 fn execute(conn: &Connection, what: &str, sql: &str, params: impl rusqlite::Params) -> Result<usize> {
     conn.prepare_cached(sql).and_then(|mut stmt| stmt.execute(params)).map_err(|e| sqlite_error(what, &e))
 }
 
-/// Merges `delta` into the app row, creating the row if it is missing (the reference needs one
-/// for every app that has sessions).
-fn merge_app(conn: &Connection, app: &str, delta: &Map<String, Value>, now: &str) -> Result<Map<String, Value>> {
-    let existing = app_state(conn, app)?;
-    let missing = existing.is_none();
-    let mut state = existing.unwrap_or_default();
-    if missing || !delta.is_empty() {
-        merge(&mut state, delta);
-        execute(conn, "write app state", sql!("app_state_put"), params![app, state_text(&state), now])?;
-    }
-    Ok(state)
+/// The `state` column of the one row `sql` selects, if there is one.
+fn read_state(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<Option<Map<String, Value>>> {
+    let text: Option<String> = conn
+        .prepare_cached(sql)
+        .and_then(|mut stmt| stmt.query_row(params, |row| row.get("state")).optional())
+        .map_err(|e| sqlite_error("read state", &e))?;
+    text.as_deref().map(parse_state).transpose()
 }
 
-fn merge_user(
-    conn: &Connection,
-    key: &SessionKey,
-    delta: &Map<String, Value>,
-    now: &str,
-) -> Result<Map<String, Value>> {
-    let existing = user_state(conn, key.app_name(), key.user_id())?;
-    let missing = existing.is_none();
-    let mut state = existing.unwrap_or_default();
-    if missing || !delta.is_empty() {
-        merge(&mut state, delta);
-        let params = params![key.app_name(), key.user_id(), state_text(&state), now];
-        execute(conn, "write user state", sql!("user_state_put"), params)?;
+/// A row of shared state: the app's, or a user's in an app.
+#[derive(Clone, Copy)]
+enum Shared<'a> {
+    App(&'a str),
+    User(&'a SessionKey),
+}
+
+impl Shared<'_> {
+    fn read(self, conn: &Connection) -> Result<Option<Map<String, Value>>> {
+        match self {
+            Self::App(app) => read_state(conn, sql!("app_state_get"), params![app]),
+            Self::User(key) => read_state(conn, sql!("user_state_get"), params![key.app_name(), key.user_id()]),
+        }
     }
-    Ok(state)
+
+    /// Merges `delta` into the row (created if missing) and returns its state.
+    fn merge(self, conn: &Connection, delta: &Map<String, Value>, now: &str) -> Result<Map<String, Value>> {
+        let (state, write) = merge_row(self.read(conn)?, delta);
+        if write {
+            let text = state_text(&state);
+            match self {
+                Self::App(app) => execute(conn, "write app state", sql!("app_state_put"), params![app, text, now]),
+                Self::User(key) => execute(
+                    conn,
+                    "write user state",
+                    sql!("user_state_put"),
+                    params![key.app_name(), key.user_id(), text, now],
+                ),
+            }?;
+        }
+        Ok(state)
+    }
 }
 
 /// The session row: (state text, update time in µs).
@@ -73,8 +68,10 @@ fn session_row(conn: &Connection, key: &SessionKey) -> Result<Option<(String, i6
     let row: Option<(String, String)> = conn
         .prepare_cached(sql!("session_get"))
         .and_then(|mut stmt| {
-            stmt.query_row(params![key.app_name(), key.user_id(), key.session_id()], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()
+            stmt.query_row(params![key.app_name(), key.user_id(), key.session_id()], |r| {
+                Ok((r.get("state")?, r.get("update_time")?))
+            })
+            .optional()
         })
         .map_err(|e| sqlite_error("read session", &e))?;
     row.map(|(state, time)| Ok((state, parse_sqlite_text(&time)?))).transpose()
@@ -86,27 +83,32 @@ pub(super) fn create(conn: &Connection, new: NewSession) -> Result<Session> {
         return Err(Error::AlreadyExists { session_id: key.session_id().to_owned() });
     }
     let now = sqlite_text(create_time_micros)?;
-    let app = merge_app(conn, key.app_name(), &state.app, &now)?;
-    let user = merge_user(conn, &key, &state.user, &now)?;
+    let app = Shared::App(key.app_name()).merge(conn, &state.app, &now)?;
+    let user = Shared::User(&key).merge(conn, &state.user, &now)?;
     let params = params![key.app_name(), key.user_id(), key.session_id(), state_text(&state.session), now];
     execute(conn, "insert session", sql!("session_insert"), params)?;
     let merged = merge_scopes(&state.session, &app, &user);
     Ok(Session::from_storage(key, merged, Vec::<Event>::new(), create_time_micros))
 }
 
+/// The columns of an event row: `id`, `invocation_id`, `timestamp`, `event_data`.
+fn event_of(row: &Row<'_>) -> rusqlite::Result<(String, String, String, Option<String>)> {
+    Ok((row.get("id")?, row.get("invocation_id")?, row.get("timestamp")?, row.get("event_data")?))
+}
+
+fn decode((id, invocation_id, time, data): (String, String, String, Option<String>)) -> Result<Event> {
+    codec::decode_event_text(data.as_deref(), id, invocation_id, parse_sqlite_text(&time)?)
+}
+
 fn stored_event(conn: &Connection, key: &SessionKey, id: &str) -> Result<Option<Event>> {
-    let row: Option<(Option<String>, String, String)> = conn
+    let row = conn
         .prepare_cached(sql!("event_get"))
         .and_then(|mut stmt| {
             let params = params![key.app_name(), key.user_id(), key.session_id(), id];
-            stmt.query_row(params, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional()
+            stmt.query_row(params, event_of).optional()
         })
         .map_err(|e| sqlite_error("read event", &e))?;
-    row.map(|(data, invocation, time)| decode(data.as_deref(), id.to_owned(), invocation, &time)).transpose()
-}
-
-fn decode(data: Option<&str>, id: String, invocation_id: String, time: &str) -> Result<Event> {
-    codec::decode_event_text(data, id, invocation_id, parse_sqlite_text(time)?)
+    row.map(decode).transpose()
 }
 
 pub(super) fn commit(conn: &Connection, commit: EventCommit) -> Result<CommitOutcome> {
@@ -129,10 +131,10 @@ pub(super) fn commit(conn: &Connection, commit: EventCommit) -> Result<CommitOut
     let params = params![key.app_name(), key.user_id(), key.session_id(), session_state, now];
     execute(conn, "update session", sql!("session_update"), params)?;
     if !delta.app.is_empty() {
-        merge_app(conn, key.app_name(), &delta.app, &now)?;
+        Shared::App(key.app_name()).merge(conn, &delta.app, &now)?;
     }
     if !delta.user.is_empty() {
-        merge_user(conn, &key, &delta.user, &now)?;
+        Shared::User(&key).merge(conn, &delta.user, &now)?;
     }
     let data = codec::event_data(&event)?;
     let params = params![key.app_name(), key.user_id(), key.session_id(), event.id, event.invocation_id, now, data];
@@ -160,38 +162,35 @@ fn snapshot<T>(conn: &Connection, f: impl FnOnce() -> Result<T>) -> Result<T> {
 pub(super) fn get(conn: &Connection, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
     snapshot(conn, || {
         let Some((state, update_micros)) = session_row(conn, key)? else { return Ok(None) };
-        let events = if window.recent == Some(0) { Vec::new() } else { events(conn, key, window)? };
-        let app = app_state(conn, key.app_name())?.unwrap_or_default();
-        let user = user_state(conn, key.app_name(), key.user_id())?.unwrap_or_default();
+        let events = if window.recent == Some(0) { Vec::new() } else { events_window(conn, key, window)? };
+        let app = Shared::App(key.app_name()).read(conn)?.unwrap_or_default();
+        let user = Shared::User(key).read(conn)?.unwrap_or_default();
         let merged = merge_scopes(&parse_state(&state)?, &app, &user);
         Ok(Some(Session::from_storage(key.clone(), merged, events, update_micros)))
     })
 }
 
-fn events(conn: &Connection, key: &SessionKey, window: EventWindow) -> Result<Vec<Event>> {
+/// Runs an event query; the rows as events, in the order read.
+fn query_events(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<Vec<Event>> {
+    let rows = conn
+        .prepare_cached(sql)
+        .and_then(|mut stmt| stmt.query_map(params, event_of)?.collect::<rusqlite::Result<Vec<_>>>())
+        .map_err(|e| sqlite_error("read events", &e))?;
+    rows.into_iter().map(decode).collect()
+}
+
+fn events_window(conn: &Connection, key: &SessionKey, window: EventWindow) -> Result<Vec<Event>> {
     let after = window.after_micros.map(sqlite_text).transpose()?.unwrap_or_default();
     let limit = window.recent.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-    let mut stmt = conn.prepare_cached(sql!("events_window")).map_err(|e| sqlite_error("read events", &e))?;
-    let rows = stmt
-        .query_map(params![key.app_name(), key.user_id(), key.session_id(), after, limit], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, Option<String>>(3)?))
-        })
-        .map_err(|e| sqlite_error("read events", &e))?;
-    let mut events = Vec::new();
-    for row in rows {
-        let (id, invocation, time, data) = row.map_err(|e| sqlite_error("read events", &e))?;
-        events.push(decode(data.as_deref(), id, invocation, &time)?);
-    }
+    let params = params![key.app_name(), key.user_id(), key.session_id(), after, limit];
+    // Read newest first, so the limit keeps the most recent.
+    let mut events = query_events(conn, sql!("events_window"), params)?;
     events.reverse();
     Ok(events)
 }
 
-pub(super) fn events_after(
-    conn: &Connection,
-    key: &SessionKey,
-    after: Option<&EventCursor>,
-    limit: usize,
-) -> Result<Option<Vec<Event>>> {
+pub(super) fn events(conn: &Connection, query: &EventQuery) -> Result<Option<Vec<Event>>> {
+    let EventQuery { key, after, limit } = query;
     snapshot(conn, || {
         if session_row(conn, key)?.is_none() {
             return Ok(None);
@@ -200,23 +199,9 @@ pub(super) fn events_after(
             Some(c) => (sqlite_text(c.timestamp_micros)?, c.event_id.clone()),
             None => (String::new(), String::new()),
         };
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let mut stmt = conn.prepare_cached(sql!("events_page")).map_err(|e| sqlite_error("read events", &e))?;
-        let rows = stmt
-            .query_map(params![key.app_name(), key.user_id(), key.session_id(), time, id, limit], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                ))
-            })
-            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-            .map_err(|e| sqlite_error("read events", &e))?;
-        rows.into_iter()
-            .map(|(id, inv, time, data)| decode(data.as_deref(), id, inv, &time))
-            .collect::<Result<_>>()
-            .map(Some)
+        let limit = i64::try_from(*limit).unwrap_or(i64::MAX);
+        let params = params![key.app_name(), key.user_id(), key.session_id(), time, id, limit];
+        query_events(conn, sql!("events_page"), params).map(Some)
     })
 }
 
@@ -227,28 +212,28 @@ pub(super) fn list(conn: &Connection, query: &ListQuery) -> Result<Vec<Session>>
             None => (String::new(), String::new(), String::new()),
         };
         let limit = query.limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-        let sql = if query.user_id.is_some() { sql!("sessions_list_user") } else { sql!("sessions_list_app") };
+        let sql = if query.user_id.is_some() { sql!("sessions_list_user") } else { sql!("sessions_list") };
         let mut stmt = conn.prepare_cached(sql).map_err(|e| sqlite_error("list sessions", &e))?;
-        let map_row = |r: &rusqlite::Row<'_>| -> rusqlite::Result<(String, String, String, String)> {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        let row = |r: &Row<'_>| -> rusqlite::Result<(String, String, String, String)> {
+            Ok((r.get("user_id")?, r.get("id")?, r.get("state")?, r.get("update_time")?))
         };
         let rows = match &query.user_id {
-            Some(user) => stmt.query_map(params![query.app_name, time, after_user, after_id, limit, user], map_row),
-            None => stmt.query_map(params![query.app_name, time, after_user, after_id, limit], map_row),
+            Some(user) => stmt.query_map(params![query.app_name, time, after_user, after_id, limit, user], row),
+            None => stmt.query_map(params![query.app_name, time, after_user, after_id, limit], row),
         }
         .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
         .map_err(|e| sqlite_error("list sessions", &e))?;
 
-        let app = app_state(conn, &query.app_name)?.unwrap_or_default();
+        let app = Shared::App(&query.app_name).read(conn)?.unwrap_or_default();
         let mut users: HashMap<String, Map<String, Value>> = HashMap::new();
         let mut sessions = Vec::with_capacity(rows.len());
         for (user_id, id, state, time) in rows {
-            if !users.contains_key(&user_id) {
-                let state = user_state(conn, &query.app_name, &user_id)?.unwrap_or_default();
-                users.insert(user_id.clone(), state);
-            }
-            let merged = merge_scopes(&parse_state(&state)?, &app, &users[&user_id]);
             let key = SessionKey::from_storage(query.app_name.as_str(), user_id, id);
+            if !users.contains_key(key.user_id()) {
+                let state = Shared::User(&key).read(conn)?.unwrap_or_default();
+                users.insert(key.user_id().to_owned(), state);
+            }
+            let merged = merge_scopes(&parse_state(&state)?, &app, &users[key.user_id()]);
             sessions.push(Session::from_storage(key, merged, Vec::<Event>::new(), parse_sqlite_text(&time)?));
         }
         Ok(sessions)

@@ -6,12 +6,12 @@
 //! (`.ci/setup-adk` creates it).
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use agentstate::{
     Content, CreateSession, ErrorKind, Event, FunctionCall, GetSessionConfig, Part, Session, SessionKey, SessionService,
 };
+use agentstate_conformance::reference::adk_python;
 use agentstate_sql::SqlSessionService;
 use serde_json::{Value, json};
 
@@ -20,16 +20,8 @@ use crate::sqlite::scratch_dir;
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/adk.py");
 
-fn python() -> PathBuf {
-    let path = std::env::var_os("AGENTSTATE_ADK_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../.venv-adk/bin/python")));
-    assert!(path.exists(), "{} is missing: run `bash .ci/setup-adk` to install google-adk 2.13.0", path.display());
-    path
-}
-
 fn adk(args: &[&str]) -> Value {
-    let out = Command::new(python()).arg(SCRIPT).args(args).output().unwrap();
+    let out = Command::new(adk_python()).arg(SCRIPT).args(args).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "adk.py {args:?} failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap()
@@ -133,7 +125,7 @@ async fn interop(url: &str, py_url: &str) {
     assert_same(&load(&svc, &app, "u1", "rs-1").await, &theirs);
 
     // A Python handle made stale by an agentstate append is refused.
-    let mut child = Command::new(python())
+    let mut child = Command::new(adk_python())
         .arg(SCRIPT)
         .args(["stale", py_url, &app, "u1", "rs-1", r#"{"late": true}"#])
         .stdin(Stdio::piped())

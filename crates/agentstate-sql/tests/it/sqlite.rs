@@ -1,9 +1,7 @@
-use std::path::PathBuf;
-use std::sync::Arc;
+//! SQLite: a file of its own for every service (two instances share one), and the in-memory
+//! database.
 
-use agentstate::{SessionService, SessionStore};
-use agentstate_conformance::Alternating;
-use agentstate_sql::SqlSessionService;
+use std::path::PathBuf;
 
 /// A fresh directory under the system temp dir, removed by the next CI run.
 pub(crate) fn scratch_dir() -> PathBuf {
@@ -12,41 +10,14 @@ pub(crate) fn scratch_dir() -> PathBuf {
     dir
 }
 
-pub(crate) async fn sqlite_file() -> Arc<dyn SessionService> {
-    let url = format!("sqlite://{}/sessions.db", scratch_dir().display());
-    Arc::new(SqlSessionService::connect(&url).await.unwrap())
-}
-
-async fn sqlite_memory() -> Arc<dyn SessionService> {
-    Arc::new(SqlSessionService::connect("sqlite::memory:").await.unwrap())
+fn file_url() -> String {
+    format!("sqlite://{}/sessions.db", scratch_dir().display())
 }
 
 mod file {
-    agentstate_conformance::session_service_tests!(super::sqlite_file);
+    sql_backend_tests!(url: super::file_url(), model_cases: 48, two_instances: 24);
 }
 
 mod memory {
-    agentstate_conformance::session_service_tests!(super::sqlite_memory);
-}
-
-#[test]
-fn sqlite_agrees_with_the_model() {
-    agentstate_conformance::check_against_model(sqlite_file, 48);
-}
-
-/// Two independent service instances on one database, used alternately: as two processes would.
-pub(crate) async fn sqlite_two_instances() -> Arc<dyn SessionService> {
-    let url = format!("sqlite://{}/sessions.db", scratch_dir().display());
-    let a: Arc<dyn SessionStore> = Arc::new(SqlSessionService::connect(&url).await.unwrap());
-    let b: Arc<dyn SessionStore> = Arc::new(SqlSessionService::connect(&url).await.unwrap());
-    Arc::new(Alternating::new(vec![a, b]))
-}
-
-mod two_instances {
-    agentstate_conformance::session_service_tests!(super::sqlite_two_instances);
-}
-
-#[test]
-fn sqlite_two_instances_agree_with_the_model() {
-    agentstate_conformance::check_against_model(sqlite_two_instances, 24);
+    sql_backend_tests!(url: "sqlite::memory:", model_cases: 48);
 }

@@ -6,7 +6,7 @@
 //! no validation, scoping, copies for the caller or stale checks. The summary printed at the end
 //! gives every figure as a ratio to its floor.
 //!
-//! Run: `cargo bench -p agentstate --bench in_memory`
+//! Run: `cargo bench -p agentstate-bench --bench in_memory`
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -15,25 +15,11 @@ use std::hint::black_box;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use agentstate::{
-    Content, CreateSession, Event, GetSessionConfig, InMemorySessionService, Map, Session, SessionService, Value,
-};
+use agentstate::{CreateSession, Event, GetSessionConfig, InMemorySessionService, Map, Session, SessionService, Value};
+use agentstate_bench::{criterion_rows, make_event, print_ratios};
 use criterion::{BenchmarkId, Criterion};
-use serde_json::json;
 
 const SIZES: [usize; 4] = [10, 100, 1_000, 10_000];
-
-fn make_event(i: usize) -> Event {
-    Event::new(format!("inv-{}", i / 10))
-        .author(if i.is_multiple_of(2) { "user" } else { "bench_agent" })
-        .content(Content::text(
-            if i.is_multiple_of(2) { "user" } else { "model" },
-            format!("message number {i} of the bench"),
-        ))
-        .delta("step", json!(i))
-        .delta("last_text", json!(format!("text {i}")))
-        .delta("user:turns", json!(i))
-}
 
 async fn grown(service: &InMemorySessionService, n: usize) -> Session {
     let mut session = service.create_session(CreateSession::new("bench_app", "bench_user")).await.unwrap();
@@ -157,33 +143,18 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-/// Reads criterion's median estimate (ns) for one benchmark.
-fn median_ns(group: &str, id: &str) -> Option<f64> {
-    let dir = std::env::var("CARGO_TARGET_DIR")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target").into());
-    let path = format!("{dir}/criterion/{group}/{id}/new/estimates.json");
-    let raw: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-    raw["median"]["point_estimate"].as_f64()
-}
-
 fn summary() {
-    println!("\n{:<14} {:>7} {:>14} {:>14} {:>8}", "operation", "events", "service", "floor", "ratio");
-    let mut rows = vec![("create".to_owned(), "service".to_owned(), "floor".to_owned(), "-".to_owned())];
+    let mut specs =
+        vec![(vec!["create".to_owned(), "-".to_owned()], "create".to_owned(), "service".into(), "floor".into())];
     for group in ["append", "get_full", "get_recent20"] {
         for n in SIZES {
-            rows.push((group.to_owned(), format!("service/{n}"), format!("floor/{n}"), n.to_string()));
+            let labels = vec![group.to_owned(), n.to_string()];
+            specs.push((labels, group.to_owned(), format!("service/{n}"), format!("floor/{n}")));
         }
     }
-    for (group, service, floor, n) in rows {
-        if let (Some(s), Some(f)) = (median_ns(&group, &service), median_ns(&group, &floor)) {
-            println!("{group:<14} {n:>7} {:>11.2} µs {:>11.2} µs {:>7.2}×", s / 1e3, f / 1e3, s / f);
-        }
-    }
+    print_ratios(&["operation", "events"], "service", &criterion_rows(specs));
 }
 
 fn main() {
-    let mut criterion = Criterion::default().configure_from_args();
-    bench(&mut criterion);
-    criterion.final_summary();
-    summary();
+    agentstate_bench::run_criterion(bench, summary);
 }

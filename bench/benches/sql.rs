@@ -1,13 +1,13 @@
 //! SQLite and PostgreSQL: appends and loads of agentstate's SQL service next to the floor, the
-//! minimum SQL one append needs, measured in the same run on the same machine (the floor of
-//! `../shared/reference/append-floor.md`: rusqlite with 5 statements; PostgreSQL one CTE
-//! statement through sqlx). Every figure is printed with its ratio to the floor.
+//! minimum SQL one append needs, measured in the same run on the same machine (rusqlite with the
+//! insert and two `json_patch` updates in one transaction; on PostgreSQL one CTE statement
+//! through sqlx). Every figure is printed with its ratio to the floor.
 //!
 //! Workload (as the core benchmark): an event with one text part and a 3-key delta, one key
 //! `user:`; one session grown from 0 to 10,000 events; loads of the 20 most recent and of all
 //! events at 10, 100, 1,000 and 10,000 events; then 8 writers on 8 sessions of 8 users at once.
 //!
-//! Run: `cargo bench -p agentstate-sql --bench sql` (PostgreSQL from `AGENTSTATE_BENCH_POSTGRES`,
+//! Run: `cargo bench -p agentstate-bench --bench sql` (PostgreSQL from `AGENTSTATE_BENCH_POSTGRES`,
 //! default the local server; a throwaway database is created and dropped).
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -15,31 +15,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentstate::{Content, CreateSession, Event, GetSessionConfig, Map, SessionService, Value};
+use agentstate::{CreateSession, Event, GetSessionConfig, Map, SessionService, Value};
+use agentstate_bench::{make_event, median};
 use agentstate_sql::SqlSessionService;
-use serde_json::json;
 
 const N: usize = 10_000;
 const CHECKPOINTS: [usize; 4] = [10, 100, 1_000, 10_000];
 const WRITERS: usize = 8;
 const PER_WRITER: usize = 500;
-
-fn make_event(i: usize) -> Event {
-    Event::new(format!("inv-{}", i / 10))
-        .author(if i.is_multiple_of(2) { "user" } else { "bench_agent" })
-        .content(Content::text(
-            if i.is_multiple_of(2) { "user" } else { "model" },
-            format!("message number {i} of the bench"),
-        ))
-        .delta("step", json!(i))
-        .delta("last_text", json!(format!("text {i}")))
-        .delta("user:turns", json!(i))
-}
-
-fn median(mut xs: Vec<Duration>) -> Duration {
-    xs.sort();
-    xs[xs.len() / 2]
-}
 
 #[derive(Default)]
 struct Growth {
@@ -167,7 +150,7 @@ impl SqliteFloor {
         let conn = rusqlite::Connection::open(path).unwrap();
         conn.execute_batch(&format!("PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA foreign_keys=ON;"))
             .unwrap();
-        conn.execute_batch(include_str!("../sql/sqlite/schema.sql")).unwrap();
+        conn.execute_batch(include_str!("../../crates/agentstate-sql/sql/sqlite/schema.sql")).unwrap();
         let t = stamp(0);
         conn.execute("INSERT INTO sessions VALUES ('a','u','s','{}',?1,?1)", [&t]).unwrap();
         conn.execute("INSERT INTO user_states VALUES ('a','u','{}',?1)", [&t]).unwrap();
@@ -226,7 +209,10 @@ impl PgFloor {
             .execute(&mut conn)
             .await
             .unwrap();
-        sqlx::raw_sql(include_str!("../sql/postgres/schema.sql")).execute(&mut conn).await.unwrap();
+        sqlx::raw_sql(include_str!("../../crates/agentstate-sql/sql/postgres/schema.sql"))
+            .execute(&mut conn)
+            .await
+            .unwrap();
         let t = chrono::DateTime::from_timestamp_micros(1_795_000_000_000_000).unwrap().naive_utc();
         sqlx::query("INSERT INTO sessions VALUES ('a','u','s','{}',$1,$1)").bind(t).execute(&mut conn).await.unwrap();
         sqlx::query("INSERT INTO user_states VALUES ('a','u','{}',$1)").bind(t).execute(&mut conn).await.unwrap();

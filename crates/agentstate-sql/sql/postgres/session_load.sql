@@ -5,7 +5,7 @@ SELECT
     (extract(epoch FROM s.update_time) * 1000000)::bigint AS marker,
     COALESCE((SELECT state FROM app_states WHERE app_name = $1), '{}'::jsonb) AS app_state,
     COALESCE((SELECT state FROM user_states WHERE app_name = $1 AND user_id = $2), '{}'::jsonb) AS user_state,
-    (SELECT COALESCE(json_agg(json_build_array(w.id, w.invocation_id, w.micros, w.event_data)), '[]'::json)
+    (SELECT COALESCE(json_agg(json_build_object('id', w.id, 'invocation_id', w.invocation_id, 'micros', w.micros, 'event_data', w.event_data)), '[]'::json)
      FROM (SELECT id, invocation_id, (extract(epoch FROM "timestamp") * 1000000)::bigint AS micros, event_data
            FROM events
            WHERE app_name = $1 AND user_id = $2 AND session_id = $3

@@ -1,4 +1,5 @@
-//! A model that plays back a script: deterministic agent tests and examples without a provider.
+//! Test doubles: [`ScriptedModel`], a model that plays back a script (deterministic agent tests
+//! and examples without a provider), and [`Gate`], to hold its calls.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -13,7 +14,8 @@ use crate::model::{LlmRequest, LlmResponse, Model, ModelError, ResponseStream};
 /// complete one (sent as they are when the call streams; only the last one otherwise).
 ///
 /// ```
-/// use agentstate_runtime::{LlmResponse, ScriptedModel};
+/// use agentstate_runtime::model::LlmResponse;
+/// use agentstate_runtime::testing::ScriptedModel;
 ///
 /// let model = ScriptedModel::new("scripted")
 ///     .reply(LlmResponse::call("get_weather", serde_json::json!({"city": "Paris"})))
@@ -31,7 +33,8 @@ pub struct ScriptedModel {
 /// (what a client already got, what a concurrent run does).
 ///
 /// ```
-/// use agentstate_runtime::{Gate, LlmResponse, ScriptedModel};
+/// use agentstate_runtime::model::LlmResponse;
+/// use agentstate_runtime::testing::{Gate, ScriptedModel};
 ///
 /// let gate = Gate::new();
 /// let model = ScriptedModel::new("slow").reply(LlmResponse::text("done")).gated(gate.clone());
@@ -166,3 +169,5 @@ impl Model for ScriptedModel {
         Ok(Box::pin(futures_util::stream::iter(turn.into_iter().map(Ok))))
     }
 }
+
+into_dyn!(Model: ScriptedModel);

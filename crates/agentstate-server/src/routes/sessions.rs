@@ -1,57 +1,18 @@
 //! The session routes of `adk api_server`, with the same paths, bodies, status codes and JSON.
 
-use std::sync::Arc;
-
 use agentstate::{
-    ConflictKind, CreateSession, Error, Event, EventActions, GetSessionConfig, ListSessions, Map, SessionKey,
-    SessionService, Value,
+    ConflictKind, CreateSession, Error, Event, EventActions, GetSessionConfig, ListEvents, ListSessions, Map,
+    SessionKey, Value,
 };
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use serde_json::json;
 
-use crate::auth::Tokens;
 use crate::error::ApiError;
-use crate::limits::{Body, Limits, check_path_safe};
-use crate::metrics::Metrics;
+use crate::limits::{Body, check_path_safe};
+use crate::state::AppState;
 use crate::wire;
-
-/// Shared by every handler.
-#[derive(Clone)]
-pub struct AppState {
-    /// The session service behind the API.
-    pub service: Arc<dyn SessionService>,
-    /// Request limits.
-    pub limits: Limits,
-    /// Access tokens; none configured means no authentication.
-    pub tokens: Arc<Tokens>,
-    /// Counters served at `/metrics`.
-    pub metrics: Arc<Metrics>,
-    /// The agents served by `/run` and `/run_sse`, by app name.
-    pub runners: Arc<std::collections::BTreeMap<String, agentstate_runtime::Runner>>,
-}
-
-impl AppState {
-    /// A state with the default limits and no access tokens.
-    pub fn new(service: Arc<dyn SessionService>) -> Self {
-        Self {
-            service,
-            limits: Limits::default(),
-            tokens: Arc::new(Tokens::default()),
-            metrics: Arc::default(),
-            runners: Arc::default(),
-        }
-    }
-
-    /// Serves `agent` as app `app_name` on `/run` and `/run_sse`, over this state's service.
-    pub fn agent(mut self, app_name: impl Into<String>, agent: Arc<dyn agentstate_runtime::Agent>) -> Self {
-        let app_name = app_name.into();
-        let runner = agentstate_runtime::Runner::new(&app_name, agent, Arc::clone(&self.service));
-        Arc::make_mut(&mut self.runners).insert(app_name, runner);
-        self
-    }
-}
 
 /// Sessions whose ids start with these are ADK evaluation runs; lists leave them out.
 const EVAL_PREFIXES: [&str; 2] = ["adk-eval-session-", "___eval___session___"];
@@ -117,7 +78,7 @@ pub(crate) async fn create(
         if let Some(initial) = take("state", "state") {
             request.state = wire::object(initial.clone())
                 .ok_or_else(|| model_error("state", "Input should be a valid dictionary", &initial))?;
-            state.limits.check_state("state", &request.state)?;
+            state.limits().check_state("state", &request.state)?;
         }
         if let Some(options) = take("options", "options").and_then(wire::object) {
             check_options(&options)?;
@@ -133,10 +94,10 @@ pub(crate) async fn create(
             }
         }
     }
-    let mut session = state.service.create_session(request).await?;
+    let mut session = state.service().create_session(request).await?;
     for event in events {
-        state.service.append_event(&mut session, mark_restored(event)).await?;
-        state.metrics.appended(1);
+        state.service().append_event(&mut session, mark_restored(event)).await?;
+        state.metrics().appended(1);
     }
     Ok(Json(wire::session_to_wire(&session)))
 }
@@ -153,9 +114,9 @@ pub(crate) async fn create_with_id(
     if let Some(value) = body(&bytes)?.filter(|v| !v.is_null()) {
         request.state =
             wire::object(value.clone()).ok_or_else(|| model_error("", "Input should be a valid dictionary", &value))?;
-        state.limits.check_state("state", &request.state)?;
+        state.limits().check_state("state", &request.state)?;
     }
-    let session = state.service.create_session(request).await?;
+    let session = state.service().create_session(request).await?;
     Ok(Json(wire::session_to_wire(&session)))
 }
 
@@ -216,7 +177,7 @@ fn mark_restored(mut event: Event) -> Event {
 
 /// `GET /apps/{app}/users/{user}/sessions/{id}`: the session with every event.
 pub(crate) async fn get(State(state): State<AppState>, Path((app, user, id)): Path<(String, String, String)>) -> Reply {
-    let session = state.service.get_session(&key(&app, &user, &id)?, GetSessionConfig::default()).await?;
+    let session = state.service().get_session(&key(&app, &user, &id)?, GetSessionConfig::default()).await?;
     let session = session.ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
     Ok(Json(wire::session_to_wire(&session)))
 }
@@ -224,7 +185,7 @@ pub(crate) async fn get(State(state): State<AppState>, Path((app, user, id)): Pa
 /// `GET /apps/{app}/users/{user}/sessions`: the user's sessions, merged state, no events.
 pub(crate) async fn list(State(state): State<AppState>, Path((app, user)): Path<(String, String)>) -> Reply {
     check_owner(&app, &user)?;
-    let page = state.service.list_sessions(ListSessions::user(app, user)).await?;
+    let page = state.service().list_sessions(ListSessions::user(app, user)).await?;
     let sessions: Vec<Value> = page
         .sessions
         .iter()
@@ -239,7 +200,7 @@ pub(crate) async fn delete(
     State(state): State<AppState>,
     Path((app, user, id)): Path<(String, String, String)>,
 ) -> Reply {
-    state.service.delete_session(&key(&app, &user, &id)?).await?;
+    state.service().delete_session(&key(&app, &user, &id)?).await?;
     Ok(Json(Value::Null))
 }
 
@@ -258,24 +219,24 @@ pub(crate) async fn patch(
         Some(other) => return Err(model_error("stateDelta", "Input should be a valid dictionary", other)),
         None => return Err(ApiError::missing("stateDelta", &input)),
     };
-    state.limits.check_state("stateDelta", &delta)?;
+    state.limits().check_state("stateDelta", &delta)?;
     let key = key(&app, &user, &id)?;
     for attempt in 1..=PATCH_ATTEMPTS {
         // Only the state and the marker: the window in which another writer can intervene stays
         // as short as one read.
         let mut handle = state
-            .service
+            .service()
             .get_session(&key, GetSessionConfig::recent(0))
             .await?
             .ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
         let mut event = Event::new(format!("p-{}", uuid::Uuid::new_v4())).author("user");
         event.actions.state_delta = delta.clone();
-        match state.service.append_event(&mut handle, event).await {
+        match state.service().append_event(&mut handle, event).await {
             Ok(_) => {
-                state.metrics.appended(1);
+                state.metrics().appended(1);
                 // The session as stored now, plus this request's temp: keys (as the reference shows them).
                 let session = state
-                    .service
+                    .service()
                     .get_session(&key, GetSessionConfig::default())
                     .await?
                     .ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
@@ -288,7 +249,7 @@ pub(crate) async fn patch(
                 return Ok(Json(wire));
             }
             Err(Error::Conflict { kind: ConflictKind::StaleSession }) if attempt < PATCH_ATTEMPTS => {
-                state.metrics.conflict();
+                state.metrics().conflict();
                 tracing::debug!(attempt, "session changed during PATCH; reloading");
                 tokio::time::sleep(backoff(attempt)).await;
             }
@@ -314,9 +275,9 @@ pub(crate) async fn events(
     Path((app, user, id)): Path<(String, String, String)>,
     axum::extract::Query(query): axum::extract::Query<EventsQuery>,
 ) -> Reply {
-    let request = agentstate::ListEvents { page_size: query.limit.unwrap_or(100), page_token: query.after };
+    let request = ListEvents { page_size: query.limit.unwrap_or(100), page_token: query.after };
     let page = state
-        .service
+        .service()
         .list_events(&key(&app, &user, &id)?, request)
         .await?
         .ok_or_else(|| ApiError::NotFound("Session not found".into()))?;

@@ -5,22 +5,25 @@
 //! `/run` answers the run's events as a JSON array; `/run_sse` streams each as
 //! `data: <event JSON>\n\n` as it happens (partial events too when `streaming` is true), and a
 //! failure after the stream began as `data: {"error": "…"}`.
+//!
+//! With tokens configured the caller is authenticated first (401), then its token is checked
+//! against the app and user in the body (403), and only then is anything looked up: an outsider
+//! learns nothing about which apps or sessions exist.
 
 use agentstate::{Content, GetSessionConfig, Map, SessionKey, Value};
 use agentstate_runtime::{RunRequest, Runner, RuntimeError};
-use axum::Json;
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::auth::permit;
+use crate::auth::Permit;
 use crate::error::ApiError;
 use crate::limits::{Body, check_path_safe};
-use crate::sessions::AppState;
+use crate::state::AppState;
 use crate::wire;
 
 /// The reference's `RunAgentRequest`.
@@ -41,13 +44,13 @@ struct RunAgentRequest {
     state_delta: Option<Map<String, Value>>,
 }
 
-/// What every run needs before it starts: a parsed body, a known app, a permitted caller. With
+/// What every run needs before it starts: a parsed body, a permitted caller, a known app. With
 /// `check_session`, also an existing session: `/run_sse` must answer a missing one with 404 before
 /// its stream starts (as the reference checks up front). `/run` leaves that to the runner's own
 /// load, which fails with the same 404, instead of loading the session twice.
 async fn prepare(
     state: &AppState,
-    headers: &HeaderMap,
+    permit: &Permit,
     bytes: &[u8],
     check_session: bool,
 ) -> Result<(Runner, RunRequest), ApiError> {
@@ -61,15 +64,18 @@ async fn prepare(
     let request = RunAgentRequest::deserialize(&value).map_err(|e| {
         ApiError::Unprocessable(json!([{"type": "model_type", "loc": ["body"], "msg": e.to_string(), "input": value}]))
     })?;
-    let runner = pick(state, request.app_name.as_deref())?;
-    permit(&state.tokens, headers, runner.app_name(), &request.user_id)?;
+    if let Some(app) = &request.app_name {
+        permit.check(app, &request.user_id)?;
+    }
+    let runner = pick(state, permit, request.app_name.as_deref())?;
+    permit.check(runner.app_name(), &request.user_id)?;
     check_path_safe("user_id", &request.user_id)?;
     check_path_safe("session_id", &request.session_id)?;
     let key = SessionKey::new(runner.app_name(), &request.user_id, &request.session_id)?;
     if let Some(delta) = &request.state_delta {
-        state.limits.check_state("stateDelta", delta)?;
+        state.limits().check_state("stateDelta", delta)?;
     }
-    if check_session && state.service.get_session(&key, GetSessionConfig::recent(0)).await?.is_none() {
+    if check_session && state.service().get_session(&key, GetSessionConfig::recent(0)).await?.is_none() {
         return Err(ApiError::NotFound(format!("Session not found: {}", request.session_id)));
     }
     let run = RunRequest {
@@ -82,20 +88,23 @@ async fn prepare(
     Ok((runner.clone(), run))
 }
 
-fn pick<'a>(state: &'a AppState, app: Option<&str>) -> Result<&'a Runner, ApiError> {
-    let apps = || state.runners.keys().cloned().collect::<Vec<_>>().join(", ");
+/// The runner of `app`, or of the only app served when the body names none. Only the apps the
+/// caller may touch are named in a refusal.
+fn pick<'a>(state: &'a AppState, permit: &Permit, app: Option<&str>) -> Result<&'a Runner, ApiError> {
+    let runners = state.runners();
+    let visible = || runners.keys().filter(|a| permit.covers_app(a)).cloned().collect::<Vec<_>>().join(", ");
     match app {
-        Some(app) => state.runners.get(app).ok_or_else(|| {
-            if state.runners.is_empty() {
+        Some(app) => runners.get(app).ok_or_else(|| {
+            if runners.is_empty() {
                 ApiError::NotFound(format!("App not found: {app}. No agents are served; start with --agent FILE."))
             } else {
-                ApiError::NotFound(format!("App not found: {app}. Served: {}", apps()))
+                ApiError::NotFound(format!("App not found: {app}. Served: {}", visible()))
             }
         }),
-        None => match state.runners.len() {
-            1 => state.runners.values().next().ok_or_else(|| ApiError::BadRequest("appName is required".into())),
+        None => match runners.len() {
+            1 => runners.values().next().ok_or_else(|| ApiError::BadRequest("appName is required".into())),
             0 => Err(ApiError::NotFound("No agents are served; start with --agent FILE.".into())),
-            _ => Err(ApiError::BadRequest(format!("appName is required: several apps are served ({})", apps()))),
+            _ => Err(ApiError::BadRequest(format!("appName is required: several apps are served ({})", visible()))),
         },
     }
 }
@@ -110,34 +119,34 @@ fn run_error(error: RuntimeError) -> ApiError {
     }
 }
 
-/// `GET /list-apps`: the apps served, sorted (as `adk api_server` lists its agent folders).
-pub(crate) async fn list_apps(State(state): State<AppState>) -> Json<Value> {
-    Json(json!(state.runners.keys().collect::<Vec<_>>()))
+/// `GET /list-apps`: the apps served that the caller may touch, sorted (as `adk api_server` lists
+/// its agent folders).
+pub(crate) async fn list_apps(State(state): State<AppState>, Extension(permit): Extension<Permit>) -> Json<Value> {
+    Json(json!(state.runners().keys().filter(|app| permit.covers_app(app)).collect::<Vec<_>>()))
 }
 
 /// `POST /run`: the events of the run, as a JSON array.
-pub(crate) async fn run(State(state): State<AppState>, headers: HeaderMap, Body(bytes): Body) -> Response {
-    let (runner, request) = match prepare(&state, &headers, &bytes, false).await {
-        Ok(prepared) => prepared,
-        Err(error) => return error.into_response(),
-    };
+pub(crate) async fn run(
+    State(state): State<AppState>,
+    Extension(permit): Extension<Permit>,
+    Body(bytes): Body,
+) -> Result<Json<Value>, ApiError> {
+    let (runner, request) = prepare(&state, &permit, &bytes, false).await?;
     let mut stream = runner.run_request(request);
     let mut events = Vec::new();
     while let Some(item) = stream.next().await {
-        match item {
-            Ok(event) => events.push(wire::event_to_wire(&event)),
-            Err(error) => return run_error(error).into_response(),
-        }
+        events.push(wire::event_to_wire(&item.map_err(run_error)?));
     }
-    Json(Value::Array(events)).into_response()
+    Ok(Json(Value::Array(events)))
 }
 
 /// `POST /run_sse`: the events of the run as server-sent events, as they happen.
-pub(crate) async fn run_sse(State(state): State<AppState>, headers: HeaderMap, Body(bytes): Body) -> Response {
-    let (runner, request) = match prepare(&state, &headers, &bytes, true).await {
-        Ok(prepared) => prepared,
-        Err(error) => return error.into_response(),
-    };
+pub(crate) async fn run_sse(
+    State(state): State<AppState>,
+    Extension(permit): Extension<Permit>,
+    Body(bytes): Body,
+) -> Result<Response, ApiError> {
+    let (runner, request) = prepare(&state, &permit, &bytes, true).await?;
     let events = runner.run_request(request).map(|item| {
         let data = match item {
             Ok(event) => wire::event_to_wire(&event).to_string(),
@@ -148,5 +157,5 @@ pub(crate) async fn run_sse(State(state): State<AppState>, headers: HeaderMap, B
         };
         Ok::<_, std::convert::Infallible>(SseEvent::default().data(data))
     });
-    Sse::new(events).keep_alive(KeepAlive::default()).into_response()
+    Ok(Sse::new(events).keep_alive(KeepAlive::default()).into_response())
 }

@@ -9,20 +9,21 @@
 //! The model answers instantly (a function of the request), so the figures are the runtime's
 //! own work: rendering the instruction, building the request from history, contexts, events,
 //! the stream. Every measured turn gets a fresh session with 20 earlier events, made and deleted
-//! outside the timing, so no turn pays for the history of the ones before it. Each runs on the in-memory service and on SQLite (a file, `synchronous=normal`).
+//! outside the timing, so no turn pays for the history of the ones before it. Each runs on the
+//! in-memory service and on SQLite (a file, `synchronous=normal`).
 //! The summary printed at the end gives every figure as a ratio to its floor.
 //!
-//! Run: `cargo bench -p agentstate-runtime --bench runner`
+//! Run: `cargo bench -p agentstate-bench --bench runner`
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentstate::{
-    Content, CreateSession, Event, GetSessionConfig, InMemorySessionService, SessionKey, SessionService, Value,
-};
-use agentstate_runtime::{FunctionTool, LlmAgent, LlmRequest, LlmResponse, Model, ModelError, ResponseStream, Runner};
+use agentstate::{Content, CreateSession, Event, GetSessionConfig, InMemorySessionService, SessionKey, SessionService};
+use agentstate_bench::{criterion_rows, print_ratios};
+use agentstate_runtime::model::{LlmRequest, LlmResponse, Model, ModelError, ResponseStream};
+use agentstate_runtime::{FunctionTool, LlmAgent, Runner};
 use criterion::{BenchmarkId, Criterion};
 use futures_util::StreamExt;
 use serde_json::json;
@@ -48,8 +49,8 @@ impl Model for Instant {
     }
 }
 
-fn agent(with_tool: bool) -> Arc<LlmAgent> {
-    let mut builder = LlmAgent::builder("bench_agent", Instant)
+fn agent(with_tool: bool) -> LlmAgent {
+    let mut builder = LlmAgent::builder("bench_agent", Arc::new(Instant) as Arc<dyn Model>)
         .instruction("Answer {user:name} about {topic}. Be brief; keep {{braces}}.")
         .output_key("last_answer")
         .history_limit(20);
@@ -64,7 +65,7 @@ fn agent(with_tool: bool) -> Arc<LlmAgent> {
             },
         ));
     }
-    Arc::new(builder.build().unwrap())
+    builder.build().unwrap()
 }
 
 /// The storage work of one invocation, done directly.
@@ -167,32 +168,17 @@ fn bench(c: &mut Criterion) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Reads criterion's median estimate (ns) for one benchmark.
-fn median_ns(group: &str, id: &str) -> Option<f64> {
-    let dir = std::env::var("CARGO_TARGET_DIR")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target").into());
-    let path = format!("{dir}/criterion/{group}/{id}/new/estimates.json");
-    let raw: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-    raw["median"]["point_estimate"].as_f64()
-}
-
 fn summary() {
-    println!("\n{:<8} {:<8} {:>14} {:>14} {:>8}", "turn", "backend", "runner", "floor", "ratio");
+    let mut specs = Vec::new();
     for kind in ["text", "tool"] {
         for backend in ["memory", "sqlite"] {
-            let group = format!("{kind}_{backend}");
-            if let (Some(r), Some(f)) =
-                (median_ns(&group, &format!("runner/{backend}")), median_ns(&group, &format!("floor/{backend}")))
-            {
-                println!("{kind:<8} {backend:<8} {:>11.1} µs {:>11.1} µs {:>7.2}×", r / 1e3, f / 1e3, r / f);
-            }
+            let labels = vec![kind.to_owned(), backend.to_owned()];
+            specs.push((labels, format!("{kind}_{backend}"), format!("runner/{backend}"), format!("floor/{backend}")));
         }
     }
+    print_ratios(&["turn", "backend"], "runner", &criterion_rows(specs));
 }
 
 fn main() {
-    let mut criterion = Criterion::default().configure_from_args();
-    bench(&mut criterion);
-    criterion.final_summary();
-    summary();
+    agentstate_bench::run_criterion(bench, summary);
 }

@@ -1,11 +1,14 @@
-//! One invocation (one user turn) and the [`Agent`] trait.
+//! What an agent is: the [`Agent`] trait, the invocation it runs in ([`InvocationContext`]),
+//! walks over a tree of agents, and the rules agent names follow. Everything else in the crate
+//! builds on this module; implement [`Agent`] for an agent of your own.
 //!
-//! An [`InvocationContext`] is shared by every agent of the invocation: the invocation id, the
-//! session handle (its state includes this invocation's `temp:` keys), and where events go.
-//! [`InvocationContext::emit`] appends a non-partial event through the session service *before*
-//! passing it on, so whatever runs next (the same agent's next step, the next agent of a
-//! sequence) sees its state delta; partial events are passed on and never stored.
+//! An [`InvocationContext`] is shared by every agent of one invocation (one user turn): the
+//! invocation id, the session handle (its state includes this invocation's `temp:` keys), and
+//! where events go. [`InvocationContext::emit`] appends a non-partial event through the session
+//! service *before* passing it on, so whatever runs next (the same agent's next step, the next
+//! agent of a sequence) sees its state delta; partial events are passed on and never stored.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -15,13 +18,13 @@ use tokio::sync::{Mutex, mpsc};
 
 use crate::context::CallbackContext;
 use crate::error::RuntimeError;
-use crate::template::{Template, TemplateError};
 
 /// An agent: something that, given the invocation, emits events.
 ///
 /// Implement it for custom agents; [`LlmAgent`](crate::LlmAgent),
 /// [`SequentialAgent`](crate::SequentialAgent) and [`ParallelAgent`](crate::ParallelAgent) are
-/// the built-in ones.
+/// the built-in ones. To pass one where an `impl Into<Arc<dyn Agent>>` is asked for, give it as
+/// `Arc::new(agent) as Arc<dyn Agent>`, or add `impl From<MyAgent> for Arc<dyn Agent>`.
 #[async_trait]
 pub trait Agent: Send + Sync {
     /// Its name: the `author` of its events.
@@ -38,18 +41,18 @@ pub trait Agent: Send + Sync {
     }
 
     /// Whether it takes part in handing the conversation over (`transfer_to_agent`): it can be
-    /// handed the conversation, hand it on, and the next turn resumes with it. [`LlmAgent`]s do;
-    /// workflow agents do not (a sequence restarts from its root every turn).
+    /// handed the conversation, hand it on, and the next turn resumes with it. [`LlmAgent`]s are;
+    /// workflow agents are not (a sequence restarts from its root every turn).
     ///
     /// [`LlmAgent`]: crate::LlmAgent
-    fn transfers(&self) -> bool {
+    fn is_transfer_target(&self) -> bool {
         false
     }
 
     /// Whether, once handed the conversation, it may hand it back to its parent; when not, the
     /// next turn starts at the root again (the reference's `disallow_transfer_to_parent`).
-    fn hands_back(&self) -> bool {
-        self.transfers()
+    fn may_return_to_parent(&self) -> bool {
+        self.is_transfer_target()
     }
 
     /// How much of the session's history it reads, so the runner loads no more than needed.
@@ -120,7 +123,7 @@ pub(crate) fn agent_to_run(root: &Arc<dyn Agent>, events: &[Arc<Event>]) -> Arc<
             break;
         }
         let Some(path) = path_to(root, &event.author) else { continue };
-        if path.iter().all(|agent| agent.transfers() && agent.hands_back()) {
+        if path.iter().all(|agent| agent.is_transfer_target() && agent.may_return_to_parent()) {
             return path.last().map_or_else(|| Arc::clone(root), Arc::clone);
         }
         break;
@@ -251,7 +254,7 @@ impl InvocationContext {
 
     /// A callback context of `agent` over the live state.
     pub async fn callback_context(&self, agent: &str) -> CallbackContext {
-        CallbackContext::over(self.invocation_id(), agent, self.state().await)
+        CallbackContext::from_snapshot(self.invocation_id(), agent, self.state().await)
     }
 
     /// Emits an event: a non-partial one is appended to the session first (its state delta
@@ -295,33 +298,82 @@ impl InvocationContext {
     }
 }
 
-/// What an [`InstructionProvider`](crate::InstructionProvider) sees: the invocation, the agent
-/// and the live state, read-only.
-#[derive(Debug, Clone, Copy)]
-pub struct ReadonlyContext<'a> {
-    /// The invocation id.
-    pub invocation_id: &'a str,
-    /// The agent whose instruction is being built.
-    pub agent_name: &'a str,
-    /// The session.
-    pub session: &'a Session,
+/// Why an agent could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// Agent names are identifiers (letters, digits, `_`, not starting with a digit) and not `user`.
+    #[error(
+        "Found invalid agent name: `{0}`. Agent name must be a valid identifier. It should start with a letter \
+         (a-z, A-Z) or an underscore (_), and can only contain letters, digits (0-9), and underscores."
+    )]
+    InvalidName(String),
+    /// `user` is reserved for the end user's events.
+    #[error("Agent name cannot be `user`. `user` is reserved for end-user's input.")]
+    ReservedName,
+    /// Two tools with one name.
+    #[error("agent '{agent}' has two tools named '{tool}'")]
+    DuplicateTool {
+        /// The agent.
+        agent: String,
+        /// The tool name.
+        tool: String,
+    },
+    /// `transfer_to_agent` is the runtime's own tool.
+    #[error("agent '{agent}' has a tool named '{tool}', a name reserved for handing over to other agents")]
+    ReservedTool {
+        /// The agent.
+        agent: String,
+        /// The tool name.
+        tool: String,
+    },
+    /// Two sub-agents with one name.
+    #[error("agent '{agent}' has two sub-agents named '{sub_agent}'")]
+    DuplicateSubAgent {
+        /// The agent.
+        agent: String,
+        /// The sub-agent name.
+        sub_agent: String,
+    },
 }
 
-impl ReadonlyContext<'_> {
-    /// The live state (this invocation's `temp:` keys included).
-    pub fn state(&self) -> &Map<String, Value> {
-        self.session.state().all()
+/// Checks an agent name (the reference's rule: an identifier, not `user`).
+pub fn validate_agent_name(name: &str) -> Result<(), BuildError> {
+    let mut chars = name.chars();
+    let valid = chars.next().is_some_and(|c| c == '_' || unicode_ident::is_xid_start(c))
+        && chars.all(unicode_ident::is_xid_continue);
+    if !valid {
+        return Err(BuildError::InvalidName(name.to_owned()));
     }
-
-    /// One value of it.
-    pub fn get(&self, key: &str) -> Option<&Value> {
-        self.state().get(key)
+    if name == "user" {
+        return Err(BuildError::ReservedName);
     }
+    Ok(())
 }
 
-/// Fills `{key}` placeholders of `template` from the live state, as an agent's instruction
-/// template is filled: for an [`InstructionProvider`](crate::InstructionProvider) that wants
-/// injection after all.
-pub fn inject_session_state(template: &str, ctx: &ReadonlyContext<'_>) -> Result<String, TemplateError> {
-    Template::parse(template).render(ctx.state(), ctx.agent_name)
+/// Checks an agent's name and that its sub-agents' names are distinct.
+pub fn check_sub_agent_names(name: &str, sub_agents: &[Arc<dyn Agent>]) -> Result<(), BuildError> {
+    validate_agent_name(name)?;
+    let mut seen = HashSet::new();
+    for agent in sub_agents {
+        if !seen.insert(agent.name()) {
+            return Err(BuildError::DuplicateSubAgent { agent: name.to_owned(), sub_agent: agent.name().to_owned() });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_names_follow_the_reference() {
+        assert!(validate_agent_name("story_agent").is_ok());
+        assert!(validate_agent_name("_x1").is_ok());
+        assert_eq!(validate_agent_name("user"), Err(BuildError::ReservedName));
+        for bad in ["", "1abc", "my-agent", "a b"] {
+            assert!(matches!(validate_agent_name(bad), Err(BuildError::InvalidName(_))), "{bad}");
+        }
+    }
 }

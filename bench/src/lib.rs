@@ -1,0 +1,93 @@
+//! What agentstate's benchmarks share: the workload's event, medians, criterion's results, and
+//! the table of figures with their ratio to the floor measured in the same run.
+//!
+//! The benchmarks: `cargo bench -p agentstate-bench --bench in_memory` (the in-memory service),
+//! `--bench sql` (SQLite and PostgreSQL), `--bench runner` (the agent runtime).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agentstate::{Content, Event, Value};
+use criterion::Criterion;
+use serde_json::json;
+
+/// Runs the criterion benchmarks `bench` (with the command line's options), then prints
+/// `summary`, which reads their results.
+pub fn run_criterion(bench: fn(&mut Criterion), summary: fn()) {
+    let mut criterion = Criterion::default().configure_from_args();
+    bench(&mut criterion);
+    criterion.final_summary();
+    summary();
+}
+
+/// The workload's `i`-th event: one text part, alternately the user's and the agent's, and a
+/// 3-key delta of which one key is `user:`.
+pub fn make_event(i: usize) -> Event {
+    Event::new(format!("inv-{}", i / 10))
+        .author(if i.is_multiple_of(2) { "user" } else { "bench_agent" })
+        .content(Content::text(
+            if i.is_multiple_of(2) { "user" } else { "model" },
+            format!("message number {i} of the bench"),
+        ))
+        .delta("step", json!(i))
+        .delta("last_text", json!(format!("text {i}")))
+        .delta("user:turns", json!(i))
+}
+
+/// The median of `samples` (the upper one of an even count); zero for none.
+pub fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples.get(samples.len() / 2).copied().unwrap_or_default()
+}
+
+/// criterion's median estimate, in nanoseconds, of the benchmark `id` of `group` in this run.
+pub fn criterion_median_ns(group: &str, id: &str) -> Option<f64> {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../target")), PathBuf::from);
+    let path = target.join("criterion").join(group).join(id).join("new").join("estimates.json");
+    let raw: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    raw["median"]["point_estimate"].as_f64()
+}
+
+/// One row of a report: its labels, the measured figure and the floor's, in nanoseconds.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// The row's label columns.
+    pub labels: Vec<String>,
+    /// What agentstate took.
+    pub measured_ns: f64,
+    /// What the floor took.
+    pub floor_ns: f64,
+}
+
+/// Prints `rows` as a table: the label columns (headed by `labels`), then the measured figure,
+/// the floor and their ratio, in microseconds.
+pub fn print_ratios(labels: &[&str], measured: &str, rows: &[Row]) {
+    let mut header: Vec<String> = labels.iter().map(|l| format!("{l:<14}")).collect();
+    header.push(format!("{measured:>14} {:>14} {:>8}", "floor", "ratio"));
+    println!("\n{}", header.join(" "));
+    for row in rows {
+        let mut line: Vec<String> = row.labels.iter().map(|l| format!("{l:<14}")).collect();
+        line.push(format!(
+            "{:>11.2} µs {:>11.2} µs {:>7.2}×",
+            row.measured_ns / 1e3,
+            row.floor_ns / 1e3,
+            row.measured_ns / row.floor_ns
+        ));
+        println!("{}", line.join(" "));
+    }
+}
+
+/// The rows of the criterion benchmarks `(labels, group, measured id, floor id)` that ran.
+pub fn criterion_rows(specs: impl IntoIterator<Item = (Vec<String>, String, String, String)>) -> Vec<Row> {
+    specs
+        .into_iter()
+        .filter_map(|(labels, group, measured, floor)| {
+            Some(Row {
+                labels,
+                measured_ns: criterion_median_ns(&group, &measured)?,
+                floor_ns: criterion_median_ns(&group, &floor)?,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,151 @@
+//! The command line: every command and option, with the environment variable that can set it.
+//! `serve`'s options can also come from a config file (see `config`), as defaults the command line
+//! and the environment override.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use agentstate_server::Limits;
+use clap::{Parser, Subcommand};
+
+/// Sessions and scoped state for AI agents: the ADK session API on SQLite, PostgreSQL or MySQL.
+#[derive(Parser)]
+#[command(name = "agentstate", version)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Serve the ADK session REST API (the session routes of `adk api_server`).
+    Serve(Box<ServeArgs>),
+    /// Create or check the database schema, and print its version.
+    Migrate(DbArg),
+    /// Copy the local store of `adk web` / `adk api_server` (`<agents_dir>/<app>/.adk/session.db`)
+    /// into an agentstate database.
+    ImportAdk {
+        #[command(flatten)]
+        db: DbArg,
+        /// The ADK store to read (opened read-only).
+        #[arg(long)]
+        from: PathBuf,
+        /// Leave sessions that already exist alone instead of stopping.
+        #[arg(long)]
+        skip_existing: bool,
+    },
+    /// Inspect and manage sessions in a database.
+    Sessions {
+        #[command(subcommand)]
+        command: SessionsCommand,
+    },
+}
+
+#[derive(clap::Args)]
+pub(crate) struct DbArg {
+    /// Database URL: sqlite://path.db, sqlite::memory:, postgres://…, mysql://…
+    #[arg(long, env = "AGENTSTATE_DB", default_value = "sqlite://agentstate.db", hide_env_values = true)]
+    pub(crate) db: String,
+}
+
+/// The options of `serve`. Each can also be set in the config file under its field name. No
+/// `Debug`: they hold secrets (tokens, the database password).
+#[derive(clap::Args)]
+pub(crate) struct ServeArgs {
+    /// A TOML file with any of these options (keys as the long option names, with `_` for `-`);
+    /// command-line options and environment variables take precedence over it.
+    #[arg(long, env = "AGENTSTATE_CONFIG")]
+    pub(crate) config: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) db: DbArg,
+    /// Address to listen on.
+    #[arg(long, env = "AGENTSTATE_ADDR", default_value = "127.0.0.1:8000")]
+    pub(crate) addr: SocketAddr,
+    /// Access tokens: a JSON file mapping each token to the apps (and users) it may touch.
+    #[arg(long, env = "AGENTSTATE_TOKENS_FILE")]
+    pub(crate) tokens_file: Option<PathBuf>,
+    /// Access tokens as JSON, instead of a file (same format).
+    #[arg(long, env = "AGENTSTATE_TOKENS", hide_env_values = true)]
+    pub(crate) tokens: Option<String>,
+    /// Listen on a non-loopback address although no access tokens are configured.
+    #[arg(long, env = "AGENTSTATE_INSECURE_ALLOW_REMOTE")]
+    pub(crate) insecure_allow_remote: bool,
+    /// Serve an agent declared in YAML on /run and /run_sse: `FILE` (the app is the agent's name)
+    /// or `APP=FILE`. Repeatable.
+    #[cfg(feature = "agents")]
+    #[arg(long = "agent", env = "AGENTSTATE_AGENTS", value_delimiter = ',')]
+    pub(crate) agents: Vec<String>,
+    /// Largest request body, in bytes (413 beyond).
+    #[arg(long, env = "AGENTSTATE_MAX_BODY_BYTES", default_value_t = Limits::default().max_body_bytes)]
+    pub(crate) max_body_bytes: usize,
+    /// Longest state key, in characters (400 beyond).
+    #[arg(long, env = "AGENTSTATE_MAX_KEY_CHARS", default_value_t = Limits::default().max_key_chars)]
+    pub(crate) max_key_chars: usize,
+    /// Deepest nesting of a state value (400 beyond).
+    #[arg(long, env = "AGENTSTATE_MAX_JSON_DEPTH", default_value_t = Limits::default().max_json_depth)]
+    pub(crate) max_json_depth: usize,
+    /// Largest state one request may write, in bytes of JSON (413 beyond).
+    #[arg(long, env = "AGENTSTATE_MAX_STATE_BYTES", default_value_t = Limits::default().max_state_bytes)]
+    pub(crate) max_state_bytes: usize,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum SessionsCommand {
+    /// List the sessions of an app (or of one user), oldest update first.
+    List {
+        #[command(flatten)]
+        db: DbArg,
+        /// The app.
+        app: String,
+        /// Only this user's sessions.
+        #[arg(long)]
+        user: Option<String>,
+    },
+    /// Print one session, with its events, as the API shows it.
+    Show {
+        #[command(flatten)]
+        db: DbArg,
+        /// The app.
+        app: String,
+        /// The user.
+        user: String,
+        /// The session id.
+        session: String,
+    },
+    /// Write every session of an app (or of one user), with events and app/user state, as JSON Lines.
+    Export {
+        #[command(flatten)]
+        db: DbArg,
+        /// The app.
+        app: String,
+        /// Only this user's sessions.
+        #[arg(long)]
+        user: Option<String>,
+        /// Write here instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// Read sessions written by `export` into a database (their state as exported; events are
+    /// stored as history, their deltas not applied again).
+    Import {
+        #[command(flatten)]
+        db: DbArg,
+        /// Read this file instead of standard input.
+        #[arg(long, short)]
+        input: Option<PathBuf>,
+        /// Leave sessions that already exist alone instead of stopping.
+        #[arg(long)]
+        skip_existing: bool,
+    },
+    /// Delete one session and its events.
+    Delete {
+        #[command(flatten)]
+        db: DbArg,
+        /// The app.
+        app: String,
+        /// The user.
+        user: String,
+        /// The session id.
+        session: String,
+    },
+}

@@ -1,0 +1,109 @@
+//! `agentstate serve`: the HTTP API on a database, until ctrl-c or SIGTERM.
+
+use std::sync::Arc;
+
+use agentstate_server::{AppState, Limits, Tokens, app};
+use agentstate_sql::{DatabaseUrl, SqlSessionService};
+use anyhow::{Context, bail};
+
+use super::args::ServeArgs;
+
+impl ServeArgs {
+    fn tokens(&self) -> anyhow::Result<Tokens> {
+        let json = match (&self.tokens_file, &self.tokens) {
+            (Some(_), Some(_)) => {
+                bail!("give access tokens either as --tokens-file or as --tokens/AGENTSTATE_TOKENS, not both")
+            }
+            (Some(path), None) => {
+                std::fs::read_to_string(path).with_context(|| format!("reading tokens from {}", path.display()))?
+            }
+            (None, Some(json)) => json.clone(),
+            (None, None) => return Ok(Tokens::default()),
+        };
+        Ok(Tokens::parse(&json)?)
+    }
+
+    fn limits(&self) -> Limits {
+        Limits {
+            max_body_bytes: self.max_body_bytes,
+            max_key_chars: self.max_key_chars,
+            max_json_depth: self.max_json_depth,
+            max_state_bytes: self.max_state_bytes,
+        }
+    }
+}
+
+/// Opens the database named by `url`, naming it (without its password) if that fails.
+pub(crate) async fn open(url: &str) -> anyhow::Result<(SqlSessionService, DatabaseUrl)> {
+    let url = DatabaseUrl::parse(url)?;
+    let service = SqlSessionService::open(&url).await.with_context(|| format!("opening {url}"))?;
+    Ok((service, url))
+}
+
+pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let tokens = args.tokens()?;
+    if !args.addr.ip().is_loopback() && !tokens.is_enabled() && !args.insecure_allow_remote {
+        bail!(
+            "refusing to listen on {} without access tokens: anyone who can reach it could read and change every \
+             session. Listen on 127.0.0.1 behind an authenticating proxy, or pass --insecure-allow-remote.",
+            args.addr
+        );
+    }
+    let (service, url) = open(&args.db.db).await?;
+    let state = AppState::new(Arc::new(service)).with_limits(args.limits()).with_tokens(tokens);
+    #[cfg(feature = "agents")]
+    let state = serve_agents(state, &args.agents)?;
+    let listener =
+        tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("listening on {}", args.addr))?;
+    tracing::info!(
+        addr = %listener.local_addr()?,
+        db = %url,
+        tokens = state.tokens().len(),
+        "agentstate serving"
+    );
+    axum::serve(listener, app(state)).with_graceful_shutdown(shutdown_signal()).await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Loads each `FILE` or `APP=FILE` agent and serves it.
+#[cfg(feature = "agents")]
+fn serve_agents(mut state: AppState, specs: &[String]) -> anyhow::Result<AppState> {
+    for spec in specs {
+        let (app, path) = match spec.split_once('=') {
+            Some((app, path)) => (Some(app.to_owned()), std::path::PathBuf::from(path)),
+            None => (None, std::path::PathBuf::from(spec)),
+        };
+        let agent = agentstate_runtime::config::load_agent(&path)?;
+        let app = app.unwrap_or_else(|| agent.name().to_owned());
+        if state.serves(&app) {
+            bail!(
+                "two agents are served as app {app:?}: give one of them another name with --agent OTHER={}",
+                path.display()
+            );
+        }
+        tracing::info!(app = %app, agent = agent.name(), file = %path.display(), "serving agent");
+        state = state.with_agent(app, agent);
+    }
+    Ok(state)
+}
+
+/// Resolves on ctrl-c or SIGTERM; in-flight requests then finish before the server exits.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { () = ctrl_c => {}, () = term => {} }
+    tracing::info!("shutting down: finishing in-flight requests");
+}

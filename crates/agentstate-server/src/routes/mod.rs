@@ -1,0 +1,93 @@
+//! The route table: every route with its handler, who may call it (the authentication column)
+//! and how `/openapi.json` describes it. Routes are registered from this table only, so the
+//! document, the access checks and the router cannot drift apart.
+
+#[cfg(feature = "agents")]
+mod run;
+mod sessions;
+mod system;
+
+use axum::Router;
+use axum::middleware::from_fn_with_state;
+use axum::routing::MethodRouter;
+
+use crate::auth::{self, Access};
+use crate::openapi;
+use crate::state::AppState;
+
+pub(crate) use system::OpenApiDocument;
+
+/// Registers every route and describes it for `/openapi.json`, from one table. A row may carry
+/// `#[cfg(...)]` attributes; they apply to its registration and to its description.
+macro_rules! routes {
+    ($( $(#[$meta:meta])* $method:ident $path:literal => $handler:path, $access:ident, $summary:literal, $request:expr,
+        [$( $status:literal $description:literal $schema:literal ),*] );* $(;)?) => {
+        /// Every route, registered with the access check its row asks for.
+        pub(crate) fn register(state: &AppState) -> Router<AppState> {
+            let router = Router::new();
+            $(
+                $(#[$meta])*
+                let router = router.route($path, guard(axum::routing::$method($handler), Access::$access, state));
+            )*
+            router
+        }
+
+        /// Every route, as `/openapi.json` describes it.
+        pub const OPERATIONS: &[openapi::Operation] = &[$(
+            $(#[$meta])*
+            openapi::Operation {
+                method: stringify!($method),
+                path: $path,
+                summary: $summary,
+                access: Access::$access,
+                request: $request,
+                responses: &[$(($status, $description, $schema)),*],
+            }
+        ),*];
+    };
+}
+
+/// The route with the check of `access` in front of its handler.
+fn guard(route: MethodRouter<AppState>, access: Access, state: &AppState) -> MethodRouter<AppState> {
+    match access {
+        Access::Public => route,
+        Access::Token | Access::BodyAppUser => route.route_layer(from_fn_with_state(state.clone(), auth::authenticate)),
+        Access::PathAppUser => route.route_layer(from_fn_with_state(state.clone(), auth::authorize_path)),
+    }
+}
+
+routes! {
+    post "/apps/{app_name}/users/{user_id}/sessions" => sessions::create, PathAppUser, "Create a session", Some("CreateSessionRequest"),
+        [200 "The session" "Session", 400 "Invalid id, options or events" "Error", 409 "The id is taken" "Error", 422 "Malformed body" "Error"];
+    get "/apps/{app_name}/users/{user_id}/sessions" => sessions::list, PathAppUser, "List a user's sessions (merged state, no events)", None,
+        [200 "The sessions, oldest update first" "SessionList"];
+    get "/apps/{app_name}/users/{user_id}/sessions/{session_id}" => sessions::get, PathAppUser, "Get a session with its events", None,
+        [200 "The session" "Session", 404 "No such session" "Error"];
+    post "/apps/{app_name}/users/{user_id}/sessions/{session_id}" => sessions::create_with_id, PathAppUser,
+        "Create a session with this id (deprecated by the reference; the body is the initial state)", Some("State"),
+        [200 "The session" "Session", 409 "The id is taken" "Error"];
+    patch "/apps/{app_name}/users/{user_id}/sessions/{session_id}" => sessions::patch, PathAppUser,
+        "Append a user event carrying stateDelta (retried, never lost, under concurrent writers)", Some("UpdateSessionRequest"),
+        [200 "The session after the append" "Session", 404 "No such session" "Error", 413 "Over a size limit" "Error", 422 "stateDelta missing" "Error"];
+    delete "/apps/{app_name}/users/{user_id}/sessions/{session_id}" => sessions::delete, PathAppUser, "Delete a session (also when missing)", None,
+        [200 "null" "Null"];
+    get "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events" => sessions::events, PathAppUser,
+        "agentstate extension: the history a page at a time, oldest first", None,
+        [200 "A page of events" "EventPage", 400 "Bad page token or limit" "Error", 404 "No such session" "Error"];
+    #[cfg(feature = "agents")]
+    get "/list-apps" => run::list_apps, Token, "The apps served on /run that the token may touch (sorted)", None, [200 "App names" "AppList"];
+    #[cfg(feature = "agents")]
+    post "/run" => run::run, BodyAppUser, "Run an agent for one user turn; the run's events (app from appName, or the only one served)",
+        Some("RunAgentRequest"),
+        [200 "The events of the run, each stored before it is answered" "EventList", 400 "appName missing with several apps served" "Error",
+         404 "Unknown app or session" "Error", 422 "Malformed body" "Error", 500 "The agent failed (message shown)" "Error",
+         502 "The model provider failed" "Error"];
+    #[cfg(feature = "agents")]
+    post "/run_sse" => run::run_sse, BodyAppUser, "Run an agent for one user turn, streaming its events as server-sent events", Some("RunAgentRequest"),
+        [200 "text/event-stream of `data: <Event JSON>`; a late failure as `data: {\"error\": …}`" "EventStream",
+         404 "Unknown app or session" "Error", 422 "Malformed body" "Error"];
+    get "/healthz" => system::healthz, Public, "Liveness", None, [200 "Alive" "Status"];
+    get "/readyz" => system::readyz, Public, "Readiness: the database answers", None, [200 "Ready" "Status", 503 "The database is unreachable" "Status"];
+    get "/metrics" => system::metrics, Token, "Prometheus metrics", None, [200 "Metrics" "Metrics"];
+    get "/openapi.json" => system::openapi, Token, "This document", None, [200 "OpenAPI 3.1" "Status"];
+}

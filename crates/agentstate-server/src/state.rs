@@ -1,0 +1,142 @@
+//! [`AppState`]: what the router shares with every handler and middleware. Middlewares take only
+//! the part they need (`State<Arc<Tokens>>`, `State<Arc<Metrics>>`) through `FromRef`.
+
+use std::sync::Arc;
+
+use agentstate::SessionService;
+use axum::extract::FromRef;
+
+use crate::auth::Tokens;
+use crate::limits::Limits;
+use crate::metrics::Metrics;
+
+/// The service behind the API and how the API is served.
+///
+/// ```
+/// use std::sync::Arc;
+/// use agentstate::InMemorySessionService;
+/// use agentstate_server::{AppState, Limits, app};
+///
+/// let state = AppState::new(Arc::new(InMemorySessionService::new()))
+///     .with_limits(Limits { max_key_chars: 64, ..Limits::default() });
+/// let router = app(state);
+/// # let _ = router;
+/// ```
+#[derive(Clone)]
+pub struct AppState {
+    service: Arc<dyn SessionService>,
+    limits: Limits,
+    tokens: Arc<Tokens>,
+    metrics: Arc<Metrics>,
+    #[cfg(feature = "agents")]
+    runners: Arc<std::collections::BTreeMap<String, agentstate_runtime::Runner>>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut debug = f.debug_struct("AppState");
+        debug.field("limits", &self.limits).field("tokens", &self.tokens.len());
+        #[cfg(feature = "agents")]
+        debug.field("apps", &self.runners.keys().collect::<Vec<_>>());
+        debug.finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// Serves `service` with the default limits, no access tokens and no agents.
+    pub fn new(service: Arc<dyn SessionService>) -> Self {
+        Self {
+            service,
+            limits: Limits::default(),
+            tokens: Arc::default(),
+            metrics: Arc::default(),
+            #[cfg(feature = "agents")]
+            runners: Arc::default(),
+        }
+    }
+
+    /// Request limits.
+    #[must_use]
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Access tokens: with any configured, every route but the probes needs one.
+    #[must_use]
+    pub fn with_tokens(mut self, tokens: Tokens) -> Self {
+        self.tokens = Arc::new(tokens);
+        self
+    }
+
+    /// Serves `agent` as app `app_name` on `/run` and `/run_sse`, over this state's service. An
+    /// app served already is replaced.
+    #[cfg(feature = "agents")]
+    #[must_use]
+    pub fn with_agent(
+        mut self,
+        app_name: impl Into<String>,
+        agent: impl Into<Arc<dyn agentstate_runtime::agent::Agent>>,
+    ) -> Self {
+        let app_name = app_name.into();
+        let runner = agentstate_runtime::Runner::new(&app_name, agent, Arc::clone(&self.service));
+        Arc::make_mut(&mut self.runners).insert(app_name, runner);
+        self
+    }
+
+    /// Whether an agent is served as `app_name`.
+    #[cfg(feature = "agents")]
+    pub fn serves(&self, app_name: &str) -> bool {
+        self.runners.contains_key(app_name)
+    }
+
+    /// The apps served on `/run`, sorted.
+    #[cfg(feature = "agents")]
+    pub(crate) fn runners(&self) -> &std::collections::BTreeMap<String, agentstate_runtime::Runner> {
+        &self.runners
+    }
+
+    /// The session service.
+    pub fn service(&self) -> &Arc<dyn SessionService> {
+        &self.service
+    }
+
+    /// The request limits.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The access tokens.
+    pub fn tokens(&self) -> &Tokens {
+        &self.tokens
+    }
+
+    /// The counters served at `/metrics`.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+}
+
+impl FromRef<AppState> for Arc<Tokens> {
+    fn from_ref(state: &AppState) -> Self {
+        Arc::clone(&state.tokens)
+    }
+}
+
+impl FromRef<AppState> for Arc<Metrics> {
+    fn from_ref(state: &AppState) -> Self {
+        Arc::clone(&state.metrics)
+    }
+}
+
+impl FromRef<AppState> for Limits {
+    fn from_ref(state: &AppState) -> Self {
+        state.limits
+    }
+}
+
+impl FromRef<AppState> for Arc<dyn SessionService> {
+    fn from_ref(state: &AppState) -> Self {
+        Arc::clone(&state.service)
+    }
+}

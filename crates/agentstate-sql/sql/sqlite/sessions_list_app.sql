@@ -1,5 +1,0 @@
--- Keyset pagination in the order (update_time, user_id, id); ?2..?4 is the cursor.
-SELECT user_id, id, state, update_time FROM sessions
-WHERE app_name = ?1 AND (update_time, user_id, id) > (?2, ?3, ?4)
-ORDER BY update_time, user_id, id
-LIMIT ?5

@@ -1,0 +1,147 @@
+//! What connecting to a database server takes: pool options from the URL, the URL shown without
+//! its password, and the mapping of sqlx errors the PostgreSQL and MySQL stores share.
+
+use std::fmt;
+use std::time::Duration;
+
+use agentstate::{Error, SessionKey};
+use sqlx::query::Query;
+
+/// Connection pool settings of a server database, from the URL's query (`max_connections`,
+/// `acquire_timeout_ms`); every other query parameter goes to the driver. `Debug` shows the URL
+/// without its password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PoolOptions {
+    url: String,
+    /// Most connections open at once.
+    pub max_connections: u32,
+    /// How long a call waits for a free connection before failing (retryably).
+    pub acquire_timeout: Duration,
+}
+
+impl fmt::Debug for PoolOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PoolOptions")
+            .field("url", &self.redacted())
+            .field("max_connections", &self.max_connections)
+            .field("acquire_timeout", &self.acquire_timeout)
+            .finish()
+    }
+}
+
+impl PoolOptions {
+    /// The URL the driver connects to (agentstate's parameters taken out).
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// That URL with any password replaced by `***`.
+    pub fn redacted(&self) -> String {
+        redact(&self.url)
+    }
+
+    /// Splits agentstate's pool parameters out of `url` (`postgres://…` or `mysql://…`).
+    pub fn from_url(url: &str) -> agentstate::Result<Self> {
+        let (base, query) = url.split_once('?').unwrap_or((url, ""));
+        let mut options = Self { url: base.to_owned(), max_connections: 16, acquire_timeout: Duration::from_secs(10) };
+        let mut rest = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let bad = |what: &str| Error::invalid("database_url", format!("{what} must be a whole number"));
+            match pair.split_once('=') {
+                Some(("max_connections", v)) => {
+                    options.max_connections = v.parse().map_err(|_| bad("max_connections"))?;
+                }
+                Some(("acquire_timeout_ms", v)) => {
+                    options.acquire_timeout = Duration::from_millis(v.parse().map_err(|_| bad("acquire_timeout_ms"))?);
+                }
+                _ => rest.push(pair),
+            }
+        }
+        if !rest.is_empty() {
+            options.url = format!("{base}?{}", rest.join("&"));
+        }
+        Ok(options)
+    }
+}
+
+/// `url` with the password of its user part and any `password=` query parameter replaced by
+/// `***`.
+pub(crate) fn redact(url: &str) -> String {
+    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
+    let mut out = match base.split_once("://").and_then(|(scheme, rest)| {
+        let (userinfo, host) = rest.rsplit_once('@')?;
+        let (user, _) = userinfo.split_once(':')?;
+        Some(format!("{scheme}://{user}:***@{host}"))
+    }) {
+        Some(redacted) => redacted,
+        None => base.to_owned(),
+    };
+    if let Some(query) = query {
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                _ => pair.to_owned(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&pairs.join("&"));
+    }
+    out
+}
+
+/// A pool of `options`' size, connected to its URL.
+pub(crate) async fn connect<DB: sqlx::Database>(options: &PoolOptions) -> agentstate::Result<sqlx::Pool<DB>> {
+    sqlx::pool::PoolOptions::<DB>::new()
+        .max_connections(options.max_connections)
+        .acquire_timeout(options.acquire_timeout)
+        .connect(options.url())
+        .await
+        .map_err(|e| sqlx_error(&format!("connecting to {}", options.redacted()), e))
+}
+
+/// `sql` with the session's app, user and id bound as its first three parameters.
+pub(crate) fn keyed<'q, DB>(sql: &'static str, key: &'q SessionKey) -> Query<'q, DB, DB::Arguments>
+where
+    DB: sqlx::Database,
+    &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    sqlx::query(sql).bind(key.app_name()).bind(key.user_id()).bind(key.session_id())
+}
+
+/// Maps a driver error: connection trouble, timeouts, serialization failures and deadlocks are
+/// retryable; the rest is not.
+pub(crate) fn sqlx_error(context: &str, e: sqlx::Error) -> Error {
+    let retryable = match &e {
+        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => {
+            // PostgreSQL: serialization failure, deadlock, too many connections, shutting down.
+            // MySQL: deadlock, lock wait timeout.
+            matches!(db.code().as_deref(), Some("40001" | "40P01" | "53300" | "57P01" | "40000" | "HY000"))
+                || matches!(db.code().as_deref(), Some(c) if c.starts_with("08"))
+        }
+        _ => false,
+    };
+    Error::backend(format!("{context} failed: {e}"), retryable, e)
+}
+
+/// Whether `e` is a unique-key violation.
+pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.kind() == sqlx::error::ErrorKind::UniqueViolation)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_parameters_are_split_out() {
+        let o =
+            PoolOptions::from_url("postgres://h/db?max_connections=4&sslmode=disable&acquire_timeout_ms=50").unwrap();
+        assert_eq!(o.url(), "postgres://h/db?sslmode=disable");
+        assert_eq!((o.max_connections, o.acquire_timeout), (4, Duration::from_millis(50)));
+        assert!(PoolOptions::from_url("postgres://h/db?max_connections=many").is_err());
+        let shown = format!("{:?}", PoolOptions::from_url("postgres://u:secret@h/db").unwrap());
+        assert!(!shown.contains("secret"), "{shown}");
+    }
+}

@@ -1,0 +1,148 @@
+//! Opening a database: what each dialect finds in it, and the one decision made from that,
+//! whatever the dialect: refuse schemas agentstate must not write to, use the reference's v1
+//! schema where it is, create it where there is none.
+
+use agentstate::{Error, Result};
+
+/// The schema version this release reads and writes (the reference's v1).
+pub const SCHEMA_VERSION: &str = "1";
+
+/// The schema a store runs on, as it found or made it when it opened the database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schema {
+    /// The version in `adk_internal_metadata` (`"1"`).
+    pub version: String,
+    /// Whether the tables were created when the store opened (the database had none).
+    pub created: bool,
+}
+
+/// Why a database's schema cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// ADK for Python's legacy pickle schema (v0).
+    #[error(
+        "{location} uses ADK for Python's legacy pickle schema (v0), which agentstate never reads. \
+         Migrate it with ADK for Python first: `adk migrate session --source_db_url=<this database> \
+         --dest_db_url=<new database>`, then point agentstate at the new database."
+    )]
+    Legacy {
+        /// The database.
+        location: String,
+    },
+    /// The local store of `adk web` / `adk api_server` (`SqliteSessionService`), another schema.
+    #[error(
+        "{location} is the local store of `adk web`/`adk api_server` (SqliteSessionService schema), not the \
+         DatabaseSessionService schema agentstate uses. Copy it into an agentstate database with \
+         `agentstate import-adk --from {location}`."
+    )]
+    AdkSqlite {
+        /// The database.
+        location: String,
+    },
+    /// `adk_internal_metadata` exists without a schema version.
+    #[error("{location} has an adk_internal_metadata table without a schema_version row; the database may be damaged")]
+    NoVersion {
+        /// The database.
+        location: String,
+    },
+    /// A schema version this release does not know.
+    #[error(
+        "{location} has schema version {version:?}; this agentstate release knows version \"1\". Upgrade agentstate."
+    )]
+    Unknown {
+        /// The database.
+        location: String,
+        /// The version found.
+        version: String,
+    },
+}
+
+impl From<SchemaError> for Error {
+    fn from(e: SchemaError) -> Self {
+        Error::Backend { message: e.to_string(), retryable: false, source: Some(Box::new(e)) }
+    }
+}
+
+/// What a dialect found in a database before touching it.
+#[derive(Debug, Default)]
+pub(crate) struct Found {
+    /// The tables of the schema agentstate uses.
+    pub(crate) tables: Vec<String>,
+    /// The `schema_version` row of `adk_internal_metadata`, when that table exists.
+    pub(crate) version: Option<String>,
+    /// The columns of `events` (name, declared type), when it exists.
+    pub(crate) event_columns: Vec<(String, String)>,
+    /// The columns of `sessions` (name, declared type), when it exists.
+    pub(crate) session_columns: Vec<(String, String)>,
+}
+
+impl Found {
+    pub(crate) fn has_table(&self, name: &str) -> bool {
+        self.tables.iter().any(|t| t == name)
+    }
+}
+
+/// Decides whether agentstate may use the database `found` describes: `Ok` with the schema it
+/// will run on once the dialect's `schema.sql` ran, or the reason to refuse it.
+pub(crate) fn check(found: &Found, location: &str) -> Result<Schema> {
+    let location = location.to_owned();
+    if found.has_table("adk_internal_metadata") {
+        return match found.version.as_deref() {
+            Some(SCHEMA_VERSION) => Ok(Schema { version: SCHEMA_VERSION.into(), created: false }),
+            Some("0") => Err(SchemaError::Legacy { location }.into()),
+            Some(other) => Err(SchemaError::Unknown { location, version: other.to_owned() }.into()),
+            None => Err(SchemaError::NoVersion { location }.into()),
+        };
+    }
+    let column = |columns: &[(String, String)], name: &str| columns.iter().find(|(c, _)| c == name).cloned();
+    if found.has_table("events") {
+        // The legacy schema has `actions` and no `event_data`.
+        if column(&found.event_columns, "actions").is_some() && column(&found.event_columns, "event_data").is_none() {
+            return Err(SchemaError::Legacy { location }.into());
+        }
+        // `SqliteSessionService` stores times as REAL epoch seconds.
+        if column(&found.session_columns, "update_time").is_some_and(|(_, t)| t.eq_ignore_ascii_case("REAL")) {
+            return Err(SchemaError::AdkSqlite { location }.into());
+        }
+    }
+    Ok(Schema { version: SCHEMA_VERSION.into(), created: !found.has_table("sessions") })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found(tables: &[&str]) -> Found {
+        Found { tables: tables.iter().map(|t| (*t).to_owned()).collect(), ..Found::default() }
+    }
+
+    fn columns(names: &[(&str, &str)]) -> Vec<(String, String)> {
+        names.iter().map(|(n, t)| ((*n).to_owned(), (*t).to_owned())).collect()
+    }
+
+    #[test]
+    fn decisions() {
+        assert_eq!(check(&found(&[]), "db").unwrap(), Schema { version: "1".into(), created: true });
+        let v1 = Found { version: Some("1".into()), ..found(&["adk_internal_metadata", "sessions", "events"]) };
+        assert_eq!(check(&v1, "db").unwrap(), Schema { version: "1".into(), created: false });
+        let v0 = Found { version: Some("0".into()), ..found(&["adk_internal_metadata"]) };
+        assert!(check(&v0, "db").unwrap_err().to_string().contains("legacy pickle schema"));
+        let v9 = Found { version: Some("9".into()), ..found(&["adk_internal_metadata"]) };
+        assert!(check(&v9, "db").unwrap_err().to_string().contains("schema version \"9\""));
+        assert!(
+            check(&found(&["adk_internal_metadata"]), "db")
+                .unwrap_err()
+                .to_string()
+                .contains("without a schema_version")
+        );
+        let pickled = Found { event_columns: columns(&[("id", "TEXT"), ("actions", "BLOB")]), ..found(&["events"]) };
+        assert!(check(&pickled, "db").unwrap_err().to_string().contains("legacy pickle schema"));
+        let adk_web = Found {
+            event_columns: columns(&[("event_data", "TEXT")]),
+            session_columns: columns(&[("update_time", "REAL")]),
+            ..found(&["events", "sessions"])
+        };
+        assert!(check(&adk_web, "db").unwrap_err().to_string().contains("import-adk"));
+    }
+}

@@ -1,0 +1,223 @@
+//! Sessions as JSON Lines, one session per line: its events and its merged state, in storage JSON
+//! (snake_case events). [`export`] reads them from any [`SessionService`]; [`import`] stores them
+//! into any [`SessionStore`].
+//!
+//! An import stores each session's events as history without applying their deltas again, and
+//! the state as exported, so shared `user:`/`app:` keys keep the values they had when exported,
+//! whatever order sessions are imported in.
+//!
+//! ```
+//! use agentstate::archive::{self, ImportOptions};
+//! use agentstate::{CreateSession, Event, InMemorySessionService, SessionService};
+//! use serde_json::json;
+//!
+//! # fn main() { tokio::runtime::Runtime::new().unwrap().block_on(run()).unwrap() }
+//! async fn run() -> Result<(), archive::ArchiveError> {
+//!     let source = InMemorySessionService::new();
+//!     let mut session = source.create_session(CreateSession::new("app", "alice").id("s1")).await?;
+//!     source.append_event(&mut session, Event::new("inv").delta("user:name", json!("Alice"))).await?;
+//!
+//!     let mut lines = Vec::new();
+//!     let exported = archive::export(&source, "app", None, &mut lines, |_| {}).await?;
+//!     assert_eq!((exported.sessions, exported.events), (1, 1));
+//!
+//!     let target = InMemorySessionService::new();
+//!     let records = archive::read_lines(lines.as_slice());
+//!     let imported = archive::import(&target, records, ImportOptions::default(), |_| {}).await?;
+//!     assert_eq!(imported, exported);
+//!     Ok(())
+//! }
+//! ```
+
+use std::io::{BufRead, Write};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::Error;
+use crate::event::Event;
+use crate::key::SessionKey;
+use crate::service::{GetSessionConfig, ListSessions, SessionService};
+use crate::store::{EventCommit, NewSession, ScopedState, SessionStore, micros_to_secs, secs_to_micros};
+
+/// One exported session: a line of the archive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// The app.
+    pub app_name: String,
+    /// The user.
+    pub user_id: String,
+    /// The session id.
+    pub id: String,
+    /// Last update, epoch seconds.
+    pub last_update_time: f64,
+    /// The merged state: session keys, `app:` keys, `user:` keys.
+    pub state: Map<String, Value>,
+    /// Every event, oldest first.
+    pub events: Vec<Event>,
+}
+
+/// How far an export or import got: passed to the progress callback after each session, and
+/// returned at the end.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Sessions written (export) or created (import).
+    pub sessions: usize,
+    /// Their events.
+    pub events: usize,
+    /// Sessions that already existed and were left alone (import with `skip_existing`).
+    pub skipped: usize,
+}
+
+/// Options of [`import`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImportOptions {
+    /// Leave sessions that already exist alone instead of stopping at the first one.
+    pub skip_existing: bool,
+}
+
+/// Why an export or import stopped. Sessions handled before the failure stay where they are.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArchiveError {
+    /// Reading the archive failed.
+    #[error("reading the archive failed: {0}")]
+    Read(#[source] std::io::Error),
+    /// Writing the archive failed.
+    #[error("writing the archive failed: {0}")]
+    Write(#[source] std::io::Error),
+    /// A line is not an exported session.
+    #[error("line {line}: not an exported session: {source}")]
+    Line {
+        /// Its number, from 1.
+        line: usize,
+        /// Why it cannot be read.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The service refused or failed an operation on one session.
+    #[error("session {key}: {source}")]
+    Session {
+        /// `app/user/id`.
+        key: String,
+        /// What failed.
+        #[source]
+        source: Error,
+    },
+    /// The service failed outside any one session (listing them).
+    #[error(transparent)]
+    Service(#[from] Error),
+}
+
+/// Sessions listed per page while exporting.
+const EXPORT_PAGE: usize = 500;
+
+/// Writes every session of `app_name` (or of one user) to `out`, one JSON line each, calling
+/// `progress` after each. Returns what was written.
+pub async fn export(
+    service: &dyn SessionService,
+    app_name: &str,
+    user_id: Option<&str>,
+    out: &mut impl Write,
+    mut progress: impl FnMut(&Progress),
+) -> Result<Progress, ArchiveError> {
+    let mut request = ListSessions {
+        app_name: app_name.to_owned(),
+        user_id: user_id.map(str::to_owned),
+        page_size: Some(EXPORT_PAGE),
+        page_token: None,
+    };
+    let mut done = Progress::default();
+    loop {
+        let page = service.list_sessions(request.clone()).await?;
+        for listed in &page.sessions {
+            let failed = |source| ArchiveError::Session { key: listed.key().to_string(), source };
+            // Deleted since it was listed: nothing to export.
+            let Some(session) = service.get_session(listed.key(), GetSessionConfig::default()).await.map_err(failed)?
+            else {
+                continue;
+            };
+            let record = Record {
+                app_name: session.app_name().to_owned(),
+                user_id: session.user_id().to_owned(),
+                id: session.id().to_owned(),
+                last_update_time: session.last_update_time(),
+                state: session.state().all().clone(),
+                events: session.events().iter().cloned().collect(),
+            };
+            serde_json::to_writer(&mut *out, &record).map_err(|e| ArchiveError::Write(e.into()))?;
+            out.write_all(b"\n").map_err(ArchiveError::Write)?;
+            done.sessions += 1;
+            done.events += record.events.len();
+            progress(&done);
+        }
+        match page.next_page_token {
+            Some(token) => request.page_token = Some(token),
+            None => return Ok(done),
+        }
+    }
+}
+
+/// The records of an archive, line by line (blank lines skipped), for [`import`].
+pub fn read_lines(input: impl BufRead) -> impl Iterator<Item = Result<Record, ArchiveError>> {
+    input.lines().enumerate().filter_map(|(n, line)| match line {
+        Ok(line) if line.trim().is_empty() => None,
+        Ok(line) => Some(serde_json::from_str(&line).map_err(|source| ArchiveError::Line { line: n + 1, source })),
+        Err(e) => Some(Err(ArchiveError::Read(e))),
+    })
+}
+
+/// Stores each record's session, events and state in `store`, calling `progress` after each.
+/// An existing session stops the import, or is skipped with
+/// [`skip_existing`](ImportOptions::skip_existing); so does a record that cannot be read.
+pub async fn import(
+    store: &dyn SessionStore,
+    records: impl IntoIterator<Item = Result<Record, ArchiveError>>,
+    options: ImportOptions,
+    mut progress: impl FnMut(&Progress),
+) -> Result<Progress, ArchiveError> {
+    let mut done = Progress::default();
+    for record in records {
+        let record = record?;
+        let key = format!("{}/{}/{}", record.app_name, record.user_id, record.id);
+        match import_one(store, record).await {
+            Ok(events) => {
+                done.sessions += 1;
+                done.events += events;
+            }
+            Err(Error::AlreadyExists { .. }) if options.skip_existing => done.skipped += 1,
+            Err(source) => return Err(ArchiveError::Session { key, source }),
+        }
+        progress(&done);
+    }
+    Ok(done)
+}
+
+/// Creates the session just before its first event and commits its events in order, each at
+/// its stored time (moved forward where needed to keep the order strict), without their deltas.
+async fn import_one(store: &dyn SessionStore, record: Record) -> Result<usize, Error> {
+    // Keys from an archive may be ids agentstate itself would refuse (written by another
+    // program); they are stored as they were, like keys read back from storage.
+    let key = SessionKey::from_storage(record.app_name, record.user_id, record.id);
+    let first = record.events.first().and_then(|e| secs_to_micros(e.timestamp));
+    let last_update = secs_to_micros(record.last_update_time).unwrap_or_default();
+    let created = first.map_or(last_update, |t| t.min(last_update) - 1);
+    let new = NewSession { key: key.clone(), state: ScopedState::split(record.state), create_time_micros: created };
+    let mut marker = store.create(new).await?.last_update_micros();
+    let count = record.events.len();
+    for event in record.events {
+        let stored = secs_to_micros(event.timestamp).unwrap_or_default();
+        let timestamp_micros = stored.max(marker + 1);
+        let commit = EventCommit {
+            key: key.clone(),
+            expected_last_update_micros: marker,
+            event: Arc::new(Event { timestamp: micros_to_secs(timestamp_micros), ..event }),
+            timestamp_micros,
+            delta: ScopedState::default(),
+        };
+        store.commit(commit).await?;
+        marker = timestamp_micros;
+    }
+    Ok(count)
+}
