@@ -37,7 +37,7 @@ mod model;
 pub mod reference;
 
 pub use alternating::Alternating;
-pub use model::check_against_model;
+pub use model::{check_against_model, check_against_model_lacking};
 
 /// Runs one case on a fresh two-worker runtime (real parallelism for the concurrency cases)
 /// against a service made by `factory`.
@@ -71,16 +71,31 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", agentstate::Event::new_id())
 }
 
+/// What a backend may be unable to guarantee. A case that needs a capability the backend says
+/// it lacks is still generated, but ignored with its reason: `cargo test` lists it as ignored,
+/// never silently passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Capability {
+    /// Session ids are unique per user, so two users may each have a session `s1`
+    /// (`session_ids_per_user` in the macro). The managed service keeps them unique per app.
+    SessionIdsPerUser,
+}
+
 /// Expands to one `#[test]` per conformance case, each calling `$factory` (a closure returning a
-/// future of `Arc<dyn SessionService>`) for its service.
+/// future of `Arc<dyn SessionService>`) for its service. A backend that lacks a
+/// [`Capability`] names it: `session_service_tests!(factory, lacks: [session_ids_per_user])`.
 ///
 /// The list below is the one table of cases: it also builds the registry the tests run from, so
 /// a case function cannot exist without being listed (it would be dead code) nor be listed
-/// without existing.
+/// without existing. A case that needs a capability says which, in brackets.
 #[macro_export]
 macro_rules! session_service_tests {
     ($factory:expr) => {
-        $crate::session_service_tests!(@cases (tests $factory));
+        $crate::session_service_tests!($factory, lacks: []);
+    };
+    ($factory:expr, lacks: [$($lack:ident),* $(,)?]) => {
+        $crate::session_service_tests!(@cases (tests $factory; [$($lack)*]));
     };
     (@registry) => {
         $crate::session_service_tests!(@cases (registry));
@@ -90,10 +105,12 @@ macro_rules! session_service_tests {
             create_splits_state_by_scope,
             create_generates_missing_ids,
             create_existing_id_is_already_exists,
-            same_id_for_another_user_or_app_is_another_session,
+            same_id_for_another_user_or_app_is_another_session [session_ids_per_user],
             app_prefix_is_checked_before_user_prefix,
             invalid_ids_are_rejected,
             ids_are_case_sensitive,
+            attributes_are_kept,
+            create_time_is_kept,
             merged_state_groups_session_then_app_then_user,
             shared_scopes_are_visible_in_other_sessions,
             shared_scope_changes_are_visible_on_next_read,
@@ -102,6 +119,8 @@ macro_rules! session_service_tests {
             get_selects_event_windows,
             handles_are_independent_copies,
             event_pages_walk_history_in_order,
+            event_pages_start_at_a_time,
+            sessions_are_found_by_app_and_id,
             list_orders_merges_and_omits_events,
             list_unknown_app_or_user_is_empty,
             list_pages_cover_every_session_once,
@@ -121,16 +140,45 @@ macro_rules! session_service_tests {
             serialised_appends_through_one_handle_keep_order,
         );
     };
-    (@each (tests $factory:expr); $($case:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $case() {
-                $crate::run_case($factory, stringify!($case));
-            }
-        )*
+    (@each (tests $factory:expr; $lacks:tt); $($case:ident $([$needs:ident])?),* $(,)?) => {
+        $( $crate::__conformance_case! { ($) $factory; $case; [$($needs)?]; $lacks } )*
     };
-    (@each (registry); $($case:ident),* $(,)?) => {
+    (@each (registry); $($case:ident $([$needs:ident])?),* $(,)?) => {
         /// Every case, by name, in the table's order.
         pub(crate) const ALL: &[(&str, CaseFn)] = &[$((stringify!($case), |svc| Box::pin($case(svc)))),*];
+    };
+}
+
+/// One test of [`session_service_tests!`]: plain, or ignored when the case needs a capability the
+/// backend lacks. (`$d` is a `$`, so the inner macro can have variables of its own.)
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_case {
+    (($d:tt) $factory:expr; $case:ident; []; [$($lack:ident)*]) => {
+        #[test]
+        fn $case() {
+            $crate::run_case($factory, stringify!($case));
+        }
+    };
+    (($d:tt) $factory:expr; $case:ident; [$needs:ident]; [$($lack:ident)*]) => {
+        macro_rules! __with_capability {
+            ($needs $d($d rest:ident)*) => {
+                #[test]
+                #[ignore = "the backend lacks the capability this case needs (agentstate_conformance::Capability)"]
+                fn $case() {
+                    $crate::run_case($factory, stringify!($case));
+                }
+            };
+            ($d first:ident $d($d rest:ident)*) => {
+                __with_capability!($d($d rest)*);
+            };
+            () => {
+                #[test]
+                fn $case() {
+                    $crate::run_case($factory, stringify!($case));
+                }
+            };
+        }
+        __with_capability!($($lack)*);
     };
 }

@@ -11,6 +11,8 @@ use agentstate::{
     SessionService, Value,
 };
 use proptest::prelude::*;
+
+use crate::Capability;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::json;
 
@@ -102,13 +104,25 @@ where
     F: Fn() -> FF,
     FF: Future<Output = Arc<dyn SessionService>>,
 {
+    check_against_model_lacking(factory, cases, &[]);
+}
+
+/// [`check_against_model`] for a backend that lacks some [`Capability`]: the operations keep to
+/// what it can do (without [`Capability::SessionIdsPerUser`], no two users share a session id).
+pub fn check_against_model_lacking<F, FF>(factory: F, cases: u32, lacks: &[Capability])
+where
+    F: Fn() -> FF,
+    FF: Future<Output = Arc<dyn SessionService>>,
+{
+    let ids_per_app = lacks.contains(&Capability::SessionIdsPerUser);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let config = Config { cases, failure_persistence: None, ..Config::default() };
     let mut runner = TestRunner::new(config);
     let result = runner.run(&ops(), |ops| {
         runtime.block_on(async {
             let svc = factory().await;
-            Run { svc, app: crate::unique("model"), model: Model::default(), slots: Default::default(), next_id: 0 }
+            let app = crate::unique("model");
+            Run { svc, app, model: Model::default(), slots: Default::default(), next_id: 0, ids_per_app }
                 .execute(&ops)
                 .await
         })
@@ -187,11 +201,17 @@ struct Run {
     model: Model,
     slots: [Option<(Session, Handle)>; SLOTS],
     next_id: u64,
+    /// Session ids are per app: the id of `(user, sid)` names the user too.
+    ids_per_app: bool,
 }
 
 impl Run {
+    fn session_id(&self, user: usize, sid: usize) -> String {
+        if self.ids_per_app { format!("{}-{}", SIDS[sid], USERS[user]) } else { SIDS[sid].to_owned() }
+    }
+
     fn key(&self, user: usize, sid: usize) -> SessionKey {
-        SessionKey::new(&self.app, USERS[user], SIDS[sid]).unwrap()
+        SessionKey::new(&self.app, USERS[user], self.session_id(user, sid)).unwrap()
     }
 
     async fn execute(mut self, ops: &[Op]) -> Result<(), TestCaseError> {
@@ -301,7 +321,8 @@ impl Run {
     }
 
     async fn create(&mut self, user: usize, sid: usize, state: Map<String, Value>) -> Result<(), TestCaseError> {
-        let request = CreateSession::new(&self.app, USERS[user]).id(SIDS[sid]).with_state(state.clone());
+        let request =
+            CreateSession::new(&self.app, USERS[user]).id(self.session_id(user, sid)).with_state(state.clone());
         let got = self.svc.create_session(request).await;
         if self.model.sessions.contains_key(&(user, sid)) {
             prop_assert_eq!(outcome(&got), "Err(AlreadyExists)");
@@ -444,7 +465,7 @@ impl Run {
             .iter()
             .filter(|((u, _), _)| user.is_none_or(|x| x == *u))
             .map(|(&(u, s), stored)| {
-                (stored.last, USERS[u].to_owned(), SIDS[s].to_owned(), self.model.merged(u, stored))
+                (stored.last, USERS[u].to_owned(), self.session_id(u, s), self.model.merged(u, stored))
             })
             .collect();
         expected.sort_by(|a, b| (a.0, &a.1, &a.2).cmp(&(b.0, &b.1, &b.2)));

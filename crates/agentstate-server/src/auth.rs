@@ -40,6 +40,9 @@ pub enum Access {
     /// A valid token; the handler checks it against the app and user named in the body, after
     /// authenticating and before looking anything up.
     BodyAppUser,
+    /// A token for the engine (the app) in the path of a managed-service route; the handler
+    /// checks the user once it knows it (from the body, the filter, or the session).
+    EngineUser,
 }
 
 impl Access {
@@ -50,6 +53,7 @@ impl Access {
             Self::Token => "any valid token",
             Self::PathAppUser => "a token for the app and user in the path",
             Self::BodyAppUser => "a token for the app and user in the body",
+            Self::EngineUser => "a token for the engine (app) in the path and the session's user",
         }
     }
 }
@@ -133,6 +137,11 @@ impl Permit {
         self.apps.as_ref().is_none_or(|apps| apps.iter().any(|a| a == app))
     }
 
+    /// Whether it covers every user of the apps it covers.
+    pub(crate) fn covers_every_user(&self) -> bool {
+        self.users.is_none()
+    }
+
     /// 403 unless it covers `app`.
     pub(crate) fn check_app(&self, app: &str) -> Result<(), ApiError> {
         if !self.covers_app(app) {
@@ -197,21 +206,22 @@ impl Tokens {
         found
     }
 
-    /// The permit of the request's bearer token: everything without tokens configured, 401
-    /// without a known token.
+    /// The permit of the request's token (`Authorization: Bearer <token>`, or `x-goog-api-key`
+    /// as Google's clients send an API key): everything without tokens configured, 401 without a
+    /// known token.
     pub(crate) fn authenticate(&self, headers: &HeaderMap) -> Result<Permit, ApiError> {
         if !self.is_enabled() {
             return Ok(Permit::all());
         }
-        let presented = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
+        let bearer =
+            headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+        let api_key = headers.get("x-goog-api-key").and_then(|v| v.to_str().ok());
+        let presented = bearer.or(api_key).map(str::trim);
         match presented.and_then(|t| self.find(t)) {
             Some(grant) => Ok(Permit::of(grant)),
             None => Err(ApiError::Unauthorized(
-                "Missing or unknown bearer token: send `Authorization: Bearer <token>`.".into(),
+                "Missing or unknown access token: send `Authorization: Bearer <token>` (or `x-goog-api-key: <token>`)."
+                    .into(),
             )),
         }
     }

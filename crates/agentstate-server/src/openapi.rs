@@ -58,20 +58,81 @@ fn schemas() -> Value {
             "streaming": {"type": "boolean", "default": false, "description": "Also send partial (streamed) events"},
             "stateDelta": {"type": "object", "description": "State set on the user's event"}}},
         "Status": {"type": "object", "properties": {"status": {"type": "string"}}},
+        "GoogleError": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object",
+            "properties": {"code": {"type": "integer"}, "message": {"type": "string"},
+                "status": {"type": "string", "description": "INVALID_ARGUMENT, NOT_FOUND, ABORTED, ALREADY_EXISTS, …"}}}}},
+        "VertexCreateSession": {"type": "object", "required": ["userId"], "properties": {
+            "userId": {"type": "string"}, "sessionState": {"type": "object"}, "displayName": {"type": "string"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "ttl": {"type": "string", "description": "Seconds, e.g. \"7200s\"; not with expireTime"},
+            "expireTime": {"type": "string", "format": "date-time"}},
+            "description": "Field names in camelCase or snake_case"},
+        "VertexSession": {"type": "object", "required": ["name", "userId", "sessionState", "createTime", "updateTime"], "properties": {
+            "name": {"type": "string", "description": "…/reasoningEngines/{engine}/sessions/{id}, in the form asked"},
+            "userId": {"type": "string"}, "sessionState": {"type": "object", "description": "Merged: session, app: and user: keys"},
+            "createTime": {"type": "string", "format": "date-time"}, "updateTime": {"type": "string", "format": "date-time"},
+            "expireTime": {"type": "string", "format": "date-time"}, "displayName": {"type": "string"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}}}},
+        "VertexSessionList": {"type": "object", "properties": {
+            "sessions": {"type": "array", "items": {"$ref": "#/components/schemas/VertexSession"}},
+            "nextPageToken": {"type": "string"}}},
+        "VertexEvent": {"type": "object", "properties": {
+            "name": {"type": "string"}, "author": {"type": "string"}, "invocationId": {"type": "string"},
+            "timestamp": {"type": "string", "format": "date-time"}, "content": {"type": "object"},
+            "actions": {"type": "object", "properties": {"stateDelta": {"type": "object"}, "artifactDelta": {"type": "object"},
+                "transferAgent": {"type": "string"}, "escalate": {"type": "boolean"}, "skipSummarization": {"type": "boolean"}}},
+            "errorCode": {"type": "string"}, "errorMessage": {"type": "string"}, "eventMetadata": {"type": "object"},
+            "rawEvent": {"type": "object", "description": "The whole ADK event (camelCase)"}},
+            "description": "Nested field names in camelCase or snake_case; unknown fields ignored"},
+        "VertexEventList": {"type": "object", "properties": {
+            "sessionEvents": {"type": "array", "items": {"$ref": "#/components/schemas/VertexEvent"}},
+            "nextPageToken": {"type": "string"}}},
+        "VertexOperation": {"type": "object", "required": ["name", "done"], "properties": {
+            "name": {"type": "string"}, "done": {"type": "boolean"}, "response": {"type": "object"}}},
         "Null": {"type": "null"},
         "Metrics": {"type": "string", "description": "Prometheus text exposition format"},
     })
 }
 
-fn parameters(path: &str) -> Vec<Value> {
+fn parameters(op: &Operation) -> Vec<Value> {
+    let path = op.path;
     let mut params: Vec<Value> = path
         .split('/')
         .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
         .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 128}}))
         .collect();
-    if path.ends_with("/events") {
-        params.push(json!({"name": "after", "in": "query", "schema": {"type": "string"}, "description": "nextPageToken of the previous page"}));
-        params.push(json!({"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}}));
+    let query = |name: &str, schema: Value, description: &str| json!({"name": name, "in": "query", "schema": schema, "description": description});
+    let vertex = path.starts_with("/v1beta1/");
+    if vertex && (path.ends_with("/events") || (path.ends_with("/sessions") && op.method == "get")) {
+        let what = if path.ends_with("/events") {
+            "timestamp>=\"<RFC 3339>\" (also >, <=, <; AND)"
+        } else {
+            "user_id=\"<user>\""
+        };
+        params.push(query("filter", json!({"type": "string"}), what));
+        params.push(query(
+            "pageSize",
+            json!({"type": "integer", "minimum": 1, "maximum": 100, "default": 100}),
+            "Page size",
+        ));
+        params.push(query("pageToken", json!({"type": "string"}), "nextPageToken of the previous page"));
+    } else if vertex && path.ends_with("/sessions") {
+        params.push(query("sessionId", json!({"type": "string"}), "The id; generated (19 digits) if absent"));
+    } else if path.ends_with("/events") {
+        params.push(query("after", json!({"type": "string"}), "nextPageToken of the previous page"));
+        params.push(query(
+            "limit",
+            json!({"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}),
+            "Page size",
+        ));
+    }
+    if vertex && path.contains("{session}") {
+        params.push(json!({"name": "x-agentstate-user-id", "in": "header", "schema": {"type": "string"},
+            "description": "agentstate extension: the session's user (spares a lookup)"}));
+    }
+    if vertex && path.ends_with("{session}") && op.method == "post" {
+        params.push(json!({"name": "x-agentstate-last-update", "in": "header", "schema": {"type": "integer"},
+            "description": "agentstate extension: the storage marker the caller's view was loaded at (epoch µs); 409 ABORTED if the session changed since"}));
     }
     params
 }
@@ -107,7 +168,7 @@ pub fn document(operations: &[Operation]) -> Value {
             "summary": op.summary,
             "description": format!("Authentication, when access tokens are configured: {}.", op.access.describe()),
             "security": security,
-            "parameters": parameters(op.path),
+            "parameters": parameters(op),
             "responses": responses,
         });
         if let Some(schema) = op.request {

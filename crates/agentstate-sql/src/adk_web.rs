@@ -112,7 +112,7 @@ impl Reader<'_> {
             users.insert((app, user), state);
         }
         let sessions = self.rows(
-            "SELECT app_name, user_id, id, state, update_time FROM sessions ORDER BY update_time",
+            "SELECT app_name, user_id, id, state, create_time, update_time FROM sessions ORDER BY update_time",
             [],
             |r| {
                 Ok((
@@ -120,12 +120,13 @@ impl Reader<'_> {
                     r.get::<_, String>("user_id")?,
                     r.get::<_, String>("id")?,
                     r.get::<_, String>("state")?,
+                    r.get::<_, f64>("create_time")?,
                     r.get::<_, f64>("update_time")?,
                 ))
             },
         )?;
         let mut records = Vec::with_capacity(sessions.len());
-        for (app, user, id, text, update_time) in sessions {
+        for (app, user, id, text, create_time, update_time) in sessions {
             let name = format!("{app}/{user}/{id}");
             let mut state = self.state(&text, || format!("the state of session {name}"))?;
             for (k, v) in apps.get(&app).into_iter().flatten() {
@@ -135,7 +136,18 @@ impl Reader<'_> {
                 state.insert(format!("{}{k}", agentstate::USER_PREFIX), v.clone());
             }
             let events = self.events(&app, &user, &id, &name)?;
-            records.push(Record { app_name: app, user_id: user, id, last_update_time: update_time, state, events });
+            records.push(Record {
+                app_name: app,
+                user_id: user,
+                id,
+                last_update_time: update_time,
+                state,
+                events,
+                create_time: Some(create_time),
+                display_name: None,
+                labels: Default::default(),
+                expire_time: None,
+            });
         }
         Ok(records)
     }

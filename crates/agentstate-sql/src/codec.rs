@@ -2,7 +2,10 @@
 //! microsecond, state as a JSON object, events as snake_case `event_data` with absent fields
 //! omitted.
 
-use agentstate::{Error, Event, Map, Result, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use agentstate::{Error, Event, Map, Result, SessionAttributes, Value};
 use chrono::{DateTime, NaiveDateTime};
 
 /// The text form SQLAlchemy gives a `DATETIME` on SQLite: always six fractional digits.
@@ -113,6 +116,25 @@ pub(crate) fn decode_event_text(
         None => Value::Object(Map::new()),
     };
     decode_event(data, id, invocation_id, column_micros)
+}
+
+/// A session's attributes as stored: `labels` is a JSON object of strings.
+pub(crate) fn attributes(
+    display_name: Option<String>,
+    labels: Option<&str>,
+    expire_time_micros: Option<i64>,
+) -> Result<Option<Arc<SessionAttributes>>> {
+    let labels: BTreeMap<String, String> = match labels {
+        None => BTreeMap::new(),
+        Some(text) => serde_json::from_str(text).map_err(|e| corrupt(format!("labels are unreadable: {e}")))?,
+    };
+    let attributes = SessionAttributes { display_name, labels, expire_time_micros };
+    Ok((!attributes.is_empty()).then(|| Arc::new(attributes)))
+}
+
+/// Labels as stored: a JSON object, or `None` for none.
+pub(crate) fn labels_text(attributes: &SessionAttributes) -> Option<String> {
+    (!attributes.labels.is_empty()).then(|| serde_json::to_string(&attributes.labels).unwrap_or_default())
 }
 
 /// A backend error for data this service cannot read: not retryable.

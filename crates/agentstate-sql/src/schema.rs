@@ -64,11 +64,18 @@ impl From<SchemaError> for Error {
     }
 }
 
+/// The tables and indexes a database needs, the reference's and agentstate's own.
+const TABLES: [&str; 6] =
+    ["adk_internal_metadata", "sessions", "app_states", "user_states", "events", "agentstate_session_attributes"];
+const INDEXES: [&str; 2] = ["idx_events_app_user_session_ts_id", "idx_sessions_app_id"];
+
 /// What a dialect found in a database before touching it.
 #[derive(Debug, Default)]
 pub(crate) struct Found {
     /// The tables of the schema agentstate uses.
     pub(crate) tables: Vec<String>,
+    /// The names of the indexes on them.
+    pub(crate) indexes: Vec<String>,
     /// The `schema_version` row of `adk_internal_metadata`, when that table exists.
     pub(crate) version: Option<String>,
     /// The columns of `events` (name, declared type), when it exists.
@@ -80,6 +87,12 @@ pub(crate) struct Found {
 impl Found {
     pub(crate) fn has_table(&self, name: &str) -> bool {
         self.tables.iter().any(|t| t == name)
+    }
+
+    /// Whether every table and index is there, so the schema script need not run (its DDL takes
+    /// locks that would wait for, and hold up, other processes' writes).
+    pub(crate) fn is_complete(&self) -> bool {
+        TABLES.iter().all(|t| self.has_table(t)) && INDEXES.iter().all(|i| self.indexes.iter().any(|x| x == i))
     }
 }
 

@@ -29,6 +29,7 @@
 //! }
 //! ```
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::sync::Arc;
 
@@ -39,6 +40,7 @@ use crate::error::Error;
 use crate::event::Event;
 use crate::key::SessionKey;
 use crate::service::{GetSessionConfig, ListSessions, SessionService};
+use crate::session::SessionAttributes;
 use crate::store::{EventCommit, NewSession, ScopedState, SessionStore, micros_to_secs, secs_to_micros};
 
 /// One exported session: a line of the archive.
@@ -56,6 +58,18 @@ pub struct Record {
     pub state: Map<String, Value>,
     /// Every event, oldest first.
     pub events: Vec<Event>,
+    /// When it was created, epoch seconds (absent in archives of older releases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create_time: Option<f64>,
+    /// A name to show people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Its labels.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// When it expires, epoch seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expire_time: Option<f64>,
 }
 
 /// How far an export or import got: passed to the progress callback after each session, and
@@ -138,6 +152,7 @@ pub async fn export(
             else {
                 continue;
             };
+            let attributes = session.attributes();
             let record = Record {
                 app_name: session.app_name().to_owned(),
                 user_id: session.user_id().to_owned(),
@@ -145,6 +160,10 @@ pub async fn export(
                 last_update_time: session.last_update_time(),
                 state: session.state().all().clone(),
                 events: session.events().iter().cloned().collect(),
+                create_time: Some(session.create_time()),
+                display_name: attributes.display_name.clone(),
+                labels: attributes.labels.clone(),
+                expire_time: attributes.expire_time_micros.map(micros_to_secs),
             };
             serde_json::to_writer(&mut *out, &record).map_err(|e| ArchiveError::Write(e.into()))?;
             out.write_all(b"\n").map_err(ArchiveError::Write)?;
@@ -194,16 +213,29 @@ pub async fn import(
     Ok(done)
 }
 
-/// Creates the session just before its first event and commits its events in order, each at
-/// its stored time (moved forward where needed to keep the order strict), without their deltas.
+/// Creates the session at its creation time (or just before its first event, for archives that
+/// lack it) and commits its events in order, each at its stored time (moved forward where needed
+/// to keep the order strict), without their deltas.
 async fn import_one(store: &dyn SessionStore, record: Record) -> Result<usize, Error> {
     // Keys from an archive may be ids agentstate itself would refuse (written by another
     // program); they are stored as they were, like keys read back from storage.
     let key = SessionKey::from_storage(record.app_name, record.user_id, record.id);
     let first = record.events.first().and_then(|e| secs_to_micros(e.timestamp));
     let last_update = secs_to_micros(record.last_update_time).unwrap_or_default();
-    let created = first.map_or(last_update, |t| t.min(last_update) - 1);
-    let new = NewSession { key: key.clone(), state: ScopedState::split(record.state), create_time_micros: created };
+    let earliest = first.map_or(last_update, |t| t.min(last_update) - 1);
+    let created = record.create_time.and_then(secs_to_micros).map_or(earliest, |t| t.min(earliest));
+    let attributes = SessionAttributes {
+        display_name: record.display_name,
+        labels: record.labels,
+        expire_time_micros: record.expire_time.and_then(secs_to_micros),
+    };
+    attributes.validate()?;
+    let new = NewSession {
+        key: key.clone(),
+        state: ScopedState::split(record.state),
+        create_time_micros: created,
+        attributes,
+    };
     let mut marker = store.create(new).await?.last_update_micros();
     let count = record.events.len();
     for event in record.events {

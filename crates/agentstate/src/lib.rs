@@ -70,7 +70,7 @@ pub use service::{
     CreateSession, EventPage, GetSessionConfig, ListEvents, ListSessions, MAX_EVENT_PAGE, MAX_INVOCATION_ID_CHARS,
     SessionPage, SessionService,
 };
-pub use session::{Events, Session};
+pub use session::{Events, MAX_DISPLAY_NAME_CHARS, MAX_LABEL_CHARS, MAX_LABELS, Session, SessionAttributes};
 pub use state::State;
 
 /// The same JSON map type the model uses (insertion-ordered).

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use crate::error::{ConflictKind, Error, Result};
 use crate::event::Event;
 use crate::key::SessionKey;
-use crate::session::Session;
+use crate::session::{Session, SessionAttributes};
 use crate::store::{
     CommitOutcome, EventCommit, EventQuery, EventWindow, ListQuery, NewSession, SessionStore, merge_scopes,
 };
@@ -50,6 +50,8 @@ struct UserEntry {
 #[derive(Debug)]
 struct StoredSession {
     state: Map<String, Value>,
+    create_time_micros: i64,
+    attributes: Option<Arc<SessionAttributes>>,
     /// Timestamps in epoch microseconds, strictly increasing, parallel to `events`.
     times: Vec<i64>,
     events: Vec<Arc<Event>>,
@@ -91,12 +93,14 @@ impl InMemorySessionService {
 fn handle(key: SessionKey, app: &AppEntry, user: &UserEntry, stored: &StoredSession, events: &[Arc<Event>]) -> Session {
     let state = merge_scopes(&stored.state, &app.state, &user.state);
     Session::from_storage(key, state, events.iter().cloned(), stored.last_update_micros)
+        .created_at(stored.create_time_micros)
+        .with_attributes(stored.attributes.clone())
 }
 
 #[async_trait]
 impl SessionStore for InMemorySessionService {
     async fn create(&self, new: NewSession) -> Result<Session> {
-        let NewSession { key, state, create_time_micros } = new;
+        let NewSession { key, state, create_time_micros, attributes } = new;
         let mut apps = self.write();
         let app = apps.entry(key.app_name().to_owned()).or_default();
         let exists = app.users.get(key.user_id()).is_some_and(|u| u.sessions.contains_key(key.session_id()));
@@ -108,6 +112,8 @@ impl SessionStore for InMemorySessionService {
         merge_into(&mut user.state, &state.user);
         let stored = StoredSession {
             state: state.session,
+            create_time_micros,
+            attributes: (!attributes.is_empty()).then(|| Arc::new(attributes)),
             times: Vec::new(),
             events: Vec::new(),
             index_of_id: HashMap::new(),
@@ -118,7 +124,9 @@ impl SessionStore for InMemorySessionService {
             merge_scopes(&stored.state, &app.state, &user.state),
             Vec::<Arc<Event>>::new(),
             create_time_micros,
-        );
+        )
+        .created_at(create_time_micros)
+        .with_attributes(stored.attributes.clone());
         user.sessions.insert(key.session_id().to_owned(), stored);
         Ok(session)
     }
@@ -167,7 +175,7 @@ impl SessionStore for InMemorySessionService {
     }
 
     async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
-        let EventQuery { key, after, limit } = query;
+        let EventQuery { key, after, since_micros, limit } = query;
         let apps = self.read();
         let stored = apps
             .get(key.app_name())
@@ -175,12 +183,27 @@ impl SessionStore for InMemorySessionService {
             .and_then(|u| u.sessions.get(key.session_id()));
         let Some(stored) = stored else { return Ok(None) };
         // Timestamps are strictly increasing here, so the time alone finds the position.
-        let start = after.as_ref().map_or(0, |c| {
+        let after_cursor = after.as_ref().map_or(0, |c| {
             stored.times.partition_point(|&t| t < c.timestamp_micros)
                 + usize::from(stored.times.binary_search(&c.timestamp_micros).is_ok())
         });
+        let since = since_micros.map_or(0, |since| stored.times.partition_point(|&t| t < since));
+        let start = after_cursor.max(since);
         let end = start.saturating_add(*limit).min(stored.events.len());
         Ok(Some(stored.events.get(start..end).unwrap_or_default().iter().map(|e| Event::clone(e)).collect()))
+    }
+
+    async fn users_with_session(&self, app: &str, session_id: &str) -> Result<Vec<String>> {
+        let apps = self.read();
+        let Some(app) = apps.get(app) else { return Ok(Vec::new()) };
+        let mut users: Vec<String> = app
+            .users
+            .iter()
+            .filter(|(_, user)| user.sessions.contains_key(session_id))
+            .map(|(id, _)| id.clone())
+            .collect();
+        users.sort_unstable();
+        Ok(users)
     }
 
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {

@@ -12,7 +12,7 @@ use crate::event::Event;
 use crate::key::{SessionKey, validate_id};
 use crate::page;
 use crate::scope::Scope;
-use crate::session::Session;
+use crate::session::{Session, SessionAttributes};
 use crate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, ListCursor, ListQuery, NewSession, ScopedState,
     SessionStore, micros_to_secs, now_micros, secs_to_micros,
@@ -42,6 +42,8 @@ pub struct CreateSession {
     pub session_id: Option<String>,
     /// Initial state, keys with their scope prefix; `temp:` keys are dropped.
     pub state: Map<String, Value>,
+    /// Display name, labels, expiry.
+    pub attributes: SessionAttributes,
 }
 
 impl CreateSession {
@@ -70,6 +72,35 @@ impl CreateSession {
         self.state = state;
         self
     }
+
+    /// A name to show people.
+    #[must_use]
+    pub fn display_name(mut self, name: impl Into<String>) -> Self {
+        self.attributes.display_name = Some(name.into());
+        self
+    }
+
+    /// Adds a label.
+    #[must_use]
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.attributes.labels.insert(key.into(), value.into());
+        self
+    }
+
+    /// Expires at `time` (epoch seconds).
+    #[must_use]
+    pub fn expire_time(mut self, time: f64) -> Self {
+        self.attributes.expire_time_micros = secs_to_micros(time);
+        self
+    }
+
+    /// Expires `ttl` from now.
+    #[must_use]
+    pub fn ttl(mut self, ttl: std::time::Duration) -> Self {
+        let ttl = i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX);
+        self.attributes.expire_time_micros = Some(now_micros().saturating_add(ttl));
+        self
+    }
 }
 
 /// Which events [`SessionService::get_session`] loads. The default loads all of them.
@@ -88,14 +119,17 @@ impl GetSessionConfig {
     }
 
     fn window(self) -> Result<EventWindow> {
-        let after_micros = match self.after_timestamp {
-            None => None,
-            Some(t) => Some(secs_to_micros(t).ok_or_else(|| {
-                Error::invalid("after_timestamp", format!("{t} is not a valid epoch time in seconds"))
-            })?),
-        };
+        let after_micros = timestamp_micros("after_timestamp", self.after_timestamp)?;
         Ok(EventWindow { recent: self.num_recent_events, after_micros })
     }
+}
+
+/// An optional epoch-seconds argument in epoch microseconds.
+fn timestamp_micros(field: &'static str, secs: Option<f64>) -> Result<Option<i64>> {
+    secs.map(|t| {
+        secs_to_micros(t).ok_or_else(|| Error::invalid(field, format!("{t} is not a valid epoch time in seconds")))
+    })
+    .transpose()
 }
 
 /// Arguments of [`SessionService::list_sessions`].
@@ -147,17 +181,19 @@ pub struct SessionPage {
 }
 
 /// Arguments of [`SessionService::list_events`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ListEvents {
     /// At most this many events per page (1 to [`MAX_EVENT_PAGE`]).
     pub page_size: usize,
     /// `next_page_token` of the previous page; `None` for the first.
     pub page_token: Option<String>,
+    /// Only events with a timestamp at or after this (epoch seconds).
+    pub after_timestamp: Option<f64>,
 }
 
 impl Default for ListEvents {
     fn default() -> Self {
-        Self { page_size: 100, page_token: None }
+        Self { page_size: 100, page_token: None, after_timestamp: None }
     }
 }
 
@@ -229,21 +265,27 @@ pub trait SessionService: Send + Sync {
     /// `Ok(None)` when the session does not exist. Pages stay consistent while events are
     /// appended: a page token marks a position, so nothing is skipped or repeated.
     async fn list_events(&self, key: &SessionKey, request: ListEvents) -> Result<Option<EventPage>>;
+
+    /// The sessions of `app_name` whose id is `session_id`: one per user that has one (ids are
+    /// unique per user, not per app). For addressing a session by app and id alone, as the
+    /// managed service does.
+    async fn find_sessions(&self, app_name: &str, session_id: &str) -> Result<Vec<SessionKey>>;
 }
 
 #[async_trait]
 impl<S: SessionStore + ?Sized> SessionService for S {
     async fn create_session(&self, request: CreateSession) -> Result<Session> {
-        let CreateSession { app_name, user_id, session_id, state } = request;
+        let CreateSession { app_name, user_id, session_id, state, attributes } = request;
         let session_id = session_id.filter(|id| !id.is_empty()).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let key = SessionKey::new(app_name, user_id, session_id)?;
+        attributes.validate()?;
         let span = tracing::debug_span!(
             "create_session",
             app = key.app_name(),
             user = key.user_id(),
             session = key.session_id()
         );
-        let new = NewSession { key, state: ScopedState::split(state), create_time_micros: now_micros() };
+        let new = NewSession { key, state: ScopedState::split(state), create_time_micros: now_micros(), attributes };
         self.create(new).instrument(span).await
     }
 
@@ -303,10 +345,11 @@ impl<S: SessionStore + ?Sized> SessionService for S {
             return Err(Error::invalid("page_size", format!("must be between 1 and {MAX_EVENT_PAGE}")));
         }
         let after = request.page_token.as_deref().map(page::decode_events).transpose()?;
+        let since_micros = timestamp_micros("after_timestamp", request.after_timestamp)?;
         let span =
             tracing::debug_span!("list_events", app = key.app_name(), user = key.user_id(), session = key.session_id());
         // One extra event tells whether another page follows.
-        let query = EventQuery { key: key.clone(), after, limit: request.page_size + 1 };
+        let query = EventQuery { key: key.clone(), after, since_micros, limit: request.page_size + 1 };
         let found = self.events(&query).instrument(span).await?;
         Ok(found.map(|mut events| {
             let next_page_token = (events.len() > request.page_size).then(|| {
@@ -320,6 +363,14 @@ impl<S: SessionStore + ?Sized> SessionService for S {
             });
             EventPage { events, next_page_token: next_page_token.flatten() }
         }))
+    }
+
+    async fn find_sessions(&self, app_name: &str, session_id: &str) -> Result<Vec<SessionKey>> {
+        validate_id("app_name", app_name)?;
+        validate_id("session_id", session_id)?;
+        let span = tracing::debug_span!("find_sessions", app = app_name, session = session_id);
+        let users = self.users_with_session(app_name, session_id).instrument(span).await?;
+        Ok(users.into_iter().map(|user| SessionKey::from_storage(app_name, user, session_id)).collect())
     }
 
     async fn append_event(&self, session: &mut Session, event: Event) -> Result<Event> {

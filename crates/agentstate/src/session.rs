@@ -1,5 +1,6 @@
 //! A session handle: identity, merged state, history and the storage marker used for stale checks.
 
+use std::collections::BTreeMap;
 use std::ops::Index;
 use std::sync::Arc;
 
@@ -21,6 +22,86 @@ pub struct Session {
     state: State,
     events: Events,
     last_update_micros: i64,
+    create_time_micros: i64,
+    attributes: Option<Arc<SessionAttributes>>,
+}
+
+/// What a session carries besides its state and history: a name to show, labels, and when it
+/// expires. All optional; the managed service's `displayName`, `labels` and `expireTime`.
+///
+/// ```
+/// use agentstate::{CreateSession, InMemorySessionService, SessionService};
+///
+/// # fn main() { tokio::runtime::Runtime::new().unwrap().block_on(run()).unwrap() }
+/// # async fn run() -> agentstate::Result<()> {
+/// let service = InMemorySessionService::new();
+/// let request = CreateSession::new("app", "alice").display_name("Trip planning").label("team", "travel");
+/// let session = service.create_session(request).await?;
+/// assert_eq!(session.attributes().display_name.as_deref(), Some("Trip planning"));
+/// assert_eq!(session.attributes().labels["team"], "travel");
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionAttributes {
+    /// A name to show people.
+    pub display_name: Option<String>,
+    /// Labels to organize sessions by.
+    pub labels: BTreeMap<String, String>,
+    /// When the session expires, epoch microseconds. Stored and returned; nothing acts on it
+    /// yet.
+    pub expire_time_micros: Option<i64>,
+}
+
+/// The longest display name, in characters.
+pub const MAX_DISPLAY_NAME_CHARS: usize = 256;
+/// The most labels a session may carry.
+pub const MAX_LABELS: usize = 64;
+/// The longest label key or value, in characters.
+pub const MAX_LABEL_CHARS: usize = 64;
+
+static NO_ATTRIBUTES: SessionAttributes =
+    SessionAttributes { display_name: None, labels: BTreeMap::new(), expire_time_micros: None };
+
+impl SessionAttributes {
+    /// Whether it carries nothing.
+    pub fn is_empty(&self) -> bool {
+        self.display_name.is_none() && self.labels.is_empty() && self.expire_time_micros.is_none()
+    }
+
+    /// Checks the sizes: a display name of at most [`MAX_DISPLAY_NAME_CHARS`], at most
+    /// [`MAX_LABELS`] labels, keys and values of at most [`MAX_LABEL_CHARS`], keys not empty,
+    /// no control characters.
+    pub fn validate(&self) -> crate::Result<()> {
+        use crate::Error;
+        let printable = |s: &str| !s.chars().any(char::is_control);
+        if let Some(name) = &self.display_name {
+            let chars = name.chars().count();
+            if chars > MAX_DISPLAY_NAME_CHARS || !printable(name) {
+                return Err(Error::invalid(
+                    "display_name",
+                    format!("must be printable and at most {MAX_DISPLAY_NAME_CHARS} characters (is {chars})"),
+                ));
+            }
+        }
+        if self.labels.len() > MAX_LABELS {
+            return Err(Error::invalid(
+                "labels",
+                format!("at most {MAX_LABELS} are allowed, not {}", self.labels.len()),
+            ));
+        }
+        for (key, value) in &self.labels {
+            let fits = |s: &str| s.chars().count() <= MAX_LABEL_CHARS && printable(s);
+            if key.is_empty() || !fits(key) || !fits(value) {
+                return Err(Error::invalid(
+                    "labels",
+                    format!(
+                        "{key:?}: keys and values are printable, at most {MAX_LABEL_CHARS} characters, keys not empty"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Session {
@@ -40,7 +121,24 @@ impl Session {
             state: State::from_map(state),
             events: Events(events.into_iter().map(Into::into).collect()),
             last_update_micros,
+            create_time_micros: last_update_micros,
+            attributes: None,
         }
+    }
+
+    /// Sets when the session was created (epoch microseconds); without it, the handle says it
+    /// was created at its last update. For stores.
+    #[must_use]
+    pub fn created_at(mut self, create_time_micros: i64) -> Self {
+        self.create_time_micros = create_time_micros;
+        self
+    }
+
+    /// Sets the session's attributes. For stores.
+    #[must_use]
+    pub fn with_attributes(mut self, attributes: Option<Arc<SessionAttributes>>) -> Self {
+        self.attributes = attributes.filter(|a| !a.is_empty());
+        self
     }
 
     /// The session's identity.
@@ -72,6 +170,26 @@ impl Session {
     /// appended through it.
     pub fn events(&self) -> &Events {
         &self.events
+    }
+
+    /// When the session was created, epoch seconds.
+    pub fn create_time(&self) -> f64 {
+        micros_to_secs(self.create_time_micros)
+    }
+
+    /// When the session was created, epoch microseconds.
+    pub fn create_time_micros(&self) -> i64 {
+        self.create_time_micros
+    }
+
+    /// Its display name, labels and expiry (all empty when it has none).
+    pub fn attributes(&self) -> &SessionAttributes {
+        self.attributes.as_deref().unwrap_or(&NO_ATTRIBUTES)
+    }
+
+    /// The attributes, shared, for stores that hand them on without copying.
+    pub fn shared_attributes(&self) -> Option<&Arc<SessionAttributes>> {
+        self.attributes.as_ref()
     }
 
     /// Time of the last change, epoch seconds.

@@ -24,7 +24,7 @@ pub use crate::time::{micros_to_secs, now_micros, now_secs, secs_to_micros};
 use crate::error::Result;
 use crate::event::Event;
 use crate::key::SessionKey;
-use crate::session::Session;
+use crate::session::{Session, SessionAttributes};
 
 /// A session to create, validated and split by scope.
 #[derive(Debug, Clone)]
@@ -35,6 +35,8 @@ pub struct NewSession {
     pub state: ScopedState,
     /// Creation time, epoch microseconds; also the first storage marker.
     pub create_time_micros: i64,
+    /// Display name, labels, expiry (validated); stored with the session when not empty.
+    pub attributes: SessionAttributes,
 }
 
 /// Which events [`SessionStore::get`] returns. Both limits apply together: events at or after
@@ -89,6 +91,8 @@ pub struct EventQuery {
     pub key: SessionKey,
     /// Start strictly after this position; `None` for the oldest event.
     pub after: Option<EventCursor>,
+    /// Only events with a timestamp at or after this (epoch microseconds).
+    pub since_micros: Option<i64>,
     /// At most this many events.
     pub limit: usize,
 }
@@ -125,15 +129,16 @@ pub enum CommitOutcome {
 pub trait SessionStore: Send + Sync + 'static {
     /// Creates a session. Atomically: if (app, user, id) exists → `AlreadyExists` and nothing
     /// changes; else merge `state.app`/`state.user` into the app/user state key by key, store the
-    /// session, and return its handle with the merged state and no events.
+    /// session with its attributes, and return its handle with the merged state, its creation
+    /// time, its attributes and no events.
     async fn create(&self, new: NewSession) -> Result<Session>;
 
-    /// Loads a session with the events in `window`, or `None` if it does not exist. The state is
-    /// the merged view read in one consistent snapshot.
+    /// Loads a session with the events in `window`, its creation time and attributes, or `None`
+    /// if it does not exist. The state is the merged view read in one consistent snapshot.
     async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>>;
 
-    /// Lists sessions in the order (last update time, user id, session id), with merged state
-    /// and no events.
+    /// Lists sessions in the order (last update time, user id, session id), with merged state,
+    /// creation time and attributes, and no events.
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>>;
 
     /// Deletes a session and its events; a missing session is not an error. App and user state
@@ -150,13 +155,15 @@ pub trait SessionStore: Send + Sync + 'static {
     ///    concurrent writer of other keys loses nothing), set the marker to `timestamp_micros`.
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome>;
 
-    /// The session's events after `query.after` (from the start if `None`), oldest first, at
-    /// most `query.limit`; `None` if the session does not exist.
+    /// The session's events after `query.after` (from the start if `None`) and at or after
+    /// `query.since_micros`, oldest first, at most `query.limit`; `None` if the session does not
+    /// exist.
     ///
     /// The provided implementation loads the whole history and slices it: correct for any
     /// store, O(history). Stores override it with a query that reads only the page.
     async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
-        let Some(session) = self.get(&query.key, EventWindow::default()).await? else { return Ok(None) };
+        let window = EventWindow { recent: None, after_micros: query.since_micros };
+        let Some(session) = self.get(&query.key, window).await? else { return Ok(None) };
         let position = |e: &Event| (secs_to_micros(e.timestamp).unwrap_or(i64::MIN), e.id.clone());
         let events = session
             .events()
@@ -166,6 +173,30 @@ pub trait SessionStore: Send + Sync + 'static {
             .cloned()
             .collect();
         Ok(Some(events))
+    }
+
+    /// The users of `app` that have a session called `session_id`.
+    ///
+    /// The provided implementation pages through the app's sessions: correct for any store,
+    /// O(sessions of the app). Stores override it with a lookup.
+    async fn users_with_session(&self, app: &str, session_id: &str) -> Result<Vec<String>> {
+        const PAGE: usize = 500;
+        let mut query = ListQuery { app_name: app.to_owned(), user_id: None, after: None, limit: Some(PAGE) };
+        let mut users = Vec::new();
+        loop {
+            let page = self.list(&query).await?;
+            users.extend(page.iter().filter(|s| s.id() == session_id).map(|s| s.user_id().to_owned()));
+            match page.last() {
+                Some(last) if page.len() == PAGE => {
+                    query.after = Some(ListCursor {
+                        last_update_micros: last.last_update_micros(),
+                        user_id: last.user_id().to_owned(),
+                        session_id: last.id().to_owned(),
+                    });
+                }
+                _ => return Ok(users),
+            }
+        }
     }
 }
 
@@ -202,5 +233,9 @@ impl<T: DelegatingStore> SessionStore for T {
 
     async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
         self.delegate().events(query).await
+    }
+
+    async fn users_with_session(&self, app: &str, session_id: &str) -> Result<Vec<String>> {
+        self.delegate().users_with_session(app, session_id).await
     }
 }

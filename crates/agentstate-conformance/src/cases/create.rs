@@ -56,6 +56,8 @@ pub(super) async fn same_id_for_another_user_or_app_is_another_session(svc: Svc)
     for (app, user, who) in [(&app1, "u1", "u1"), (&app1, "u2", "u2"), (&app2, "u1", "app2")] {
         assert_eq!(state_of(&reload(&svc, &key(app, user, "s1")).await), json!({"who": who}));
     }
+    let found = svc.find_sessions(&app1, "s1").await.unwrap();
+    assert_eq!(found, [key(&app1, "u1", "s1"), key(&app1, "u2", "s1")], "one per user, by user id");
     svc.delete_session(&key(&app1, "u1", "s1")).await.unwrap();
     assert!(svc.get_session(&key(&app1, "u2", "s1"), GetSessionConfig::default()).await.unwrap().is_some());
 }
@@ -103,11 +105,70 @@ pub(super) async fn ids_are_case_sensitive(svc: Svc) {
     let upper_app = app.to_uppercase();
     create(&svc, &app, "u", "s1", json!({"v": "lower", "user:who": "u", "app:which": "lower"})).await;
     create(&svc, &app, "u", "S1", json!({"v": "upper"})).await;
-    create(&svc, &app, "U", "s1", json!({"v": "other user"})).await;
+    create(&svc, &app, "U", "t1", json!({"v": "other user"})).await;
     create(&svc, &upper_app, "u", "s1", json!({"v": "other app"})).await;
     assert_eq!(state_of(&reload(&svc, &key(&app, "u", "s1")).await)["v"], "lower");
     assert_eq!(state_of(&reload(&svc, &key(&app, "u", "S1")).await)["v"], "upper");
-    let other_user = reload(&svc, &key(&app, "U", "s1")).await;
+    assert!(svc.get_session(&key(&app, "U", "s1"), GetSessionConfig::default()).await.unwrap().is_none());
+    assert!(svc.get_session(&key(&app, "u", "t1"), GetSessionConfig::default()).await.unwrap().is_none());
+    let other_user = reload(&svc, &key(&app, "U", "t1")).await;
     assert_eq!(state_of(&other_user), json!({"v": "other user", "app:which": "lower"}));
     assert_eq!(state_of(&reload(&svc, &key(&upper_app, "u", "s1")).await), json!({"v": "other app"}));
+}
+
+/// A display name, labels and an expiry given at create are kept and returned by create, get
+/// and list; a session without them has none; bad ones are refused; a new session under a
+/// deleted one's id starts without them.
+pub(super) async fn attributes_are_kept(svc: Svc) {
+    use agentstate::SessionAttributes;
+    let app = unique("app");
+    let expire = 4_102_444_800.0; // 2100-01-01
+    let request = CreateSession::new(&app, "u")
+        .id("named")
+        .display_name("Trip to Oslo")
+        .label("team", "travel")
+        .label("tier", "gold")
+        .expire_time(expire);
+    let created = svc.create_session(request).await.unwrap();
+    let expected = SessionAttributes {
+        display_name: Some("Trip to Oslo".into()),
+        labels: [("team".to_owned(), "travel".to_owned()), ("tier".to_owned(), "gold".to_owned())].into(),
+        expire_time_micros: Some(4_102_444_800_000_000),
+    };
+    assert_eq!(created.attributes(), &expected);
+    let mut loaded = reload(&svc, created.key()).await;
+    assert_eq!(loaded.attributes(), &expected);
+    svc.append_event(&mut loaded, event("inv", json!({"k": 1}))).await.unwrap();
+    assert_eq!(reload(&svc, created.key()).await.attributes(), &expected, "appends keep them");
+    let plain = create(&svc, &app, "u", "plain", json!({})).await;
+    assert!(plain.attributes().is_empty());
+    let listed = svc.list_sessions(ListSessions::user(&app, "u")).await.unwrap().sessions;
+    let by_id = |id: &str| listed.iter().find(|s| s.id() == id).unwrap().attributes().clone();
+    assert_eq!(by_id("named"), expected);
+    assert!(by_id("plain").is_empty());
+
+    let too_long = CreateSession::new(&app, "u").display_name("x".repeat(agentstate::MAX_DISPLAY_NAME_CHARS + 1));
+    assert_eq!(svc.create_session(too_long).await.unwrap_err().kind(), ErrorKind::InvalidArgument);
+    let empty_key = CreateSession::new(&app, "u").label("", "v");
+    assert_eq!(svc.create_session(empty_key).await.unwrap_err().kind(), ErrorKind::InvalidArgument);
+
+    svc.delete_session(created.key()).await.unwrap();
+    let again = create(&svc, &app, "u", "named", json!({})).await;
+    assert!(again.attributes().is_empty());
+    assert!(reload(&svc, again.key()).await.attributes().is_empty());
+}
+
+/// A session's creation time is set once: the handle's first marker, kept by every append.
+pub(super) async fn create_time_is_kept(svc: Svc) {
+    let app = unique("app");
+    let mut s = create(&svc, &app, "u", "s", json!({})).await;
+    let created = s.create_time_micros();
+    assert_eq!(created, s.last_update_micros());
+    assert!((s.create_time() - agentstate::store::now_secs()).abs() < 60.0, "about now");
+    svc.append_event(&mut s, event("inv", json!({}))).await.unwrap();
+    assert!(s.last_update_micros() > created);
+    let loaded = reload(&svc, s.key()).await;
+    assert_eq!(loaded.create_time_micros(), created);
+    let listed = svc.list_sessions(ListSessions::user(&app, "u")).await.unwrap().sessions;
+    assert_eq!(listed[0].create_time_micros(), created);
 }

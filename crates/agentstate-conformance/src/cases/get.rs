@@ -80,7 +80,7 @@ pub(super) async fn event_pages_walk_history_in_order(svc: Svc) {
         append(n).await;
     }
     let mut seen = Vec::new();
-    let mut request = ListEvents { page_size: 10, page_token: None };
+    let mut request = ListEvents { page_size: 10, ..ListEvents::default() };
     let mut sizes = Vec::new();
     loop {
         let page = svc.list_events(&key(&app, "u", "s"), request.clone()).await.unwrap().unwrap();
@@ -105,13 +105,59 @@ pub(super) async fn event_pages_walk_history_in_order(svc: Svc) {
     let empty = create(&svc, &app, "u", "empty", json!({})).await;
     let page = svc.list_events(empty.key(), ListEvents::default()).await.unwrap().unwrap();
     assert!(page.events.is_empty() && page.next_page_token.is_none());
-    for bad in [ListEvents { page_size: 0, page_token: None }, ListEvents { page_size: 1001, page_token: None }] {
+    for bad in
+        [ListEvents { page_size: 0, ..ListEvents::default() }, ListEvents { page_size: 1001, ..ListEvents::default() }]
+    {
         let err = svc.list_events(empty.key(), bad).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     }
     let list_token = svc.list_sessions(ListSessions::app(&app).page_size(1)).await.unwrap().next_page_token.unwrap();
     for token in ["garbage".to_owned(), list_token] {
-        let err = svc.list_events(empty.key(), ListEvents { page_size: 5, page_token: Some(token) }).await.unwrap_err();
+        let request = ListEvents { page_size: 5, page_token: Some(token), ..ListEvents::default() };
+        let err = svc.list_events(empty.key(), request).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     }
+}
+
+/// `list_events` with `after_timestamp` starts at the first event at or after that time and
+/// pages on from there, the bound kept on every page.
+pub(super) async fn event_pages_start_at_a_time(svc: Svc) {
+    use agentstate::ListEvents;
+    let app = unique("app");
+    let mut s = create(&svc, &app, "u", "s", json!({})).await;
+    let t0 = s.last_update_time().floor() + 10.0;
+    for i in 0..8 {
+        let mut e = event("inv", json!({ "i": i })).at(t0 + f64::from(i));
+        e.id = format!("t{i}");
+        svc.append_event(&mut s, e).await.unwrap();
+    }
+    let mut request = ListEvents { page_size: 2, after_timestamp: Some(t0 + 3.0), ..ListEvents::default() };
+    let mut seen = Vec::new();
+    loop {
+        let page = svc.list_events(s.key(), request.clone()).await.unwrap().unwrap();
+        seen.extend(page.events.iter().map(|e| e.id.clone()));
+        match page.next_page_token {
+            Some(token) => request.page_token = Some(token),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ["t3", "t4", "t5", "t6", "t7"], "inclusive, in order, each once");
+    let late = ListEvents { after_timestamp: Some(t0 + 100.0), ..ListEvents::default() };
+    assert!(svc.list_events(s.key(), late).await.unwrap().unwrap().events.is_empty());
+}
+
+/// `find_sessions` finds a session by app and id alone: the users that have one called so.
+pub(super) async fn sessions_are_found_by_app_and_id(svc: Svc) {
+    let (app, other_app) = (unique("app"), unique("app"));
+    create(&svc, &app, "u1", "s1", json!({})).await;
+    create(&svc, &app, "u2", "s2", json!({})).await;
+    create(&svc, &other_app, "u3", "s3", json!({})).await;
+    assert_eq!(svc.find_sessions(&app, "s1").await.unwrap(), [key(&app, "u1", "s1")]);
+    assert_eq!(svc.find_sessions(&app, "s2").await.unwrap(), [key(&app, "u2", "s2")]);
+    assert!(svc.find_sessions(&app, "s3").await.unwrap().is_empty(), "another app's session");
+    assert!(svc.find_sessions(&app, "nothing").await.unwrap().is_empty());
+    assert!(svc.find_sessions(&unique("app"), "s1").await.unwrap().is_empty());
+    svc.delete_session(&key(&app, "u1", "s1")).await.unwrap();
+    assert!(svc.find_sessions(&app, "s1").await.unwrap().is_empty(), "deleted");
+    assert_eq!(svc.find_sessions(&app, " bad").await.unwrap_err().kind(), agentstate::ErrorKind::InvalidArgument);
 }

@@ -70,7 +70,7 @@ pub(super) async fn scopes_are_isolated_between_users_and_apps(svc: Svc) {
     let mut s2 = create(&svc, &app2, "u1", "s", json!({})).await;
     svc.append_event(&mut s1, event("i", json!({"user:x": "app1-u1", "app:y": "app1"}))).await.unwrap();
     svc.append_event(&mut s2, event("i", json!({"user:x": "app2-u1", "app:y": "app2"}))).await.unwrap();
-    let u2 = create(&svc, &app1, "u2", "s", json!({})).await;
+    let u2 = create(&svc, &app1, "u2", "s-u2", json!({})).await;
     assert_eq!(state_of(&u2), json!({"app:y": "app1"}));
     assert_eq!(state_of(&reload(&svc, &key(&app1, "u1", "s")).await), json!({"user:x": "app1-u1", "app:y": "app1"}));
     assert_eq!(state_of(&reload(&svc, &key(&app2, "u1", "s")).await), json!({"user:x": "app2-u1", "app:y": "app2"}));

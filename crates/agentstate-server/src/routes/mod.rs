@@ -2,10 +2,12 @@
 //! and how `/openapi.json` describes it. Routes are registered from this table only, so the
 //! document, the access checks and the router cannot drift apart.
 
+mod append;
 #[cfg(feature = "agents")]
 mod run;
 mod sessions;
 mod system;
+mod vertex;
 
 use axum::Router;
 use axum::middleware::from_fn_with_state;
@@ -53,6 +55,7 @@ fn guard(route: MethodRouter<AppState>, access: Access, state: &AppState) -> Met
         Access::Public => route,
         Access::Token | Access::BodyAppUser => route.route_layer(from_fn_with_state(state.clone(), auth::authenticate)),
         Access::PathAppUser => route.route_layer(from_fn_with_state(state.clone(), auth::authorize_path)),
+        Access::EngineUser => route.route_layer(from_fn_with_state(state.clone(), vertex::authorize_engine)),
     }
 }
 
@@ -86,6 +89,52 @@ routes! {
     post "/run_sse" => run::run_sse, BodyAppUser, "Run an agent for one user turn, streaming its events as server-sent events", Some("RunAgentRequest"),
         [200 "text/event-stream of `data: <Event JSON>`; a late failure as `data: {\"error\": …}`" "EventStream",
          404 "Unknown app or session" "Error", 422 "Malformed body" "Error"];
+    post "/v1beta1/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions" => vertex::create, EngineUser,
+        "Agent Engine: create a session (`?sessionId=`); a done operation holding it", Some("VertexCreateSession"),
+        [200 "A done operation" "VertexOperation", 400 "Bad body, or the id is taken" "GoogleError"];
+    post "/v1beta1/reasoningEngines/{engine}/sessions" => vertex::create, EngineUser,
+        "Agent Engine (short form): create a session", Some("VertexCreateSession"),
+        [200 "A done operation" "VertexOperation", 400 "Bad body, or the id is taken" "GoogleError"];
+    get "/v1beta1/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions" => vertex::list, EngineUser,
+        "Agent Engine: list sessions (`?filter=user_id=\"…\"`, `pageSize` up to 100, `pageToken`)", None,
+        [200 "A page of sessions" "VertexSessionList", 400 "Bad filter or token" "GoogleError"];
+    get "/v1beta1/reasoningEngines/{engine}/sessions" => vertex::list, EngineUser,
+        "Agent Engine (short form): list sessions", None,
+        [200 "A page of sessions" "VertexSessionList", 400 "Bad filter or token" "GoogleError"];
+    get "/v1beta1/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}" => vertex::get, EngineUser,
+        "Agent Engine: get a session", None,
+        [200 "The session" "VertexSession", 404 "No such session" "GoogleError"];
+    get "/v1beta1/reasoningEngines/{engine}/sessions/{session}" => vertex::get, EngineUser,
+        "Agent Engine (short form): get a session", None,
+        [200 "The session" "VertexSession", 404 "No such session" "GoogleError"];
+    delete "/v1beta1/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}" => vertex::delete, EngineUser,
+        "Agent Engine: delete a session; a done operation", None,
+        [200 "A done operation" "VertexOperation", 404 "No such session" "GoogleError"];
+    delete "/v1beta1/reasoningEngines/{engine}/sessions/{session}" => vertex::delete, EngineUser,
+        "Agent Engine (short form): delete a session", None,
+        [200 "A done operation" "VertexOperation", 404 "No such session" "GoogleError"];
+    post "/v1beta1/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}" => vertex::append_event, EngineUser,
+        "Agent Engine: `{session}:appendEvent`, append an event (agentstate answers the stored event)", Some("VertexEvent"),
+        [200 "The stored event" "VertexEvent", 400 "Bad event" "GoogleError", 404 "No such session" "GoogleError",
+         409 "ABORTED: changed since x-agentstate-last-update" "GoogleError"];
+    post "/v1beta1/reasoningEngines/{engine}/sessions/{session}" => vertex::append_event, EngineUser,
+        "Agent Engine (short form): `{session}:appendEvent`", Some("VertexEvent"),
+        [200 "The stored event" "VertexEvent", 400 "Bad event" "GoogleError", 404 "No such session" "GoogleError",
+         409 "ABORTED: changed since x-agentstate-last-update" "GoogleError"];
+    get "/v1beta1/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}/events" => vertex::events, EngineUser,
+        "Agent Engine: a session's events, oldest first (`?filter=timestamp>=\"…\"`, `pageSize`, `pageToken`)", None,
+        [200 "A page of events" "VertexEventList", 400 "Bad filter or token" "GoogleError", 404 "No such session" "GoogleError"];
+    get "/v1beta1/reasoningEngines/{engine}/sessions/{session}/events" => vertex::events, EngineUser,
+        "Agent Engine (short form): a session's events", None,
+        [200 "A page of events" "VertexEventList", 400 "Bad filter or token" "GoogleError", 404 "No such session" "GoogleError"];
+    get "/v1beta1/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}/operations/{operation}" => vertex::operation, EngineUser,
+        "Agent Engine: an operation on a session (always done)", None, [200 "The operation" "VertexOperation"];
+    get "/v1beta1/reasoningEngines/{engine}/sessions/{session}/operations/{operation}" => vertex::operation, EngineUser,
+        "Agent Engine (short form): an operation on a session", None, [200 "The operation" "VertexOperation"];
+    get "/v1beta1/projects/{project}/locations/{location}/operations/{operation}" => vertex::operation, EngineUser,
+        "Agent Engine: an operation (always done)", None, [200 "The operation" "VertexOperation"];
+    get "/v1beta1/reasoningEngines/{engine}/operations/{operation}" => vertex::operation, EngineUser,
+        "Agent Engine (short form): an operation", None, [200 "The operation" "VertexOperation"];
     get "/healthz" => system::healthz, Public, "Liveness", None, [200 "Alive" "Status"];
     get "/readyz" => system::readyz, Public, "Readiness: the database answers", None, [200 "Ready" "Status", 503 "The database is unreachable" "Status"];
     get "/metrics" => system::metrics, Token, "Prometheus metrics", None, [200 "Metrics" "Metrics"];

@@ -1,14 +1,14 @@
 //! The session routes of `adk api_server`, with the same paths, bodies, status codes and JSON.
 
 use agentstate::{
-    ConflictKind, CreateSession, Error, Event, EventActions, GetSessionConfig, ListEvents, ListSessions, Map,
-    SessionKey, Value,
+    CreateSession, Error, Event, EventActions, GetSessionConfig, ListEvents, ListSessions, Map, SessionKey, Value,
 };
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use serde_json::json;
 
+use super::append;
 use crate::error::ApiError;
 use crate::limits::{Body, check_path_safe};
 use crate::state::AppState;
@@ -18,16 +18,6 @@ use crate::wire;
 const EVAL_PREFIXES: [&str; 2] = ["adk-eval-session-", "___eval___session___"];
 /// Function calls ADK itself issues; a client may not restore events carrying them.
 const RESERVED_FUNCTIONS: [&str; 3] = ["adk_request_credential", "adk_request_confirmation", "adk_request_input"];
-/// How often PATCH reloads and retries when another writer appended meanwhile.
-const PATCH_ATTEMPTS: u32 = 20;
-
-/// A short, jittered, growing pause, so retrying writers do not collide in lockstep.
-fn backoff(attempt: u32) -> std::time::Duration {
-    let jitter =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos() % 1000);
-    std::time::Duration::from_micros(u64::from(attempt.min(10)) * 500 + u64::from(jitter))
-}
-
 type Reply = Result<Json<Value>, ApiError>;
 
 fn key(app: &str, user: &str, id: &str) -> Result<SessionKey, ApiError> {
@@ -221,42 +211,23 @@ pub(crate) async fn patch(
     };
     state.limits().check_state("stateDelta", &delta)?;
     let key = key(&app, &user, &id)?;
-    for attempt in 1..=PATCH_ATTEMPTS {
-        // Only the state and the marker: the window in which another writer can intervene stays
-        // as short as one read.
-        let mut handle = state
-            .service()
-            .get_session(&key, GetSessionConfig::recent(0))
-            .await?
-            .ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
-        let mut event = Event::new(format!("p-{}", uuid::Uuid::new_v4())).author("user");
-        event.actions.state_delta = delta.clone();
-        match state.service().append_event(&mut handle, event).await {
-            Ok(_) => {
-                state.metrics().appended(1);
-                // The session as stored now, plus this request's temp: keys (as the reference shows them).
-                let session = state
-                    .service()
-                    .get_session(&key, GetSessionConfig::default())
-                    .await?
-                    .ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
-                let mut wire = wire::session_to_wire(&session);
-                if let Some(Value::Object(shown)) = wire.get_mut("state") {
-                    shown.extend(
-                        delta.iter().filter(|(k, _)| k.starts_with("temp:")).map(|(k, v)| (k.clone(), v.clone())),
-                    );
-                }
-                return Ok(Json(wire));
-            }
-            Err(Error::Conflict { kind: ConflictKind::StaleSession }) if attempt < PATCH_ATTEMPTS => {
-                state.metrics().conflict();
-                tracing::debug!(attempt, "session changed during PATCH; reloading");
-                tokio::time::sleep(backoff(attempt)).await;
-            }
-            Err(e) => return Err(e.into()),
-        }
+    let mut event = Event::new(format!("p-{}", uuid::Uuid::new_v4())).author("user");
+    event.actions.state_delta = delta.clone();
+    append::append(&state, &key, event, None).await.map_err(|e| match e {
+        Error::NotFound { .. } => ApiError::NotFound("Session not found".into()),
+        e => e.into(),
+    })?;
+    // The session as stored now, plus this request's temp: keys (as the reference shows them).
+    let session = state
+        .service()
+        .get_session(&key, GetSessionConfig::default())
+        .await?
+        .ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
+    let mut wire = wire::session_to_wire(&session);
+    if let Some(Value::Object(shown)) = wire.get_mut("state") {
+        shown.extend(delta.iter().filter(|(k, _)| k.starts_with("temp:")).map(|(k, v)| (k.clone(), v.clone())));
     }
-    Err(Error::stale().into())
+    Ok(Json(wire))
 }
 
 /// Query of the events route.
@@ -275,7 +246,8 @@ pub(crate) async fn events(
     Path((app, user, id)): Path<(String, String, String)>,
     axum::extract::Query(query): axum::extract::Query<EventsQuery>,
 ) -> Reply {
-    let request = ListEvents { page_size: query.limit.unwrap_or(100), page_token: query.after };
+    let request =
+        ListEvents { page_size: query.limit.unwrap_or(100), page_token: query.after, ..ListEvents::default() };
     let page = state
         .service()
         .list_events(&key(&app, &user, &id)?, request)

@@ -15,3 +15,5 @@ mod run;
 mod scale_out;
 #[cfg(feature = "cli")]
 mod transfer;
+mod vertex;
+mod vertex_routes;

@@ -42,3 +42,19 @@ CREATE TABLE IF NOT EXISTS events (
     REFERENCES `sessions` (`app_name`, `user_id`, `id`) ON DELETE CASCADE
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 INSERT IGNORE INTO adk_internal_metadata (`key`, `value`) VALUES ('schema_version', '1');
+-- agentstate's own, beside the reference's tables (ADK for Python leaves them alone): a session's
+-- display name, labels and expiry, kept only for sessions that have any, and an index to find a
+-- session by app and id. A row whose session_create_time is not its session's create_time was
+-- left behind by a program that deleted the session without it, and is ignored.
+CREATE TABLE IF NOT EXISTS agentstate_session_attributes (
+  `app_name` varchar(128) NOT NULL,
+  `user_id` varchar(128) NOT NULL,
+  `session_id` varchar(128) NOT NULL,
+  `session_create_time` datetime(6) NOT NULL,
+  `display_name` longtext DEFAULT NULL,
+  `labels` longtext DEFAULT NULL,
+  `expire_time` datetime(6) DEFAULT NULL,
+  PRIMARY KEY (`app_name`,`user_id`,`session_id`),
+  CONSTRAINT `agentstate_session_attributes_ibfk_1` FOREIGN KEY (`app_name`, `user_id`, `session_id`)
+    REFERENCES `sessions` (`app_name`, `user_id`, `id`) ON DELETE CASCADE
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

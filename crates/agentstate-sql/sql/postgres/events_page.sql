@@ -1,5 +1,5 @@
--- A page of history in storage order after the cursor ($4, $5; $4 NULL for the first page), and
--- whether the session exists, in one statement.
+-- A page of history in storage order after the cursor ($4, $5; $4 NULL for the first page) and at
+-- or after $7 (NULL for no bound), and whether the session exists, in one statement.
 SELECT
     EXISTS (SELECT 1 FROM sessions WHERE app_name = $1 AND user_id = $2 AND id = $3) AS present,
     (SELECT COALESCE(json_agg(json_build_object('id', w.id, 'invocation_id', w.invocation_id, 'micros', w.micros, 'event_data', w.event_data) ORDER BY w.ts, w.id), '[]'::json)
@@ -7,5 +7,6 @@ SELECT
            FROM events
            WHERE app_name = $1 AND user_id = $2 AND session_id = $3
              AND ($4::timestamp IS NULL OR ("timestamp", id) > ($4::timestamp, $5::varchar))
+             AND "timestamp" >= COALESCE($7::timestamp, '-infinity'::timestamp)
            ORDER BY "timestamp", id
            LIMIT $6) w) AS events

@@ -42,3 +42,20 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS idx_events_app_user_session_ts_id
     ON events USING btree (app_name, user_id, session_id, "timestamp" DESC, id DESC);
 INSERT INTO adk_internal_metadata (key, value) VALUES ('schema_version', '1') ON CONFLICT (key) DO NOTHING;
+-- agentstate's own, beside the reference's tables (ADK for Python leaves them alone): a session's
+-- display name, labels and expiry, kept only for sessions that have any, and an index to find a
+-- session by app and id. A row whose session_create_time is not its session's create_time was
+-- left behind by a program that deleted the session without it, and is ignored.
+CREATE TABLE IF NOT EXISTS agentstate_session_attributes (
+    app_name character varying(128) NOT NULL,
+    user_id character varying(128) NOT NULL,
+    session_id character varying(128) NOT NULL,
+    session_create_time timestamp without time zone NOT NULL,
+    display_name text,
+    labels jsonb,
+    expire_time timestamp without time zone,
+    CONSTRAINT agentstate_session_attributes_pkey PRIMARY KEY (app_name, user_id, session_id),
+    CONSTRAINT agentstate_session_attributes_session_fkey FOREIGN KEY (app_name, user_id, session_id)
+        REFERENCES sessions (app_name, user_id, id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS idx_sessions_app_id ON sessions USING btree (app_name, id);

@@ -1,6 +1,7 @@
 -- Create a session in one statement. The app and user rows are created if missing (the reference
 -- needs them) and merged key by key, only when the session row was inserted.
 -- $1 app  $2 user  $3 session  $4 session state  $5 user state  $6 app state  $7 now
+-- $8 display name  $9 labels  $10 expire time (all NULL for a session without attributes)
 WITH s AS (
     INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time)
     VALUES ($1, $2, $3, $4::jsonb, $7, $7)
@@ -30,6 +31,15 @@ a_ensure AS (
     INSERT INTO app_states (app_name, state, update_time)
     SELECT $1, '{}'::jsonb, $7 FROM s WHERE $6::jsonb = '{}'::jsonb
     ON CONFLICT (app_name) DO NOTHING
+),
+attributes AS (
+    INSERT INTO agentstate_session_attributes
+        (app_name, user_id, session_id, session_create_time, display_name, labels, expire_time)
+    SELECT $1, $2, $3, $7, $8, $9::jsonb, $10 FROM s
+    WHERE $8::text IS NOT NULL OR $9::jsonb IS NOT NULL OR $10::timestamp IS NOT NULL
+    ON CONFLICT (app_name, user_id, session_id) DO UPDATE SET
+        session_create_time = EXCLUDED.session_create_time, display_name = EXCLUDED.display_name,
+        labels = EXCLUDED.labels, expire_time = EXCLUDED.expire_time
 )
 SELECT
     (SELECT count(*) FROM s) AS created,

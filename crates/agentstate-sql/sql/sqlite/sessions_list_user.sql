@@ -1,6 +1,9 @@
 -- One user's sessions (?6), as sessions_list.sql; a statement of its own so that SQLite, which
 -- plans a statement once, looks up the user's rows by the primary key.
-SELECT user_id, id, state, update_time FROM sessions
-WHERE app_name = ?1 AND user_id = ?6 AND (update_time, user_id, id) > (?2, ?3, ?4)
-ORDER BY update_time, user_id, id
+SELECT s.user_id, s.id, s.state, s.update_time, s.create_time, a.display_name, a.labels, a.expire_time
+FROM sessions s
+LEFT JOIN agentstate_session_attributes a
+  ON a.app_name = s.app_name AND a.user_id = s.user_id AND a.session_id = s.id AND a.session_create_time = s.create_time
+WHERE s.app_name = ?1 AND s.user_id = ?6 AND (s.update_time, s.user_id, s.id) > (?2, ?3, ?4)
+ORDER BY s.update_time, s.user_id, s.id
 LIMIT ?5

@@ -7,6 +7,8 @@ use agentstate::store::{
     CommitOutcome, EventCommit, EventQuery, EventWindow, ListQuery, NewSession, SessionStore, merge_scopes,
 };
 use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionKey, Value};
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use chrono::NaiveDateTime;
 use sqlx::mysql::{MySqlConnection, MySqlPool, MySqlRow};
@@ -142,8 +144,24 @@ async fn inspect_and_create(conn: &mut MySqlConnection, location: &str) -> Resul
             .collect::<std::result::Result<_, sqlx::Error>>()
             .map_err(fail)?;
     }
+    found.indexes = sqlx::query_scalar(
+        "SELECT DISTINCT CAST(index_name AS CHAR) AS name FROM information_schema.statistics \
+         WHERE table_schema = DATABASE()",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(fail)?;
     let schema = schema::check(&found, location)?;
-    sqlx::raw_sql(sql!("schema")).execute(&mut *conn).await.map_err(fail)?;
+    if !found.is_complete() {
+        sqlx::raw_sql(sql!("schema")).execute(&mut *conn).await.map_err(fail)?;
+        // MySQL has no CREATE INDEX IF NOT EXISTS.
+        if !found.indexes.iter().any(|i| i == "idx_sessions_app_id") {
+            sqlx::query("CREATE INDEX idx_sessions_app_id ON sessions (app_name, id)")
+                .execute(&mut *conn)
+                .await
+                .map_err(fail)?;
+        }
+    }
     Ok(schema)
 }
 
@@ -215,8 +233,20 @@ fn session_of(row: &MySqlRow) -> Step<(String, i64)> {
     Ok((state, micros(marker)))
 }
 
+/// The handle of a `session_get` or `sessions_list` row.
+fn stored_session(row: &MySqlRow, key: SessionKey, merged: Map<String, Value>, events: Vec<Event>) -> Step<Session> {
+    let read = |e| Failure::Sql("read session", e);
+    let (_, marker) = session_of(row)?;
+    let created: NaiveDateTime = row.try_get("create_time").map_err(read)?;
+    let expires: Option<NaiveDateTime> = row.try_get("expire_time").map_err(read)?;
+    let labels: Option<String> = row.try_get("labels").map_err(read)?;
+    let attributes =
+        codec::attributes(row.try_get("display_name").map_err(read)?, labels.as_deref(), expires.map(micros))?;
+    Ok(Session::from_storage(key, merged, events, marker).created_at(micros(created)).with_attributes(attributes))
+}
+
 async fn create_in(conn: &mut MySqlConnection, new: &NewSession) -> Step<Session> {
-    let NewSession { key, state, create_time_micros } = new;
+    let NewSession { key, state, create_time_micros, attributes } = new;
     let now = naive(*create_time_micros)?;
     let insert = keyed(sql!("session_insert"), key).bind(state_text(&state.session)).bind(now).bind(now);
     match insert.execute(&mut *conn).await {
@@ -226,11 +256,23 @@ async fn create_in(conn: &mut MySqlConnection, new: &NewSession) -> Step<Session
         }
         Err(e) => return Err(Failure::Sql("insert session", e)),
     }
+    if !attributes.is_empty() {
+        keyed(sql!("session_attributes_put"), key)
+            .bind(now)
+            .bind(attributes.display_name.as_deref())
+            .bind(codec::labels_text(attributes))
+            .bind(attributes.expire_time_micros.map(naive).transpose()?)
+            .execute(&mut *conn)
+            .await
+            .map_err(sql_step("write session attributes"))?;
+    }
     // Locks in the commit's order: session, then user, then app.
     let user = Shared::User(key).merge(conn, &state.user, now).await?;
     let app = Shared::App(key.app_name()).merge(conn, &state.app, now).await?;
     let merged = merge_scopes(&state.session, &app, &user);
-    Ok(Session::from_storage(key.clone(), merged, Vec::<Event>::new(), *create_time_micros))
+    Ok(Session::from_storage(key.clone(), merged, Vec::<Event>::new(), *create_time_micros)
+        .created_at(*create_time_micros)
+        .with_attributes((!attributes.is_empty()).then(|| Arc::new(attributes.clone()))))
 }
 
 async fn commit_in(conn: &mut MySqlConnection, commit: &EventCommit) -> Step<CommitOutcome> {
@@ -300,7 +342,7 @@ async fn get_in(conn: &mut MySqlConnection, key: &SessionKey, window: EventWindo
     let mut tx = snapshot(conn).await.map_err(sql_step("begin"))?;
     let row = keyed(sql!("session_get"), key).fetch_optional(&mut *tx).await.map_err(sql_step("read session"))?;
     let Some(row) = row else { return Ok(None) };
-    let (state, marker) = session_of(&row)?;
+    let (state, _) = session_of(&row)?;
     let mut events = Vec::new();
     if window.recent != Some(0) {
         let after = window.after_micros.map(naive).transpose()?;
@@ -321,7 +363,7 @@ async fn get_in(conn: &mut MySqlConnection, key: &SessionKey, window: EventWindo
     let user = Shared::User(key).read(&mut tx, false).await?.unwrap_or_default();
     tx.commit().await.map_err(sql_step("end read"))?;
     let merged = merge_scopes(&parse_state(&state)?, &app, &user);
-    Ok(Some(Session::from_storage(key.clone(), merged, events, marker)))
+    Ok(Some(stored_session(&row, key.clone(), merged, events)?))
 }
 
 async fn list_in(conn: &mut MySqlConnection, query: &ListQuery) -> Step<Vec<Session>> {
@@ -347,20 +389,21 @@ async fn list_in(conn: &mut MySqlConnection, query: &ListQuery) -> Step<Vec<Sess
         |r: &MySqlRow, name: &str| -> Step<Option<String>> { r.try_get(name).map_err(sql_step("read sessions")) };
     rows.iter()
         .map(|r| {
-            let (state, marker) = session_of(r)?;
+            let (state, _) = session_of(r)?;
             let user = column(r, "user_state")?.as_deref().map(parse_state).transpose()?.unwrap_or_default();
             let user_id = column(r, "user_id")?.unwrap_or_default();
             let id = column(r, "id")?.unwrap_or_default();
             let merged = merge_scopes(&parse_state(&state)?, &app, &user);
             let key = SessionKey::from_storage(query.app_name.as_str(), user_id, id);
-            Ok(Session::from_storage(key, merged, Vec::<Event>::new(), marker))
+            stored_session(r, key, merged, Vec::new())
         })
         .collect()
 }
 
 async fn events_in(conn: &mut MySqlConnection, query: &EventQuery) -> Step<Option<Vec<Event>>> {
-    let EventQuery { key, after, limit } = query;
+    let EventQuery { key, after, since_micros, limit } = query;
     let cursor_time = after.as_ref().map(|c| naive(c.timestamp_micros)).transpose()?;
+    let since = since_micros.map(naive).transpose()?;
     let mut tx = snapshot(conn).await.map_err(sql_step("begin"))?;
     let present =
         keyed(sql!("session_get"), key).fetch_optional(&mut *tx).await.map_err(sql_step("read session"))?.is_some();
@@ -371,6 +414,8 @@ async fn events_in(conn: &mut MySqlConnection, query: &EventQuery) -> Step<Optio
         .bind(cursor_time)
         .bind(cursor_time)
         .bind(after.as_ref().map_or("", |c| c.event_id.as_str()))
+        .bind(since)
+        .bind(since)
         .bind(u64::try_from(*limit).unwrap_or(u64::MAX))
         .fetch_all(&mut *tx)
         .await
@@ -410,6 +455,15 @@ impl SessionStore for MySqlStore {
     async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
         let mut conn = self.pool.acquire().await.map_err(|e| sqlx_error("reading events", e))?;
         finish("reading events", events_in(&mut conn, query).await)
+    }
+
+    async fn users_with_session(&self, app: &str, session_id: &str) -> Result<Vec<String>> {
+        sqlx::query_scalar(sql!("session_users"))
+            .bind(app)
+            .bind(session_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("finding sessions", e))
     }
 
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {

@@ -2,6 +2,8 @@
 //! one statement, so one round trip and one atomic transaction. Many agentstate processes can
 //! share one database: the stale check and the merges happen in the database.
 
+use std::sync::Arc;
+
 use agentstate::store::{
     CommitOutcome, EventCommit, EventQuery, EventWindow, ListQuery, NewSession, SessionStore, merge_scopes,
 };
@@ -88,8 +90,15 @@ async fn prepare_schema(pool: &PgPool, location: &str) -> Result<Schema> {
         .map_err(fail)?;
         found.event_columns = rows.iter().map(|r| Ok((get(r, "name")?, get(r, "type")?))).collect::<Result<_>>()?;
     }
+    found.indexes =
+        sqlx::query_scalar("SELECT indexname::text AS name FROM pg_indexes WHERE schemaname = current_schema()")
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(fail)?;
     let schema = schema::check(&found, location)?;
-    sqlx::raw_sql(sql!("schema")).execute(&mut *tx).await.map_err(fail)?;
+    if !found.is_complete() {
+        sqlx::raw_sql(sql!("schema")).execute(&mut *tx).await.map_err(fail)?;
+    }
     tx.commit().await.map_err(fail)?;
     Ok(schema)
 }
@@ -115,6 +124,18 @@ fn decode_events(value: Value) -> Result<Vec<Event>> {
     Ok(events)
 }
 
+/// The handle of a `session_load` or `sessions_list` row.
+fn stored_session(row: &PgRow, key: SessionKey, merged: Map<String, Value>, events: Vec<Event>) -> Result<Session> {
+    let labels = row
+        .try_get::<Option<Json<Value>>, _>("labels")
+        .map_err(|e| sqlx_error("reading labels", e))?
+        .map(|labels| labels.0.to_string());
+    let attributes = codec::attributes(get(row, "display_name")?, labels.as_deref(), get(row, "expires")?)?;
+    Ok(Session::from_storage(key, merged, events, get::<i64>(row, "marker")?)
+        .created_at(get(row, "created")?)
+        .with_attributes(attributes))
+}
+
 fn get_json(row: &PgRow, column: &str) -> Result<Value> {
     row.try_get::<Json<Value>, _>(column).map(|j| j.0).map_err(|e| sqlx_error(&format!("reading {column}"), e))
 }
@@ -129,12 +150,15 @@ fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
 #[async_trait]
 impl SessionStore for PostgresStore {
     async fn create(&self, new: NewSession) -> Result<Session> {
-        let NewSession { key, state, create_time_micros } = new;
+        let NewSession { key, state, create_time_micros, attributes } = new;
         let row = keyed(sql!("session_create"), &key)
             .bind(Json(&state.session))
             .bind(Json(&state.user))
             .bind(Json(&state.app))
             .bind(naive(create_time_micros)?)
+            .bind(attributes.display_name.as_deref())
+            .bind((!attributes.labels.is_empty()).then_some(Json(&attributes.labels)))
+            .bind(attributes.expire_time_micros.map(naive).transpose()?)
             .fetch_one(&self.pool)
             .await
             .map_err(|e| sqlx_error("creating a session", e))?;
@@ -144,7 +168,9 @@ impl SessionStore for PostgresStore {
         let app = object(get_json(&row, "app_state")?, "app_states.state")?;
         let user = object(get_json(&row, "user_state")?, "user_states.state")?;
         let merged = merge_scopes(&state.session, &app, &user);
-        Ok(Session::from_storage(key, merged, Vec::<Event>::new(), create_time_micros))
+        Ok(Session::from_storage(key, merged, Vec::<Event>::new(), create_time_micros)
+            .created_at(create_time_micros)
+            .with_attributes((!attributes.is_empty()).then(|| Arc::new(attributes))))
     }
 
     async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
@@ -164,7 +190,7 @@ impl SessionStore for PostgresStore {
         let mut events = decode_events(get_json(&row, "events")?)?;
         events.reverse();
         let merged = merge_scopes(&session, &app, &user);
-        Ok(Some(Session::from_storage(key.clone(), merged, events, get::<i64>(&row, "marker")?)))
+        Ok(Some(stored_session(&row, key.clone(), merged, events)?))
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
@@ -191,7 +217,7 @@ impl SessionStore for PostgresStore {
                 let app = object(get_json(row, "app_state")?, "app_states.state")?;
                 let user = object(get_json(row, "user_state")?, "user_states.state")?;
                 let merged = merge_scopes(&session, &app, &user);
-                Ok(Session::from_storage(key, merged, Vec::<Event>::new(), get::<i64>(row, "marker")?))
+                stored_session(row, key, merged, Vec::new())
             })
             .collect()
     }
@@ -205,11 +231,12 @@ impl SessionStore for PostgresStore {
     }
 
     async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
-        let EventQuery { key, after, limit } = query;
+        let EventQuery { key, after, since_micros, limit } = query;
         let row = keyed(sql!("events_page"), key)
             .bind(after.as_ref().map(|c| naive(c.timestamp_micros)).transpose()?)
             .bind(after.as_ref().map_or("", |c| c.event_id.as_str()))
             .bind(i64::try_from(*limit).unwrap_or(i64::MAX))
+            .bind(since_micros.map(naive).transpose()?)
             .fetch_one(&self.pool)
             .await
             .map_err(|e| sqlx_error("reading events", e))?;
@@ -217,6 +244,15 @@ impl SessionStore for PostgresStore {
             return Ok(None);
         }
         decode_events(get_json(&row, "events")?).map(Some)
+    }
+
+    async fn users_with_session(&self, app: &str, session_id: &str) -> Result<Vec<String>> {
+        sqlx::query_scalar(sql!("session_users"))
+            .bind(app)
+            .bind(session_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("finding sessions", e))
     }
 
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {

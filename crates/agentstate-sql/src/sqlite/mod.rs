@@ -178,4 +178,9 @@ impl SessionStore for SqliteStore {
         let query = query.clone();
         self.read(move |conn| ops::events(conn, &query)).await
     }
+
+    async fn users_with_session(&self, app: &str, session_id: &str) -> Result<Vec<String>> {
+        let (app, session_id) = (app.to_owned(), session_id.to_owned());
+        self.read(move |conn| ops::users_with_session(conn, &app, &session_id)).await
+    }
 }

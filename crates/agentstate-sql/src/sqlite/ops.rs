@@ -2,9 +2,10 @@
 //! inside the writer's transaction, reads inside a read transaction of their own.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use agentstate::store::{CommitOutcome, EventCommit, EventQuery, EventWindow, ListQuery, NewSession, merge_scopes};
-use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionKey, Value};
+use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionAttributes, SessionKey, Value};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::sqlite_error;
@@ -63,22 +64,69 @@ impl Shared<'_> {
     }
 }
 
-/// The session row: (state text, update time in µs).
-fn session_row(conn: &Connection, key: &SessionKey) -> Result<Option<(String, i64)>> {
-    let row: Option<(String, String)> = conn
+/// A session row as SQLite gives it (times as text).
+struct RawSessionRow {
+    state: String,
+    update_time: String,
+    create_time: String,
+    display_name: Option<String>,
+    labels: Option<String>,
+    expire_time: Option<String>,
+}
+
+impl RawSessionRow {
+    /// The row of `session_get` and the session lists.
+    fn read(r: &Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            state: r.get("state")?,
+            update_time: r.get("update_time")?,
+            create_time: r.get("create_time")?,
+            display_name: r.get("display_name")?,
+            labels: r.get("labels")?,
+            expire_time: r.get("expire_time")?,
+        })
+    }
+}
+
+/// A session row: its state text and the rest.
+struct SessionRow {
+    state: String,
+    update_micros: i64,
+    create_micros: i64,
+    attributes: Option<Arc<SessionAttributes>>,
+}
+
+impl SessionRow {
+    fn decode(raw: RawSessionRow) -> Result<Self> {
+        let expire = raw.expire_time.as_deref().map(parse_sqlite_text).transpose()?;
+        Ok(Self {
+            state: raw.state,
+            update_micros: parse_sqlite_text(&raw.update_time)?,
+            create_micros: parse_sqlite_text(&raw.create_time)?,
+            attributes: codec::attributes(raw.display_name, raw.labels.as_deref(), expire)?,
+        })
+    }
+
+    /// The handle of this row.
+    fn session(self, key: SessionKey, merged: Map<String, Value>, events: Vec<Event>) -> Session {
+        Session::from_storage(key, merged, events, self.update_micros)
+            .created_at(self.create_micros)
+            .with_attributes(self.attributes)
+    }
+}
+
+fn session_row(conn: &Connection, key: &SessionKey) -> Result<Option<SessionRow>> {
+    let row = conn
         .prepare_cached(sql!("session_get"))
         .and_then(|mut stmt| {
-            stmt.query_row(params![key.app_name(), key.user_id(), key.session_id()], |r| {
-                Ok((r.get("state")?, r.get("update_time")?))
-            })
-            .optional()
+            stmt.query_row(params![key.app_name(), key.user_id(), key.session_id()], RawSessionRow::read).optional()
         })
         .map_err(|e| sqlite_error("read session", &e))?;
-    row.map(|(state, time)| Ok((state, parse_sqlite_text(&time)?))).transpose()
+    row.map(SessionRow::decode).transpose()
 }
 
 pub(super) fn create(conn: &Connection, new: NewSession) -> Result<Session> {
-    let NewSession { key, state, create_time_micros } = new;
+    let NewSession { key, state, create_time_micros, attributes } = new;
     if session_row(conn, &key)?.is_some() {
         return Err(Error::AlreadyExists { session_id: key.session_id().to_owned() });
     }
@@ -87,8 +135,23 @@ pub(super) fn create(conn: &Connection, new: NewSession) -> Result<Session> {
     let user = Shared::User(&key).merge(conn, &state.user, &now)?;
     let params = params![key.app_name(), key.user_id(), key.session_id(), state_text(&state.session), now];
     execute(conn, "insert session", sql!("session_insert"), params)?;
+    if !attributes.is_empty() {
+        let expire = attributes.expire_time_micros.map(sqlite_text).transpose()?;
+        let params = params![
+            key.app_name(),
+            key.user_id(),
+            key.session_id(),
+            now,
+            attributes.display_name,
+            codec::labels_text(&attributes),
+            expire
+        ];
+        execute(conn, "write session attributes", sql!("session_attributes_put"), params)?;
+    }
     let merged = merge_scopes(&state.session, &app, &user);
-    Ok(Session::from_storage(key, merged, Vec::<Event>::new(), create_time_micros))
+    Ok(Session::from_storage(key, merged, Vec::<Event>::new(), create_time_micros)
+        .created_at(create_time_micros)
+        .with_attributes((!attributes.is_empty()).then(|| Arc::new(attributes))))
 }
 
 /// The columns of an event row: `id`, `invocation_id`, `timestamp`, `event_data`.
@@ -113,7 +176,7 @@ fn stored_event(conn: &Connection, key: &SessionKey, id: &str) -> Result<Option<
 
 pub(super) fn commit(conn: &Connection, commit: EventCommit) -> Result<CommitOutcome> {
     let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta } = commit;
-    let Some((session_state, update_micros)) = session_row(conn, &key)? else {
+    let Some(SessionRow { state: session_state, update_micros, .. }) = session_row(conn, &key)? else {
         return Err(Error::NotFound { session_id: key.session_id().to_owned() });
     };
     if let Some(existing) = stored_event(conn, &key, &event.id)? {
@@ -161,12 +224,12 @@ fn snapshot<T>(conn: &Connection, f: impl FnOnce() -> Result<T>) -> Result<T> {
 
 pub(super) fn get(conn: &Connection, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
     snapshot(conn, || {
-        let Some((state, update_micros)) = session_row(conn, key)? else { return Ok(None) };
+        let Some(row) = session_row(conn, key)? else { return Ok(None) };
         let events = if window.recent == Some(0) { Vec::new() } else { events_window(conn, key, window)? };
         let app = Shared::App(key.app_name()).read(conn)?.unwrap_or_default();
         let user = Shared::User(key).read(conn)?.unwrap_or_default();
-        let merged = merge_scopes(&parse_state(&state)?, &app, &user);
-        Ok(Some(Session::from_storage(key.clone(), merged, events, update_micros)))
+        let merged = merge_scopes(&parse_state(&row.state)?, &app, &user);
+        Ok(Some(row.session(key.clone(), merged, events)))
     })
 }
 
@@ -190,7 +253,7 @@ fn events_window(conn: &Connection, key: &SessionKey, window: EventWindow) -> Re
 }
 
 pub(super) fn events(conn: &Connection, query: &EventQuery) -> Result<Option<Vec<Event>>> {
-    let EventQuery { key, after, limit } = query;
+    let EventQuery { key, after, since_micros, limit } = query;
     snapshot(conn, || {
         if session_row(conn, key)?.is_none() {
             return Ok(None);
@@ -200,7 +263,8 @@ pub(super) fn events(conn: &Connection, query: &EventQuery) -> Result<Option<Vec
             None => (String::new(), String::new()),
         };
         let limit = i64::try_from(*limit).unwrap_or(i64::MAX);
-        let params = params![key.app_name(), key.user_id(), key.session_id(), time, id, limit];
+        let since = since_micros.map(sqlite_text).transpose()?.unwrap_or_default();
+        let params = params![key.app_name(), key.user_id(), key.session_id(), time, id, limit, since];
         query_events(conn, sql!("events_page"), params).map(Some)
     })
 }
@@ -214,9 +278,8 @@ pub(super) fn list(conn: &Connection, query: &ListQuery) -> Result<Vec<Session>>
         let limit = query.limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
         let sql = if query.user_id.is_some() { sql!("sessions_list_user") } else { sql!("sessions_list") };
         let mut stmt = conn.prepare_cached(sql).map_err(|e| sqlite_error("list sessions", &e))?;
-        let row = |r: &Row<'_>| -> rusqlite::Result<(String, String, String, String)> {
-            Ok((r.get("user_id")?, r.get("id")?, r.get("state")?, r.get("update_time")?))
-        };
+        let row =
+            |r: &Row<'_>| Ok((r.get::<_, String>("user_id")?, r.get::<_, String>("id")?, RawSessionRow::read(r)?));
         let rows = match &query.user_id {
             Some(user) => stmt.query_map(params![query.app_name, time, after_user, after_id, limit, user], row),
             None => stmt.query_map(params![query.app_name, time, after_user, after_id, limit], row),
@@ -227,15 +290,24 @@ pub(super) fn list(conn: &Connection, query: &ListQuery) -> Result<Vec<Session>>
         let app = Shared::App(&query.app_name).read(conn)?.unwrap_or_default();
         let mut users: HashMap<String, Map<String, Value>> = HashMap::new();
         let mut sessions = Vec::with_capacity(rows.len());
-        for (user_id, id, state, time) in rows {
+        for (user_id, id, row) in rows {
             let key = SessionKey::from_storage(query.app_name.as_str(), user_id, id);
             if !users.contains_key(key.user_id()) {
                 let state = Shared::User(&key).read(conn)?.unwrap_or_default();
                 users.insert(key.user_id().to_owned(), state);
             }
-            let merged = merge_scopes(&parse_state(&state)?, &app, &users[key.user_id()]);
-            sessions.push(Session::from_storage(key, merged, Vec::<Event>::new(), parse_sqlite_text(&time)?));
+            let row = SessionRow::decode(row)?;
+            let merged = merge_scopes(&parse_state(&row.state)?, &app, &users[key.user_id()]);
+            sessions.push(row.session(key, merged, Vec::new()));
         }
         Ok(sessions)
     })
+}
+
+pub(super) fn users_with_session(conn: &Connection, app: &str, session_id: &str) -> Result<Vec<String>> {
+    conn.prepare_cached(sql!("session_users"))
+        .and_then(|mut stmt| {
+            stmt.query_map(params![app, session_id], |r| r.get("user_id"))?.collect::<rusqlite::Result<Vec<String>>>()
+        })
+        .map_err(|e| sqlite_error("find sessions", &e))
 }

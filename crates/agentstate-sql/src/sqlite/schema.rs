@@ -15,9 +15,11 @@ fn columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<(String, Stri
 }
 
 fn inspect(conn: &Connection) -> rusqlite::Result<Found> {
-    let mut stmt = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
-    let tables = stmt.query_map([], |r| r.get::<_, String>("name"))?.collect::<rusqlite::Result<Vec<_>>>()?;
-    let mut found = Found { tables, ..Found::default() };
+    let names = |kind: &str| -> rusqlite::Result<Vec<String>> {
+        let mut stmt = conn.prepare("SELECT name FROM sqlite_master WHERE type = ?1")?;
+        stmt.query_map([kind], |r| r.get::<_, String>("name"))?.collect()
+    };
+    let mut found = Found { tables: names("table")?, indexes: names("index")?, ..Found::default() };
     if found.has_table("adk_internal_metadata") {
         found.version = conn
             .query_row("SELECT value FROM adk_internal_metadata WHERE \"key\" = 'schema_version'", [], |r| {
@@ -38,6 +40,9 @@ fn inspect(conn: &Connection) -> rusqlite::Result<Found> {
 pub(super) fn prepare(conn: &Connection, location: &str) -> Result<Schema> {
     let found = inspect(conn).map_err(|e| sqlite_error("inspect schema", &e))?;
     let schema = schema::check(&found, location)?;
-    conn.execute_batch(include_str!("../../sql/sqlite/schema.sql")).map_err(|e| sqlite_error("create schema", &e))?;
+    if !found.is_complete() {
+        conn.execute_batch(include_str!("../../sql/sqlite/schema.sql"))
+            .map_err(|e| sqlite_error("create schema", &e))?;
+    }
     Ok(schema)
 }

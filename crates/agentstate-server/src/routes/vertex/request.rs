@@ -1,0 +1,332 @@
+//! What clients send to the managed-service routes: session bodies, event bodies and filters.
+//! Field names are accepted in camelCase and in snake_case at every level, as a protobuf JSON
+//! parser does (the Python client sends nested messages in snake_case, others in camelCase).
+
+use std::time::Duration;
+
+use agentstate::{Event, Map, SessionAttributes, Value};
+
+use super::error::GoogleError;
+use super::resource::parse_rfc3339;
+use crate::wire;
+
+/// `field` of `object` under its camelCase or snake_case name.
+fn take(object: &mut Map<String, Value>, camel: &str) -> Option<Value> {
+    let snake = wire::to_snake(camel);
+    object.remove(camel).or_else(|| object.remove(&snake)).filter(|v| !v.is_null())
+}
+
+fn string(value: Value, field: &str) -> Result<String, GoogleError> {
+    match value {
+        Value::String(s) => Ok(s),
+        other => Err(GoogleError::invalid(format!("{field} must be a string, not {other}"))),
+    }
+}
+
+fn object(value: Value, field: &str) -> Result<Map<String, Value>, GoogleError> {
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(GoogleError::invalid(format!("{field} must be an object, not {other}"))),
+    }
+}
+
+/// A request body as a JSON object.
+pub(crate) fn body(bytes: &[u8]) -> Result<Map<String, Value>, GoogleError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
+    match serde_json::from_slice(bytes) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => Err(GoogleError::invalid(format!("the body must be a JSON object, not {other}"))),
+        Err(e) => Err(GoogleError::invalid(format!("the body is not JSON: {e}"))),
+    }
+}
+
+/// A session to create.
+#[derive(Debug)]
+pub(crate) struct NewSession {
+    pub(crate) user_id: String,
+    pub(crate) state: Map<String, Value>,
+    pub(crate) attributes: SessionAttributes,
+}
+
+/// The body of `POST …/sessions`. Unknown fields are refused, as the real service refuses them.
+pub(crate) fn new_session(mut body: Map<String, Value>, now_micros: i64) -> Result<NewSession, GoogleError> {
+    let user_id = take(&mut body, "userId").map(|v| string(v, "userId")).transpose()?;
+    let user_id = user_id.filter(|u| !u.is_empty()).ok_or_else(|| GoogleError::invalid("userId is required"))?;
+    let state = take(&mut body, "sessionState").map(|v| object(v, "sessionState")).transpose()?.unwrap_or_default();
+    let mut attributes = SessionAttributes {
+        display_name: take(&mut body, "displayName").map(|v| string(v, "displayName")).transpose()?,
+        ..SessionAttributes::default()
+    };
+    if let Some(labels) = take(&mut body, "labels") {
+        for (key, value) in object(labels, "labels")? {
+            attributes.labels.insert(key, string(value, "a label value")?);
+        }
+    }
+    let ttl = take(&mut body, "ttl").map(|v| string(v, "ttl")).transpose()?;
+    let expire = take(&mut body, "expireTime").map(|v| string(v, "expireTime")).transpose()?;
+    attributes.expire_time_micros = match (ttl, expire) {
+        (Some(_), Some(_)) => return Err(GoogleError::invalid("give ttl or expireTime, not both")),
+        (Some(ttl), None) => {
+            let ttl = i64::try_from(duration(&ttl, "ttl")?.as_micros()).unwrap_or(i64::MAX);
+            Some(now_micros.saturating_add(ttl))
+        }
+        (None, Some(time)) => Some(parse_rfc3339(&time, "expireTime")?),
+        (None, None) => None,
+    };
+    body.remove("name");
+    if let Some(unknown) = body.keys().next() {
+        return Err(GoogleError::invalid(format!("Unknown name \"{unknown}\" at 'session': Cannot find field.")));
+    }
+    Ok(NewSession { user_id, state, attributes })
+}
+
+/// A protobuf JSON duration: seconds with an `s`, a fraction allowed (`"7200s"`, `"1.5s"`);
+/// positive.
+fn duration(text: &str, field: &str) -> Result<Duration, GoogleError> {
+    let bad = || GoogleError::invalid(format!("{field}: {text:?} is not a duration such as \"7200s\""));
+    let seconds: f64 = text.strip_suffix('s').ok_or_else(bad)?.parse().map_err(|_| bad())?;
+    if !seconds.is_finite() || seconds <= 0.0 {
+        return Err(GoogleError::invalid(format!("{field} must be positive")));
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|_| bad())
+}
+
+/// The body of `POST …:appendEvent` as an event: the ADK event in `rawEvent` when there is one
+/// (else the typed fields), with the top-level author, invocation id and timestamp, and the
+/// typed `actions.stateDelta` when given (it is what the service merges).
+pub(crate) fn appended(mut body: Map<String, Value>) -> Result<Event, GoogleError> {
+    let author = take(&mut body, "author").map(|v| string(v, "author")).transpose()?;
+    let invocation_id = take(&mut body, "invocationId").map(|v| string(v, "invocationId")).transpose()?;
+    let timestamp = take(&mut body, "timestamp").map(|v| string(v, "timestamp")).transpose()?;
+    let (Some(author), Some(invocation_id), Some(timestamp)) = (author, invocation_id, timestamp) else {
+        return Err(GoogleError::invalid("author, invocationId and timestamp are required"));
+    };
+    let timestamp_micros = parse_rfc3339(&timestamp, "timestamp")?;
+    let typed_actions = take(&mut body, "actions").map(|v| object(v, "actions")).transpose()?;
+    let mut raw = match take(&mut body, "rawEvent") {
+        Some(raw) => object(raw, "rawEvent")?,
+        None => typed_event(&mut body, typed_actions.clone())?,
+    };
+    raw.remove("timestamp");
+    let mut event = wire::event_from_wire(Value::Object(raw))
+        .map_err(|e| GoogleError::invalid(format!("the event cannot be read: {e}")))?;
+    event.author = author;
+    event.invocation_id = invocation_id;
+    event.timestamp = agentstate::store::micros_to_secs(timestamp_micros);
+    if let Some(mut actions) = typed_actions {
+        if let Some(delta) = take(&mut actions, "stateDelta") {
+            event.actions.state_delta = object(delta, "actions.stateDelta")?;
+        }
+        if event.actions.transfer_to_agent.is_none() {
+            event.actions.transfer_to_agent =
+                take(&mut actions, "transferAgent").map(|v| string(v, "actions.transferAgent")).transpose()?;
+        }
+    }
+    Ok(event)
+}
+
+/// The event a client without `rawEvent` sends, in ADK's field names.
+fn typed_event(
+    body: &mut Map<String, Value>,
+    actions: Option<Map<String, Value>>,
+) -> Result<Map<String, Value>, GoogleError> {
+    let mut event = Map::new();
+    for field in ["content", "errorCode", "errorMessage"] {
+        if let Some(value) = take(body, field) {
+            event.insert(field.into(), value);
+        }
+    }
+    if let Some(mut actions) = actions {
+        if let Some(target) = take(&mut actions, "transferAgent") {
+            actions.insert("transferToAgent".into(), target);
+        }
+        event.insert("actions".into(), Value::Object(actions));
+    }
+    if let Some(metadata) = take(body, "eventMetadata") {
+        // partial, turnComplete, interrupted, branch, customMetadata, longRunningToolIds,
+        // groundingMetadata: fields of the event itself in ADK.
+        event.extend(object(metadata, "eventMetadata")?);
+    }
+    Ok(event)
+}
+
+/// A lower and an upper bound on event times (epoch microseconds, both inclusive).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TimeRange {
+    pub(crate) since: Option<i64>,
+    pub(crate) until: Option<i64>,
+}
+
+/// An events filter: `timestamp` compared (`>=`, `>`, `<=`, `<`) with a quoted RFC 3339 time,
+/// terms joined by `AND`.
+pub(crate) fn event_filter(filter: &str) -> Result<TimeRange, GoogleError> {
+    let mut range = TimeRange::default();
+    for term in split_and(filter) {
+        let (field, op, value) = comparison(term)?;
+        if field != "timestamp" {
+            return Err(GoogleError::invalid(format!("events can be filtered by timestamp only, not {field:?}")));
+        }
+        let micros = parse_rfc3339(&value, "filter")?;
+        match op {
+            ">=" => range.since = Some(range.since.map_or(micros, |s| s.max(micros))),
+            ">" => range.since = Some(range.since.map_or(micros + 1, |s| s.max(micros + 1))),
+            "<=" => range.until = Some(range.until.map_or(micros, |u| u.min(micros))),
+            "<" => range.until = Some(range.until.map_or(micros - 1, |u| u.min(micros - 1))),
+            _ => return Err(GoogleError::invalid(format!("timestamp takes >=, >, <= or <, not {op}"))),
+        }
+    }
+    Ok(range)
+}
+
+/// A sessions filter: `user_id="…"` (or `userId`); `None` for none.
+pub(crate) fn session_filter(filter: &str) -> Result<Option<String>, GoogleError> {
+    let mut user = None;
+    for term in split_and(filter) {
+        match comparison(term)? {
+            ("user_id" | "userId", "=", value) => user = Some(value),
+            (field, op, _) => {
+                return Err(GoogleError::invalid(format!(
+                    "sessions can be filtered by user_id=\"…\" only, not {field}{op}"
+                )));
+            }
+        }
+    }
+    Ok(user)
+}
+
+/// The terms of `a AND b AND c` (outside quotes).
+fn split_and(filter: &str) -> Vec<&str> {
+    let mut terms = Vec::new();
+    let (mut start, mut quoted, mut escaped) = (0, false, false);
+    let bytes = filter.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if quoted {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => quoted = false,
+                _ => {}
+            }
+        } else if c == b'"' {
+            quoted = true;
+        } else if filter[i..].starts_with(" AND ") {
+            terms.push(filter[start..i].trim());
+            i += 5;
+            start = i;
+            continue;
+        }
+        i += 1;
+    }
+    terms.push(filter[start..].trim());
+    terms.into_iter().filter(|t| !t.is_empty()).collect()
+}
+
+/// `field op "value"` with `\"` and `\\` escapes in the value (an AIP-160 string literal).
+fn comparison(term: &str) -> Result<(&str, &str, String), GoogleError> {
+    let bad = || GoogleError::invalid(format!("cannot read the filter term {term:?}; write e.g. user_id=\"alice\""));
+    let split = term.find(['=', '<', '>', '!']).ok_or_else(bad)?;
+    let field = term[..split].trim();
+    let rest = &term[split..];
+    let op_len = if rest.starts_with(">=") || rest.starts_with("<=") || rest.starts_with("!=") { 2 } else { 1 };
+    let (op, value) = rest.split_at(op_len);
+    let value = value.trim();
+    let inner = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')).ok_or_else(bad)?;
+    let mut literal = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => literal.push(chars.next().ok_or_else(bad)?),
+            '"' => return Err(bad()),
+            c => literal.push(c),
+        }
+    }
+    Ok((field, op, literal))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn map(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        }
+    }
+
+    #[test]
+    fn filters() {
+        assert_eq!(session_filter(r#"user_id="a\"b\\c""#).unwrap().as_deref(), Some(r#"a"b\c"#));
+        assert_eq!(session_filter(r#"userId="u AND v""#).unwrap().as_deref(), Some("u AND v"));
+        assert_eq!(session_filter("").unwrap(), None);
+        assert!(session_filter(r#"display_name="x""#).is_err());
+        assert!(session_filter("user_id=alice").is_err());
+        let range =
+            event_filter(r#"timestamp>="2026-11-22T03:32:55.281155+00:00" AND timestamp<"2026-11-22T03:33:00Z""#)
+                .unwrap();
+        assert_eq!(range, TimeRange { since: Some(1_795_318_375_281_155), until: Some(1_795_318_379_999_999) });
+        assert_eq!(event_filter(r#"timestamp>"2026-11-22T03:32:55Z""#).unwrap().since, Some(1_795_318_375_000_001));
+        assert!(event_filter(r#"author="x""#).is_err());
+        assert!(event_filter("timestamp>=yesterday").is_err());
+    }
+
+    #[test]
+    fn session_bodies() {
+        let new =
+            new_session(map(json!({"userId": "u", "sessionState": {"k": 1}, "ttl": "7200s", "labels": {"a": "b"}})), 0)
+                .unwrap();
+        assert_eq!((new.user_id.as_str(), new.attributes.expire_time_micros), ("u", Some(7_200_000_000)));
+        assert_eq!(new.attributes.labels["a"], "b");
+        let snake =
+            new_session(map(json!({"user_id": "u", "session_state": {"k": 1}, "display_name": "d"})), 0).unwrap();
+        assert_eq!(snake.attributes.display_name.as_deref(), Some("d"));
+        for bad in [
+            json!({}),
+            json!({"userId": "u", "ttl": "1s", "expireTime": "2026-11-22T03:32:55Z"}),
+            json!({"userId": "u", "ttl": "-5s"}),
+            json!({"userId": "u", "ttl": "soon"}),
+            json!({"userId": "u", "colour": "red"}),
+            json!({"userId": 5}),
+        ] {
+            assert!(new_session(map(bad.clone()), 0).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn event_bodies_in_either_case() {
+        let python = json!({
+            "author": "agent", "invocationId": "inv1", "timestamp": "2026-11-22T22:23:15.746858+00:00",
+            "content": {"role": "model", "parts": [{"function_call": {"id": "fc1", "name": "tool", "args": {"q_x": 1}}}]},
+            "actions": {"state_delta": {"a": 1}, "transfer_agent": "other", "escalate": true},
+            "eventMetadata": {"partial": false, "long_running_tool_ids": ["fc1"], "branch": "root.agent"},
+            "rawEvent": {"id": "e-1", "author": "agent", "content": {"role": "model", "parts": [{"functionCall": {"id": "fc1", "name": "tool", "args": {"q_x": 1}}}]},
+                          "actions": {"stateDelta": {"a": 1}, "transferToAgent": "other", "escalate": true},
+                          "longRunningToolIds": ["fc1"], "branch": "root.agent", "timestamp": 1.5}
+        });
+        let event = appended(map(python)).unwrap();
+        assert_eq!(event.id, "e-1");
+        assert_eq!(event.actions.state_delta["a"], 1);
+        assert_eq!(event.actions.transfer_to_agent.as_deref(), Some("other"));
+        assert_eq!(event.long_running_tool_ids, Some(vec!["fc1".to_owned()]));
+        assert_eq!(event.content.unwrap().parts()[0].function_call.as_ref().unwrap().args.as_ref().unwrap()["q_x"], 1);
+        assert!((event.timestamp - 1_795_386_195.746_858).abs() < 1e-6);
+        let typed = json!({
+            "author": "agent", "invocationId": "inv1", "timestamp": "2026-11-22T22:23:15Z",
+            "content": {"role": "model", "parts": [{"text": "hi"}]},
+            "actions": {"stateDelta": {"b": 2}, "transferAgent": "x"},
+            "eventMetadata": {"branch": "root", "turnComplete": true}
+        });
+        let event = appended(map(typed)).unwrap();
+        assert_eq!(
+            (event.text(), event.branch.as_deref(), event.turn_complete),
+            ("hi".into(), Some("root"), Some(true))
+        );
+        assert_eq!(event.actions.transfer_to_agent.as_deref(), Some("x"));
+        assert!(appended(map(json!({"author": "a"}))).is_err());
+    }
+}

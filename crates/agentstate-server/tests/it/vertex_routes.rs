@@ -1,0 +1,306 @@
+//! The managed-service surface through the router: Google-style refusals of bad input with
+//! nothing half-written, the same sessions as the ADK routes, and agentstate's extensions (the
+//! user header, the stale check, duplicate appends).
+
+use std::sync::Arc;
+
+use agentstate::InMemorySessionService;
+use agentstate_server::{AppState, Tokens, app};
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+const E: &str = "/v1beta1/reasoningEngines/42";
+const FULL: &str = "/v1beta1/projects/p/locations/l/reasoningEngines/42";
+
+fn router() -> Router {
+    app(AppState::new(Arc::new(InMemorySessionService::new())))
+}
+
+async fn call(
+    r: &Router,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+    headers: &[(&str, &str)],
+) -> (StatusCode, Value) {
+    let mut request = Request::builder().method(method).uri(path).header("content-type", "application/json");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let body = body.map_or_else(Body::empty, |b| Body::from(b.to_string()));
+    let response = r.clone().oneshot(request.body(body).unwrap()).await.unwrap();
+    let status = response.status();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+fn event(author: &str, delta: &Value) -> Value {
+    json!({
+        "author": author,
+        "invocationId": "inv",
+        "timestamp": "2030-01-01T00:00:00Z",
+        "actions": { "stateDelta": delta },
+    })
+}
+
+fn google_error(body: &Value, code: u16, status: &str) {
+    assert_eq!(
+        (body["error"]["code"].as_u64(), body["error"]["status"].as_str()),
+        (Some(u64::from(code)), Some(status)),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn sessions_are_the_same_through_both_surfaces() {
+    let r = router();
+    let (status, op) = call(&r, "POST", &format!("{FULL}/sessions?sessionId=v1"), Some(json!({"userId": "u", "sessionState": {"k": 1}, "displayName": "Trip", "labels": {"team": "a"}, "ttl": "3600s"})), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{op}");
+    assert_eq!(op["done"], true);
+    let session = &op["response"];
+    assert_eq!(session["name"], "projects/p/locations/l/reasoningEngines/42/sessions/v1");
+    assert_eq!((session["displayName"].as_str(), session["labels"]["team"].as_str()), (Some("Trip"), Some("a")));
+    assert!(session["expireTime"].as_str().unwrap().ends_with('Z'));
+    assert!(
+        op["name"].as_str().unwrap().starts_with("projects/p/locations/l/reasoningEngines/42/sessions/v1/operations/")
+    );
+    // The operation can be read back, and names the session.
+    let (status, polled) = call(&r, "GET", &format!("/v1beta1/{}", op["name"].as_str().unwrap()), None, &[]).await;
+    assert_eq!((status, polled["done"].as_bool()), (StatusCode::OK, Some(true)));
+    assert_eq!(polled["response"]["name"], session["name"]);
+
+    // The same session on the ADK routes, and an ADK session on the managed routes.
+    let (status, adk) = call(&r, "GET", "/apps/42/users/u/sessions/v1", None, &[]).await;
+    assert_eq!((status, adk["state"].clone()), (StatusCode::OK, json!({"k": 1})));
+    call(&r, "POST", "/apps/42/users/w/sessions", Some(json!({"sessionId": "from-adk", "state": {"user:n": 2}})), &[])
+        .await;
+    let (status, seen) = call(&r, "GET", &format!("{E}/sessions/from-adk"), None, &[]).await;
+    assert_eq!(
+        (status, seen["userId"].as_str(), seen["sessionState"].clone()),
+        (StatusCode::OK, Some("w"), json!({"user:n": 2}))
+    );
+    assert_eq!(seen["name"], "reasoningEngines/42/sessions/from-adk");
+
+    // Generated ids look like the managed service's.
+    let (_, op) = call(&r, "POST", &format!("{E}/sessions"), Some(json!({"userId": "u"})), &[]).await;
+    let id = op["response"]["name"].as_str().unwrap().rsplit('/').next().unwrap().to_owned();
+    assert!(id.len() == 19 && id.bytes().all(|b| b.is_ascii_digit()), "{id}");
+
+    // Appends through the managed routes show on the ADK routes.
+    let (status, stored) = call(
+        &r,
+        "POST",
+        &format!("{E}/sessions/v1:appendEvent"),
+        Some(event("agent", &json!({"k": 2, "user:x": 1, "temp:t": 1}))),
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{stored}");
+    assert_eq!(stored["actions"]["stateDelta"], json!({"k": 2, "user:x": 1}), "temp: keys are never stored");
+    let (_, adk) = call(&r, "GET", "/apps/42/users/u/sessions/v1", None, &[]).await;
+    assert_eq!(adk["state"], json!({"k": 2, "user:x": 1}));
+    assert_eq!(adk["events"][0]["author"], "agent");
+
+    // Listing: by user, paged.
+    let (status, listed) =
+        call(&r, "GET", &format!("{E}/sessions?filter=user_id%3D%22u%22&pageSize=1"), None, &[]).await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 1);
+    let token = listed["nextPageToken"].as_str().unwrap();
+    let (_, second) =
+        call(&r, "GET", &format!("{E}/sessions?filter=user_id%3D%22u%22&pageSize=1&pageToken={token}"), None, &[])
+            .await;
+    assert_eq!(second["sessions"].as_array().unwrap().len(), 1);
+    assert!(second.get("nextPageToken").is_none());
+    let (_, all) = call(&r, "GET", &format!("{E}/sessions"), None, &[]).await;
+    assert_eq!(all["sessions"].as_array().unwrap().len(), 3);
+
+    // Deleting answers a done operation; the session is gone from both surfaces.
+    let (status, deleted) = call(&r, "DELETE", &format!("{E}/sessions/v1"), None, &[]).await;
+    assert_eq!((status, deleted["done"].as_bool()), (StatusCode::OK, Some(true)));
+    let (status, missing) = call(&r, "GET", &format!("{E}/sessions/v1"), None, &[]).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    google_error(&missing, 404, "NOT_FOUND");
+    assert_eq!(call(&r, "GET", "/apps/42/users/u/sessions/v1", None, &[]).await.0, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn events_are_listed_oldest_first_in_pages_and_by_time() {
+    let r = router();
+    call(&r, "POST", &format!("{E}/sessions?sessionId=h"), Some(json!({"userId": "u"})), &[]).await;
+    for i in 0..250 {
+        let mut e = event("agent", &json!({"n": i}));
+        e["timestamp"] = json!(format!("2030-01-01T00:{:02}:{:02}Z", i / 60, i % 60));
+        e["rawEvent"] = json!({"id": format!("h{i:03}"), "author": "agent", "content": {"role": "model", "parts": [{"text": format!("t{i}")}]}});
+        let (status, body) = call(&r, "POST", &format!("{E}/sessions/h:appendEvent"), Some(e), &[]).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let mut ids = Vec::new();
+    let mut pages = 0;
+    let mut token: Option<String> = None;
+    loop {
+        let path = match &token {
+            Some(t) => format!("{E}/sessions/h/events?pageToken={t}"),
+            None => format!("{E}/sessions/h/events"),
+        };
+        let (status, page) = call(&r, "GET", &path, None, &[]).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        pages += 1;
+        for e in page["sessionEvents"].as_array().unwrap() {
+            ids.push(e["rawEvent"]["id"].as_str().unwrap().to_owned());
+            assert!(e["name"].as_str().unwrap().starts_with("reasoningEngines/42/sessions/h/events/"));
+        }
+        match page["nextPageToken"].as_str() {
+            Some(t) => token = Some(t.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!((pages, ids.len()), (3, 250), "pages of 100");
+    assert_eq!(ids, (0..250).map(|i| format!("h{i:03}")).collect::<Vec<_>>());
+    let filter =
+        "timestamp%3E%3D%222030-01-01T00%3A04%3A00%2B00%3A00%22%20AND%20timestamp%3C%222030-01-01T00%3A04%3A03Z%22";
+    let (status, page) = call(&r, "GET", &format!("{E}/sessions/h/events?filter={filter}"), None, &[]).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let got: Vec<&str> =
+        page["sessionEvents"].as_array().unwrap().iter().map(|e| e["rawEvent"]["id"].as_str().unwrap()).collect();
+    assert_eq!(got, ["h240", "h241", "h242"]);
+    assert!(page.get("nextPageToken").is_none());
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_google_style_and_nothing_is_half_written() {
+    let r = router();
+    call(&r, "POST", &format!("{E}/sessions?sessionId=s"), Some(json!({"userId": "u", "sessionState": {"k": 0}})), &[])
+        .await;
+    let before = call(&r, "GET", "/apps/42/users/u/sessions/s", None, &[]).await.1;
+    let refusals = [
+        ("POST", format!("{E}/sessions"), Some(json!({"sessionState": {}})), "INVALID_ARGUMENT"),
+        ("POST", format!("{E}/sessions"), Some(json!({"userId": "u", "colour": "red"})), "INVALID_ARGUMENT"),
+        (
+            "POST",
+            format!("{E}/sessions"),
+            Some(json!({"userId": "u", "ttl": "1s", "expireTime": "2030-01-01T00:00:00Z"})),
+            "INVALID_ARGUMENT",
+        ),
+        ("POST", format!("{E}/sessions?sessionId=s"), Some(json!({"userId": "other"})), "INVALID_ARGUMENT"),
+        ("POST", format!("{E}/sessions?sessionId=a%20b%2F"), Some(json!({"userId": "u"})), "INVALID_ARGUMENT"),
+        ("GET", format!("{E}/sessions?filter=display_name%3D%22x%22"), None, "INVALID_ARGUMENT"),
+        ("GET", format!("{E}/sessions?pageToken=garbage"), None, "INVALID_ARGUMENT"),
+        ("GET", format!("{E}/sessions/s/events?filter=author%3D%22x%22"), None, "INVALID_ARGUMENT"),
+        ("GET", format!("{E}/sessions/s/events?filter=timestamp%3E%3Dyesterday"), None, "INVALID_ARGUMENT"),
+        ("POST", format!("{E}/sessions/s:appendEvent"), Some(json!({"author": "a"})), "INVALID_ARGUMENT"),
+        ("POST", format!("{E}/sessions/s:appendEvent"), Some(json!([1, 2])), "INVALID_ARGUMENT"),
+        (
+            "POST",
+            format!("{E}/sessions/s:appendEvent"),
+            Some(event("a", &json!({"k": "x".repeat(300_000)}))),
+            "INVALID_ARGUMENT",
+        ),
+        (
+            "POST",
+            format!("{E}/sessions/s:appendEvent"),
+            Some(event("a", &json!({"x".repeat(300): 1}))),
+            "INVALID_ARGUMENT",
+        ),
+        ("POST", format!("{E}/sessions/s:explode"), Some(event("a", &json!({}))), "NOT_FOUND"),
+        ("POST", format!("{E}/sessions/nothing:appendEvent"), Some(event("a", &json!({"k": 1}))), "NOT_FOUND"),
+        ("GET", "/v1beta1/reasoningEngines/999/sessions/s".to_owned(), None, "NOT_FOUND"),
+        ("DELETE", format!("{E}/sessions/nothing"), None, "NOT_FOUND"),
+    ];
+    for (method, path, body, status) in refusals {
+        let (code, answer) = call(&r, method, &path, body, &[]).await;
+        assert!(code.is_client_error(), "{method} {path}: {code} {answer}");
+        assert_eq!(answer["error"]["status"], status, "{method} {path}: {answer}");
+        assert_eq!(answer["error"]["code"], code.as_u16(), "{method} {path}");
+    }
+    let (code, raw) = {
+        let request = Request::post(format!("{E}/sessions/s:appendEvent")).body(Body::from("{not json")).unwrap();
+        let response = r.clone().oneshot(request).await.unwrap();
+        let code = response.status();
+        (code, serde_json::from_slice::<Value>(&response.into_body().collect().await.unwrap().to_bytes()).unwrap())
+    };
+    assert_eq!(code, StatusCode::BAD_REQUEST);
+    google_error(&raw, 400, "INVALID_ARGUMENT");
+    assert_eq!(call(&r, "GET", "/apps/42/users/u/sessions/s", None, &[]).await.1, before, "nothing was written");
+}
+
+#[tokio::test]
+async fn agentstate_clients_get_the_stale_check_and_idempotent_appends() {
+    let r = router();
+    let (_, op) = call(&r, "POST", &format!("{E}/sessions?sessionId=s"), Some(json!({"userId": "u"})), &[]).await;
+    let created = &op["response"]["updateTime"];
+    let marker =
+        chrono::DateTime::parse_from_rfc3339(created.as_str().unwrap()).unwrap().timestamp_micros().to_string();
+    let headers = [("x-agentstate-user-id", "u"), ("x-agentstate-last-update", marker.as_str())];
+    let mut first = event("agent", &json!({"k": 1}));
+    first["rawEvent"] = json!({"id": "once"});
+    let (status, stored) =
+        call(&r, "POST", &format!("{E}/sessions/s:appendEvent"), Some(first.clone()), &headers).await;
+    assert_eq!(status, StatusCode::OK, "{stored}");
+    assert!(stored.get("agentstateDuplicate").is_none());
+    // The same event again: stored once, said so.
+    let (status, again) =
+        call(&r, "POST", &format!("{E}/sessions/s:appendEvent"), Some(first), &[("x-agentstate-user-id", "u")]).await;
+    assert_eq!((status, again["agentstateDuplicate"].as_bool()), (StatusCode::OK, Some(true)), "{again}");
+    // A handle loaded before that append is stale now.
+    let (status, stale) =
+        call(&r, "POST", &format!("{E}/sessions/s:appendEvent"), Some(event("agent", &json!({"k": 2}))), &headers)
+            .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    google_error(&stale, 409, "ABORTED");
+    assert!(stale["error"]["message"].as_str().unwrap().contains("modified in storage"));
+    let (_, events) = call(&r, "GET", &format!("{E}/sessions/s/events"), None, &[]).await;
+    assert_eq!(events["sessionEvents"].as_array().unwrap().len(), 1);
+    // A different event under a used id is refused.
+    let mut clash = event("agent", &json!({"k": 3}));
+    clash["rawEvent"] = json!({"id": "once"});
+    let (status, body) = call(&r, "POST", &format!("{E}/sessions/s:appendEvent"), Some(clash), &[]).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    google_error(&body, 409, "ALREADY_EXISTS");
+    // The user header must name the session's user.
+    let (status, _) = call(&r, "GET", &format!("{E}/sessions/s"), None, &[("x-agentstate-user-id", "intruder")]).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn ids_two_users_share_are_ambiguous_here_and_tokens_bind_users() {
+    let tokens = Tokens::parse(
+        r#"{"tokens": [{"token": "only-alice-token-0123", "apps": ["42"], "users": ["alice"]},
+                       {"token": "other-app-token-01234", "apps": ["7"]}]}"#,
+    )
+    .unwrap();
+    let r = app(AppState::new(Arc::new(InMemorySessionService::new())).with_tokens(tokens));
+    let alice = [("x-goog-api-key", "only-alice-token-0123")];
+    let (status, _) =
+        call(&r, "POST", &format!("{E}/sessions?sessionId=a"), Some(json!({"userId": "alice"})), &alice).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, denied) =
+        call(&r, "POST", &format!("{E}/sessions?sessionId=b"), Some(json!({"userId": "bob"})), &alice).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    google_error(&denied, 403, "PERMISSION_DENIED");
+    let (status, unknown) = call(&r, "GET", &format!("{E}/sessions/a"), None, &[]).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    google_error(&unknown, 401, "UNAUTHENTICATED");
+    let other_app = [("authorization", "Bearer other-app-token-01234")];
+    assert_eq!(call(&r, "GET", &format!("{E}/sessions/a"), None, &other_app).await.0, StatusCode::FORBIDDEN);
+    // A user-bound token lists only with a filter naming its user.
+    assert_eq!(call(&r, "GET", &format!("{E}/sessions"), None, &alice).await.0, StatusCode::FORBIDDEN);
+    let (status, mine) = call(&r, "GET", &format!("{E}/sessions?filter=user_id%3D%22alice%22"), None, &alice).await;
+    assert_eq!((status, mine["sessions"].as_array().map(Vec::len)), (StatusCode::OK, Some(1)));
+
+    // Two users of one app with one id (made on the ADK routes): the managed routes cannot tell
+    // them apart without the user header.
+    let r = router();
+    for user in ["u1", "u2"] {
+        call(&r, "POST", &format!("/apps/42/users/{user}/sessions"), Some(json!({"sessionId": "twin"})), &[]).await;
+    }
+    let (status, body) = call(&r, "GET", &format!("{E}/sessions/twin"), None, &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("several users"));
+    let (status, body) = call(&r, "GET", &format!("{E}/sessions/twin"), None, &[("x-agentstate-user-id", "u2")]).await;
+    assert_eq!((status, body["userId"].as_str()), (StatusCode::OK, Some("u2")));
+}
