@@ -2,7 +2,8 @@
 //! the table of figures with their ratio to the floor measured in the same run.
 //!
 //! The benchmarks: `cargo bench -p agentstate-bench --bench in_memory` (the in-memory service),
-//! `--bench sql` (SQLite and PostgreSQL), `--bench runner` (the agent runtime).
+//! `--bench sql` (SQLite and PostgreSQL), `--bench runner` (the agent runtime), `--bench vertex`
+//! (the managed-service API over HTTP).
 
 use std::path::PathBuf;
 use std::time::Duration;

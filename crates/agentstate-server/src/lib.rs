@@ -26,7 +26,6 @@ mod metrics;
 pub mod openapi;
 mod routes;
 mod state;
-pub mod wire;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;

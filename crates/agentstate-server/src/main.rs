@@ -2,6 +2,7 @@
 
 mod cli {
     pub(crate) mod args;
+    pub(crate) mod backend;
     pub(crate) mod config;
     pub(crate) mod serve;
     pub(crate) mod sessions;

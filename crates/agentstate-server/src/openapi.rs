@@ -72,7 +72,9 @@ fn schemas() -> Value {
             "userId": {"type": "string"}, "sessionState": {"type": "object", "description": "Merged: session, app: and user: keys"},
             "createTime": {"type": "string", "format": "date-time"}, "updateTime": {"type": "string", "format": "date-time"},
             "expireTime": {"type": "string", "format": "date-time"}, "displayName": {"type": "string"},
-            "labels": {"type": "object", "additionalProperties": {"type": "string"}}}},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "agentstateEvents": {"type": "array", "items": {"$ref": "#/components/schemas/VertexEvent"},
+                "description": "agentstate extension, with ?agentstateEvents=true: the events, read with the session (name, timestamp and rawEvent only)"}}},
         "VertexSessionList": {"type": "object", "properties": {
             "sessions": {"type": "array", "items": {"$ref": "#/components/schemas/VertexSession"}},
             "nextPageToken": {"type": "string"}}},
@@ -82,7 +84,8 @@ fn schemas() -> Value {
             "actions": {"type": "object", "properties": {"stateDelta": {"type": "object"}, "artifactDelta": {"type": "object"},
                 "transferAgent": {"type": "string"}, "escalate": {"type": "boolean"}, "skipSummarization": {"type": "boolean"}}},
             "errorCode": {"type": "string"}, "errorMessage": {"type": "string"}, "eventMetadata": {"type": "object"},
-            "rawEvent": {"type": "object", "description": "The whole ADK event (camelCase)"}},
+            "rawEvent": {"type": "object", "description": "The whole ADK event (camelCase)"},
+            "agentstateDuplicate": {"type": "boolean", "description": "agentstate extension, on an append: the same event was stored already; nothing changed"}},
             "description": "Nested field names in camelCase or snake_case; unknown fields ignored"},
         "VertexEventList": {"type": "object", "properties": {
             "sessionEvents": {"type": "array", "items": {"$ref": "#/components/schemas/VertexEvent"}},
@@ -124,6 +127,23 @@ fn parameters(op: &Operation) -> Vec<Value> {
             "limit",
             json!({"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}),
             "Page size",
+        ));
+    }
+    if vertex && path.ends_with("/sessions/{session}") && op.method == "get" {
+        params.push(query(
+            "agentstateEvents",
+            json!({"type": "boolean", "default": false}),
+            "agentstate extension: also answer the session's events (agentstateEvents), read with the session in one snapshot",
+        ));
+        params.push(query(
+            "agentstateNumRecentEvents",
+            json!({"type": "integer", "minimum": 0}),
+            "agentstate extension: with agentstateEvents, only the newest n",
+        ));
+        params.push(query(
+            "agentstateAfter",
+            json!({"type": "string"}),
+            "agentstate extension: with agentstateEvents, only events at or after this RFC 3339 time",
         ));
     }
     if vertex && path.contains("{session}") {

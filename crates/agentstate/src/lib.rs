@@ -59,6 +59,7 @@ mod session;
 mod state;
 pub mod store;
 mod time;
+pub mod wire;
 
 pub use content::{Blob, Content, FunctionCall, FunctionResponse, Part};
 pub use error::{BoxError, ConflictKind, Error, ErrorKind, Result, STALE_SESSION_MESSAGE};

@@ -9,6 +9,23 @@ const VERSION: u64 = 1;
 /// Tags event-page tokens, so a session-list token is never taken for one (and back).
 const EVENTS: &str = "events";
 
+impl ListCursor {
+    /// The page token that starts after this position, as
+    /// [`SessionService::list_sessions`](crate::SessionService::list_sessions) issues it. For
+    /// stores that pass positions on to another agentstate service.
+    pub fn to_page_token(&self) -> String {
+        encode(self)
+    }
+}
+
+impl EventCursor {
+    /// The page token that starts after this position, as
+    /// [`SessionService::list_events`](crate::SessionService::list_events) issues it.
+    pub fn to_page_token(&self) -> String {
+        encode_events(self)
+    }
+}
+
 fn to_hex(raw: &str) -> String {
     raw.bytes().map(|b| format!("{b:02x}")).collect()
 }

@@ -43,7 +43,8 @@ pub(crate) enum Command {
 
 #[derive(clap::Args)]
 pub(crate) struct DbArg {
-    /// Database URL: sqlite://path.db, sqlite::memory:, postgres://…, mysql://…
+    /// Database URL: sqlite://path.db, sqlite::memory:, postgres://…, mysql://…, or agentengine://ID (the
+    /// Agent Engine Sessions API; credentials from GOOGLE_API_KEY or AGENTSTATE_VERTEX_TOKEN)
     #[arg(long, env = "AGENTSTATE_DB", default_value = "sqlite://agentstate.db", hide_env_values = true)]
     pub(crate) db: String,
 }

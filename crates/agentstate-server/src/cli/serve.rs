@@ -3,10 +3,10 @@
 use std::sync::Arc;
 
 use agentstate_server::{AppState, Limits, Tokens, app};
-use agentstate_sql::{DatabaseUrl, SqlSessionService};
 use anyhow::{Context, bail};
 
 use super::args::ServeArgs;
+use super::backend::open;
 
 impl ServeArgs {
     fn tokens(&self) -> anyhow::Result<Tokens> {
@@ -31,13 +31,6 @@ impl ServeArgs {
             max_state_bytes: self.max_state_bytes,
         }
     }
-}
-
-/// Opens the database named by `url`, naming it (without its password) if that fails.
-pub(crate) async fn open(url: &str) -> anyhow::Result<(SqlSessionService, DatabaseUrl)> {
-    let url = DatabaseUrl::parse(url)?;
-    let service = SqlSessionService::open(&url).await.with_context(|| format!("opening {url}"))?;
-    Ok((service, url))
 }
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {

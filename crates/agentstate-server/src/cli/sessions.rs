@@ -5,13 +5,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use agentstate::archive::{self, ImportOptions, Progress};
+use agentstate::wire;
 use agentstate::{GetSessionConfig, ListSessions, SessionKey, SessionService};
-use agentstate_server::wire;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::args::{DbArg, SessionsCommand};
-use super::serve::open;
+use super::backend::{open, open_sql};
 
 /// Progress of a long copy on standard error: a spinner with counts on a terminal, a line every
 /// 1,000 sessions otherwise (a log).
@@ -52,7 +52,7 @@ impl Shown {
 }
 
 pub(crate) async fn migrate(db: &DbArg) -> anyhow::Result<()> {
-    let (service, url) = open(&db.db).await?;
+    let (service, url) = open_sql(&db.db).await?;
     let schema = service.schema();
     let how = if schema.created { "created" } else { "found" };
     println!("{url}: schema version {} ({how}; ADK for Python DatabaseSessionService v1)", schema.version);
@@ -60,7 +60,7 @@ pub(crate) async fn migrate(db: &DbArg) -> anyhow::Result<()> {
 }
 
 pub(crate) async fn import_adk(db: &DbArg, from: &Path, skip_existing: bool) -> anyhow::Result<()> {
-    let (service, _) = open(&db.db).await?;
+    let (service, _) = open_sql(&db.db).await?;
     let shown = Shown::new("imported");
     let options = ImportOptions { skip_existing };
     let done = agentstate_sql::adk_web::import(&service, from, options, |p| shown.update(p)).await;

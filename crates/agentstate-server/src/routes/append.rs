@@ -1,7 +1,7 @@
 //! Appending through the API: the routes that append on a client's behalf (PATCH, the managed
 //! service's `:appendEvent`) load the session's current marker and append, here, once.
 
-use agentstate::{ConflictKind, Error, Event, GetSessionConfig, SessionKey};
+use agentstate::{ConflictKind, Error, Event, GetSessionConfig, Map, Session, SessionKey};
 
 use crate::state::AppState;
 
@@ -23,12 +23,15 @@ pub(crate) struct Appended {
     pub(crate) duplicate: bool,
 }
 
-/// Appends `event` to the session `key` as it is in storage now.
+/// Appends `event` to the session `key`.
 ///
-/// Without `expected`, a blind write: when another writer appended between the load and the
-/// append, it reloads and tries again, so no update is lost. With `expected`, the storage
-/// marker the caller's view of the session was loaded at, a session changed since is refused
-/// with the stale-handle conflict, as an append through that handle would be.
+/// With `expected`, the storage marker the caller's view of the session was loaded at, the
+/// append is made through a handle at that marker, so the store decides, atomically and in its
+/// order: a missing session, then the same event stored already (a retry: answered as stored),
+/// then a session changed since (the stale-handle conflict).
+///
+/// Without it, a blind write on the session as it is in storage now: when another writer
+/// appended between the load and the append, it reloads and tries again, so no update is lost.
 pub(crate) async fn append(
     state: &AppState,
     key: &SessionKey,
@@ -36,19 +39,20 @@ pub(crate) async fn append(
     expected: Option<i64>,
 ) -> Result<Appended, Error> {
     let not_found = || Error::NotFound { session_id: key.session_id().to_owned() };
+    let partial = event.is_partial();
     for attempt in 1.. {
-        // Only the state and the marker: the window in which another writer can intervene stays
-        // as short as one read.
-        let mut handle = state.service().get_session(key, GetSessionConfig::recent(0)).await?.ok_or_else(not_found)?;
-        if expected.is_some_and(|marker| marker != handle.last_update_micros()) {
-            state.metrics().conflict();
-            return Err(Error::stale());
-        }
+        let mut handle = match expected {
+            Some(marker) => Session::from_storage(key.clone(), Map::new(), Vec::<Event>::new(), marker),
+            // Only the state and the marker: the window in which another writer can intervene
+            // stays as short as one read.
+            None => state.service().get_session(key, GetSessionConfig::recent(0)).await?.ok_or_else(not_found)?,
+        };
         match state.service().append_event(&mut handle, event.clone()).await {
             Ok(stored) => {
-                // The handle records only what this append committed.
-                let duplicate = handle.events().is_empty();
-                if !duplicate {
+                // The handle records only what this append committed; a partial event is
+                // answered, never stored.
+                let duplicate = !partial && handle.events().is_empty();
+                if !duplicate && !partial {
                     state.metrics().appended(1);
                 }
                 return Ok(Appended { event: stored, duplicate });

@@ -24,7 +24,7 @@ use crate::auth::Permit;
 use crate::error::ApiError;
 use crate::limits::{Body, check_path_safe};
 use crate::state::AppState;
-use crate::wire;
+use agentstate::wire;
 
 /// The reference's `RunAgentRequest`.
 #[derive(Debug, Deserialize)]

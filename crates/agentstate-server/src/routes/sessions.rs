@@ -1,5 +1,6 @@
 //! The session routes of `adk api_server`, with the same paths, bodies, status codes and JSON.
 
+use agentstate::wire;
 use agentstate::{
     CreateSession, Error, Event, EventActions, GetSessionConfig, ListEvents, ListSessions, Map, SessionKey, Value,
 };
@@ -12,7 +13,6 @@ use super::append;
 use crate::error::ApiError;
 use crate::limits::{Body, check_path_safe};
 use crate::state::AppState;
-use crate::wire;
 
 /// Sessions whose ids start with these are ADK evaluation runs; lists leave them out.
 const EVAL_PREFIXES: [&str; 2] = ["adk-eval-session-", "___eval___session___"];
@@ -55,7 +55,7 @@ pub(crate) async fn create(
     let mut request = CreateSession::new(&app, &user);
     let mut events = Vec::new();
     if let Some(value) = body(&bytes)?.filter(|v| !v.is_null()) {
-        let Some(mut fields) = wire::object(value.clone()) else {
+        let Some(mut fields) = object(value.clone()) else {
             return Err(model_error("", "Input should be a valid dictionary or object", &value));
         };
         let mut take =
@@ -66,11 +66,11 @@ pub(crate) async fn create(
             request.session_id = Some(id.to_owned());
         }
         if let Some(initial) = take("state", "state") {
-            request.state = wire::object(initial.clone())
+            request.state = object(initial.clone())
                 .ok_or_else(|| model_error("state", "Input should be a valid dictionary", &initial))?;
             state.limits().check_state("state", &request.state)?;
         }
-        if let Some(options) = take("options", "options").and_then(wire::object) {
+        if let Some(options) = take("options", "options").and_then(object) {
             check_options(&options)?;
         }
         if let Some(list) = take("events", "events") {
@@ -103,7 +103,7 @@ pub(crate) async fn create_with_id(
     let mut request = CreateSession::new(app, user).id(id);
     if let Some(value) = body(&bytes)?.filter(|v| !v.is_null()) {
         request.state =
-            wire::object(value.clone()).ok_or_else(|| model_error("", "Input should be a valid dictionary", &value))?;
+            object(value.clone()).ok_or_else(|| model_error("", "Input should be a valid dictionary", &value))?;
         state.limits().check_state("state", &request.state)?;
     }
     let session = state.service().create_session(request).await?;
@@ -258,4 +258,12 @@ pub(crate) async fn events(
         body["nextPageToken"] = Value::String(token);
     }
     Ok(Json(body))
+}
+
+/// A JSON object from a request, or `None` if `value` is not one.
+fn object(value: Value) -> Option<Map<String, Value>> {
+    match value {
+        Value::Object(map) => Some(map),
+        _ => None,
+    }
 }

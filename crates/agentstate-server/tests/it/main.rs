@@ -16,4 +16,5 @@ mod scale_out;
 #[cfg(feature = "cli")]
 mod transfer;
 mod vertex;
+mod vertex_client;
 mod vertex_routes;

@@ -67,3 +67,73 @@ async fn export_then_import_reproduces_every_session() {
     let (ok, stderr) = run(&["sessions", "import", "--db", &b, "-i", file.to_str().unwrap(), "--skip-existing"]);
     assert!(ok && stderr.contains("imported 0 sessions with 0 events; 3 already existed"), "{stderr}");
 }
+
+/// `--db agentengine://…`: the sessions of a server's managed-service API, exported through
+/// agentstate's client into a database and imported into another server, each copy the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_move_through_the_managed_service_api() {
+    use agentstate_vertex::{Credentials, VertexAiSessionService};
+
+    const TOKEN: &str = "transfer-token-0123456789";
+    let tokens = format!(r#"{{"tokens": [{{"token": "{TOKEN}", "apps": "*"}}]}}"#);
+    let dir = std::env::temp_dir().join("agentstate-tests").join(agentstate::Event::new_id());
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = |name: &str| format!("sqlite://{}/{name}.db", dir.display());
+    let file = dir.join("sessions.jsonl");
+    let start = |name: &str| {
+        let (child, addr) =
+            super::binary::serve_with(&["--db", &db(name), "--addr", "127.0.0.1:0", "--tokens", &tokens]);
+        (super::binary::Running(child), format!("http://{addr}"))
+    };
+    let ((_a, a), (_c, c)) = (start("a"), start("c"));
+    let client = |base: &str| {
+        VertexAiSessionService::builder().endpoint(base).credentials(Credentials::bearer(TOKEN)).build().unwrap()
+    };
+    let source = client(&a);
+    let mut s1 = source
+        .create_session(CreateSession::new("77", "u1").id("s1").display_name("Trip").state("topic", json!("cats")))
+        .await
+        .unwrap();
+    source.create_session(CreateSession::new("77", "u2").id("s2").state("app:v", json!(1))).await.unwrap();
+    source.append_event(&mut s1, Event::new("i1").author("user").delta("user:lang", json!("en"))).await.unwrap();
+    source.append_event(&mut s1, Event::new("i2").author("agent").delta("n", json!(2))).await.unwrap();
+
+    let run = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(args)
+            .env_remove("AGENTSTATE_DB")
+            .env_remove("GOOGLE_API_KEY")
+            .env("AGENTSTATE_VERTEX_TOKEN", TOKEN)
+            .output()
+            .unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let from_a = format!("agentengine://?endpoint={a}");
+    let (ok, stderr) = run(&["sessions", "export", "--db", &from_a, "77", "-o", file.to_str().unwrap()]);
+    assert!(ok && stderr.contains("exported 2 sessions with 2 events"), "{stderr}");
+    let (ok, stderr) = run(&["sessions", "import", "--db", &db("b"), "-i", file.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    let (ok, stderr) =
+        run(&["sessions", "import", "--db", &format!("agentengine://?endpoint={c}"), "-i", file.to_str().unwrap()]);
+    assert!(ok && stderr.contains("imported 2 sessions with 2 events"), "{stderr}");
+    let (ok, stderr) = run(&["migrate", "--db", &from_a]);
+    assert!(!ok && stderr.contains("works on a SQL database"), "{stderr}");
+
+    let database = SqlSessionService::connect(&db("b")).await.unwrap();
+    let copy = client(&c);
+    for key in [s1.key().clone(), agentstate::SessionKey::new("77", "u2", "s2").unwrap()] {
+        let want = source.get_session(&key, GetSessionConfig::default()).await.unwrap().unwrap();
+        let in_db = database.get_session(&key, GetSessionConfig::default()).await.unwrap().unwrap();
+        let in_copy = copy.get_session(&key, GetSessionConfig::default()).await.unwrap().unwrap();
+        for got in [&in_db, &in_copy] {
+            assert_eq!(got.state(), want.state(), "state of {key}");
+            assert_eq!(got.attributes(), want.attributes(), "attributes of {key}");
+            let ids = |s: &agentstate::Session| s.events().iter().map(|e| e.id.clone()).collect::<Vec<_>>();
+            assert_eq!(ids(got), ids(&want), "events of {key}");
+        }
+        // The database keeps each event whole, delta included.
+        let json =
+            |s: &agentstate::Session| s.events().iter().map(|e| serde_json::to_value(e).unwrap()).collect::<Vec<_>>();
+        assert_eq!(json(&in_db), json(&want), "events of {key}");
+    }
+}

@@ -242,10 +242,11 @@ async fn agentstate_clients_get_the_stale_check_and_idempotent_appends() {
         call(&r, "POST", &format!("{E}/sessions/s:appendEvent"), Some(first.clone()), &headers).await;
     assert_eq!(status, StatusCode::OK, "{stored}");
     assert!(stored.get("agentstateDuplicate").is_none());
-    // The same event again: stored once, said so.
-    let (status, again) =
-        call(&r, "POST", &format!("{E}/sessions/s:appendEvent"), Some(first), &[("x-agentstate-user-id", "u")]).await;
+    // The same event again, as a client whose answer was lost retries it (the marker it was
+    // loaded at, now stale): stored once, said so.
+    let (status, again) = call(&r, "POST", &format!("{E}/sessions/s:appendEvent"), Some(first), &headers).await;
     assert_eq!((status, again["agentstateDuplicate"].as_bool()), (StatusCode::OK, Some(true)), "{again}");
+    assert_eq!(again["rawEvent"], stored["rawEvent"]);
     // A handle loaded before that append is stale now.
     let (status, stale) =
         call(&r, "POST", &format!("{E}/sessions/s:appendEvent"), Some(event("agent", &json!({"k": 2}))), &headers)

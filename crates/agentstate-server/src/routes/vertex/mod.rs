@@ -55,6 +55,17 @@ pub(crate) struct PageQuery {
     page_token: Option<String>,
 }
 
+/// The query of the get route: agentstate's extension that answers the events with the session,
+/// read together in one snapshot (the managed service answers them only page by page).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct GetQuery {
+    #[serde(default)]
+    agentstate_events: bool,
+    agentstate_num_recent_events: Option<usize>,
+    agentstate_after: Option<String>,
+}
+
 /// The query of the create route.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -181,19 +192,36 @@ pub(crate) async fn list(
     Ok(Json(body))
 }
 
-/// `GET …/sessions/{id}`: the session with its merged state.
+/// `GET …/sessions/{id}`: the session with its merged state; with `agentstateEvents`, also its
+/// events (the newest `agentstateNumRecentEvents`, those at or after `agentstateAfter`).
 pub(crate) async fn get(
     State(state): State<AppState>,
     Path(params): Path<HashMap<String, String>>,
     Extension(permit): Extension<Permit>,
     headers: HeaderMap,
+    get_query: Result<Query<GetQuery>, QueryRejection>,
 ) -> Reply {
     let engine = Engine::from_params(&params)?;
     let id = params.get("session").map(String::as_str).unwrap_or_default();
+    let get_query = query(get_query)?;
+    let config = if get_query.agentstate_events {
+        let after =
+            get_query.agentstate_after.as_deref().map(|t| resource::parse_rfc3339(t, "agentstateAfter")).transpose()?;
+        GetSessionConfig {
+            num_recent_events: get_query.agentstate_num_recent_events,
+            after_timestamp: after.map(agentstate::store::micros_to_secs),
+        }
+    } else {
+        GetSessionConfig::recent(0)
+    };
     let key = resolve(&state, &engine, id, &headers, &permit).await?;
-    let session = state.service().get_session(&key, GetSessionConfig::recent(0)).await?;
+    let session = state.service().get_session(&key, config).await?;
     let session = session.ok_or_else(|| not_found(&engine, id))?;
-    Ok(Json(engine.session(&session)))
+    let mut body = engine.session(&session);
+    if get_query.agentstate_events {
+        body["agentstateEvents"] = session.events().iter().map(|e| engine.raw_event(id, e)).collect();
+    }
+    Ok(Json(body))
 }
 
 /// `DELETE …/sessions/{id}`: answers a done operation.

@@ -8,7 +8,7 @@ use agentstate::{Event, Map, SessionAttributes, Value};
 
 use super::error::GoogleError;
 use super::resource::parse_rfc3339;
-use crate::wire;
+use agentstate::wire;
 
 /// `field` of `object` under its camelCase or snake_case name.
 fn take(object: &mut Map<String, Value>, camel: &str) -> Option<Value> {

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::error::GoogleError;
 use crate::limits::check_path_safe;
-use crate::wire;
+use agentstate::wire;
 
 const SESSION_TYPE: &str = "type.googleapis.com/google.cloud.aiplatform.v1beta1.Session";
 const EMPTY_TYPE: &str = "type.googleapis.com/google.protobuf.Empty";
@@ -88,10 +88,20 @@ impl Engine {
         Value::Object(out)
     }
 
+    /// An event as agentstate's client reads it (the `agentstateEvents` extension): its name,
+    /// time and the whole ADK event, without the typed fields that repeat it.
+    pub(crate) fn raw_event(&self, session_id: &str, event: &Event) -> Value {
+        json!({
+            "name": format!("{}/events/{}", self.session_name(session_id), event.id),
+            "timestamp": rfc3339(agentstate::store::secs_to_micros(event.timestamp).unwrap_or(0)),
+            "rawEvent": wire::event_to_camel(event),
+        })
+    }
+
     /// An event as the API lists it: the typed fields (camelCase) and the whole ADK event as
     /// `rawEvent`.
     pub(crate) fn event(&self, session_id: &str, event: &Event) -> Value {
-        let raw = wire::event_to_wire(event);
+        let raw = wire::event_to_camel(event);
         let mut out = Map::new();
         out.insert("name".into(), json!(format!("{}/events/{}", self.session_name(session_id), event.id)));
         out.insert("author".into(), json!(event.author));

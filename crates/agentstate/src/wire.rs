@@ -1,11 +1,12 @@
-//! The JSON of the HTTP API, as `adk api_server` writes it: camelCase field names, absent fields
-//! omitted. Storage keeps the reference's snake_case; this module converts between the two.
+//! Events and sessions in the JSON of ADK's HTTP APIs (`adk api_server`, the managed service's
+//! `rawEvent`): camelCase field names, absent fields omitted. Storage keeps the reference's
+//! snake_case; this module converts between the two.
 //!
 //! Only *model* field names are renamed. Free-form maps (state, deltas, metadata, tool arguments
 //! and results) are user data and keep their keys; maps from ids to models keep their keys and
 //! have their values converted.
 
-use agentstate::{Event, Map, Session, Value};
+use crate::{Event, Session, Value};
 use serde_json::json;
 
 /// Fields (snake_case) whose values are user data, never renamed inside.
@@ -74,6 +75,12 @@ fn convert(value: Value, rename: fn(&str) -> String) -> Value {
     }
 }
 
+/// An event in camelCase exactly as stored: nothing added, nothing removed. The managed-service
+/// surface keeps events this way (`rawEvent`), so they read back as they were appended.
+pub fn event_to_camel(event: &Event) -> Value {
+    convert(serde_json::to_value(event).unwrap_or(Value::Null), to_camel)
+}
+
 /// An event as the API shows it: camelCase, internal metadata removed, the reference's default
 /// fields present.
 pub fn event_to_wire(event: &Event) -> Value {
@@ -110,14 +117,6 @@ pub fn session_to_wire(session: &Session) -> Value {
         "events": session.events().iter().map(event_to_wire).collect::<Vec<_>>(),
         "lastUpdateTime": session.last_update_time(),
     })
-}
-
-/// A JSON object from a request, or `None` if `value` is not one.
-pub fn object(value: Value) -> Option<Map<String, Value>> {
-    match value {
-        Value::Object(map) => Some(map),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

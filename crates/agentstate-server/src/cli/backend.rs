@@ -1,0 +1,104 @@
+//! The backend a `--db` URL names: a SQL database, or the Agent Engine Sessions API
+//! (`agentengine://…`, Google's managed service or another agentstate server).
+
+use std::fmt;
+
+use agentstate::store::{DelegatingStore, SessionStore};
+use agentstate_sql::{DatabaseUrl, SqlSessionService};
+use agentstate_vertex::{Builder, Credentials, VertexAiSessionService};
+use anyhow::{Context, bail};
+
+/// Environment variables the `agentengine://` backend reads its credentials from (never the
+/// URL, which is logged).
+const API_KEY_ENV: &str = "GOOGLE_API_KEY";
+const TOKEN_ENV: &str = "AGENTSTATE_VERTEX_TOKEN";
+
+/// An opened backend.
+pub(crate) enum Backend {
+    Sql(SqlSessionService),
+    Vertex(VertexAiSessionService),
+}
+
+impl DelegatingStore for Backend {
+    fn delegate(&self) -> &dyn SessionStore {
+        match self {
+            Self::Sql(service) => service,
+            Self::Vertex(service) => service,
+        }
+    }
+}
+
+/// What a backend is, for logs: the URL without its password.
+pub(crate) struct Shown(String);
+
+impl fmt::Display for Shown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Opens the backend named by `url`, naming it (without secrets) if that fails.
+pub(crate) async fn open(url: &str) -> anyhow::Result<(Backend, Shown)> {
+    if url.starts_with("agentengine://") {
+        let service = vertex(url, |name| std::env::var(name).ok().filter(|v| !v.is_empty()))?;
+        return Ok((Backend::Vertex(service), Shown(url.to_owned())));
+    }
+    let (service, url) = open_sql(url).await?;
+    Ok((Backend::Sql(service), Shown(url.to_string())))
+}
+
+/// Opens the SQL database named by `url`, for the commands that only a database can serve.
+pub(crate) async fn open_sql(url: &str) -> anyhow::Result<(SqlSessionService, DatabaseUrl)> {
+    if url.starts_with("agentengine://") {
+        bail!("this command works on a SQL database; {url} is the managed service's API");
+    }
+    let url = DatabaseUrl::parse(url)?;
+    let service = SqlSessionService::open(&url).await.with_context(|| format!("opening {url}"))?;
+    Ok((service, url))
+}
+
+/// The managed service's client for `url`: credentials from `GOOGLE_API_KEY` (express mode) or
+/// `AGENTSTATE_VERTEX_TOKEN` (a bearer token); without an endpoint, project or key, the project
+/// and location from `GOOGLE_CLOUD_PROJECT` and `GOOGLE_CLOUD_LOCATION`, as ADK reads them.
+fn vertex(url: &str, env: impl Fn(&str) -> Option<String>) -> anyhow::Result<VertexAiSessionService> {
+    let mut builder = Builder::from_url(url)?;
+    let explicit = url.contains("endpoint=") || url.contains("project=") || url.contains("/reasoningEngines/");
+    let credentials = match (env(API_KEY_ENV), env(TOKEN_ENV)) {
+        (Some(_), Some(_)) => bail!("set {API_KEY_ENV} or {TOKEN_ENV}, not both"),
+        (Some(key), None) => Credentials::api_key(key),
+        (None, Some(token)) => Credentials::bearer(token),
+        (None, None) => Credentials::None,
+    };
+    if !explicit && !matches!(credentials, Credentials::ApiKey(_)) {
+        match (env("GOOGLE_CLOUD_PROJECT"), env("GOOGLE_CLOUD_LOCATION")) {
+            (Some(project), Some(location)) => builder = builder.project(project).location(location),
+            _ => bail!(
+                "{url}: say where the sessions are: an endpoint (?endpoint=http://…), a full engine name \
+                 (agentengine://projects/P/locations/L/reasoningEngines/ID), GOOGLE_CLOUD_PROJECT and \
+                 GOOGLE_CLOUD_LOCATION, or {API_KEY_ENV} for express mode"
+            ),
+        }
+    }
+    Ok(builder.credentials(credentials).build()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| (*v).to_owned())
+    }
+
+    #[test]
+    fn agentengine_urls_take_credentials_and_places_from_the_environment() {
+        assert!(vertex("agentengine://1?endpoint=http://127.0.0.1:1", env(&[])).is_ok());
+        assert!(vertex("agentengine://1", env(&[("GOOGLE_API_KEY", "k")])).is_ok());
+        let placed = env(&[("GOOGLE_CLOUD_PROJECT", "p"), ("GOOGLE_CLOUD_LOCATION", "us-central1")]);
+        assert!(vertex("agentengine://1", placed).is_ok());
+        let nowhere = vertex("agentengine://1", env(&[])).unwrap_err().to_string();
+        assert!(nowhere.contains("say where the sessions are"), "{nowhere}");
+        let both = env(&[("GOOGLE_API_KEY", "k"), ("AGENTSTATE_VERTEX_TOKEN", "t")]);
+        assert!(vertex("agentengine://1", both).is_err());
+    }
+}
