@@ -32,9 +32,9 @@
 //!
 //! Google's service knows neither. There the client does what ADK for Python's client does:
 //! appends are blind writes (a stale handle is not detected), a session and its events are two
-//! reads (events newer than the session are left out), the user of a session is checked on the
-//! client, and lists are read whole and sorted here. Session ids are unique per engine on
-//! both, not per user.
+//! concurrent reads (an append between them can show in one and not the other), the user of a
+//! session is checked on the client, and lists are read whole and sorted here. Session ids are
+//! unique per engine on both, not per user.
 
 mod auth;
 mod config;

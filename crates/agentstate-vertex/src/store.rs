@@ -253,13 +253,11 @@ impl SessionStore for VertexAiSessionService {
                 .collect::<Result<Vec<_>>>()?;
             return resource::session(&body, key.app_name(), events).map(Some);
         }
-        let Some(body) = self.resource(key).await? else { return Ok(None) };
-        let Some(mut events) = self.event_pages(key, window.after_micros, None, usize::MAX).await? else {
-            return Ok(None);
-        };
-        let handle = resource::session(&body, key.app_name(), Vec::<Event>::new())?;
-        // Events appended after the session was read are not in its state: leave them out.
-        events.retain(|e| secs_to_micros(e.timestamp).is_some_and(|t| t <= handle.last_update_micros()));
+        // The plain API, as ADK for Python's client reads it: the session and its event pages
+        // at once (two reads, so not one snapshot), the window applied here.
+        let (body, events) =
+            tokio::join!(self.resource(key), self.event_pages(key, window.after_micros, None, usize::MAX));
+        let (Some(body), Some(mut events)) = (body?, events?) else { return Ok(None) };
         if let Some(n) = window.recent {
             events.drain(..events.len().saturating_sub(n));
         }

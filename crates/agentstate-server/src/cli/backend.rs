@@ -40,7 +40,7 @@ impl fmt::Display for Shown {
 /// Opens the backend named by `url`, naming it (without secrets) if that fails.
 pub(crate) async fn open(url: &str) -> anyhow::Result<(Backend, Shown)> {
     if url.starts_with("agentengine://") {
-        let service = vertex(url, |name| std::env::var(name).ok().filter(|v| !v.is_empty()))?;
+        let service = vertex(url, |name| std::env::var(name).ok().filter(|v| !v.is_empty())).await?;
         return Ok((Backend::Vertex(service), Shown(url.to_owned())));
     }
     let (service, url) = open_sql(url).await?;
@@ -58,18 +58,15 @@ pub(crate) async fn open_sql(url: &str) -> anyhow::Result<(SqlSessionService, Da
 }
 
 /// The managed service's client for `url`: credentials from `GOOGLE_API_KEY` (express mode) or
-/// `AGENTSTATE_VERTEX_TOKEN` (a bearer token); without an endpoint, project or key, the project
-/// and location from `GOOGLE_CLOUD_PROJECT` and `GOOGLE_CLOUD_LOCATION`, as ADK reads them.
-fn vertex(url: &str, env: impl Fn(&str) -> Option<String>) -> anyhow::Result<VertexAiSessionService> {
+/// `AGENTSTATE_VERTEX_TOKEN` (a bearer token), else, built with `vertex-adc` and talking to
+/// Google, Application Default Credentials; without an endpoint, project or key, the project and
+/// location from `GOOGLE_CLOUD_PROJECT` and `GOOGLE_CLOUD_LOCATION`, as ADK reads them.
+async fn vertex(url: &str, env: impl Fn(&str) -> Option<String>) -> anyhow::Result<VertexAiSessionService> {
     let mut builder = Builder::from_url(url)?;
-    let explicit = url.contains("endpoint=") || url.contains("project=") || url.contains("/reasoningEngines/");
-    let credentials = match (env(API_KEY_ENV), env(TOKEN_ENV)) {
-        (Some(_), Some(_)) => bail!("set {API_KEY_ENV} or {TOKEN_ENV}, not both"),
-        (Some(key), None) => Credentials::api_key(key),
-        (None, Some(token)) => Credentials::bearer(token),
-        (None, None) => Credentials::None,
-    };
-    if !explicit && !matches!(credentials, Credentials::ApiKey(_)) {
+    let endpoint = url.contains("endpoint=");
+    let explicit = endpoint || url.contains("project=") || url.contains("/reasoningEngines/");
+    let (key, token) = (env(API_KEY_ENV), env(TOKEN_ENV));
+    if !explicit && key.is_none() {
         match (env("GOOGLE_CLOUD_PROJECT"), env("GOOGLE_CLOUD_LOCATION")) {
             (Some(project), Some(location)) => builder = builder.project(project).location(location),
             _ => bail!(
@@ -79,7 +76,27 @@ fn vertex(url: &str, env: impl Fn(&str) -> Option<String>) -> anyhow::Result<Ver
             ),
         }
     }
+    let credentials = match (key, token) {
+        (Some(_), Some(_)) => bail!("set {API_KEY_ENV} or {TOKEN_ENV}, not both"),
+        (Some(key), None) => Credentials::api_key(key),
+        (None, Some(token)) => Credentials::bearer(token),
+        (None, None) => default_credentials(endpoint).await?,
+    };
     Ok(builder.credentials(credentials).build()?)
+}
+
+/// Credentials when none are given: none for an agentstate endpoint; for Google, Application
+/// Default Credentials when built with them.
+#[allow(clippy::unused_async)]
+async fn default_credentials(endpoint: bool) -> anyhow::Result<Credentials> {
+    #[cfg(feature = "vertex-adc")]
+    if !endpoint {
+        return Credentials::application_default()
+            .await
+            .map_err(|e| anyhow::anyhow!("no Google credentials ({e}); set {API_KEY_ENV} or {TOKEN_ENV}"));
+    }
+    let _ = endpoint;
+    Ok(Credentials::None)
 }
 
 #[cfg(test)]
@@ -90,15 +107,16 @@ mod tests {
         move |name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| (*v).to_owned())
     }
 
-    #[test]
-    fn agentengine_urls_take_credentials_and_places_from_the_environment() {
-        assert!(vertex("agentengine://1?endpoint=http://127.0.0.1:1", env(&[])).is_ok());
-        assert!(vertex("agentengine://1", env(&[("GOOGLE_API_KEY", "k")])).is_ok());
-        let placed = env(&[("GOOGLE_CLOUD_PROJECT", "p"), ("GOOGLE_CLOUD_LOCATION", "us-central1")]);
-        assert!(vertex("agentengine://1", placed).is_ok());
-        let nowhere = vertex("agentengine://1", env(&[])).unwrap_err().to_string();
+    #[tokio::test]
+    async fn agentengine_urls_take_credentials_and_places_from_the_environment() {
+        assert!(vertex("agentengine://1?endpoint=http://127.0.0.1:1", env(&[])).await.is_ok());
+        assert!(vertex("agentengine://1", env(&[("GOOGLE_API_KEY", "k")])).await.is_ok());
+        let token =
+            env(&[("GOOGLE_CLOUD_PROJECT", "p"), ("GOOGLE_CLOUD_LOCATION", "l"), ("AGENTSTATE_VERTEX_TOKEN", "t")]);
+        assert!(vertex("agentengine://1", token).await.is_ok());
+        let nowhere = vertex("agentengine://1", env(&[])).await.unwrap_err().to_string();
         assert!(nowhere.contains("say where the sessions are"), "{nowhere}");
         let both = env(&[("GOOGLE_API_KEY", "k"), ("AGENTSTATE_VERTEX_TOKEN", "t")]);
-        assert!(vertex("agentengine://1", both).is_err());
+        assert!(vertex("agentengine://1", both).await.is_err());
     }
 }
