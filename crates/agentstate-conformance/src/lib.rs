@@ -135,6 +135,8 @@ macro_rules! session_service_tests {
             timestamps_strictly_increase,
             unknown_event_fields_round_trip,
             invalid_events_are_rejected_without_changes,
+            deleted_keys_are_gone_in_every_scope,
+            concurrent_deletion_and_setting_of_a_user_key,
             concurrent_shared_scope_writers_lose_nothing,
             concurrent_handles_conflict_exactly_once,
             serialised_appends_through_one_handle_keep_order,

@@ -51,6 +51,8 @@ enum Op {
     Append {
         slot: usize,
         delta: Vec<(usize, usize, Option<i64>)>,
+        /// Keys the event deletes (scope, name).
+        deleted: Vec<(usize, usize)>,
         offset_micros: i64,
         partial: bool,
         id: IdChoice,
@@ -72,6 +74,14 @@ enum Op {
     },
 }
 
+/// Mostly none, sometimes a key or two of any scope, sometimes one twice.
+fn deletions() -> impl Strategy<Value = Vec<(usize, usize)>> {
+    prop_oneof![
+        3 => Just(Vec::new()),
+        1 => prop::collection::vec((0..SCOPES.len(), 0..NAMES.len()), 1..3),
+    ]
+}
+
 fn ops() -> impl Strategy<Value = Vec<Op>> {
     let entries = || prop::collection::vec((0..SCOPES.len(), 0..NAMES.len(), prop::option::of(-2i64..3)), 0..4);
     let id = prop_oneof![
@@ -83,8 +93,15 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
     let op = prop_oneof![
         2 => (0..USERS.len(), 0..SIDS.len(), entries()).prop_map(|(user, sid, state)| Op::Create { user, sid, state }),
         3 => (0..SLOTS, 0..USERS.len(), 0..SIDS.len()).prop_map(|(slot, user, sid)| Op::Load { slot, user, sid }),
-        5 => (0..SLOTS, entries(), -3i64..4, prop::bool::weighted(0.1), id).prop_map(
-            |(slot, delta, offset_micros, partial, id)| Op::Append { slot, delta, offset_micros, partial, id }
+        5 => (0..SLOTS, entries(), deletions(), -3i64..4, prop::bool::weighted(0.1), id).prop_map(
+            |(slot, delta, deleted, offset_micros, partial, id)| Op::Append {
+                slot,
+                delta,
+                deleted,
+                offset_micros,
+                partial,
+                id
+            }
         ),
         1 => (0..USERS.len(), 0..SIDS.len(), prop::option::of(0usize..4), prop::option::of(0usize..4))
             .prop_map(|(user, sid, recent, after_nth_newest)| Op::Get { user, sid, recent, after_nth_newest }),
@@ -168,17 +185,44 @@ impl Model {
     }
 
     fn apply(&mut self, user: usize, sid: usize, delta: &Map<String, Value>) {
-        for (k, v) in delta {
-            if let Some(rest) = k.strip_prefix("app:") {
-                self.app.insert(rest.to_owned(), v.clone());
+        self.apply_with_deletions(user, sid, delta, &[]);
+    }
+
+    /// Sets the keys of `delta`, then removes `deleted`, each in its scope.
+    fn apply_with_deletions(&mut self, user: usize, sid: usize, delta: &Map<String, Value>, deleted: &[String]) {
+        let changes = delta.iter().map(|(k, v)| (k, Some(v))).chain(deleted.iter().map(|k| (k, None)));
+        for (k, v) in changes {
+            let (map, key) = if let Some(rest) = k.strip_prefix("app:") {
+                (&mut self.app, rest)
             } else if let Some(rest) = k.strip_prefix("user:") {
-                self.users.entry(user).or_default().insert(rest.to_owned(), v.clone());
+                (self.users.entry(user).or_default(), rest)
             } else if !k.starts_with("temp:") {
-                let stored = self.sessions.get_mut(&(user, sid)).expect("session exists");
-                stored.state.insert(k.clone(), v.clone());
-            }
+                (&mut self.sessions.get_mut(&(user, sid)).expect("session exists").state, k.as_str())
+            } else {
+                continue;
+            };
+            match v {
+                Some(v) => map.insert(key.to_owned(), v.clone()),
+                None => map.shift_remove(key),
+            };
         }
     }
+}
+
+/// An event as the service stores it, id and time aside: each deleted key once and `null` in
+/// the delta, `temp:` keys dropped.
+fn normalized(sent: &Event) -> Event {
+    let mut e = sent.clone();
+    let mut deleted: Vec<String> = Vec::new();
+    for k in std::mem::take(&mut e.deleted_keys) {
+        if !deleted.contains(&k) {
+            e.actions.state_delta.insert(k.clone(), Value::Null);
+            deleted.push(k);
+        }
+    }
+    e.deleted_keys = deleted.into_iter().filter(|k| !k.starts_with("temp:")).collect();
+    e.actions.state_delta.retain(|k, _| !k.starts_with("temp:"));
+    e
 }
 
 fn flat(entries: &[(usize, usize, Option<i64>)]) -> Map<String, Value> {
@@ -252,8 +296,10 @@ impl Run {
                 self.compare_get(user, sid, GetSessionConfig { num_recent_events: recent, after_timestamp: after })
                     .await
             }
-            Op::Append { slot, ref delta, offset_micros, partial, id } => {
-                self.append(slot, flat(delta), offset_micros, partial, id).await
+            Op::Append { slot, ref delta, ref deleted, offset_micros, partial, id } => {
+                let deleted =
+                    deleted.iter().map(|&(scope, name)| format!("{}{}", SCOPES[scope], NAMES[name])).collect();
+                self.append(slot, flat(delta), deleted, offset_micros, partial, id).await
             }
             Op::Delete { user, sid } => {
                 self.svc.delete_session(&self.key(user, sid)).await.unwrap();
@@ -358,10 +404,12 @@ impl Run {
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn append(
         &mut self,
         slot: usize,
         delta: Map<String, Value>,
+        deleted: Vec<String>,
         offset: i64,
         partial: bool,
         choice: IdChoice,
@@ -372,6 +420,7 @@ impl Run {
         let last_stored = stored.as_ref().and_then(|s| s.events.last().cloned());
         let mut event = Event::new("inv").author("model");
         event.actions.state_delta = delta;
+        event.deleted_keys = deleted;
         event.timestamp = (handle.last + offset) as f64 / 1e6;
         event.partial = partial.then_some(true);
         event.id = match (choice, &last_stored) {
@@ -390,16 +439,11 @@ impl Run {
         let sent = event.clone();
         let got = self.svc.append_event(&mut session, event).await;
 
-        let trimmed = |e: &Event| {
-            let mut e = e.clone();
-            e.actions.state_delta.retain(|k, _| !k.starts_with("temp:"));
-            e
-        };
         if sent.is_partial() {
             prop_assert_eq!(got.map_err(|e| TestCaseError::fail(e.to_string()))?, sent);
         } else if let Some(stored) = stored {
             if let Some(existing) = stored.events.iter().find(|e| e.id == sent.id) {
-                if existing.same_as_retry(&trimmed(&sent)) {
+                if existing.same_as_retry(&normalized(&sent)) {
                     prop_assert_eq!(got.map_err(|e| TestCaseError::fail(e.to_string()))?, existing.clone());
                 } else {
                     let is_dup = matches!(&got, Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { .. } }));
@@ -411,7 +455,7 @@ impl Run {
             } else {
                 let returned = got.map_err(|e| TestCaseError::fail(format!("append failed: {e}")))?;
                 let ts = micros(sent.timestamp).max(handle.last + 1);
-                let mut expected = trimmed(&sent);
+                let mut expected = normalized(&sent);
                 expected.timestamp = ts as f64 / 1e6;
                 if sent.id.is_empty() {
                     prop_assert!(!returned.id.is_empty());
@@ -421,12 +465,20 @@ impl Run {
                 let model_session = self.model.sessions.get_mut(&(user, sid)).expect("present");
                 model_session.events.push(expected.clone());
                 model_session.last = ts;
-                self.model.apply(user, sid, &sent.actions.state_delta);
+                self.model.apply_with_deletions(user, sid, &expected.actions.state_delta, &expected.deleted_keys);
+                // The handle: the invocation's temp: changes, then the stored ones.
+                let temp_deleted: Vec<&String> = sent.deleted_keys.iter().filter(|k| k.starts_with("temp:")).collect();
                 for (k, v) in sent.actions.state_delta.iter().filter(|(k, _)| k.starts_with("temp:")) {
                     handle.state.insert(k.clone(), v.clone());
                 }
+                for k in temp_deleted {
+                    handle.state.shift_remove(k);
+                }
                 for (k, v) in &expected.actions.state_delta {
                     handle.state.insert(k.clone(), v.clone());
+                }
+                for k in &expected.deleted_keys {
+                    handle.state.shift_remove(k);
                 }
                 handle.events.push(expected.id);
                 handle.last = ts;

@@ -51,8 +51,44 @@ pub struct CallbackContext {
     function_call_id: Option<String>,
     base: Arc<Map<String, Value>>,
     /// Writes of this context and of its siblings, latest value per key.
-    written: Arc<Mutex<Map<String, Value>>>,
-    actions: EventActions,
+    written: Arc<Mutex<Writes>>,
+    changes: Changes,
+}
+
+/// The writes of a context and its siblings: values set, and keys deleted, each key in at most
+/// one of the two (its latest write).
+#[derive(Debug, Default)]
+struct Writes {
+    set: Map<String, Value>,
+    deleted: Vec<String>,
+}
+
+/// What a context changed: the actions of the event it produces (its writes as
+/// `state_delta`) and the keys it deleted.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Changes {
+    /// The event's actions; `state_delta` holds the context's writes.
+    pub actions: EventActions,
+    /// Keys the context deleted (see [`Event::delete`]).
+    pub deleted_keys: Vec<String>,
+}
+
+impl Changes {
+    /// Whether the state changed (a write or a deletion).
+    pub fn touches_state(&self) -> bool {
+        !self.actions.state_delta.is_empty() || !self.deleted_keys.is_empty()
+    }
+
+    /// Puts these changes on `event`: its actions, and its deletions.
+    pub fn apply_to(self, event: &mut Event) {
+        event.actions = self.actions;
+        for key in self.deleted_keys {
+            event.actions.state_delta.insert(key.clone(), Value::Null);
+            if !event.deleted_keys.contains(&key) {
+                event.deleted_keys.push(key);
+            }
+        }
+    }
 }
 
 /// A tool's context: a [`CallbackContext`] for the tool call.
@@ -69,8 +105,32 @@ impl StateMut<'_> {
     /// siblings, and recorded in this context's delta.
     pub fn set(&mut self, key: impl Into<String>, value: Value) {
         let key = key.into();
-        self.context.written().insert(key.clone(), value.clone());
-        self.context.actions.state_delta.insert(key, value);
+        {
+            let mut written = self.context.written();
+            written.deleted.retain(|k| *k != key);
+            written.set.insert(key.clone(), value.clone());
+        }
+        let changes = &mut self.context.changes;
+        changes.deleted_keys.retain(|k| *k != key);
+        changes.actions.state_delta.insert(key, value);
+    }
+
+    /// Deletes `key` (with its scope prefix): gone at once for this context and its siblings,
+    /// and removed from the stored state when the event is appended.
+    pub fn remove(&mut self, key: impl Into<String>) {
+        let key = key.into();
+        {
+            let mut written = self.context.written();
+            written.set.shift_remove(&key);
+            if !written.deleted.contains(&key) {
+                written.deleted.push(key.clone());
+            }
+        }
+        let changes = &mut self.context.changes;
+        changes.actions.state_delta.insert(key.clone(), Value::Null);
+        if !changes.deleted_keys.contains(&key) {
+            changes.deleted_keys.push(key);
+        }
     }
 }
 
@@ -92,7 +152,7 @@ impl CallbackContext {
             function_call_id: None,
             base: state,
             written: Arc::default(),
-            actions: EventActions::default(),
+            changes: Changes::default(),
         }
     }
 
@@ -105,11 +165,11 @@ impl CallbackContext {
             function_call_id: Some(function_call_id.into()),
             base: Arc::clone(&self.base),
             written: Arc::clone(&self.written),
-            actions: EventActions::default(),
+            changes: Changes::default(),
         }
     }
 
-    fn written(&self) -> MutexGuard<'_, Map<String, Value>> {
+    fn written(&self) -> MutexGuard<'_, Writes> {
         self.written.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -129,20 +189,29 @@ impl CallbackContext {
     }
 
     /// The value of `key`: the latest write to it (by this context or a sibling), else the live
-    /// state's.
+    /// state's; `None` once deleted.
     pub fn get(&self, key: &str) -> Option<Value> {
-        self.written().get(key).or_else(|| self.base.get(key)).cloned()
+        let written = self.written();
+        if written.deleted.iter().any(|k| k == key) {
+            return None;
+        }
+        written.set.get(key).or_else(|| self.base.get(key)).cloned()
     }
 
-    /// Whether `key` has a value (a write of `null` counts).
+    /// Whether `key` has a value (a write of `null` counts; a deletion does not).
     pub fn contains(&self, key: &str) -> bool {
-        self.written().contains_key(key) || self.base.contains_key(key)
+        let written = self.written();
+        !written.deleted.iter().any(|k| k == key) && (written.set.contains_key(key) || self.base.contains_key(key))
     }
 
     /// The state as this context sees it: the live state with the writes on top.
     pub fn state(&self) -> Map<String, Value> {
         let mut view = Map::clone(&self.base);
-        view.extend(self.written().iter().map(|(k, v)| (k.clone(), v.clone())));
+        let written = self.written();
+        view.extend(written.set.iter().map(|(k, v)| (k.clone(), v.clone())));
+        for key in &written.deleted {
+            view.shift_remove(key);
+        }
         view
     }
 
@@ -151,41 +220,61 @@ impl CallbackContext {
         StateMut { context: self }
     }
 
-    /// This context's own writes so far.
+    /// This context's own writes so far (a deleted key shows as `null`).
     pub fn delta(&self) -> &Map<String, Value> {
-        &self.actions.state_delta
+        &self.changes.actions.state_delta
     }
 
-    /// Every key this context and its siblings wrote, with its latest value.
-    pub fn shared_writes(&self) -> Map<String, Value> {
-        self.written().clone()
+    /// Every key this context and its siblings wrote (set or deleted), with its latest change.
+    pub fn shared_writes(&self) -> Changes {
+        let written = self.written();
+        let mut changes = Changes::default();
+        changes.actions.state_delta = written.set.clone();
+        changes.deleted_keys = written.deleted.clone();
+        changes
     }
 
-    /// Whether this context wrote anything (the reference emits a state-only event only then).
+    /// Whether this context changed state (the reference emits a state-only event only then).
     pub fn has_delta(&self) -> bool {
-        !self.actions.state_delta.is_empty()
+        self.changes.touches_state()
     }
 
     /// The actions of the event this context produces (its writes as `state_delta`).
     pub fn actions(&self) -> &EventActions {
-        &self.actions
+        &self.changes.actions
     }
 
     /// The same, to set more than state (`skip_summarization`, `escalate`, `transfer_to_agent`).
     pub fn actions_mut(&mut self) -> &mut EventActions {
-        &mut self.actions
+        &mut self.changes.actions
     }
 
-    /// The event this context produces: authored by the agent, carrying its writes.
+    /// Starts this context from changes made earlier in the same step (they stay part of the
+    /// event it produces).
+    #[must_use]
+    pub fn with_changes(mut self, changes: Changes) -> Self {
+        for key in &changes.deleted_keys {
+            self.state_mut().remove(key.clone());
+        }
+        for (key, value) in &changes.actions.state_delta {
+            if !changes.deleted_keys.contains(key) {
+                self.state_mut().set(key.clone(), value.clone());
+            }
+        }
+        self.changes = changes;
+        self
+    }
+
+    /// The event this context produces: authored by the agent, carrying its changes.
     pub fn into_event(self) -> Event {
         let mut event = Event::new(&self.invocation_id).author(&self.agent_name);
-        event.actions = self.actions;
+        self.changes.apply_to(&mut event);
         event
     }
 
-    /// Only the actions, for an event the caller builds.
-    pub fn into_actions(self) -> EventActions {
-        self.actions
+    /// Only the changes, for an event the caller builds ([`Changes::apply_to`]).
+    pub fn into_changes(self) -> Changes {
+        self.changes
     }
 }
 
@@ -266,12 +355,41 @@ mod tests {
         assert_eq!(weather.get("news"), Some(json!(["a", "b"])), "a sibling's write is visible at once");
         assert_eq!(weather.delta().len(), 2, "each keeps its own delta");
         assert_eq!(
-            Value::Object(news.shared_writes()),
+            Value::Object(news.shared_writes().actions.state_delta),
             json!({"count": 12, "weather": "sunny", "news": ["a", "b"]}),
             "both increments count"
         );
         // A context that is not a sibling shares nothing.
         let other = CallbackContext::from_snapshot("inv", "agent", Arc::new(Map::new()));
-        assert!(other.shared_writes().is_empty());
+        assert!(!other.shared_writes().touches_state());
+    }
+
+    #[tokio::test]
+    async fn removed_keys_are_gone_for_the_context_its_siblings_and_storage() {
+        let service = InMemorySessionService::new();
+        let state = json!({"k": 1, "user:u": 2, "keep": 3}).as_object().unwrap().clone();
+        let mut session = service.create_session(CreateSession::new("app", "u").with_state(state)).await.unwrap();
+        let turn = CallbackContext::new("inv", "agent", session.state());
+        let (mut a, b) = (turn.sibling("c1"), turn.sibling("c2"));
+        a.state_mut().remove("k");
+        a.state_mut().remove("user:u");
+        a.state_mut().set("user:u", json!(5));
+        a.state_mut().remove("user:u");
+        assert_eq!((b.get("k"), b.contains("user:u")), (None, false), "a sibling sees the deletions");
+        assert_eq!(Value::Object(b.state()), json!({"keep": 3}));
+        assert!(a.has_delta());
+        let mut event = Event::new("inv").author("agent");
+        turn.shared_writes().apply_to(&mut event);
+        assert_eq!(event.deleted_keys, ["k", "user:u"]);
+        assert_eq!(Value::Object(event.actions.state_delta.clone()), json!({"k": null, "user:u": null}));
+        service.append_event(&mut session, event).await.unwrap();
+        let stored = service.get_session(session.key(), GetSessionConfig::default()).await.unwrap().unwrap();
+        assert_eq!(Value::Object(stored.state().all().clone()), json!({"keep": 3}));
+        assert_eq!(session.state(), stored.state(), "the handle saw the same");
+        // Set after delete wins, in this context's own changes too.
+        let mut c = CallbackContext::new("inv", "agent", session.state());
+        c.state_mut().remove("keep");
+        c.state_mut().set("keep", json!(4));
+        assert_eq!(c.into_event().deleted_keys, Vec::<String>::new());
     }
 }

@@ -48,7 +48,7 @@ pub mod tool;
 mod workflow;
 
 pub use agent_tool::AgentTool;
-pub use context::{CallbackContext, ReadonlyContext, StateMut, ToolContext, inject_session_state};
+pub use context::{CallbackContext, Changes, ReadonlyContext, StateMut, ToolContext, inject_session_state};
 pub use error::RuntimeError;
 pub use function_tool::{FunctionTool, ToolFuture};
 pub use llm_agent::{

@@ -29,7 +29,10 @@ fn schemas() -> Value {
         "Event": {"type": "object", "description": "An event in the reference's camelCase JSON; fields not listed are kept as sent.",
             "properties": {"id": {"type": "string"}, "invocationId": {"type": "string"}, "author": {"type": "string"},
                 "timestamp": {"type": "number"}, "content": {"type": "object"}, "partial": {"type": "boolean"},
-                "branch": {"type": "string"}, "actions": {"type": "object", "properties": {
+                "branch": {"type": "string"},
+                "deletedKeys": {"type": "array", "items": {"type": "string"},
+                    "description": "agentstate: keys the event deletes (each also null in actions.stateDelta)"},
+                "actions": {"type": "object", "properties": {
                     "stateDelta": {"type": "object"}, "artifactDelta": {"type": "object"},
                     "transferToAgent": {"type": "string"}, "escalate": {"type": "boolean"},
                     "skipSummarization": {"type": "boolean"}}}}},
@@ -44,7 +47,9 @@ fn schemas() -> Value {
             "state": {"type": "object"}, "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
             "options": {"type": "object", "description": "Refused: no session option is supported"}}},
         "State": {"type": "object", "description": "Initial state, keys with their scope prefix"},
-        "UpdateSessionRequest": {"type": "object", "required": ["stateDelta"], "properties": {"stateDelta": {"type": "object"}}},
+        "UpdateSessionRequest": {"type": "object", "description": "stateDelta, deleteKeys or both", "properties": {
+            "stateDelta": {"type": "object"},
+            "deleteKeys": {"type": "array", "items": {"type": "string"}, "description": "agentstate extension: keys to delete, any scope"}}},
         "EventPage": {"type": "object", "required": ["events"], "properties": {
             "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
             "nextPageToken": {"type": "string", "description": "Pass as `after` for the next page; absent on the last"}}},

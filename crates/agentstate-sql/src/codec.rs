@@ -53,10 +53,13 @@ pub(crate) fn state_text(state: &Map<String, Value>) -> String {
 }
 
 /// Sets each key of `delta` in `state` (the reference's `dict.update`: top-level keys replace,
-/// `null` is a value).
-pub(crate) fn merge(state: &mut Map<String, Value>, delta: &Map<String, Value>) {
+/// `null` is a value), then removes the `deleted` keys.
+pub(crate) fn merge(state: &mut Map<String, Value>, delta: &Map<String, Value>, deleted: &[String]) {
     for (k, v) in delta {
         state.insert(k.clone(), v.clone());
+    }
+    for k in deleted {
+        state.shift_remove(k);
     }
 }
 
@@ -66,20 +69,22 @@ pub(crate) fn merge(state: &mut Map<String, Value>, delta: &Map<String, Value>) 
 pub(crate) fn merge_row(
     existing: Option<Map<String, Value>>,
     delta: &Map<String, Value>,
+    deleted: &[String],
 ) -> (Map<String, Value>, bool) {
-    let write = existing.is_none() || !delta.is_empty();
+    let write = existing.is_none() || !delta.is_empty() || !deleted.is_empty();
     let mut state = existing.unwrap_or_default();
-    merge(&mut state, delta);
+    merge(&mut state, delta, deleted);
     (state, write)
 }
 
-/// A state column's text with `delta` merged in; unchanged (not re-encoded) for an empty delta.
-pub(crate) fn merged_text(text: String, delta: &Map<String, Value>) -> Result<String> {
-    if delta.is_empty() {
+/// A state column's text with `delta` merged in and `deleted` removed; unchanged (not
+/// re-encoded) when there is nothing to do.
+pub(crate) fn merged_text(text: String, delta: &Map<String, Value>, deleted: &[String]) -> Result<String> {
+    if delta.is_empty() && deleted.is_empty() {
         return Ok(text);
     }
     let mut state = parse_state(&text)?;
-    merge(&mut state, delta);
+    merge(&mut state, delta, deleted);
     Ok(state_text(&state))
 }
 

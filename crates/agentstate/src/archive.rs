@@ -41,7 +41,7 @@ use crate::event::Event;
 use crate::key::SessionKey;
 use crate::service::{GetSessionConfig, ListSessions, SessionService};
 use crate::session::SessionAttributes;
-use crate::store::{EventCommit, NewSession, ScopedState, SessionStore, micros_to_secs, secs_to_micros};
+use crate::store::{EventCommit, NewSession, ScopedKeys, ScopedState, SessionStore, micros_to_secs, secs_to_micros};
 
 /// One exported session: a line of the archive.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -247,6 +247,7 @@ async fn import_one(store: &dyn SessionStore, record: Record) -> Result<usize, E
             event: Arc::new(Event { timestamp: micros_to_secs(timestamp_micros), ..event }),
             timestamp_micros,
             delta: ScopedState::default(),
+            deleted: ScopedKeys::default(),
         };
         store.commit(commit).await?;
         marker = timestamp_micros;

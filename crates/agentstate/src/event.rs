@@ -61,6 +61,12 @@ pub struct Event {
     /// Epoch seconds. Stored to the microsecond and kept strictly increasing within a session.
     #[serde(default = "now_secs")]
     pub timestamp: f64,
+    /// Keys this event deletes from the state, after `actions.state_delta` is applied (each
+    /// also appears there as `null`, the value ADK for Python sees: it ignores this field). A
+    /// field of the event, not of `actions`, because the reference's `EventActions` refuses
+    /// fields it does not know.
+    #[serde(default, alias = "deletedKeys", skip_serializing_if = "Vec::is_empty")]
+    pub deleted_keys: Vec<String>,
     /// Fields not modelled here, kept as received.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -81,6 +87,7 @@ impl Default for Event {
             branch: None,
             id: String::new(),
             timestamp: now_secs(),
+            deleted_keys: Vec::new(),
             extra: Map::new(),
         }
     }
@@ -111,10 +118,25 @@ impl Event {
         self
     }
 
+    /// Deletes `key` (any scope; a `temp:` key only from the invocation's view): the key is
+    /// removed when the event is appended. Recorded as `null` in `actions.state_delta` and in
+    /// [`deleted_keys`](Self::deleted_keys).
+    #[must_use]
+    pub fn delete(mut self, key: impl Into<String>) -> Self {
+        let key = key.into();
+        self.actions.state_delta.insert(key.clone(), Value::Null);
+        if !self.deleted_keys.contains(&key) {
+            self.deleted_keys.push(key);
+        }
+        self
+    }
+
     /// Adds one key to `actions.state_delta`.
     #[must_use]
     pub fn delta(mut self, key: impl Into<String>, value: Value) -> Self {
-        self.actions.state_delta.insert(key.into(), value);
+        let key = key.into();
+        self.deleted_keys.retain(|k| *k != key);
+        self.actions.state_delta.insert(key, value);
         self
     }
 

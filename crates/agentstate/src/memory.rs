@@ -67,9 +67,13 @@ impl StoredSession {
     }
 }
 
-fn merge_into(target: &mut Map<String, Value>, delta: &Map<String, Value>) {
+/// Sets each key of `delta` in `target`, then removes `deleted`.
+fn merge_into(target: &mut Map<String, Value>, delta: &Map<String, Value>, deleted: &[String]) {
     for (k, v) in delta {
         target.insert(k.clone(), v.clone());
+    }
+    for k in deleted {
+        target.shift_remove(k);
     }
 }
 
@@ -107,9 +111,9 @@ impl SessionStore for InMemorySessionService {
         if exists {
             return Err(Error::AlreadyExists { session_id: key.session_id().to_owned() });
         }
-        merge_into(&mut app.state, &state.app);
+        merge_into(&mut app.state, &state.app, &[]);
         let user = app.users.entry(key.user_id().to_owned()).or_default();
-        merge_into(&mut user.state, &state.user);
+        merge_into(&mut user.state, &state.user, &[]);
         let stored = StoredSession {
             state: state.session,
             create_time_micros,
@@ -207,7 +211,7 @@ impl SessionStore for InMemorySessionService {
     }
 
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
-        let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta } = commit;
+        let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta, deleted } = commit;
         let mut apps = self.write();
         let not_found = || Error::NotFound { session_id: key.session_id().to_owned() };
         let app = apps.get_mut(key.app_name()).ok_or_else(not_found)?;
@@ -226,13 +230,13 @@ impl SessionStore for InMemorySessionService {
             return Err(Error::stale());
         }
 
-        merge_into(&mut stored.state, &delta.session);
+        merge_into(&mut stored.state, &delta.session, &deleted.session);
         stored.index_of_id.insert(event.id.clone(), stored.events.len());
         stored.times.push(timestamp_micros);
         stored.events.push(event);
         stored.last_update_micros = timestamp_micros;
-        merge_into(&mut user.state, &delta.user);
-        merge_into(&mut app.state, &delta.app);
+        merge_into(&mut user.state, &delta.user, &deleted.user);
+        merge_into(&mut app.state, &delta.app, &deleted.app);
         Ok(CommitOutcome::Committed)
     }
 }

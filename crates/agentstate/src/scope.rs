@@ -85,6 +85,38 @@ impl ScopedState {
     }
 }
 
+/// Keys to delete, split by scope, prefixes removed; `temp:` keys are dropped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScopedKeys {
+    /// App-scope keys, without `app:`.
+    pub app: Vec<String>,
+    /// User-scope keys, without `user:`.
+    pub user: Vec<String>,
+    /// Session-scope keys.
+    pub session: Vec<String>,
+}
+
+impl ScopedKeys {
+    /// Splits prefixed keys by scope, dropping `temp:` keys.
+    pub fn split<'k>(keys: impl IntoIterator<Item = &'k String>) -> Self {
+        let mut out = Self::default();
+        for key in keys {
+            match Scope::of(key) {
+                (Scope::App, rest) => out.app.push(rest.to_owned()),
+                (Scope::User, rest) => out.user.push(rest.to_owned()),
+                (Scope::Session, _) => out.session.push(key.clone()),
+                (Scope::Temp, _) => {}
+            }
+        }
+        out
+    }
+
+    /// True when no scope has a key.
+    pub fn is_empty(&self) -> bool {
+        self.app.is_empty() && self.user.is_empty() && self.session.is_empty()
+    }
+}
+
 /// Builds the merged view a session exposes: session keys, then `app:` keys, then `user:` keys.
 pub fn merge_scopes(
     session: &Map<String, Value>,

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::key::{SessionKey, validate_id};
 use crate::page;
-use crate::scope::Scope;
+use crate::scope::{Scope, ScopedKeys};
 use crate::session::{Session, SessionAttributes};
 use crate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, ListCursor, ListQuery, NewSession, ScopedState,
@@ -396,9 +396,19 @@ impl<S: SessionStore + ?Sized> SessionService for S {
     }
 }
 
-/// Validates `event`, assigns its id, moves its `temp:` keys out and normalises its timestamp.
-/// Returns the commit and the `temp:` keys for the caller's handle.
-fn prepare_commit(session: &Session, mut event: Event) -> Result<(EventCommit, Map<String, Value>)> {
+/// The invocation's `temp:` changes of an append, which only the caller's handle sees.
+#[derive(Debug, Default)]
+pub(crate) struct TempChanges {
+    /// `temp:` keys set.
+    pub(crate) set: Map<String, Value>,
+    /// `temp:` keys deleted.
+    pub(crate) deleted: Vec<String>,
+}
+
+/// Validates `event`, assigns its id, moves its `temp:` keys out, normalises its deletions
+/// (each key once, and `null` in the delta) and its timestamp. Returns the commit and the
+/// `temp:` changes for the caller's handle.
+fn prepare_commit(session: &Session, mut event: Event) -> Result<(EventCommit, TempChanges)> {
     if event.id.is_empty() {
         event.id = Event::new_id();
     } else {
@@ -417,16 +427,31 @@ fn prepare_commit(session: &Session, mut event: Event) -> Result<(EventCommit, M
     let timestamp_micros = requested.max(session.last_update_micros().saturating_add(1));
     event.timestamp = micros_to_secs(timestamp_micros);
 
+    let mut deleted: Vec<String> = Vec::with_capacity(event.deleted_keys.len());
+    for key in std::mem::take(&mut event.deleted_keys) {
+        if key.is_empty() {
+            return Err(Error::invalid("event.deleted_keys", "holds an empty key"));
+        }
+        if !deleted.contains(&key) {
+            event.actions.state_delta.insert(key.clone(), Value::Null);
+            deleted.push(key);
+        }
+    }
+    let is_temp = |k: &str| Scope::of(k).0 == Scope::Temp;
+    let (temp_deleted, kept_deleted): (Vec<String>, Vec<String>) = deleted.into_iter().partition(|k| is_temp(k));
     let (temp, kept): (Map<String, Value>, Map<String, Value>) =
-        std::mem::take(&mut event.actions.state_delta).into_iter().partition(|(k, _)| Scope::of(k).0 == Scope::Temp);
+        std::mem::take(&mut event.actions.state_delta).into_iter().partition(|(k, _)| is_temp(k));
     event.actions.state_delta = kept;
+    event.deleted_keys = kept_deleted;
     let delta = ScopedState::split(event.actions.state_delta.clone());
+    let deleted = ScopedKeys::split(&event.deleted_keys);
     let commit = EventCommit {
         key: session.key().clone(),
         expected_last_update_micros: session.last_update_micros(),
         event: Arc::new(event),
         timestamp_micros,
         delta,
+        deleted,
     };
-    Ok((commit, temp))
+    Ok((commit, TempChanges { set: temp, deleted: temp_deleted }))
 }

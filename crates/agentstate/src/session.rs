@@ -202,11 +202,13 @@ impl Session {
         self.last_update_micros
     }
 
-    /// Records an append that storage has committed: the invocation's `temp:` keys, then the
-    /// persisted delta, then the event.
-    pub(crate) fn record_commit(&mut self, event: Arc<Event>, temp: &Map<String, Value>) {
-        self.state.apply(temp);
+    /// Records an append that storage has committed: the invocation's `temp:` changes, then the
+    /// persisted delta and deletions, then the event.
+    pub(crate) fn record_commit(&mut self, event: Arc<Event>, temp: &crate::service::TempChanges) {
+        self.state.apply(&temp.set);
+        self.state.remove(&temp.deleted);
         self.state.apply(&event.actions.state_delta);
+        self.state.remove(&event.deleted_keys);
         self.last_update_micros = secs_to_micros(event.timestamp).unwrap_or(self.last_update_micros);
         self.events.0.push(event);
     }

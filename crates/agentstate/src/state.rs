@@ -54,6 +54,13 @@ impl State {
         self.0.is_empty()
     }
 
+    /// Removes each of `keys` (prefixed).
+    pub(crate) fn remove(&mut self, keys: &[String]) {
+        for key in keys {
+            self.0.shift_remove(key);
+        }
+    }
+
     /// Sets each key of `delta` (prefixed keys stay prefixed).
     pub(crate) fn apply(&mut self, delta: &Map<String, Value>) {
         for (k, v) in delta {

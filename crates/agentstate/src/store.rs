@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-pub use crate::scope::{ScopedState, merge_scopes};
+pub use crate::scope::{ScopedKeys, ScopedState, merge_scopes};
 pub use crate::time::{micros_to_secs, now_micros, now_secs, secs_to_micros};
 
 use crate::error::Result;
@@ -111,6 +111,9 @@ pub struct EventCommit {
     pub timestamp_micros: i64,
     /// The event's state delta split by scope, to merge key by key.
     pub delta: ScopedState,
+    /// Keys to delete after merging `delta`, split by scope (each is also in `delta`, as
+    /// `null`).
+    pub deleted: ScopedKeys,
 }
 
 /// What [`SessionStore::commit`] did.
@@ -151,8 +154,9 @@ pub trait SessionStore: Send + Sync + 'static {
     ///    different one → `Conflict` (`DuplicateEventId`);
     /// 3. the session's marker differs from `expected_last_update_micros` → `Conflict`
     ///    (`StaleSession`);
-    /// 4. store the event, merge the delta key by key into app, user and session state (a
-    ///    concurrent writer of other keys loses nothing), set the marker to `timestamp_micros`.
+    /// 4. store the event, merge the delta key by key into app, user and session state, then
+    ///    remove the `deleted` keys (a concurrent writer of other keys loses nothing), set the
+    ///    marker to `timestamp_micros`.
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome>;
 
     /// The session's events after `query.after` (from the start if `None`) and at or after

@@ -21,7 +21,7 @@ mod tools;
 
 use std::sync::Arc;
 
-use agentstate::{Content, Event, EventActions, FunctionCall, Map, Value};
+use agentstate::{Content, Event, FunctionCall, Map, Value};
 use async_trait::async_trait;
 use futures_util::StreamExt;
 
@@ -34,7 +34,7 @@ use builder::Instruction;
 use tools::{Next, transfer_guide};
 
 use crate::agent::{Agent, History, InvocationContext, find_agent};
-use crate::context::{CallbackContext, ReadonlyContext};
+use crate::context::{CallbackContext, Changes, ReadonlyContext};
 use crate::error::RuntimeError;
 use crate::model::{LlmRequest, LlmResponse};
 use crate::tool::Tool;
@@ -185,7 +185,7 @@ impl LlmAgent {
                 .map_err(|source| RuntimeError::Model { agent: self.name.clone(), source })?,
         };
 
-        let mut actions = Some(cb.into_actions());
+        let mut changes = Some(cb.into_changes());
         // The partial events of this call and its answer share one id (as in the reference), so a
         // client can replace the streamed text with the answer.
         let mut event_id = Some(Event::new_id());
@@ -195,23 +195,23 @@ impl LlmAgent {
         while let Some(response) = responses.next().await {
             let mut response = response.map_err(|source| RuntimeError::Model { agent: self.name.clone(), source })?;
             if response.partial {
-                let mut partial = response_event(&self.name, response, EventActions::default());
+                let mut partial = response_event(&self.name, response, Changes::default());
                 partial.id = event_id.clone().unwrap_or_else(Event::new_id);
                 ctx.emit(partial).await?;
                 continue;
             }
-            let mut event_actions = actions.take().unwrap_or_default();
+            let mut event_changes = changes.take().unwrap_or_default();
             if !self.after_model.is_empty() {
-                // The same actions as the before-model callbacks: their writes are visible here.
-                let mut cb = CallbackContext::from_snapshot(ctx.invocation_id(), &self.name, ctx.state().await);
-                *cb.actions_mut() = event_actions;
+                // The same changes as the before-model callbacks: their writes are visible here.
+                let mut cb = CallbackContext::from_snapshot(ctx.invocation_id(), &self.name, ctx.state().await)
+                    .with_changes(event_changes);
                 if let Some(replaced) = self.after_model.iter().find_map(|f| f(&mut cb, &response)) {
                     response = replaced;
                 }
-                event_actions = cb.into_actions();
+                event_changes = cb.into_changes();
             }
             assign_call_ids(&mut response);
-            let mut event = response_event(&self.name, response, event_actions);
+            let mut event = response_event(&self.name, response, event_changes);
             event.id = event_id.take().unwrap_or_default();
             text.push_str(&event.content.as_ref().map(Content::joined_text).unwrap_or_default());
             if !text.is_empty() {
@@ -225,10 +225,10 @@ impl LlmAgent {
             let event = ctx.emit(event).await?;
             calls.extend(event.content.iter().flat_map(|c| c.parts()).filter_map(|p| p.function_call.clone()));
         }
-        if let Some(actions) = actions.filter(|a| !a.state_delta.is_empty()) {
+        if let Some(changes) = changes.filter(Changes::touches_state) {
             // A before-model callback wrote state but no response came: keep its writes.
             let mut event = Event::new(ctx.invocation_id()).author(&self.name);
-            event.actions = actions;
+            changes.apply_to(&mut event);
             ctx.emit(event).await?;
         }
         if calls.is_empty() || failed {
@@ -248,7 +248,7 @@ fn assign_call_ids(response: &mut LlmResponse) {
     }
 }
 
-fn response_event(author: &str, response: LlmResponse, actions: EventActions) -> Event {
+fn response_event(author: &str, response: LlmResponse, changes: Changes) -> Event {
     let mut event = Event::new("").author(author);
     event.content = response.content;
     if response.partial {
@@ -256,7 +256,7 @@ fn response_event(author: &str, response: LlmResponse, actions: EventActions) ->
     }
     event.error_code = response.error_code;
     event.error_message = response.error_message;
-    event.actions = actions;
+    changes.apply_to(&mut event);
     if let Some(reason) = response.finish_reason {
         event.extra.insert("finish_reason".into(), Value::String(reason));
     }

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use agentstate::{Content, Event, EventActions, FunctionCall, FunctionResponse, Map, Part, Value};
+use agentstate::{Content, Event, FunctionCall, FunctionResponse, Map, Part, Value};
 
 use super::builder::{LlmAgent, TRANSFER_TOOL};
 use crate::agent::{Agent, InvocationContext, parent_of};
@@ -103,7 +103,8 @@ impl LlmAgent {
         });
         let answers = futures_util::future::join_all(runs).await;
 
-        let mut actions = EventActions { state_delta: turn.shared_writes(), ..EventActions::default() };
+        let mut changes = turn.shared_writes();
+        let actions = &mut changes.actions;
         for (_, tool_ctx) in &answers {
             let a = tool_ctx.actions();
             if a.skip_summarization == Some(true) {
@@ -123,7 +124,7 @@ impl LlmAgent {
             .collect();
         let mut event = Event::new(ctx.invocation_id()).author(&self.name);
         event.content = Some(Content { parts: Some(parts), role: Some("user".into()), extra: Map::new() });
-        event.actions = actions;
+        changes.apply_to(&mut event);
         let event = ctx.emit(event).await?;
         if let Some(target) = event.actions.transfer_to_agent {
             return Ok(Next::Transfer(target));

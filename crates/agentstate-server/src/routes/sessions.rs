@@ -194,10 +194,11 @@ pub(crate) async fn delete(
     Ok(Json(Value::Null))
 }
 
-/// `PATCH /apps/{app}/users/{user}/sessions/{id}` with `{"stateDelta": {…}}`: appends a user event
-/// carrying the delta and returns the session (with this request's `temp:` keys, as the reference
-/// does). The delta is a blind per-key write, so if another writer appended meanwhile the
-/// session is reloaded and the append retried: no update is lost.
+/// `PATCH /apps/{app}/users/{user}/sessions/{id}` with `{"stateDelta": {…}, "deleteKeys": […]}`:
+/// appends a user event carrying the delta and the deletions (agentstate's extension; either may
+/// be absent, not both) and returns the session (with this request's `temp:` keys, as the
+/// reference does). The change is a blind per-key write, so if another writer appended
+/// meanwhile the session is reloaded and the append retried: no update is lost.
 pub(crate) async fn patch(
     State(state): State<AppState>,
     Path((app, user, id)): Path<(String, String, String)>,
@@ -205,14 +206,41 @@ pub(crate) async fn patch(
 ) -> Reply {
     let input = body(&bytes)?.unwrap_or(Value::Null);
     let delta = match input.get("stateDelta").or_else(|| input.get("state_delta")) {
-        Some(Value::Object(delta)) => delta.clone(),
+        Some(Value::Object(delta)) => Some(delta.clone()),
+        None | Some(Value::Null) => None,
         Some(other) => return Err(model_error("stateDelta", "Input should be a valid dictionary", other)),
-        None => return Err(ApiError::missing("stateDelta", &input)),
     };
-    state.limits().check_state("stateDelta", &delta)?;
-    let key = key(&app, &user, &id)?;
+    let deleted = match input.get("deleteKeys").or_else(|| input.get("delete_keys")) {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(keys)) => Some(
+            keys.iter()
+                .map(|k| {
+                    k.as_str()
+                        .map(str::to_owned)
+                        .ok_or_else(|| model_error("deleteKeys", "Input should be a valid string", k))
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        Some(other) => return Err(model_error("deleteKeys", "Input should be a valid list", other)),
+    };
+    if delta.is_none() && deleted.is_none() {
+        return Err(ApiError::missing("stateDelta", &input));
+    }
+    let (delta, deleted) = (delta.unwrap_or_default(), deleted.unwrap_or_default());
     let mut event = Event::new(format!("p-{}", uuid::Uuid::new_v4())).author("user");
-    event.actions.state_delta = delta.clone();
+    event.actions.state_delta = delta;
+    for key in &deleted {
+        event = event.delete(key.clone());
+    }
+    state.limits().check_state("stateDelta", &event.actions.state_delta)?;
+    let key = key(&app, &user, &id)?;
+    let temp: Map<String, Value> = event
+        .actions
+        .state_delta
+        .iter()
+        .filter(|(k, _)| k.starts_with("temp:"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     append::append(&state, &key, event, None).await.map_err(|e| match e {
         Error::NotFound { .. } => ApiError::NotFound("Session not found".into()),
         e => e.into(),
@@ -225,7 +253,10 @@ pub(crate) async fn patch(
         .ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
     let mut wire = wire::session_to_wire(&session);
     if let Some(Value::Object(shown)) = wire.get_mut("state") {
-        shown.extend(delta.iter().filter(|(k, _)| k.starts_with("temp:")).map(|(k, v)| (k.clone(), v.clone())));
+        shown.extend(temp);
+        for key in deleted.iter().filter(|k| k.starts_with("temp:")) {
+            shown.shift_remove(key);
+        }
     }
     Ok(Json(wire))
 }

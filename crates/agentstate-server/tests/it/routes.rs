@@ -168,6 +168,21 @@ async fn patch_appends_a_user_event() {
     assert_eq!(body["detail"][0]["loc"], json!(["body", "stateDelta"]));
     let (status, body) = call(&r, Method::PATCH, &format!("{S}/gone"), Some(r#"{"stateDelta": {}}"#)).await;
     assert_eq!((status, body), (StatusCode::NOT_FOUND, json!({"detail": "Session not found"})));
+
+    // agentstate's extension: deleteKeys, alone or with a delta.
+    let (status, body) =
+        call(&r, Method::PATCH, &format!("{S}/p"), Some(r#"{"deleteKeys": ["k", "user:u"], "stateDelta": {"n": 1}}"#))
+            .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["state"], json!({"n": 1}));
+    let event = body["events"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(event["deletedKeys"], json!(["k", "user:u"]));
+    assert_eq!(event["actions"]["stateDelta"], json!({"n": 1, "k": null, "user:u": null}));
+    let (status, body) = call(&r, Method::PATCH, &format!("{S}/p"), Some(r#"{"deleteKeys": ["n"]}"#)).await;
+    assert_eq!((status, &body["state"]), (StatusCode::OK, &json!({})));
+    let (status, body) = call(&r, Method::PATCH, &format!("{S}/p"), Some(r#"{"deleteKeys": "n"}"#)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(body["detail"][0]["loc"], json!(["body", "deleteKeys"]));
 }
 
 #[tokio::test]

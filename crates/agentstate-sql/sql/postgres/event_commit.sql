@@ -4,6 +4,8 @@
 -- concurrent writer of other keys of the same user/app row loses nothing.
 -- $1 app  $2 user  $3 session  $4 event id  $5 invocation id  $6 event time (= new marker)
 -- $7 event_data  $8 expected marker  $9 session delta  $10 user delta or NULL  $11 app delta or NULL
+-- $12 $13 $14 session, user and app keys to delete after the merge (text[]; each is also in its
+-- delta, as null, so a deletion alone still passes the NOT NULL guards)
 -- The duplicate check must be a primary-key lookup (leading column `id`). On young tables the
 -- planner may prefer idx_events_app_user_session_ts_id, which scans the whole session: comparing
 -- its prefix columns under COLLATE "C" (same equality: both collations are deterministic) leaves
@@ -14,33 +16,33 @@ WITH dup AS (
     WHERE id = $4 AND app_name = $1 COLLATE "C" AND user_id = $2 COLLATE "C" AND session_id = $3 COLLATE "C"
 ),
 s AS (
-    UPDATE sessions SET state = state || $9::jsonb, update_time = $6
+    UPDATE sessions SET state = (state || $9::jsonb) - $12::text[], update_time = $6
     WHERE app_name = $1 AND user_id = $2 AND id = $3 AND update_time = $8 AND NOT EXISTS (SELECT 1 FROM dup)
     RETURNING 1
 ),
 -- The user and app rows exist (create makes them), so a plain UPDATE merges; the upsert only
 -- runs for a row another program left out.
 u AS (
-    UPDATE user_states SET state = state || $10::jsonb, update_time = $6
+    UPDATE user_states SET state = (state || $10::jsonb) - $13::text[], update_time = $6
     WHERE app_name = $1 AND user_id = $2 AND $10::jsonb IS NOT NULL AND EXISTS (SELECT 1 FROM s)
     RETURNING 1
 ),
 u_missing AS (
     INSERT INTO user_states (app_name, user_id, state, update_time)
-    SELECT $1, $2, $10::jsonb, $6 FROM s WHERE $10::jsonb IS NOT NULL AND NOT EXISTS (SELECT 1 FROM u)
+    SELECT $1, $2, $10::jsonb - $13::text[], $6 FROM s WHERE $10::jsonb IS NOT NULL AND NOT EXISTS (SELECT 1 FROM u)
     ON CONFLICT (app_name, user_id)
-    DO UPDATE SET state = user_states.state || EXCLUDED.state, update_time = EXCLUDED.update_time
+    DO UPDATE SET state = (user_states.state || $10::jsonb) - $13::text[], update_time = EXCLUDED.update_time
 ),
 a AS (
-    UPDATE app_states SET state = state || $11::jsonb, update_time = $6
+    UPDATE app_states SET state = (state || $11::jsonb) - $14::text[], update_time = $6
     WHERE app_name = $1 AND $11::jsonb IS NOT NULL AND EXISTS (SELECT 1 FROM s)
     RETURNING 1
 ),
 a_missing AS (
     INSERT INTO app_states (app_name, state, update_time)
-    SELECT $1, $11::jsonb, $6 FROM s WHERE $11::jsonb IS NOT NULL AND NOT EXISTS (SELECT 1 FROM a)
+    SELECT $1, $11::jsonb - $14::text[], $6 FROM s WHERE $11::jsonb IS NOT NULL AND NOT EXISTS (SELECT 1 FROM a)
     ON CONFLICT (app_name)
-    DO UPDATE SET state = app_states.state || EXCLUDED.state, update_time = EXCLUDED.update_time
+    DO UPDATE SET state = (app_states.state || $11::jsonb) - $14::text[], update_time = EXCLUDED.update_time
 ),
 e AS (
     INSERT INTO events (id, app_name, user_id, session_id, invocation_id, "timestamp", event_data)

@@ -200,9 +200,10 @@ impl Shared<'_> {
         self,
         conn: &mut MySqlConnection,
         delta: &Map<String, Value>,
+        deleted: &[String],
         now: NaiveDateTime,
     ) -> Step<Map<String, Value>> {
-        let (state, write) = merge_row(self.read(conn, !delta.is_empty()).await?, delta);
+        let (state, write) = merge_row(self.read(conn, !delta.is_empty()).await?, delta, deleted);
         if write {
             let text = state_text(&state);
             let put = match self {
@@ -267,8 +268,8 @@ async fn create_in(conn: &mut MySqlConnection, new: &NewSession) -> Step<Session
             .map_err(sql_step("write session attributes"))?;
     }
     // Locks in the commit's order: session, then user, then app.
-    let user = Shared::User(key).merge(conn, &state.user, now).await?;
-    let app = Shared::App(key.app_name()).merge(conn, &state.app, now).await?;
+    let user = Shared::User(key).merge(conn, &state.user, &[], now).await?;
+    let app = Shared::App(key.app_name()).merge(conn, &state.app, &[], now).await?;
     let merged = merge_scopes(&state.session, &app, &user);
     Ok(Session::from_storage(key.clone(), merged, Vec::<Event>::new(), *create_time_micros)
         .created_at(*create_time_micros)
@@ -276,7 +277,7 @@ async fn create_in(conn: &mut MySqlConnection, new: &NewSession) -> Step<Session
 }
 
 async fn commit_in(conn: &mut MySqlConnection, commit: &EventCommit) -> Step<CommitOutcome> {
-    let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta } = commit;
+    let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta, deleted } = commit;
     let row = keyed(sql!("session_lock"), key).fetch_optional(&mut *conn).await.map_err(sql_step("lock session"))?;
     let Some(row) = row else { return Err(Error::NotFound { session_id: key.session_id().to_owned() }.into()) };
     let (session_state, marker) = session_of(&row)?;
@@ -298,7 +299,7 @@ async fn commit_in(conn: &mut MySqlConnection, commit: &EventCommit) -> Step<Com
         return Err(Error::stale().into());
     }
     let now = naive(*timestamp_micros)?;
-    let session_state = codec::merged_text(session_state, &delta.session)?;
+    let session_state = codec::merged_text(session_state, &delta.session, &deleted.session)?;
     sqlx::query(sql!("session_update"))
         .bind(session_state)
         .bind(now)
@@ -309,10 +310,10 @@ async fn commit_in(conn: &mut MySqlConnection, commit: &EventCommit) -> Step<Com
         .await
         .map_err(sql_step("update session"))?;
     if !delta.user.is_empty() {
-        Shared::User(key).merge(conn, &delta.user, now).await?;
+        Shared::User(key).merge(conn, &delta.user, &deleted.user, now).await?;
     }
     if !delta.app.is_empty() {
-        Shared::App(key.app_name()).merge(conn, &delta.app, now).await?;
+        Shared::App(key.app_name()).merge(conn, &delta.app, &deleted.app, now).await?;
     }
     keyed(sql!("event_insert"), key)
         .bind(&event.id)

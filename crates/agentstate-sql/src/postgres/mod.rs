@@ -256,7 +256,7 @@ impl SessionStore for PostgresStore {
     }
 
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
-        let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta } = commit;
+        let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta, deleted } = commit;
         let result = keyed(sql!("event_commit"), &key)
             .bind(&event.id)
             .bind(&event.invocation_id)
@@ -266,6 +266,9 @@ impl SessionStore for PostgresStore {
             .bind(Json(&delta.session))
             .bind(delta_or_null(&delta.user))
             .bind(delta_or_null(&delta.app))
+            .bind(&deleted.session)
+            .bind(&deleted.user)
+            .bind(&deleted.app)
             .fetch_one(&self.pool)
             .await;
         let row = match result {

@@ -45,9 +45,16 @@ impl Shared<'_> {
         }
     }
 
-    /// Merges `delta` into the row (created if missing) and returns its state.
-    fn merge(self, conn: &Connection, delta: &Map<String, Value>, now: &str) -> Result<Map<String, Value>> {
-        let (state, write) = merge_row(self.read(conn)?, delta);
+    /// Merges `delta` into the row (created if missing), removes `deleted`, and returns its
+    /// state.
+    fn merge(
+        self,
+        conn: &Connection,
+        delta: &Map<String, Value>,
+        deleted: &[String],
+        now: &str,
+    ) -> Result<Map<String, Value>> {
+        let (state, write) = merge_row(self.read(conn)?, delta, deleted);
         if write {
             let text = state_text(&state);
             match self {
@@ -131,8 +138,8 @@ pub(super) fn create(conn: &Connection, new: NewSession) -> Result<Session> {
         return Err(Error::AlreadyExists { session_id: key.session_id().to_owned() });
     }
     let now = sqlite_text(create_time_micros)?;
-    let app = Shared::App(key.app_name()).merge(conn, &state.app, &now)?;
-    let user = Shared::User(&key).merge(conn, &state.user, &now)?;
+    let app = Shared::App(key.app_name()).merge(conn, &state.app, &[], &now)?;
+    let user = Shared::User(&key).merge(conn, &state.user, &[], &now)?;
     let params = params![key.app_name(), key.user_id(), key.session_id(), state_text(&state.session), now];
     execute(conn, "insert session", sql!("session_insert"), params)?;
     if !attributes.is_empty() {
@@ -175,7 +182,7 @@ fn stored_event(conn: &Connection, key: &SessionKey, id: &str) -> Result<Option<
 }
 
 pub(super) fn commit(conn: &Connection, commit: EventCommit) -> Result<CommitOutcome> {
-    let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta } = commit;
+    let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta, deleted } = commit;
     let Some(SessionRow { state: session_state, update_micros, .. }) = session_row(conn, &key)? else {
         return Err(Error::NotFound { session_id: key.session_id().to_owned() });
     };
@@ -190,14 +197,14 @@ pub(super) fn commit(conn: &Connection, commit: EventCommit) -> Result<CommitOut
         return Err(Error::stale());
     }
     let now = sqlite_text(timestamp_micros)?;
-    let session_state = codec::merged_text(session_state, &delta.session)?;
+    let session_state = codec::merged_text(session_state, &delta.session, &deleted.session)?;
     let params = params![key.app_name(), key.user_id(), key.session_id(), session_state, now];
     execute(conn, "update session", sql!("session_update"), params)?;
     if !delta.app.is_empty() {
-        Shared::App(key.app_name()).merge(conn, &delta.app, &now)?;
+        Shared::App(key.app_name()).merge(conn, &delta.app, &deleted.app, &now)?;
     }
     if !delta.user.is_empty() {
-        Shared::User(&key).merge(conn, &delta.user, &now)?;
+        Shared::User(&key).merge(conn, &delta.user, &deleted.user, &now)?;
     }
     let data = codec::event_data(&event)?;
     let params = params![key.app_name(), key.user_id(), key.session_id(), event.id, event.invocation_id, now, data];

@@ -28,10 +28,11 @@ fn adk(args: &[&str]) -> Value {
 }
 
 /// Drops what the reference fills in by default and agentstate does not write: empty maps
-/// (`artifact_delta`, `requested_auth_configs`, …) and `node_info: {"path": ""}`.
+/// (`artifact_delta`, `requested_auth_configs`, …) and `node_info: {"path": ""}`; and what it
+/// does not know and ignores: `deleted_keys` (the deletions it reads as the `null`s of the delta).
 fn normalize(mut event: Value) -> Value {
     fn strip(map: &mut serde_json::Map<String, Value>) {
-        map.retain(|k, v| *v != json!({}) && !(k == "node_info" && *v == json!({"path": ""})));
+        map.retain(|k, v| *v != json!({}) && !(k == "node_info" && *v == json!({"path": ""})) && k != "deleted_keys");
     }
     if let Value::Object(m) = &mut event {
         strip(m);
@@ -119,6 +120,17 @@ async fn interop(url: &str, py_url: &str) {
         svc.append_event(&mut ours, e).await.unwrap();
     }
     assert_same(&load(&svc, &app, "u1", "rs-1").await, &adk(&["read", py_url, &app, "u1", "rs-1"]));
+
+    // Deleted by agentstate: Python reads the session (and the deleting event) with the keys gone.
+    let deletion = Event::new("e-d").author("agentstate").delete("topic").delete("user:lang").delete("app:seen");
+    svc.append_event(&mut ours, deletion).await.unwrap();
+    let theirs = adk(&["read", py_url, &app, "u1", "rs-1"]);
+    assert_same(&load(&svc, &app, "u1", "rs-1").await, &theirs);
+    for gone in ["topic", "user:lang", "app:seen"] {
+        assert!(theirs["state"].get(gone).is_none(), "{gone} still in {}", theirs["state"]);
+    }
+    let last = theirs["events"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["actions"]["state_delta"], json!({"topic": null, "user:lang": null, "app:seen": null}));
 
     // Appended by Python to agentstate's session, read back by agentstate.
     let theirs = adk(&["append", py_url, &app, "u1", "rs-1", r#"{"py_key": 1, "user:count": 2, "temp:q": 1}"#]);
