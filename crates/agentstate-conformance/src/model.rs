@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 
+use agentstate::history::{ForkSession, HistoryAt};
 use agentstate::{
     ConflictKind, CreateSession, Error, Event, GetSessionConfig, ListSessions, Map, Session, SessionKey,
     SessionService, Value,
@@ -65,6 +66,25 @@ enum Op {
         user: Option<usize>,
         page_size: Option<usize>,
     },
+    /// The history state after and before the session's `nth` event (mod its count), and that
+    /// event's diff; the creation state when it has none.
+    History {
+        user: usize,
+        sid: usize,
+        nth: usize,
+    },
+    /// Rewinds the slot's session to before the invocation of its `nth` event.
+    Rewind {
+        slot: usize,
+        nth: usize,
+    },
+    /// Forks `(user, sid)` at its `nth` event into `(user, to_sid)`.
+    Fork {
+        user: usize,
+        sid: usize,
+        nth: usize,
+        to_sid: usize,
+    },
     /// Two handles of one session, loaded together, append at the same moment.
     Race {
         user: usize,
@@ -110,6 +130,10 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
             .prop_map(|(user, page_size)| Op::List { user, page_size }),
         2 => (0..USERS.len(), 0..SIDS.len(), entries(), entries())
             .prop_map(|(user, sid, delta_a, delta_b)| Op::Race { user, sid, delta_a, delta_b }),
+        2 => (0..USERS.len(), 0..SIDS.len(), 0usize..8).prop_map(|(user, sid, nth)| Op::History { user, sid, nth }),
+        1 => (0..SLOTS, 0usize..8).prop_map(|(slot, nth)| Op::Rewind { slot, nth }),
+        1 => (0..USERS.len(), 0..SIDS.len(), 0usize..8, 0..SIDS.len())
+            .prop_map(|(user, sid, nth, to_sid)| Op::Fork { user, sid, nth, to_sid }),
     ];
     prop::collection::vec(op, 1..40)
 }
@@ -158,6 +182,8 @@ struct Model {
 
 #[derive(Debug, Clone)]
 struct Stored {
+    /// The state the session was created with (flat, no `temp:` keys): its history's start.
+    created: Map<String, Value>,
     state: Map<String, Value>,
     events: Vec<Event>,
     last: i64,
@@ -310,6 +336,18 @@ impl Run {
             Op::Race { user, sid, ref delta_a, ref delta_b } => {
                 self.race(user, sid, flat(delta_a), flat(delta_b)).await
             }
+            Op::History { user, sid, nth } => {
+                // Mostly a session with history, when there is one.
+                let with_events: Vec<(usize, usize)> =
+                    self.model.sessions.iter().filter(|(_, s)| !s.events.is_empty()).map(|(k, _)| *k).collect();
+                let (user, sid) = match with_events.get(user * SIDS.len() + sid) {
+                    Some(&chosen) if nth % 4 != 0 => chosen,
+                    _ => with_events.first().copied().filter(|_| nth % 4 != 0).unwrap_or((user, sid)),
+                };
+                self.history(user, sid, nth).await
+            }
+            Op::Rewind { slot, nth } => self.rewind(slot, nth).await,
+            Op::Fork { user, sid, nth, to_sid } => self.fork(user, sid, nth, to_sid).await,
         }
     }
 
@@ -375,7 +413,9 @@ impl Run {
             return Ok(());
         }
         let session = got.map_err(|e| TestCaseError::fail(format!("create failed: {e}")))?;
-        let stored = Stored { state: Map::new(), events: Vec::new(), last: session.last_update_micros() };
+        let mut created = state.clone();
+        created.retain(|k, _| !k.starts_with("temp:"));
+        let stored = Stored { created, state: Map::new(), events: Vec::new(), last: session.last_update_micros() };
         self.model.sessions.insert((user, sid), stored);
         self.model.apply(user, sid, &state);
         let expected = self.model.merged(user, &self.model.sessions[&(user, sid)]);
@@ -418,7 +458,7 @@ impl Run {
         let (user, sid) = (handle.user, handle.sid);
         let stored = self.model.sessions.get(&(user, sid)).cloned();
         let last_stored = stored.as_ref().and_then(|s| s.events.last().cloned());
-        let mut event = Event::new("inv").author("model");
+        let mut event = Event::new(format!("i{}", self.next_id % 4)).author("model");
         event.actions.state_delta = delta;
         event.deleted_keys = deleted;
         event.timestamp = (handle.last + offset) as f64 / 1e6;
@@ -491,6 +531,134 @@ impl Run {
         Ok(())
     }
 
+    async fn history(&self, user: usize, sid: usize, nth: usize) -> Result<(), TestCaseError> {
+        let key = self.key(user, sid);
+        let Some(stored) = self.model.sessions.get(&(user, sid)) else {
+            let got = self.svc.state_at(&key, HistoryAt::Creation).await.unwrap();
+            prop_assert!(got.is_none(), "history of a missing session");
+            return Ok(());
+        };
+        if stored.events.is_empty() {
+            let got = self.svc.state_at(&key, HistoryAt::Creation).await.unwrap().map(|s| s.state);
+            prop_assert_eq!(got, Some(stored.created.clone()));
+            return Ok(());
+        }
+        // Every event from the `nth` (mod the count) on: a few questions per session.
+        for i in (nth % stored.events.len())..stored.events.len() {
+            self.history_of_event(&key, stored, i).await?;
+        }
+        Ok(())
+    }
+
+    async fn history_of_event(&self, key: &SessionKey, stored: &Stored, i: usize) -> Result<(), TestCaseError> {
+        let event = &stored.events[i];
+        let (before, after) = (fold(&stored.created, &stored.events[..i]), fold(&stored.created, &stored.events[..=i]));
+        let got = self.svc.state_at(key, HistoryAt::AfterEvent(event.id.clone())).await.unwrap().map(|s| s.state);
+        prop_assert_eq!(got, Some(after.clone()), "after event {}", i);
+        let got = self.svc.state_at(key, HistoryAt::BeforeEvent(event.id.clone())).await.unwrap().map(|s| s.state);
+        prop_assert_eq!(got, Some(before.clone()), "before event {}", i);
+        let diff = self.svc.event_diff(key, &event.id).await.unwrap().expect("present");
+        let mut changed: Vec<(String, Option<Value>, Option<Value>)> =
+            diff.changes.into_iter().map(|c| (c.key, c.before, c.after)).collect();
+        changed.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut expected: Vec<(String, Option<Value>, Option<Value>)> = after
+            .keys()
+            .chain(before.keys())
+            .filter(|k| before.get(*k) != after.get(*k))
+            .map(|k| (k.clone(), before.get(k).cloned(), after.get(k).cloned()))
+            .collect();
+        expected.sort_by(|a, b| a.0.cmp(&b.0));
+        expected.dedup();
+        prop_assert_eq!(changed, expected, "diff of event {}", i);
+        Ok(())
+    }
+
+    async fn rewind(&mut self, slot: usize, nth: usize) -> Result<(), TestCaseError> {
+        let Some((mut session, mut handle)) = self.slots[slot].take() else { return Ok(()) };
+        let (user, sid) = (handle.user, handle.sid);
+        let Some(stored) = self.model.sessions.get(&(user, sid)).cloned() else {
+            let got = self.svc.rewind(&mut session, "i0").await;
+            prop_assert_eq!(outcome(&got), "Err(NotFound)");
+            self.slots[slot] = Some((session, handle));
+            return Ok(());
+        };
+        if stored.events.is_empty() {
+            let got = self.svc.rewind(&mut session, "i0").await;
+            prop_assert_eq!(outcome(&got), "Err(InvalidArgument)");
+            self.slots[slot] = Some((session, handle));
+            return Ok(());
+        }
+        let invocation = stored.events[nth % stored.events.len()].invocation_id.clone();
+        let got = self.svc.rewind(&mut session, &invocation).await;
+        if stored.last != handle.last {
+            let stale = matches!(&got, Err(Error::Conflict { kind: ConflictKind::StaleSession }));
+            prop_assert!(stale, "a rewind through a stale handle: {:?}", got);
+        } else {
+            let event = got.map_err(|e| TestCaseError::fail(format!("rewind failed: {e}")))?;
+            let first = stored.events.iter().position(|e| e.invocation_id == invocation).unwrap_or(0);
+            let then = session_part(&fold(&stored.created, &stored.events[..first]));
+            let now = session_part(&handle.state);
+            let mut delta: Map<String, Value> =
+                then.iter().filter(|(k, v)| now.get(*k) != Some(*v)).map(|(k, v)| (k.clone(), v.clone())).collect();
+            let mut deleted: Vec<String> = now.keys().filter(|k| !then.contains_key(*k)).cloned().collect();
+            for k in &deleted {
+                delta.insert(k.clone(), Value::Null);
+            }
+            let mut got_deleted = event.deleted_keys.clone();
+            got_deleted.sort();
+            deleted.sort();
+            prop_assert_eq!(got_deleted, deleted.clone());
+            prop_assert_eq!(&event.actions.state_delta, &delta);
+            prop_assert_eq!(event.actions.rewind_before_invocation_id.as_deref(), Some(invocation.as_str()));
+            prop_assert!(event.author == "user" && event.invocation_id.starts_with("e-"));
+            let ts = micros(event.timestamp);
+            prop_assert!(ts > stored.last);
+            let model_session = self.model.sessions.get_mut(&(user, sid)).expect("present");
+            model_session.events.push(event.clone());
+            model_session.last = ts;
+            self.model.apply_with_deletions(user, sid, &delta, &deleted);
+            for (k, v) in &delta {
+                handle.state.insert(k.clone(), v.clone());
+            }
+            for k in &deleted {
+                handle.state.shift_remove(k);
+            }
+            handle.events.push(event.id);
+            handle.last = ts;
+        }
+        prop_assert_eq!(handle_of(user, sid, &session), handle.clone(), "handle after rewind");
+        self.slots[slot] = Some((session, handle));
+        Ok(())
+    }
+
+    async fn fork(&mut self, user: usize, sid: usize, nth: usize, to_sid: usize) -> Result<(), TestCaseError> {
+        let Some(source) = self.model.sessions.get(&(user, sid)).cloned() else { return Ok(()) };
+        if source.events.is_empty() {
+            return Ok(());
+        }
+        let i = nth % source.events.len();
+        let request = ForkSession {
+            source: self.key(user, sid),
+            at_event_id: source.events[i].id.clone(),
+            session_id: Some(self.session_id(user, to_sid)),
+        };
+        let got = self.svc.fork_session(request).await;
+        if self.model.sessions.contains_key(&(user, to_sid)) {
+            prop_assert_eq!(outcome(&got), "Err(AlreadyExists)");
+            return Ok(());
+        }
+        got.map_err(|e| TestCaseError::fail(format!("fork failed: {e}")))?;
+        let events = source.events[..=i].to_vec();
+        let fork = Stored {
+            created: source.created.clone(),
+            state: session_part(&fold(&source.created, &events)),
+            last: micros(events[i].timestamp),
+            events,
+        };
+        self.model.sessions.insert((user, to_sid), fork);
+        self.compare_get(user, to_sid, GetSessionConfig::default()).await
+    }
+
     async fn list(&self, user: Option<usize>, page_size: Option<usize>) -> Result<(), TestCaseError> {
         let mut request = ListSessions {
             app_name: self.app.clone(),
@@ -524,6 +692,25 @@ impl Run {
         prop_assert_eq!(got, expected);
         Ok(())
     }
+}
+
+/// The history state: `created`, then each event's delta and deletions (no `temp:` keys).
+fn fold(created: &Map<String, Value>, events: &[Event]) -> Map<String, Value> {
+    let mut state = created.clone();
+    for event in events {
+        for (k, v) in event.actions.state_delta.iter().filter(|(k, _)| !k.starts_with("temp:")) {
+            state.insert(k.clone(), v.clone());
+        }
+        for k in &event.deleted_keys {
+            state.shift_remove(k);
+        }
+    }
+    state
+}
+
+/// The session's own keys.
+fn session_part(state: &Map<String, Value>) -> Map<String, Value> {
+    state.iter().filter(|(k, _)| !k.contains(':')).map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
 fn micros(secs: f64) -> i64 {

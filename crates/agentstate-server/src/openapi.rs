@@ -23,7 +23,7 @@ pub struct Operation {
 }
 
 fn schemas() -> Value {
-    json!({
+    let mut schemas = json!({
         "Error": {"type": "object", "required": ["detail"], "properties": {"detail": {
             "description": "A message, or FastAPI's list of validation problems (422)"}}},
         "Event": {"type": "object", "description": "An event in the reference's camelCase JSON; fields not listed are kept as sent.",
@@ -99,6 +99,33 @@ fn schemas() -> Value {
             "name": {"type": "string"}, "done": {"type": "boolean"}, "response": {"type": "object"}}},
         "Null": {"type": "null"},
         "Metrics": {"type": "string", "description": "Prometheus text exposition format"},
+    });
+    if let (Value::Object(all), Value::Object(more)) = (&mut schemas, history_schemas()) {
+        all.extend(more);
+    }
+    schemas
+}
+
+/// The schemas of the history routes (a second `json!`: one would exceed the macro's recursion
+/// limit).
+fn history_schemas() -> Value {
+    json!({
+        "HistoryState": {"type": "object", "required": ["eventId", "timestamp", "state"], "properties": {
+            "eventId": {"type": ["string", "null"], "description": "The last event applied; null at creation"},
+            "timestamp": {"type": "number", "description": "Its time (or the creation time), epoch seconds"},
+            "state": {"type": "object", "description": "Session keys, and app:/user: keys as this session set them"}}},
+        "EventDiff": {"type": "object", "required": ["eventId", "timestamp", "changes"], "properties": {
+            "eventId": {"type": "string"}, "timestamp": {"type": "number"}, "invocationId": {"type": "string"},
+            "author": {"type": "string"},
+            "changes": {"type": "array", "items": {"type": "object", "required": ["key", "change"], "properties": {
+                "key": {"type": "string"}, "change": {"enum": ["set", "changed", "deleted"]},
+                "before": {"description": "Absent when the key had no value"},
+                "after": {"description": "Absent when the event deleted the key"}}}}}},
+        "RewindRequest": {"type": "object", "required": ["rewindBeforeInvocationId"], "properties": {
+            "rewindBeforeInvocationId": {"type": "string"}}},
+        "ForkRequest": {"type": "object", "required": ["atEventId"], "properties": {
+            "atEventId": {"type": "string", "description": "The last event the fork keeps"},
+            "sessionId": {"type": "string", "description": "The fork's id; generated if absent"}}},
     })
 }
 
@@ -126,6 +153,15 @@ fn parameters(op: &Operation) -> Vec<Value> {
         params.push(query("pageToken", json!({"type": "string"}), "nextPageToken of the previous page"));
     } else if vertex && path.ends_with("/sessions") {
         params.push(query("sessionId", json!({"type": "string"}), "The id; generated (19 digits) if absent"));
+    } else if path.ends_with("/state") {
+        params.push(query("atEvent", json!({"type": "string"}), "After this event"));
+        params.push(query("beforeEvent", json!({"type": "string"}), "Before this event"));
+        params.push(query(
+            "atTime",
+            json!({"type": "number"}),
+            "After the last event at or before this time (epoch seconds)",
+        ));
+        params.push(query("atCreation", json!({"type": "boolean"}), "As created"));
     } else if path.ends_with("/events") {
         params.push(query("after", json!({"type": "string"}), "nextPageToken of the previous page"));
         params.push(query(

@@ -65,8 +65,15 @@ impl From<SchemaError> for Error {
 }
 
 /// The tables and indexes a database needs, the reference's and agentstate's own.
-const TABLES: [&str; 6] =
-    ["adk_internal_metadata", "sessions", "app_states", "user_states", "events", "agentstate_session_attributes"];
+const TABLES: [&str; 7] = [
+    "adk_internal_metadata",
+    "sessions",
+    "app_states",
+    "user_states",
+    "events",
+    "agentstate_session_attributes",
+    "agentstate_state_snapshots",
+];
 const INDEXES: [&str; 2] = ["idx_events_app_user_session_ts_id", "idx_sessions_app_id"];
 
 /// What a dialect found in a database before touching it.

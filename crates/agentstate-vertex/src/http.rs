@@ -29,11 +29,19 @@ pub(crate) struct Call {
     pub(crate) headers: Vec<(&'static str, String)>,
     pub(crate) body: Option<Value>,
     pub(crate) retry: Retry,
+    /// The path is under the server's root, not under `v1beta1` and the parent: agentstate's
+    /// own routes.
+    pub(crate) from_root: bool,
 }
 
 impl Call {
     pub(crate) fn new(method: Method, path: Vec<String>, retry: Retry) -> Self {
-        Self { method, path, query: Vec::new(), headers: Vec::new(), body: None, retry }
+        Self { method, path, query: Vec::new(), headers: Vec::new(), body: None, retry, from_root: false }
+    }
+
+    /// A call to one of agentstate's own routes (`/apps/…`), under the server's root.
+    pub(crate) fn agentstate(method: Method, path: Vec<String>, retry: Retry) -> Self {
+        Self { from_root: true, ..Self::new(method, path, retry) }
     }
 
     pub(crate) fn query(mut self, name: &'static str, value: impl Into<String>) -> Self {
@@ -119,10 +127,15 @@ impl Client {
         url.to_string()
     }
 
-    fn url(&self, path: &[String], query: &[(&'static str, String)]) -> Url {
+    fn url(&self, path: &[String], query: &[(&'static str, String)], from_root: bool) -> Url {
         let mut url = self.base.clone();
         if let Ok(mut segments) = url.path_segments_mut() {
-            segments.extend(&self.parent).extend(path);
+            if from_root {
+                segments.pop();
+            } else {
+                segments.extend(&self.parent);
+            }
+            segments.extend(path);
         }
         if !query.is_empty() {
             url.query_pairs_mut().extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())));
@@ -144,7 +157,7 @@ impl Client {
 
     /// [`send`](Self::send), with how many times the request went out.
     pub(crate) async fn send_counted(&self, call: &Call) -> (Result<Value, Failure>, u32) {
-        let url = self.url(&call.path, &call.query);
+        let url = self.url(&call.path, &call.query, call.from_root);
         let mut attempt = 1;
         loop {
             let result = self.send_once(call, url.clone()).await;
@@ -192,12 +205,14 @@ impl Client {
     }
 }
 
-/// A Google error body (`{"error": {"code", "status", "message"}}`), or what there is of it.
+/// A Google error body (`{"error": {"code", "status", "message"}}`), agentstate's own routes'
+/// (`{"detail": "…"}`), or what there is of it.
 fn api_error(code: StatusCode, bytes: &[u8]) -> Failure {
     let parsed: Option<Value> = serde_json::from_slice(bytes).ok();
     let error = parsed.as_ref().and_then(|v| v.get("error"));
     let field = |name: &str| error.and_then(|e| e.get(name)).and_then(Value::as_str).map(str::to_owned);
-    let message = field("message").unwrap_or_else(|| {
+    let detail = parsed.as_ref().and_then(|v| v.get("detail")).and_then(Value::as_str).map(str::to_owned);
+    let message = field("message").or(detail).unwrap_or_else(|| {
         let text = String::from_utf8_lossy(bytes);
         let text: String = text.chars().take(200).collect();
         if text.trim().is_empty() { code.to_string() } else { text }
@@ -240,11 +255,13 @@ mod tests {
         let parent = vec!["projects".into(), "p".into(), "locations".into(), "l".into()];
         let client = Client::new(reqwest::Client::new(), base, parent, Credentials::None, false);
         let path = vec!["reasoningEngines".into(), "1".into(), "sessions".into(), "a b?c:appendEvent".into()];
-        let url = client.url(&path, &[("filter", "user_id=\"u\"".into())]);
+        let url = client.url(&path, &[("filter", "user_id=\"u\"".into())], false);
         assert_eq!(
             url.as_str(),
             "http://h/v1beta1/projects/p/locations/l/reasoningEngines/1/sessions/a%20b%3Fc:appendEvent?filter=user_id%3D%22u%22"
         );
+        let root = client.url(&["apps".into(), "1".into()], &[], true);
+        assert_eq!(root.as_str(), "http://h/apps/1");
         let relative = client.relative("projects/p/locations/l/operations/9").unwrap();
         assert_eq!(relative, ["operations", "9"]);
         assert!(client.relative("projects/q/locations/l/operations/9").is_none());

@@ -2,6 +2,7 @@
 
 use std::time::{Duration, Instant};
 
+use agentstate::history::{EventDiff, ForkSession, HistoryAt, KeyChange, StateAt};
 use agentstate::store::{
     CommitOutcome, EventCommit, EventQuery, EventWindow, ListQuery, NewSession, SessionStore, merge_scopes,
     secs_to_micros,
@@ -195,8 +196,133 @@ impl VertexAiSessionService {
     }
 }
 
+/// agentstate's history routes answer `{"detail": …}`; a 400 there is a bad argument.
+fn history_error(failure: Failure, doing: &str, field: &'static str) -> Error {
+    if failure.is(StatusCode::BAD_REQUEST, "") {
+        return Error::invalid(field, failure.message());
+    }
+    error(failure, doing)
+}
+
+impl VertexAiSessionService {
+    /// `apps/{engine}/users/{user}/sessions/{id}/{tail…}`: the session on agentstate's own
+    /// routes, where its history is served.
+    fn agentstate_path(&self, key: &SessionKey, tail: &[&str]) -> Vec<String> {
+        let mut path: Vec<String> =
+            ["apps", self.engine(key.app_name()), "users", key.user_id(), "sessions", key.session_id()]
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect();
+        path.extend(tail.iter().map(|s| (*s).to_owned()));
+        path
+    }
+}
+
+fn read_state_at(body: &Value) -> Result<StateAt> {
+    let bad = |what: &str| Error::Backend {
+        message: format!("reading a session's history: the server answered a state without {what}"),
+        retryable: false,
+        source: None,
+    };
+    Ok(StateAt {
+        event_id: body.get("eventId").and_then(Value::as_str).map(str::to_owned),
+        timestamp: body.get("timestamp").and_then(Value::as_f64).ok_or_else(|| bad("a timestamp"))?,
+        state: body.get("state").and_then(Value::as_object).cloned().ok_or_else(|| bad("a state"))?,
+    })
+}
+
+fn read_diff(body: &Value) -> Result<EventDiff> {
+    let text = |v: &Value, field: &str| v.get(field).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let changes = body
+        .get("changes")
+        .and_then(Value::as_array)
+        .map(|changes| {
+            changes
+                .iter()
+                .map(|c| KeyChange {
+                    key: text(c, "key"),
+                    before: c.get("before").cloned(),
+                    after: c.get("after").cloned(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(EventDiff {
+        event_id: text(body, "eventId"),
+        timestamp: body.get("timestamp").and_then(Value::as_f64).unwrap_or_default(),
+        invocation_id: text(body, "invocationId"),
+        author: text(body, "author"),
+        changes,
+    })
+}
+
 #[async_trait]
 impl SessionStore for VertexAiSessionService {
+    /// With the extensions, the server's history (its snapshots, the session's creation state);
+    /// without, a replay of the events from an empty state (the managed service keeps no
+    /// creation state).
+    async fn state_at(&self, key: &SessionKey, at: &HistoryAt) -> Result<Option<StateAt>> {
+        if !self.client.extensions() {
+            return agentstate::store::replay::state_at(self, key, at).await;
+        }
+        let call = Call::agentstate(Method::GET, self.agentstate_path(key, &["state"]), Retry::Idempotent);
+        let call = match at {
+            HistoryAt::Creation => call.query("atCreation", "true"),
+            HistoryAt::AfterEvent(id) => call.query("atEvent", id.clone()),
+            HistoryAt::BeforeEvent(id) => call.query("beforeEvent", id.clone()),
+            HistoryAt::Time(secs) => call.query("atTime", secs.to_string()),
+        };
+        match self.client.send(&call).await {
+            Ok(body) => read_state_at(&body).map(Some),
+            Err(f) if f.is(StatusCode::NOT_FOUND, "") => Ok(None),
+            Err(f) => Err(history_error(f, "reading a session's history", "at")),
+        }
+    }
+
+    async fn event_diff(&self, key: &SessionKey, event_id: &str) -> Result<Option<EventDiff>> {
+        if !self.client.extensions() {
+            return agentstate::store::replay::event_diff(self, key, event_id).await;
+        }
+        let path = self.agentstate_path(key, &["events", event_id, "diff"]);
+        match self.client.send(&Call::agentstate(Method::GET, path, Retry::Idempotent)).await {
+            Ok(body) => read_diff(&body).map(Some),
+            Err(f) if f.is(StatusCode::NOT_FOUND, "") && f.message().contains("Event not found") => {
+                Err(Error::invalid("event_id", format!("session {} has no event {event_id:?}", key.session_id())))
+            }
+            Err(f) if f.is(StatusCode::NOT_FOUND, "") => Ok(None),
+            Err(f) => Err(history_error(f, "reading an event's diff", "event_id")),
+        }
+    }
+
+    async fn fork(&self, request: &ForkSession) -> Result<Session> {
+        if !self.client.extensions() {
+            return agentstate::store::replay::fork(self, request).await;
+        }
+        let source = &request.source;
+        let mut body = serde_json::json!({ "atEventId": request.at_event_id });
+        if let Some(id) = request.session_id.as_deref().filter(|id| !id.is_empty()) {
+            body["sessionId"] = Value::String(id.to_owned());
+        }
+        let call =
+            Call::agentstate(Method::POST, self.agentstate_path(source, &["fork"]), Retry::Unprocessed).body(body);
+        let fork = match self.client.send(&call).await {
+            Ok(fork) => fork,
+            Err(f) if f.is(StatusCode::NOT_FOUND, "") => {
+                return Err(Error::NotFound { session_id: source.session_id().to_owned() });
+            }
+            Err(f) if f.is(StatusCode::CONFLICT, "") => {
+                let id = request.session_id.clone().unwrap_or_default();
+                return Err(Error::AlreadyExists { session_id: id });
+            }
+            Err(f) => return Err(history_error(f, "forking a session", "at_event_id")),
+        };
+        let id = fork.get("id").and_then(Value::as_str).unwrap_or_default();
+        let key = SessionKey::from_storage(source.app_name(), source.user_id(), id);
+        self.get(&key, EventWindow { recent: Some(0), after_micros: None })
+            .await?
+            .ok_or_else(|| Error::NotFound { session_id: id.to_owned() })
+    }
+
     async fn create(&self, new: NewSession) -> Result<Session> {
         let key = &new.key;
         let state = merge_scopes(&new.state.session, &new.state.app, &new.state.user);

@@ -235,6 +235,8 @@ async fn import_one(store: &dyn SessionStore, record: Record) -> Result<usize, E
         state: ScopedState::split(record.state),
         create_time_micros: created,
         attributes,
+        // The archive holds the state at export, not at creation: the history starts empty.
+        history_start: None,
     };
     let mut marker = store.create(new).await?.last_update_micros();
     let count = record.events.len();

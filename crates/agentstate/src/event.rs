@@ -192,6 +192,10 @@ pub struct EventActions {
     /// Leave the enclosing loop agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalate: Option<bool>,
+    /// On a rewind event: the invocation whose first event, and everything after it up to this
+    /// event, is no longer live (see [`history::live_events`](crate::history::live_events)).
+    #[serde(default, alias = "rewindBeforeInvocationId", skip_serializing_if = "Option::is_none")]
+    pub rewind_before_invocation_id: Option<String>,
     /// Fields not modelled here, kept as received.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

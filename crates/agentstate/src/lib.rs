@@ -50,6 +50,7 @@ pub mod archive;
 mod content;
 mod error;
 mod event;
+pub mod history;
 mod key;
 mod memory;
 mod page;

@@ -9,7 +9,7 @@
 //! cheaper than an async one. One lock also makes each call trivially atomic across the app,
 //! user and session levels, which is what the per-key merge and the stale check need.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use async_trait::async_trait;
@@ -20,7 +20,8 @@ use crate::event::Event;
 use crate::key::SessionKey;
 use crate::session::{Session, SessionAttributes};
 use crate::store::{
-    CommitOutcome, EventCommit, EventQuery, EventWindow, ListQuery, NewSession, SessionStore, merge_scopes,
+    CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
+    SessionStore, merge_scopes,
 };
 
 /// Sessions kept in process memory: for development, tests and examples.
@@ -57,6 +58,8 @@ struct StoredSession {
     events: Vec<Arc<Event>>,
     index_of_id: HashMap<String, usize>,
     last_update_micros: i64,
+    /// History snapshots by position (see [`crate::history`]).
+    snapshots: BTreeMap<EventCursor, Map<String, Value>>,
 }
 
 impl StoredSession {
@@ -65,6 +68,11 @@ impl StoredSession {
         let by_count = window.recent.map_or(0, |n| self.events.len().saturating_sub(n));
         &self.events[by_time.max(by_count)..]
     }
+}
+
+/// The stored session `key`, if any.
+fn stored<'a>(apps: &'a HashMap<String, AppEntry>, key: &SessionKey) -> Option<&'a StoredSession> {
+    apps.get(key.app_name()).and_then(|a| a.users.get(key.user_id())).and_then(|u| u.sessions.get(key.session_id()))
 }
 
 /// Sets each key of `delta` in `target`, then removes `deleted`.
@@ -104,7 +112,7 @@ fn handle(key: SessionKey, app: &AppEntry, user: &UserEntry, stored: &StoredSess
 #[async_trait]
 impl SessionStore for InMemorySessionService {
     async fn create(&self, new: NewSession) -> Result<Session> {
-        let NewSession { key, state, create_time_micros, attributes } = new;
+        let NewSession { key, state, create_time_micros, attributes, history_start } = new;
         let mut apps = self.write();
         let app = apps.entry(key.app_name().to_owned()).or_default();
         let exists = app.users.get(key.user_id()).is_some_and(|u| u.sessions.contains_key(key.session_id()));
@@ -122,6 +130,7 @@ impl SessionStore for InMemorySessionService {
             events: Vec::new(),
             index_of_id: HashMap::new(),
             last_update_micros: create_time_micros,
+            snapshots: history_start.map(|start| (EventCursor::CREATION, start)).into_iter().collect(),
         };
         let session = Session::from_storage(
             key.clone(),
@@ -195,6 +204,45 @@ impl SessionStore for InMemorySessionService {
         let start = after_cursor.max(since);
         let end = start.saturating_add(*limit).min(stored.events.len());
         Ok(Some(stored.events.get(start..end).unwrap_or_default().iter().map(|e| Event::clone(e)).collect()))
+    }
+
+    async fn history_snapshot(&self, key: &SessionKey, at_or_before_micros: i64) -> Result<Option<HistorySnapshot>> {
+        let apps = self.read();
+        let Some(stored) = stored(&apps, key) else { return Ok(None) };
+        let found = match at_or_before_micros.checked_add(1) {
+            Some(end) => {
+                stored.snapshots.range(..EventCursor { timestamp_micros: end, event_id: String::new() }).next_back()
+            }
+            None => stored.snapshots.iter().next_back(),
+        };
+        Ok(found.map(|(at, state)| HistorySnapshot { at: at.clone(), state: state.clone() }))
+    }
+
+    async fn put_history_snapshots(&self, key: &SessionKey, snapshots: &[HistorySnapshot]) -> Result<()> {
+        let mut apps = self.write();
+        let stored = apps
+            .get_mut(key.app_name())
+            .and_then(|a| a.users.get_mut(key.user_id()))
+            .and_then(|u| u.sessions.get_mut(key.session_id()));
+        if let Some(stored) = stored {
+            for snapshot in snapshots {
+                stored.snapshots.insert(snapshot.at.clone(), snapshot.state.clone());
+            }
+        }
+        Ok(())
+    }
+
+    async fn event(&self, key: &SessionKey, event_id: &str) -> Result<Option<Event>> {
+        let apps = self.read();
+        let found = stored(&apps, key).and_then(|s| s.index_of_id.get(event_id).map(|&i| Event::clone(&s.events[i])));
+        Ok(found)
+    }
+
+    async fn first_event_of_invocation(&self, key: &SessionKey, invocation_id: &str) -> Result<Option<Event>> {
+        let apps = self.read();
+        let found = stored(&apps, key)
+            .and_then(|s| s.events.iter().find(|e| e.invocation_id == invocation_id).map(|e| Event::clone(e)));
+        Ok(found)
     }
 
     async fn users_with_session(&self, app: &str, session_id: &str) -> Result<Vec<String>> {

@@ -9,13 +9,14 @@ use tracing::Instrument;
 
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::history::{EventDiff, ForkSession, HistoryAt, StateAt};
 use crate::key::{SessionKey, validate_id};
 use crate::page;
 use crate::scope::{Scope, ScopedKeys};
 use crate::session::{Session, SessionAttributes};
 use crate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, ListCursor, ListQuery, NewSession, ScopedState,
-    SessionStore, micros_to_secs, now_micros, secs_to_micros,
+    SessionStore, merge_scopes, micros_to_secs, now_micros, secs_to_micros,
 };
 
 /// The longest invocation id accepted, in characters (the reference's `VARCHAR(256)`).
@@ -270,6 +271,40 @@ pub trait SessionService: Send + Sync {
     /// unique per user, not per app). For addressing a session by app and id alone, as the
     /// managed service does.
     async fn find_sessions(&self, app_name: &str, session_id: &str) -> Result<Vec<SessionKey>>;
+
+    /// The session's history state at `at` (see [`crate::history`]); `Ok(None)` when the
+    /// session does not exist. An event id the session does not have, or a time before its
+    /// creation, is [`Error::InvalidArgument`].
+    async fn state_at(&self, key: &SessionKey, at: HistoryAt) -> Result<Option<StateAt>>;
+
+    /// What the event `event_id` changed: each key it set, changed (old and new value) or
+    /// deleted; `Ok(None)` when the session does not exist. An unknown event id is
+    /// [`Error::InvalidArgument`].
+    async fn event_diff(&self, key: &SessionKey, event_id: &str) -> Result<Option<EventDiff>>;
+
+    /// Rewinds `session` to before invocation `before_invocation_id`, as ADK for Python's
+    /// `Runner.rewind_async` does: appends one event (author `user`, invocation `e-<uuid>`,
+    /// `actions.rewind_before_invocation_id`) whose delta restores every session-scoped key to
+    /// its value before that invocation's first event and deletes the keys that did not exist
+    /// then. `app:`, `user:` and `temp:` keys are not rewound. The events from that first event
+    /// on are no longer live ([`history::live_events`](crate::history::live_events)); they stay
+    /// in the history.
+    ///
+    /// Unlike the reference, the state the session was created with counts as the state before
+    /// its first event (the reference sets those keys to `null`), keys are deleted rather than
+    /// set to `null`, and only the snapshot and events needed are read. An invocation the
+    /// session does not have is [`Error::InvalidArgument`] (`Invocation ID not found: …`); a
+    /// stale handle is a [`Error::Conflict`], as for any append.
+    async fn rewind(&self, session: &mut Session, before_invocation_id: &str) -> Result<Event>;
+
+    /// A new session of the same user whose history is the source's up to and including
+    /// `request.at_event_id` (the same events: ids, contents and times) and whose own state is
+    /// the history state there; `app:`/`user:` state is shared as always, and the source is
+    /// untouched. The fork keeps its source's creation time and creation state (so its history
+    /// reads as the source's), and its last update is its last event's time until it is
+    /// appended to. Returns it without events. A missing source is [`Error::NotFound`], an
+    /// unknown event [`Error::InvalidArgument`], a taken id [`Error::AlreadyExists`].
+    async fn fork_session(&self, request: ForkSession) -> Result<Session>;
 }
 
 #[async_trait]
@@ -285,7 +320,9 @@ impl<S: SessionStore + ?Sized> SessionService for S {
             user = key.user_id(),
             session = key.session_id()
         );
-        let new = NewSession { key, state: ScopedState::split(state), create_time_micros: now_micros(), attributes };
+        let state = ScopedState::split(state);
+        let history_start = Some(merge_scopes(&state.session, &state.app, &state.user));
+        let new = NewSession { key, state, create_time_micros: now_micros(), attributes, history_start };
         self.create(new).instrument(span).await
     }
 
@@ -371,6 +408,66 @@ impl<S: SessionStore + ?Sized> SessionService for S {
         let span = tracing::debug_span!("find_sessions", app = app_name, session = session_id);
         let users = self.users_with_session(app_name, session_id).instrument(span).await?;
         Ok(users.into_iter().map(|user| SessionKey::from_storage(app_name, user, session_id)).collect())
+    }
+
+    async fn state_at(&self, key: &SessionKey, at: HistoryAt) -> Result<Option<StateAt>> {
+        let span =
+            tracing::debug_span!("state_at", app = key.app_name(), user = key.user_id(), session = key.session_id());
+        SessionStore::state_at(self, key, &at).instrument(span).await
+    }
+
+    async fn event_diff(&self, key: &SessionKey, event_id: &str) -> Result<Option<EventDiff>> {
+        validate_id("event_id", event_id)?;
+        let span =
+            tracing::debug_span!("event_diff", app = key.app_name(), user = key.user_id(), session = key.session_id());
+        SessionStore::event_diff(self, key, event_id).instrument(span).await
+    }
+
+    async fn rewind(&self, session: &mut Session, before_invocation_id: &str) -> Result<Event> {
+        let key = session.key().clone();
+        let not_found = || {
+            Error::invalid("rewind_before_invocation_id", format!("Invocation ID not found: {before_invocation_id}"))
+        };
+        if before_invocation_id.is_empty() {
+            return Err(not_found());
+        }
+        let first = self.first_event_of_invocation(&key, before_invocation_id).await?;
+        let Some(first) = first else {
+            return Err(match self.get(&key, EventWindow { recent: Some(0), after_micros: None }).await? {
+                None => Error::NotFound { session_id: key.session_id().to_owned() },
+                Some(_) => not_found(),
+            });
+        };
+        let before = SessionStore::state_at(self, &key, &HistoryAt::BeforeEvent(first.id))
+            .await?
+            .ok_or_else(|| Error::NotFound { session_id: key.session_id().to_owned() })?;
+        let then = crate::history::session_keys(&before.state);
+        let now = crate::history::session_keys(session.state().all());
+        let mut event = Event::new(format!("e-{}", uuid::Uuid::new_v4())).author("user");
+        event.actions.rewind_before_invocation_id = Some(before_invocation_id.to_owned());
+        for (k, v) in &then {
+            if now.get(k) != Some(v) {
+                event.actions.state_delta.insert(k.clone(), v.clone());
+            }
+        }
+        for k in now.keys().filter(|k| !then.contains_key(*k)) {
+            event = event.delete(k.clone());
+        }
+        self.append_event(session, event).await
+    }
+
+    async fn fork_session(&self, request: ForkSession) -> Result<Session> {
+        validate_id("at_event_id", &request.at_event_id)?;
+        if let Some(id) = request.session_id.as_deref().filter(|id| !id.is_empty()) {
+            validate_id("session_id", id)?;
+        }
+        let span = tracing::debug_span!(
+            "fork_session",
+            app = request.source.app_name(),
+            user = request.source.user_id(),
+            session = request.source.session_id()
+        );
+        self.fork(&request).instrument(span).await
     }
 
     async fn append_event(&self, session: &mut Session, event: Event) -> Result<Event> {

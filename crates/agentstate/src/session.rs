@@ -250,6 +250,12 @@ impl Events {
         self.0.iter().map(AsRef::as_ref)
     }
 
+    /// The events still live after rewinds, oldest first: what a model is shown (see
+    /// [`history::live_events`](crate::history::live_events)).
+    pub fn live(&self) -> Vec<&Event> {
+        crate::history::live_events(&self.0).into_iter().map(AsRef::as_ref).collect()
+    }
+
     /// The shared events, for stores that hand them on without copying.
     pub fn shared(&self) -> &[Arc<Event>] {
         &self.0

@@ -10,6 +10,7 @@ mod create;
 mod delete;
 mod deletion;
 mod get;
+mod history;
 mod list;
 mod scopes;
 
@@ -19,6 +20,7 @@ use create::*;
 use delete::*;
 use deletion::*;
 use get::*;
+use history::*;
 use list::*;
 use scopes::*;
 

@@ -3,6 +3,7 @@
 //! document, the access checks and the router cannot drift apart.
 
 mod append;
+mod history;
 #[cfg(feature = "agents")]
 mod run;
 mod sessions;
@@ -77,6 +78,23 @@ routes! {
     get "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events" => sessions::events, PathAppUser,
         "agentstate extension: the history a page at a time, oldest first", None,
         [200 "A page of events" "EventPage", 400 "Bad page token or limit" "Error", 404 "No such session" "Error"];
+    get "/apps/{app_name}/users/{user_id}/sessions/{session_id}/state" => history::state, PathAppUser,
+        "agentstate extension: the session's history state at an event (`atEvent`, `beforeEvent`), a time (`atTime`, epoch seconds) or its creation (`atCreation=true`)",
+        None,
+        [200 "The state there" "HistoryState", 400 "Not exactly one position, an unknown event or a time before creation" "Error",
+         404 "No such session" "Error"];
+    get "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events/{event_id}/diff" => history::diff, PathAppUser,
+        "agentstate extension: what an event changed (keys set, changed, deleted)", None,
+        [200 "The event's changes, by key" "EventDiff", 404 "No such session or event" "Error"];
+    post "/apps/{app_name}/users/{user_id}/sessions/{session_id}/rewind" => history::rewind, PathAppUser,
+        "agentstate extension: rewind before an invocation, as ADK for Python's Runner.rewind_async (one event restores the session's own keys)",
+        Some("RewindRequest"),
+        [200 "The session after the rewind" "Session", 400 "Invocation ID not found" "Error", 404 "No such session" "Error",
+         422 "rewindBeforeInvocationId missing" "Error"];
+    post "/apps/{app_name}/users/{user_id}/sessions/{session_id}/fork" => history::fork, PathAppUser,
+        "agentstate extension: a new session of the same user with this one's history up to an event", Some("ForkRequest"),
+        [200 "The new session" "Session", 400 "Unknown event or bad id" "Error", 404 "No such session" "Error",
+         409 "The id is taken" "Error", 422 "atEventId missing" "Error"];
     #[cfg(feature = "agents")]
     get "/list-apps" => run::list_apps, Token, "The apps served on /run that the token may touch (sorted)", None, [200 "App names" "AppList"];
     #[cfg(feature = "agents")]

@@ -8,6 +8,7 @@ mod adk_import;
 mod binary;
 #[cfg(all(feature = "agents", feature = "cli"))]
 mod differential;
+mod history_routes;
 mod routes;
 #[cfg(all(feature = "agents", feature = "cli"))]
 mod run;

@@ -390,9 +390,9 @@ async fn openapi_describes_exactly_the_routes_that_answer() {
             );
         }
     }
-    // 30 routes (16 of the managed-service surface); /list-apps, /run and /run_sse come with the
-    // `agents` feature.
-    let expected = if cfg!(feature = "agents") { 30 } else { 27 };
+    // 34 routes (16 of the managed-service surface, 4 of history); /list-apps, /run and /run_sse
+    // come with the `agents` feature.
+    let expected = if cfg!(feature = "agents") { 34 } else { 31 };
     assert_eq!(operations, expected, "every route is documented");
     assert_eq!(operations, agentstate_server::OPERATIONS.len());
     assert!(spec["components"]["schemas"]["Session"]["required"].as_array().unwrap().len() >= 6);

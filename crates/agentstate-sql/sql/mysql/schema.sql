@@ -58,3 +58,17 @@ CREATE TABLE IF NOT EXISTS agentstate_session_attributes (
   CONSTRAINT `agentstate_session_attributes_ibfk_1` FOREIGN KEY (`app_name`, `user_id`, `session_id`)
     REFERENCES `sessions` (`app_name`, `user_id`, `id`) ON DELETE CASCADE
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+-- Snapshots of a session's history state (see agentstate::history): at its creation
+-- (at_micros = -2^63) and every few dozen events, written by the reads that replayed past them.
+CREATE TABLE IF NOT EXISTS agentstate_state_snapshots (
+  `app_name` varchar(128) NOT NULL,
+  `user_id` varchar(128) NOT NULL,
+  `session_id` varchar(128) NOT NULL,
+  `session_create_time` datetime(6) NOT NULL,
+  `at_micros` bigint NOT NULL,
+  `at_event_id` varchar(128) NOT NULL,
+  `state` longtext NOT NULL,
+  PRIMARY KEY (`app_name`,`user_id`,`session_id`,`at_micros`,`at_event_id`),
+  CONSTRAINT `agentstate_state_snapshots_ibfk_1` FOREIGN KEY (`app_name`, `user_id`, `session_id`)
+    REFERENCES `sessions` (`app_name`, `user_id`, `id`) ON DELETE CASCADE
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

@@ -59,3 +59,17 @@ CREATE TABLE IF NOT EXISTS agentstate_session_attributes (
         REFERENCES sessions (app_name, user_id, id) ON DELETE CASCADE
 );
 CREATE INDEX IF NOT EXISTS idx_sessions_app_id ON sessions USING btree (app_name, id);
+-- Snapshots of a session's history state (see agentstate::history): at its creation
+-- (at_micros = -2^63) and every few dozen events, written by the reads that replayed past them.
+CREATE TABLE IF NOT EXISTS agentstate_state_snapshots (
+    app_name character varying(128) NOT NULL,
+    user_id character varying(128) NOT NULL,
+    session_id character varying(128) NOT NULL,
+    session_create_time timestamp without time zone NOT NULL,
+    at_micros bigint NOT NULL,
+    at_event_id character varying(128) NOT NULL,
+    state jsonb NOT NULL,
+    CONSTRAINT agentstate_state_snapshots_pkey PRIMARY KEY (app_name, user_id, session_id, at_micros, at_event_id),
+    CONSTRAINT agentstate_state_snapshots_session_fkey FOREIGN KEY (app_name, user_id, session_id)
+        REFERENCES sessions (app_name, user_id, id) ON DELETE CASCADE
+);

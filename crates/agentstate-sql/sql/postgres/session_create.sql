@@ -2,6 +2,7 @@
 -- needs them) and merged key by key, only when the session row was inserted.
 -- $1 app  $2 user  $3 session  $4 session state  $5 user state  $6 app state  $7 now
 -- $8 display name  $9 labels  $10 expire time (all NULL for a session without attributes)
+-- $11 the state its history starts from (NULL when unknown)
 WITH s AS (
     INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time)
     VALUES ($1, $2, $3, $4::jsonb, $7, $7)
@@ -40,6 +41,13 @@ attributes AS (
     ON CONFLICT (app_name, user_id, session_id) DO UPDATE SET
         session_create_time = EXCLUDED.session_create_time, display_name = EXCLUDED.display_name,
         labels = EXCLUDED.labels, expire_time = EXCLUDED.expire_time
+),
+history_start AS (
+    INSERT INTO agentstate_state_snapshots
+        (app_name, user_id, session_id, session_create_time, at_micros, at_event_id, state)
+    SELECT $1, $2, $3, $7, -9223372036854775808, '', $11::jsonb FROM s WHERE $11::jsonb IS NOT NULL
+    ON CONFLICT (app_name, user_id, session_id, at_micros, at_event_id)
+    DO UPDATE SET session_create_time = EXCLUDED.session_create_time, state = EXCLUDED.state
 )
 SELECT
     (SELECT count(*) FROM s) AS created,

@@ -55,3 +55,16 @@ CREATE TABLE IF NOT EXISTS agentstate_session_attributes (
 	FOREIGN KEY(app_name, user_id, session_id) REFERENCES sessions (app_name, user_id, id) ON DELETE CASCADE
 );
 CREATE INDEX IF NOT EXISTS idx_sessions_app_id ON sessions (app_name, id);
+-- Snapshots of a session's history state (see agentstate::history): at its creation
+-- (at_micros = -2^63) and every few dozen events, written by the reads that replayed past them.
+CREATE TABLE IF NOT EXISTS agentstate_state_snapshots (
+	app_name VARCHAR(128) NOT NULL,
+	user_id VARCHAR(128) NOT NULL,
+	session_id VARCHAR(128) NOT NULL,
+	session_create_time DATETIME NOT NULL,
+	at_micros BIGINT NOT NULL,
+	at_event_id VARCHAR(128) NOT NULL,
+	state TEXT NOT NULL,
+	PRIMARY KEY (app_name, user_id, session_id, at_micros, at_event_id),
+	FOREIGN KEY(app_name, user_id, session_id) REFERENCES sessions (app_name, user_id, id) ON DELETE CASCADE
+);

@@ -1,3 +1,4 @@
 DELETE FROM events WHERE app_name = ?1 AND user_id = ?2 AND session_id = ?3;
 DELETE FROM agentstate_session_attributes WHERE app_name = ?1 AND user_id = ?2 AND session_id = ?3;
+DELETE FROM agentstate_state_snapshots WHERE app_name = ?1 AND user_id = ?2 AND session_id = ?3;
 DELETE FROM sessions WHERE app_name = ?1 AND user_id = ?2 AND id = ?3;

@@ -4,7 +4,8 @@
 //! Deadlocks and lock-wait timeouts roll the whole transaction back, so it is retried.
 
 use agentstate::store::{
-    CommitOutcome, EventCommit, EventQuery, EventWindow, ListQuery, NewSession, SessionStore, merge_scopes,
+    CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
+    SessionStore, merge_scopes,
 };
 use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionKey, Value};
 use std::sync::Arc;
@@ -247,7 +248,7 @@ fn stored_session(row: &MySqlRow, key: SessionKey, merged: Map<String, Value>, e
 }
 
 async fn create_in(conn: &mut MySqlConnection, new: &NewSession) -> Step<Session> {
-    let NewSession { key, state, create_time_micros, attributes } = new;
+    let NewSession { key, state, create_time_micros, attributes, history_start } = new;
     let now = naive(*create_time_micros)?;
     let insert = keyed(sql!("session_insert"), key).bind(state_text(&state.session)).bind(now).bind(now);
     match insert.execute(&mut *conn).await {
@@ -266,6 +267,9 @@ async fn create_in(conn: &mut MySqlConnection, new: &NewSession) -> Step<Session
             .execute(&mut *conn)
             .await
             .map_err(sql_step("write session attributes"))?;
+    }
+    if let Some(start) = history_start {
+        put_snapshot(conn, key, &HistorySnapshot { at: EventCursor::CREATION, state: start.clone() }).await?;
     }
     // Locks in the commit's order: session, then user, then app.
     let user = Shared::User(key).merge(conn, &state.user, &[], now).await?;
@@ -401,6 +405,20 @@ async fn list_in(conn: &mut MySqlConnection, query: &ListQuery) -> Step<Vec<Sess
         .collect()
 }
 
+async fn put_snapshot(conn: &mut MySqlConnection, key: &SessionKey, snapshot: &HistorySnapshot) -> Step<()> {
+    sqlx::query(sql!("history_snapshot_put"))
+        .bind(snapshot.at.timestamp_micros)
+        .bind(&snapshot.at.event_id)
+        .bind(state_text(&snapshot.state))
+        .bind(key.app_name())
+        .bind(key.user_id())
+        .bind(key.session_id())
+        .execute(&mut *conn)
+        .await
+        .map(drop)
+        .map_err(sql_step("keep a history snapshot"))
+}
+
 async fn events_in(conn: &mut MySqlConnection, query: &EventQuery) -> Step<Option<Vec<Event>>> {
     let EventQuery { key, after, since_micros, limit } = query;
     let cursor_time = after.as_ref().map(|c| naive(c.timestamp_micros)).transpose()?;
@@ -456,6 +474,56 @@ impl SessionStore for MySqlStore {
     async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
         let mut conn = self.pool.acquire().await.map_err(|e| sqlx_error("reading events", e))?;
         finish("reading events", events_in(&mut conn, query).await)
+    }
+
+    async fn history_snapshot(&self, key: &SessionKey, at_or_before_micros: i64) -> Result<Option<HistorySnapshot>> {
+        let row = keyed(sql!("history_snapshot"), key)
+            .bind(at_or_before_micros)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("reading a history snapshot", e))?;
+        let Some(row) = row else { return Ok(None) };
+        let read = |e| sqlx_error("reading a history snapshot", e);
+        let state: String = row.try_get("state").map_err(read)?;
+        Ok(Some(HistorySnapshot {
+            at: EventCursor {
+                timestamp_micros: row.try_get("at_micros").map_err(read)?,
+                event_id: row.try_get("at_event_id").map_err(read)?,
+            },
+            state: parse_state(&state)?,
+        }))
+    }
+
+    async fn put_history_snapshots(&self, key: &SessionKey, snapshots: &[HistorySnapshot]) -> Result<()> {
+        let (key, snapshots) = (key.clone(), snapshots.to_vec());
+        self.transaction("keeping history snapshots", |conn| {
+            let (key, snapshots) = (key.clone(), snapshots.clone());
+            Box::pin(async move {
+                for snapshot in &snapshots {
+                    put_snapshot(conn, &key, snapshot).await?;
+                }
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    async fn event(&self, key: &SessionKey, event_id: &str) -> Result<Option<Event>> {
+        let row = keyed(sql!("event_get"), key)
+            .bind(event_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("reading an event", e))?;
+        finish("reading an event", row.as_ref().map(event_of).transpose())
+    }
+
+    async fn first_event_of_invocation(&self, key: &SessionKey, invocation_id: &str) -> Result<Option<Event>> {
+        let row = keyed(sql!("invocation_first"), key)
+            .bind(invocation_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("reading an invocation", e))?;
+        finish("reading an invocation", row.as_ref().map(event_of).transpose())
     }
 
     async fn users_with_session(&self, app: &str, session_id: &str) -> Result<Vec<String>> {

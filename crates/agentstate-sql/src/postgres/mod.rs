@@ -5,10 +5,12 @@
 use std::sync::Arc;
 
 use agentstate::store::{
-    CommitOutcome, EventCommit, EventQuery, EventWindow, ListQuery, NewSession, SessionStore, merge_scopes,
+    CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
+    SessionStore, merge_scopes,
 };
 use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionKey, Value};
 use async_trait::async_trait;
+use serde_json::json;
 use sqlx::postgres::{PgPool, PgRow};
 use sqlx::types::Json;
 use sqlx::{Connection, Row};
@@ -136,6 +138,15 @@ fn stored_session(row: &PgRow, key: SessionKey, merged: Map<String, Value>, even
         .with_attributes(attributes))
 }
 
+/// An `event_get`/`invocation_first` row as an event.
+fn event_of(row: &PgRow) -> Result<Event> {
+    let data = row
+        .try_get::<Option<Json<Value>>, _>("event_data")
+        .map_err(|e| sqlx_error("reading event_data", e))?
+        .map_or_else(|| Value::Object(Map::new()), |j| j.0);
+    codec::decode_event(data, get(row, "id")?, get(row, "invocation_id")?, get(row, "micros")?)
+}
+
 fn get_json(row: &PgRow, column: &str) -> Result<Value> {
     row.try_get::<Json<Value>, _>(column).map(|j| j.0).map_err(|e| sqlx_error(&format!("reading {column}"), e))
 }
@@ -150,7 +161,7 @@ fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
 #[async_trait]
 impl SessionStore for PostgresStore {
     async fn create(&self, new: NewSession) -> Result<Session> {
-        let NewSession { key, state, create_time_micros, attributes } = new;
+        let NewSession { key, state, create_time_micros, attributes, history_start } = new;
         let row = keyed(sql!("session_create"), &key)
             .bind(Json(&state.session))
             .bind(Json(&state.user))
@@ -159,6 +170,7 @@ impl SessionStore for PostgresStore {
             .bind(attributes.display_name.as_deref())
             .bind((!attributes.labels.is_empty()).then_some(Json(&attributes.labels)))
             .bind(attributes.expire_time_micros.map(naive).transpose()?)
+            .bind(history_start.as_ref().map(Json))
             .fetch_one(&self.pool)
             .await
             .map_err(|e| sqlx_error("creating a session", e))?;
@@ -244,6 +256,52 @@ impl SessionStore for PostgresStore {
             return Ok(None);
         }
         decode_events(get_json(&row, "events")?).map(Some)
+    }
+
+    async fn history_snapshot(&self, key: &SessionKey, at_or_before_micros: i64) -> Result<Option<HistorySnapshot>> {
+        let row = keyed(sql!("history_snapshot"), key)
+            .bind(at_or_before_micros)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("reading a history snapshot", e))?;
+        row.map(|row| {
+            Ok(HistorySnapshot {
+                at: EventCursor { timestamp_micros: get(&row, "at_micros")?, event_id: get(&row, "at_event_id")? },
+                state: object(get_json(&row, "state")?, "agentstate_state_snapshots.state")?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn put_history_snapshots(&self, key: &SessionKey, snapshots: &[HistorySnapshot]) -> Result<()> {
+        let rows: Vec<Value> = snapshots
+            .iter()
+            .map(|s| json!({"at_micros": s.at.timestamp_micros, "at_event_id": s.at.event_id, "state": s.state}))
+            .collect();
+        keyed(sql!("history_snapshots_put"), key)
+            .bind(Json(rows))
+            .execute(&self.pool)
+            .await
+            .map(drop)
+            .map_err(|e| sqlx_error("keeping history snapshots", e))
+    }
+
+    async fn event(&self, key: &SessionKey, event_id: &str) -> Result<Option<Event>> {
+        let row = keyed(sql!("event_get"), key)
+            .bind(event_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("reading an event", e))?;
+        row.map(|row| event_of(&row)).transpose()
+    }
+
+    async fn first_event_of_invocation(&self, key: &SessionKey, invocation_id: &str) -> Result<Option<Event>> {
+        let row = keyed(sql!("invocation_first"), key)
+            .bind(invocation_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("reading an invocation", e))?;
+        row.map(|row| event_of(&row)).transpose()
     }
 
     async fn users_with_session(&self, app: &str, session_id: &str) -> Result<Vec<String>> {

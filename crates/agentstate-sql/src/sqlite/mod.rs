@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agentstate::store::{CommitOutcome, EventCommit, EventQuery, EventWindow, ListQuery, NewSession, SessionStore};
+use agentstate::store::{
+    CommitOutcome, EventCommit, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession, SessionStore,
+};
 use agentstate::{Error, Event, Result, Session, SessionKey};
 use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags};
@@ -177,6 +179,26 @@ impl SessionStore for SqliteStore {
     async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
         let query = query.clone();
         self.read(move |conn| ops::events(conn, &query)).await
+    }
+
+    async fn history_snapshot(&self, key: &SessionKey, at_or_before_micros: i64) -> Result<Option<HistorySnapshot>> {
+        let key = key.clone();
+        self.read(move |conn| ops::history_snapshot(conn, &key, at_or_before_micros)).await
+    }
+
+    async fn put_history_snapshots(&self, key: &SessionKey, snapshots: &[HistorySnapshot]) -> Result<()> {
+        let (key, snapshots) = (key.clone(), snapshots.to_vec());
+        self.writer.write(move |conn| ops::put_snapshots(conn, &key, &snapshots)).await
+    }
+
+    async fn event(&self, key: &SessionKey, event_id: &str) -> Result<Option<Event>> {
+        let (key, event_id) = (key.clone(), event_id.to_owned());
+        self.read(move |conn| ops::event(conn, &key, &event_id)).await
+    }
+
+    async fn first_event_of_invocation(&self, key: &SessionKey, invocation_id: &str) -> Result<Option<Event>> {
+        let (key, invocation_id) = (key.clone(), invocation_id.to_owned());
+        self.read(move |conn| ops::first_of_invocation(conn, &key, &invocation_id)).await
     }
 
     async fn users_with_session(&self, app: &str, session_id: &str) -> Result<Vec<String>> {

@@ -4,7 +4,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use agentstate::store::{CommitOutcome, EventCommit, EventQuery, EventWindow, ListQuery, NewSession, merge_scopes};
+use agentstate::store::{
+    CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
+    merge_scopes,
+};
 use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionAttributes, SessionKey, Value};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -133,7 +136,7 @@ fn session_row(conn: &Connection, key: &SessionKey) -> Result<Option<SessionRow>
 }
 
 pub(super) fn create(conn: &Connection, new: NewSession) -> Result<Session> {
-    let NewSession { key, state, create_time_micros, attributes } = new;
+    let NewSession { key, state, create_time_micros, attributes, history_start } = new;
     if session_row(conn, &key)?.is_some() {
         return Err(Error::AlreadyExists { session_id: key.session_id().to_owned() });
     }
@@ -154,6 +157,9 @@ pub(super) fn create(conn: &Connection, new: NewSession) -> Result<Session> {
             expire
         ];
         execute(conn, "write session attributes", sql!("session_attributes_put"), params)?;
+    }
+    if let Some(start) = history_start {
+        put_snapshot(conn, &key, &HistorySnapshot { at: EventCursor::CREATION, state: start })?;
     }
     let merged = merge_scopes(&state.session, &app, &user);
     Ok(Session::from_storage(key, merged, Vec::<Event>::new(), create_time_micros)
@@ -210,6 +216,58 @@ pub(super) fn commit(conn: &Connection, commit: EventCommit) -> Result<CommitOut
     let params = params![key.app_name(), key.user_id(), key.session_id(), event.id, event.invocation_id, now, data];
     execute(conn, "insert event", sql!("event_insert"), params)?;
     Ok(CommitOutcome::Committed)
+}
+
+fn put_snapshot(conn: &Connection, key: &SessionKey, snapshot: &HistorySnapshot) -> Result<()> {
+    let params = params![
+        key.app_name(),
+        key.user_id(),
+        key.session_id(),
+        snapshot.at.timestamp_micros,
+        snapshot.at.event_id,
+        state_text(&snapshot.state)
+    ];
+    execute(conn, "keep a history snapshot", sql!("history_snapshot_put"), params).map(drop)
+}
+
+/// Keeps history snapshots (inside the writer's transaction).
+pub(super) fn put_snapshots(conn: &Connection, key: &SessionKey, snapshots: &[HistorySnapshot]) -> Result<()> {
+    snapshots.iter().try_for_each(|snapshot| put_snapshot(conn, key, snapshot))
+}
+
+/// The newest valid history snapshot at or before `micros`.
+pub(super) fn history_snapshot(conn: &Connection, key: &SessionKey, micros: i64) -> Result<Option<HistorySnapshot>> {
+    let row: Option<(i64, String, String)> = conn
+        .prepare_cached(sql!("history_snapshot"))
+        .and_then(|mut stmt| {
+            let params = params![key.app_name(), key.user_id(), key.session_id(), micros];
+            stmt.query_row(params, |r| Ok((r.get("at_micros")?, r.get("at_event_id")?, r.get("state")?))).optional()
+        })
+        .map_err(|e| sqlite_error("read a history snapshot", &e))?;
+    row.map(|(at_micros, at_event_id, state)| {
+        Ok(HistorySnapshot {
+            at: EventCursor { timestamp_micros: at_micros, event_id: at_event_id },
+            state: parse_state(&state)?,
+        })
+    })
+    .transpose()
+}
+
+/// The event `id` of the session.
+pub(super) fn event(conn: &Connection, key: &SessionKey, id: &str) -> Result<Option<Event>> {
+    stored_event(conn, key, id)
+}
+
+/// The oldest event of `invocation_id` in the session.
+pub(super) fn first_of_invocation(conn: &Connection, key: &SessionKey, invocation_id: &str) -> Result<Option<Event>> {
+    let row = conn
+        .prepare_cached(sql!("invocation_first"))
+        .and_then(|mut stmt| {
+            let params = params![key.app_name(), key.user_id(), key.session_id(), invocation_id];
+            stmt.query_row(params, event_of).optional()
+        })
+        .map_err(|e| sqlite_error("read an invocation", &e))?;
+    row.map(decode).transpose()
 }
 
 /// Deletes events, then the session (the job's savepoint makes the pair atomic).

@@ -14,6 +14,8 @@
 //!
 //! [`SessionService`]: crate::SessionService
 
+pub mod replay;
+
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -21,8 +23,11 @@ use async_trait::async_trait;
 pub use crate::scope::{ScopedKeys, ScopedState, merge_scopes};
 pub use crate::time::{micros_to_secs, now_micros, now_secs, secs_to_micros};
 
+use serde_json::{Map, Value};
+
 use crate::error::Result;
 use crate::event::Event;
+use crate::history::{EventDiff, ForkSession, HistoryAt, StateAt};
 use crate::key::SessionKey;
 use crate::session::{Session, SessionAttributes};
 
@@ -37,6 +42,10 @@ pub struct NewSession {
     pub create_time_micros: i64,
     /// Display name, labels, expiry (validated); stored with the session when not empty.
     pub attributes: SessionAttributes,
+    /// The state the session's history starts from (flat, prefixed), stored as its creation
+    /// snapshot ([`EventCursor::CREATION`]); `None` when it is not known (an import), and the
+    /// history then starts empty.
+    pub history_start: Option<Map<String, Value>>,
 }
 
 /// Which events [`SessionStore::get`] returns. Both limits apply together: events at or after
@@ -82,6 +91,27 @@ pub struct EventCursor {
     pub timestamp_micros: i64,
     /// Its id.
     pub event_id: String,
+}
+
+impl EventCursor {
+    /// The position of a session's creation, before every event.
+    pub const CREATION: EventCursor = EventCursor { timestamp_micros: i64::MIN, event_id: String::new() };
+
+    /// The position of `event`.
+    pub fn of(event: &Event) -> Self {
+        Self { timestamp_micros: secs_to_micros(event.timestamp).unwrap_or(i64::MIN), event_id: event.id.clone() }
+    }
+}
+
+/// A session's history state at a position: the fold of its creation state and its events'
+/// deltas and deletions up to and including `at` (`temp:` keys never appear). See
+/// [`crate::history`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistorySnapshot {
+    /// The position: after this event, or [`EventCursor::CREATION`].
+    pub at: EventCursor,
+    /// The state there (flat, prefixed).
+    pub state: Map<String, Value>,
 }
 
 /// A page of one session's history, for [`SessionStore::events`].
@@ -179,6 +209,86 @@ pub trait SessionStore: Send + Sync + 'static {
         Ok(Some(events))
     }
 
+    /// The newest history snapshot of the session at or before `at_or_before_micros` (an event
+    /// time; [`EventCursor::CREATION`]'s for the creation snapshot alone); `None` if there is
+    /// none, or no such session.
+    ///
+    /// The provided implementation stores nothing, so history is replayed from an empty state:
+    /// correct for events, blind to the creation state. Stores keep snapshots: the creation one
+    /// at [`create`](Self::create), the others when [`put_history_snapshots`](Self::put_history_snapshots)
+    /// gives them.
+    async fn history_snapshot(&self, key: &SessionKey, at_or_before_micros: i64) -> Result<Option<HistorySnapshot>> {
+        let _ = (key, at_or_before_micros);
+        Ok(None)
+    }
+
+    /// Keeps snapshots a history read computed, so later reads replay less. A snapshot at a
+    /// position already kept is the same state (history never changes): keep either. Nothing
+    /// for a session that no longer exists.
+    async fn put_history_snapshots(&self, key: &SessionKey, snapshots: &[HistorySnapshot]) -> Result<()> {
+        let _ = (key, snapshots);
+        Ok(())
+    }
+
+    /// The event `event_id` of the session; `None` if it has none (or does not exist).
+    ///
+    /// The provided implementation pages through the history. Stores override it with a lookup.
+    async fn event(&self, key: &SessionKey, event_id: &str) -> Result<Option<Event>> {
+        self.find_event(key, &|e| e.id == event_id).await
+    }
+
+    /// The first event (oldest) of invocation `invocation_id` in the session; `None` if it has
+    /// none (or does not exist).
+    ///
+    /// The provided implementation pages through the history. Stores override it with a query.
+    async fn first_event_of_invocation(&self, key: &SessionKey, invocation_id: &str) -> Result<Option<Event>> {
+        self.find_event(key, &|e| e.invocation_id == invocation_id).await
+    }
+
+    /// The oldest event that satisfies `matches`, paging through the history.
+    #[doc(hidden)]
+    async fn find_event(
+        &self,
+        key: &SessionKey,
+        matches: &(dyn for<'e> Fn(&'e Event) -> bool + Sync),
+    ) -> Result<Option<Event>> {
+        const PAGE: usize = 500;
+        let mut query = EventQuery { key: key.clone(), after: None, since_micros: None, limit: PAGE };
+        loop {
+            let Some(page) = self.events(&query).await? else { return Ok(None) };
+            let full = page.len() == PAGE;
+            let last = page.last().map(EventCursor::of);
+            if let Some(found) = page.into_iter().find(|e| matches(e)) {
+                return Ok(Some(found));
+            }
+            match last {
+                Some(last) if full => query.after = Some(last),
+                _ => return Ok(None),
+            }
+        }
+    }
+
+    /// The state of the session at `at`: see [`crate::history`]. `None` if the session does
+    /// not exist.
+    ///
+    /// The provided implementation replays from the newest snapshot and keeps a snapshot every
+    /// [`history::SNAPSHOT_EVERY`](crate::history::SNAPSHOT_EVERY) events it replayed. A store
+    /// whose history lives elsewhere (a remote service) overrides it.
+    async fn state_at(&self, key: &SessionKey, at: &HistoryAt) -> Result<Option<StateAt>> {
+        replay::state_at(self, key, at).await
+    }
+
+    /// What event `event_id` changed: see [`crate::history`]. `None` if the session does not
+    /// exist.
+    async fn event_diff(&self, key: &SessionKey, event_id: &str) -> Result<Option<EventDiff>> {
+        replay::event_diff(self, key, event_id).await
+    }
+
+    /// Forks a session: see [`SessionService::fork_session`](crate::SessionService::fork_session).
+    async fn fork(&self, request: &ForkSession) -> Result<Session> {
+        replay::fork(self, request).await
+    }
+
     /// The users of `app` that have a session called `session_id`.
     ///
     /// The provided implementation pages through the app's sessions: correct for any store,
@@ -241,5 +351,33 @@ impl<T: DelegatingStore> SessionStore for T {
 
     async fn users_with_session(&self, app: &str, session_id: &str) -> Result<Vec<String>> {
         self.delegate().users_with_session(app, session_id).await
+    }
+
+    async fn history_snapshot(&self, key: &SessionKey, at_or_before_micros: i64) -> Result<Option<HistorySnapshot>> {
+        self.delegate().history_snapshot(key, at_or_before_micros).await
+    }
+
+    async fn put_history_snapshots(&self, key: &SessionKey, snapshots: &[HistorySnapshot]) -> Result<()> {
+        self.delegate().put_history_snapshots(key, snapshots).await
+    }
+
+    async fn event(&self, key: &SessionKey, event_id: &str) -> Result<Option<Event>> {
+        self.delegate().event(key, event_id).await
+    }
+
+    async fn first_event_of_invocation(&self, key: &SessionKey, invocation_id: &str) -> Result<Option<Event>> {
+        self.delegate().first_event_of_invocation(key, invocation_id).await
+    }
+
+    async fn state_at(&self, key: &SessionKey, at: &HistoryAt) -> Result<Option<StateAt>> {
+        self.delegate().state_at(key, at).await
+    }
+
+    async fn event_diff(&self, key: &SessionKey, event_id: &str) -> Result<Option<EventDiff>> {
+        self.delegate().event_diff(key, event_id).await
+    }
+
+    async fn fork(&self, request: &ForkSession) -> Result<Session> {
+        self.delegate().fork(request).await
     }
 }

@@ -1,0 +1,5 @@
+SELECT id, invocation_id, (extract(epoch FROM "timestamp") * 1000000)::bigint AS micros, event_data
+FROM events
+WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND invocation_id = $4
+ORDER BY "timestamp", id
+LIMIT 1

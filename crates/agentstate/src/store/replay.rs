@@ -1,0 +1,229 @@
+//! The provided history operations of [`SessionStore`]: replay from the newest snapshot, keep
+//! snapshots along the way, fork by copying history. Public for stores that override one of
+//! these methods and fall back to the provided behaviour in some cases.
+
+use std::sync::Arc;
+
+use serde_json::Map;
+
+use super::{
+    EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, NewSession, ScopedKeys, ScopedState,
+    SessionStore, micros_to_secs, secs_to_micros,
+};
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::history::{self, EventDiff, ForkSession, HistoryAt, SNAPSHOT_EVERY, StateAt};
+use crate::key::SessionKey;
+use crate::session::Session;
+
+/// Events read per page while replaying.
+const PAGE: usize = 256;
+
+/// Where a replay stops.
+enum Target {
+    /// After this event.
+    Upto(EventCursor),
+    /// Before this event.
+    Before(EventCursor),
+    /// After the last event at or before this time (epoch microseconds).
+    Time(i64),
+}
+
+impl Target {
+    fn admits(&self, at: &EventCursor) -> bool {
+        match self {
+            Self::Upto(end) => at <= end,
+            Self::Before(end) => at < end,
+            Self::Time(end) => at.timestamp_micros <= *end,
+        }
+    }
+
+    /// The latest snapshot time that can be in range.
+    fn snapshot_bound(&self) -> i64 {
+        match self {
+            Self::Upto(end) => end.timestamp_micros,
+            Self::Before(end) => end.timestamp_micros.saturating_sub(1),
+            Self::Time(end) => *end,
+        }
+    }
+}
+
+/// The history state at `target`, and the position it is at; `None` if the session does not
+/// exist.
+async fn fold<S: SessionStore + ?Sized>(
+    store: &S,
+    key: &SessionKey,
+    target: &Target,
+) -> Result<Option<HistorySnapshot>> {
+    let mut bound = target.snapshot_bound();
+    let start = loop {
+        match store.history_snapshot(key, bound).await? {
+            // Only events sharing one time (written by another program) can put a snapshot
+            // past the target at its time: look before it.
+            Some(snapshot) if !target.admits(&snapshot.at) => bound = snapshot.at.timestamp_micros.saturating_sub(1),
+            found => break found,
+        }
+    };
+    let HistorySnapshot { mut at, mut state } =
+        start.unwrap_or(HistorySnapshot { at: EventCursor::CREATION, state: Map::new() });
+    let mut query = EventQuery {
+        key: key.clone(),
+        after: (at != EventCursor::CREATION).then(|| at.clone()),
+        since_micros: None,
+        limit: PAGE,
+    };
+    let (mut replayed, mut keep) = (0usize, Vec::new());
+    'pages: loop {
+        let Some(page) = store.events(&query).await? else { return Ok(None) };
+        let full = page.len() == PAGE;
+        for event in &page {
+            let position = EventCursor::of(event);
+            if !target.admits(&position) {
+                break 'pages;
+            }
+            history::apply(&mut state, event);
+            at = position;
+            replayed += 1;
+            if replayed % SNAPSHOT_EVERY == 0 {
+                keep.push(HistorySnapshot { at: at.clone(), state: state.clone() });
+            }
+        }
+        if !full {
+            break;
+        }
+        query.after = Some(at.clone());
+    }
+    if !keep.is_empty()
+        && let Err(e) = store.put_history_snapshots(key, &keep).await
+    {
+        // A read does not fail because it could not save work for the next one.
+        tracing::warn!(error = %e, session = key.session_id(), "keeping history snapshots failed");
+    }
+    Ok(Some(HistorySnapshot { at, state }))
+}
+
+fn unknown_event(key: &SessionKey, event_id: &str) -> Error {
+    Error::invalid("event_id", format!("session {} has no event {event_id:?}", key.session_id()))
+}
+
+/// The session without events, `None` if it does not exist.
+async fn session<S: SessionStore + ?Sized>(store: &S, key: &SessionKey) -> Result<Option<Session>> {
+    store.get(key, EventWindow { recent: Some(0), after_micros: None }).await
+}
+
+/// The position of event `event_id`, or the unknown-event error.
+async fn position<S: SessionStore + ?Sized>(
+    store: &S,
+    key: &SessionKey,
+    event_id: &str,
+) -> Result<(EventCursor, Event)> {
+    let event = store.event(key, event_id).await?.ok_or_else(|| unknown_event(key, event_id))?;
+    Ok((EventCursor::of(&event), event))
+}
+
+/// The provided [`SessionStore::state_at`].
+pub async fn state_at<S: SessionStore + ?Sized>(
+    store: &S,
+    key: &SessionKey,
+    at: &HistoryAt,
+) -> Result<Option<StateAt>> {
+    let Some(session) = session(store, key).await? else { return Ok(None) };
+    let target = match at {
+        HistoryAt::Creation => Target::Time(i64::MIN),
+        HistoryAt::AfterEvent(id) => Target::Upto(position(store, key, id).await?.0),
+        HistoryAt::BeforeEvent(id) => Target::Before(position(store, key, id).await?.0),
+        HistoryAt::Time(secs) => {
+            let micros = secs_to_micros(*secs)
+                .ok_or_else(|| Error::invalid("at", format!("{secs} is not a valid epoch time in seconds")))?;
+            if micros < session.create_time_micros() {
+                return Err(Error::invalid(
+                    "at",
+                    format!("{secs} is before session {} was created ({})", key.session_id(), session.create_time()),
+                ));
+            }
+            Target::Time(micros)
+        }
+    };
+    let Some(folded) = fold(store, key, &target).await? else { return Ok(None) };
+    let creation = folded.at == EventCursor::CREATION;
+    Ok(Some(StateAt {
+        event_id: (!creation).then(|| folded.at.event_id.clone()),
+        timestamp: if creation { session.create_time() } else { micros_to_secs(folded.at.timestamp_micros) },
+        state: folded.state,
+    }))
+}
+
+/// The provided [`SessionStore::event_diff`].
+pub async fn event_diff<S: SessionStore + ?Sized>(
+    store: &S,
+    key: &SessionKey,
+    event_id: &str,
+) -> Result<Option<EventDiff>> {
+    if session(store, key).await?.is_none() {
+        return Ok(None);
+    }
+    let (at, event) = position(store, key, event_id).await?;
+    let Some(before) = fold(store, key, &Target::Before(at)).await? else { return Ok(None) };
+    Ok(Some(EventDiff {
+        event_id: event.id.clone(),
+        timestamp: event.timestamp,
+        invocation_id: event.invocation_id.clone(),
+        author: event.author.clone(),
+        changes: history::diff(&before.state, &event),
+    }))
+}
+
+/// The provided [`SessionStore::fork`].
+pub async fn fork<S: SessionStore + ?Sized>(store: &S, request: &ForkSession) -> Result<Session> {
+    let source_key = &request.source;
+    let missing = || Error::NotFound { session_id: source_key.session_id().to_owned() };
+    let source = session(store, source_key).await?.ok_or_else(missing)?;
+    let (end, _) = position(store, source_key, &request.at_event_id).await?;
+    let at_end = fold(store, source_key, &Target::Upto(end.clone())).await?.ok_or_else(missing)?;
+    let creation =
+        store.history_snapshot(source_key, i64::MIN).await?.filter(|s| s.at == EventCursor::CREATION).map(|s| s.state);
+    let id = request.session_id.clone().filter(|id| !id.is_empty()).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let key = SessionKey::new(source_key.app_name(), source_key.user_id(), id)?;
+    // The fork starts where its source started, so its events keep their times; only its own
+    // keys are set (app: and user: state is shared, as always).
+    let new = NewSession {
+        key: key.clone(),
+        state: ScopedState { session: history::session_keys(&at_end.state), ..ScopedState::default() },
+        create_time_micros: source.create_time_micros(),
+        attributes: crate::SessionAttributes::default(),
+        history_start: creation,
+    };
+    let mut marker = store.create(new).await?.last_update_micros();
+    let mut query = EventQuery { key: source_key.clone(), after: None, since_micros: None, limit: PAGE };
+    'pages: loop {
+        let page = store.events(&query).await?.ok_or_else(missing)?;
+        let full = page.len() == PAGE;
+        for event in page {
+            let position = EventCursor::of(&event);
+            if position > end {
+                break 'pages;
+            }
+            query.after = Some(position.clone());
+            // History only: the fork's state is set already, so no delta is applied again.
+            let timestamp_micros = position.timestamp_micros.max(marker.saturating_add(1));
+            let commit = EventCommit {
+                key: key.clone(),
+                expected_last_update_micros: marker,
+                event: Arc::new(Event { timestamp: micros_to_secs(timestamp_micros), ..event }),
+                timestamp_micros,
+                delta: ScopedState::default(),
+                deleted: ScopedKeys::default(),
+            };
+            store.commit(commit).await?;
+            marker = timestamp_micros;
+        }
+        if !full {
+            break;
+        }
+    }
+    let last = EventCursor { timestamp_micros: marker, event_id: end.event_id.clone() };
+    if let Err(e) = store.put_history_snapshots(&key, &[HistorySnapshot { at: last, state: at_end.state }]).await {
+        tracing::warn!(error = %e, session = key.session_id(), "keeping the fork's history snapshot failed");
+    }
+    session(store, &key).await?.ok_or_else(|| Error::NotFound { session_id: key.session_id().to_owned() })
+}
