@@ -13,7 +13,7 @@ use crate::history::{EventDiff, ForkSession, HistoryAt, StateAt};
 use crate::key::{SessionKey, validate_id};
 use crate::page;
 use crate::scope::{Scope, ScopedKeys};
-use crate::session::{Session, SessionAttributes};
+use crate::session::{Session, SessionAttributes, TempChanges};
 use crate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, ListCursor, ListQuery, NewSession, ScopedState,
     SessionStore, merge_scopes, micros_to_secs, now_micros, secs_to_micros,
@@ -491,15 +491,6 @@ impl<S: SessionStore + ?Sized> SessionService for S {
             CommitOutcome::Duplicate(stored) => Ok(*stored),
         }
     }
-}
-
-/// The invocation's `temp:` changes of an append, which only the caller's handle sees.
-#[derive(Debug, Default)]
-pub(crate) struct TempChanges {
-    /// `temp:` keys set.
-    pub(crate) set: Map<String, Value>,
-    /// `temp:` keys deleted.
-    pub(crate) deleted: Vec<String>,
 }
 
 /// Validates `event`, assigns its id, moves its `temp:` keys out, normalises its deletions

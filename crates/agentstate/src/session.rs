@@ -204,7 +204,7 @@ impl Session {
 
     /// Records an append that storage has committed: the invocation's `temp:` changes, then the
     /// persisted delta and deletions, then the event.
-    pub(crate) fn record_commit(&mut self, event: Arc<Event>, temp: &crate::service::TempChanges) {
+    pub(crate) fn record_commit(&mut self, event: Arc<Event>, temp: &TempChanges) {
         self.state.apply(&temp.set);
         self.state.remove(&temp.deleted);
         self.state.apply(&event.actions.state_delta);
@@ -212,6 +212,15 @@ impl Session {
         self.last_update_micros = secs_to_micros(event.timestamp).unwrap_or(self.last_update_micros);
         self.events.0.push(event);
     }
+}
+
+/// The invocation's `temp:` changes of an append, which only the caller's handle sees.
+#[derive(Debug, Default)]
+pub(crate) struct TempChanges {
+    /// `temp:` keys set.
+    pub(crate) set: Map<String, Value>,
+    /// `temp:` keys deleted.
+    pub(crate) deleted: Vec<String>,
 }
 
 /// The ordered events of a session handle. Events are immutable once stored, so handles share
