@@ -116,9 +116,10 @@ fn path_to(root: &Arc<dyn Agent>, name: &str) -> Option<Vec<Arc<dyn Agent>>> {
 
 /// The agent a new turn starts with: the one that answered last, when the conversation was handed
 /// to it and every agent above it takes part in transfers (as the reference's runner picks it);
-/// otherwise `root`. Looks at the loaded history only.
+/// otherwise `root`. Looks at the loaded history only, and at its live events (rewound ones do not
+/// count).
 pub(crate) fn agent_to_run(root: &Arc<dyn Agent>, events: &[Arc<Event>]) -> Arc<dyn Agent> {
-    for event in events.iter().rev() {
+    for event in agentstate::history::live_events(events).into_iter().rev() {
         if event.author == root.name() {
             break;
         }

@@ -162,6 +162,29 @@ impl Runner {
         &self.service
     }
 
+    /// Rewinds the session to before invocation `before_invocation_id`, as ADK for Python's
+    /// `Runner.rewind_async`: see [`SessionService::rewind`]. The rewound events stay in the
+    /// history but are no longer shown to the model, nor decide which agent answers next.
+    /// Returns the rewind event.
+    ///
+    /// # Errors
+    /// [`RuntimeError::SessionNotFound`] for a missing session; the service's error for an
+    /// unknown invocation.
+    pub async fn rewind(
+        &self,
+        user_id: &str,
+        session_id: &str,
+        before_invocation_id: &str,
+    ) -> Result<Event, RuntimeError> {
+        let key = SessionKey::new(&self.app_name, user_id, session_id)?;
+        let mut session = self
+            .service
+            .get_session(&key, GetSessionConfig::recent(0))
+            .await?
+            .ok_or_else(|| RuntimeError::SessionNotFound(session_id.to_owned()))?;
+        Ok(self.service.rewind(&mut session, before_invocation_id).await?)
+    }
+
     /// Runs the agent on the user's message.
     pub fn run(&self, user_id: &str, session_id: &str, new_message: Content) -> EventStream {
         self.run_request(RunRequest::new(user_id, session_id, new_message))

@@ -10,9 +10,11 @@ use crate::agent::InvocationContext;
 
 impl LlmAgent {
     /// The contents of a model request: the history it reads (all of it, its `history_limit`
-    /// most recent events, or with `include_contents(false)` only this invocation's).
+    /// most recent events, or with `include_contents(false)` only this invocation's), without
+    /// the events a rewind took back.
     pub(super) async fn contents(&self, ctx: &InvocationContext) -> Vec<Content> {
-        let events = ctx.events().await;
+        let loaded = ctx.events().await;
+        let events: Vec<Arc<Event>> = agentstate::history::live_events(&loaded).into_iter().cloned().collect();
         if self.include_contents {
             let window = self.history_limit.map_or(0, |n| events.len().saturating_sub(n));
             history_contents(&events[window..], &self.name, ctx.branch())

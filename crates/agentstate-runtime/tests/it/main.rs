@@ -5,6 +5,7 @@
 mod callbacks;
 mod instructions;
 mod providers;
+mod rewind;
 mod runs;
 mod state;
 mod support;

@@ -113,6 +113,21 @@ pub(crate) enum SessionsCommand {
         /// The session id.
         session: String,
     },
+    /// Print a session's timeline: its creation state, then each event with what it set, changed
+    /// and deleted (rewound events marked).
+    History {
+        #[command(flatten)]
+        db: DbArg,
+        /// The app.
+        app: String,
+        /// The user.
+        user: String,
+        /// The session id.
+        session: String,
+        /// One JSON document per line instead of text: the creation state, then each event's diff.
+        #[arg(long)]
+        json: bool,
+    },
     /// Write every session of an app (or of one user), with events and app/user state, as JSON Lines.
     Export {
         #[command(flatten)]

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use agentstate::archive::{self, ImportOptions, Progress};
 use agentstate::wire;
-use agentstate::{GetSessionConfig, ListSessions, SessionKey, SessionService};
+use agentstate::{GetSessionConfig, ListEvents, ListSessions, SessionKey, SessionService};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -98,6 +98,11 @@ pub(crate) async fn run(command: SessionsCommand) -> anyhow::Result<()> {
             let session = found.with_context(|| format!("no session {key}"))?;
             println!("{}", serde_json::to_string_pretty(&wire::session_to_wire(&session))?);
         }
+        SessionsCommand::History { db, app, user, session, json } => {
+            let (service, _) = open(&db.db).await?;
+            let key = SessionKey::new(app, user, session)?;
+            history(&service, &key, json).await?;
+        }
         SessionsCommand::Export { db, app, user, output } => {
             let (service, _) = open(&db.db).await?;
             let mut out: Box<dyn Write> = match &output {
@@ -137,4 +142,79 @@ pub(crate) async fn run(command: SessionsCommand) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `sessions history`: one pass over the history, a page at a time, each event's diff against
+/// the state folded so far.
+async fn history(service: &dyn SessionService, key: &SessionKey, json: bool) -> anyhow::Result<()> {
+    use agentstate::history::{self, ChangeKind, HistoryAt};
+    let start = service.state_at(key, HistoryAt::Creation).await?.with_context(|| format!("no session {key}"))?;
+    let mut events = Vec::new();
+    let mut request = ListEvents { page_size: 1000, ..ListEvents::default() };
+    loop {
+        let page = service.list_events(key, request.clone()).await?.with_context(|| format!("no session {key}"))?;
+        events.extend(page.events);
+        match page.next_page_token {
+            Some(token) => request.page_token = Some(token),
+            None => break,
+        }
+    }
+    let live: std::collections::HashSet<&str> = history::live_events(&events).iter().map(|e| e.id.as_str()).collect();
+    let mut out = std::io::stdout().lock();
+    let mut state = start.state;
+    if json {
+        writeln!(out, "{}", serde_json::json!({"created": start.timestamp, "state": state}))?;
+    } else {
+        writeln!(out, "{}  created  {}", time(start.timestamp), serde_json::to_string(&state)?)?;
+    }
+    for event in &events {
+        let changes = history::diff(&state, event);
+        history::apply(&mut state, event);
+        let is_live = live.contains(event.id.as_str());
+        if json {
+            let changes: Vec<_> = changes
+                .iter()
+                .map(|c| serde_json::json!({"key": c.key, "change": c.kind(), "before": c.before, "after": c.after}))
+                .collect();
+            let line = serde_json::json!({"eventId": event.id, "timestamp": event.timestamp,
+                "invocationId": event.invocation_id, "author": event.author, "live": is_live, "changes": changes});
+            writeln!(out, "{line}")?;
+            continue;
+        }
+        let rewind = event.actions.rewind_before_invocation_id.as_deref().map(|x| format!("  rewinds before {x}"));
+        let mark = if is_live { "" } else { "  (rewound)" };
+        writeln!(
+            out,
+            "{}  {}  {}  {}{}{}",
+            time(event.timestamp),
+            event.invocation_id,
+            event.author,
+            event.id,
+            rewind.unwrap_or_default(),
+            mark
+        )?;
+        let text = event.text();
+        if !text.is_empty() {
+            let short: String = text.chars().take(100).collect();
+            writeln!(out, "    \"{}{}\"", short.replace('\n', " "), if text.chars().count() > 100 { "…" } else { "" })?;
+        }
+        for change in changes {
+            let value = |v: &Option<serde_json::Value>| v.as_ref().map(ToString::to_string).unwrap_or_default();
+            match change.kind() {
+                ChangeKind::Set => writeln!(out, "    + {} = {}", change.key, value(&change.after))?,
+                ChangeKind::Changed => {
+                    writeln!(out, "    ~ {}: {} -> {}", change.key, value(&change.before), value(&change.after))?;
+                }
+                ChangeKind::Deleted => writeln!(out, "    - {} (was {})", change.key, value(&change.before))?,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Epoch seconds as RFC 3339 (UTC, microseconds).
+fn time(secs: f64) -> String {
+    let micros = agentstate::store::secs_to_micros(secs).unwrap_or_default();
+    chrono::DateTime::<chrono::Utc>::from_timestamp_micros(micros)
+        .map_or_else(|| secs.to_string(), |t| t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
 }

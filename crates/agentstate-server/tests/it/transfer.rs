@@ -137,3 +137,62 @@ async fn sessions_move_through_the_managed_service_api() {
         assert_eq!(json(&in_db), json(&want), "events of {key}");
     }
 }
+
+/// `agentstate sessions history`: the creation state, then each event with its changes; a
+/// rewound event marked; `--json` the same as JSON Lines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_prints_each_event_with_its_changes() {
+    let dir = std::env::temp_dir().join("agentstate-tests").join(agentstate::Event::new_id());
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = format!("sqlite://{}/h.db", dir.display());
+    let service = SqlSessionService::connect(&db).await.unwrap();
+    let mut s = service.create_session(CreateSession::new("x", "u").id("s").state("k", json!(0))).await.unwrap();
+    let first = Event::new("A").author("user").content(agentstate::Content::text("user", "hello")).delta("k", json!(1));
+    service.append_event(&mut s, first).await.unwrap();
+    service.append_event(&mut s, Event::new("B").author("agent").delta("new", json!("n")).delete("k")).await.unwrap();
+    service.rewind(&mut s, "B").await.unwrap();
+    drop(service);
+
+    let out = Command::new(BIN)
+        .args(["sessions", "history", "--db", &db, "x", "u", "s"])
+        .env_remove("AGENTSTATE_DB")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].ends_with(r#"created  {"k":0}"#), "{text}");
+    assert!(lines[1].contains("  A  user  "), "{text}");
+    assert_eq!((lines[2], lines[3]), (r#"    "hello""#, "    ~ k: 0 -> 1"), "{text}");
+    assert!(lines[4].contains("  B  agent  ") && lines[4].ends_with("(rewound)"), "{text}");
+    assert_eq!((lines[5], lines[6]), ("    - k (was 1)", r#"    + new = "n""#), "{text}");
+    assert!(
+        lines[7].contains("  user  ") && lines[7].contains("rewinds before B") && lines[7].ends_with("(rewound)"),
+        "{text}"
+    );
+    assert_eq!((lines[8], lines[9]), ("    + k = 1", "    - new (was \"n\")"), "{text}");
+
+    let out = Command::new(BIN)
+        .args(["sessions", "history", "--json", "--db", &db, "x", "u", "s"])
+        .env_remove("AGENTSTATE_DB")
+        .output()
+        .unwrap();
+    let docs: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(docs[0]["state"], json!({"k": 0}));
+    assert_eq!(
+        docs[2]["changes"],
+        json!([{"key": "k", "change": "deleted", "before": 1, "after": null}, {"key": "new", "change": "set", "before": null, "after": "n"}])
+    );
+    assert_eq!(
+        docs.iter().map(|d| d["live"].as_bool()).collect::<Vec<_>>(),
+        [None, Some(true), Some(false), Some(false)]
+    );
+
+    let out = Command::new(BIN)
+        .args(["sessions", "history", "--db", &db, "x", "u", "nope"])
+        .env_remove("AGENTSTATE_DB")
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("no session"));
+}

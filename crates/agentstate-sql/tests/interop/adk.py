@@ -7,6 +7,9 @@ tests. Every command prints one JSON document on stdout.
   append URL APP USER SID DELTA      load, append an event carrying DELTA (JSON), print the session
   stale  URL APP USER SID DELTA      load, print {"loaded": true}, wait for a line on stdin, append
                                      with the now stale handle, print {"outcome": ..., "message": ...}
+  rewind-scenario URL APP USER SID   create the rewind scenario (the same as the Rust test's)
+  rewind URL APP USER SID INV        Runner.rewind_async before INV; print {"state", "live"}
+  live   URL APP USER SID            print {"state", "live"} as the reference sees them
 """
 import asyncio
 import json
@@ -57,6 +60,39 @@ async def write(svc, app):
     return [dump(await svc.get_session(app_name=app, user_id=u, session_id=s)) for u, s in (("u1", "py-1"), ("u2", "py-2"))]
 
 
+async def rewind_scenario(svc, app, user, sid):
+    """The steps of agentstate's rewind test: a creation state, then invocations A, B (two
+    events, one writing a user: key) and C."""
+    session = await svc.create_session(app_name=app, user_id=user, session_id=sid, state={"init": 1})
+    steps = [
+        ("A", "user", "first", {"k": "a", "x": 1}),
+        ("B", "user", "second", {"k": "b", "user:u": 1, "y": 2}),
+        ("B", "agent", "answer", {"z": 3}),
+        ("C", "user", "third", {"k": "c"}),
+    ]
+    for invocation, author, words, delta in steps:
+        await svc.append_event(session, Event(invocation_id=invocation, author=author, content=text(author, words),
+                                              actions=EventActions(state_delta=delta)))
+    return None
+
+
+async def live(svc, app, user, sid):
+    from google.adk.events._rewind_events import _apply_rewinds
+    session = await svc.get_session(app_name=app, user_id=user, session_id=sid)
+    events = _apply_rewinds(session.events)
+    return {"state": session.state,
+            "live": [[e.invocation_id, e.author, "".join(p.text or "" for p in (e.content.parts if e.content else []))]
+                     for e in events]}
+
+
+async def rewind(svc, app, user, sid, invocation):
+    from google.adk.agents import LlmAgent
+    from google.adk.runners import Runner
+    runner = Runner(app_name=app, agent=LlmAgent(name="agent", model="gemini-2.0-flash"), session_service=svc)
+    await runner.rewind_async(user_id=user, session_id=sid, rewind_before_invocation_id=invocation)
+    return await live(svc, app, user, sid)
+
+
 async def main():
     command, url, app, *rest = sys.argv[1:]
     svc = DatabaseSessionService(db_url=url)
@@ -84,6 +120,15 @@ async def main():
                 result = {"outcome": "ok", "message": ""}
             except Exception as e:  # the reference raises StaleSessionError (a ValueError)
                 result = {"outcome": type(e).__name__, "message": str(e)}
+        elif command == "rewind-scenario":
+            user, sid = rest
+            result = await rewind_scenario(svc, app, user, sid)
+        elif command == "rewind":
+            user, sid, invocation = rest
+            result = await rewind(svc, app, user, sid, invocation)
+        elif command == "live":
+            user, sid = rest
+            result = await live(svc, app, user, sid)
         else:
             raise SystemExit(f"unknown command {command}")
     finally:

@@ -163,10 +163,79 @@ async fn interop(url: &str, py_url: &str) {
     assert!(final_state["state"].get("late").is_none() && final_state["state"].get("lost").is_none());
 }
 
+/// Our view of a session as the rewind comparisons read it: state and live events.
+async fn live(svc: &SqlSessionService, app: &str, user: &str, id: &str) -> Value {
+    let session = load(svc, app, user, id).await;
+    let live: Vec<Value> =
+        session.events().live().iter().map(|e| json!([e.invocation_id, e.author, e.text()])).collect();
+    json!({"state": Value::Object(session.state().all().clone()), "live": live})
+}
+
+/// The reference's `Runner.rewind_async` and agentstate's rewind on the same scenario, and each
+/// reading the other's rewound session.
+async fn rewind_interop(url: &str, py_url: &str) {
+    let app = agentstate_conformance::unique("rewind");
+    let svc = SqlSessionService::connect(url).await.unwrap();
+    // The reference's scenario, rewound by the reference.
+    adk(&["rewind-scenario", py_url, &app, "u", "py"]);
+    let theirs = adk(&["rewind", py_url, &app, "u", "py", "B"]);
+    // The same steps, rewound by agentstate.
+    let mut ours = svc.create_session(CreateSession::new(&app, "u").id("rs").state("init", json!(1))).await.unwrap();
+    let steps = [
+        ("A", "user", "first", json!({"k": "a", "x": 1})),
+        ("B", "user", "second", json!({"k": "b", "user:u": 1, "y": 2})),
+        ("B", "agent", "answer", json!({"z": 3})),
+        ("C", "user", "third", json!({"k": "c"})),
+    ];
+    for (invocation, author, words, delta) in steps {
+        let mut event = Event::new(invocation).author(author).content(Content::text(author, words));
+        event.actions.state_delta = delta.as_object().unwrap().clone();
+        svc.append_event(&mut ours, event).await.unwrap();
+    }
+    svc.rewind(&mut ours, "B").await.unwrap();
+    let mine = live(&svc, &app, "u", "rs").await;
+
+    // The same live events; the same state but for the two documented differences: the creation
+    // state counts as the state before the first event (the reference sets `init` to null, its
+    // issue #4839), and keys that did not exist then are deleted, not set to null.
+    assert_eq!(mine["live"], theirs["live"]);
+    assert_eq!(mine["live"], json!([["A", "user", "first"]]));
+    assert_eq!(mine["state"], json!({"init": 1, "k": "a", "x": 1, "user:u": 1}));
+    assert_eq!(theirs["state"], json!({"init": null, "k": "a", "x": 1, "y": null, "z": null, "user:u": 1}));
+
+    // Each reads the other's rewound session as its writer does.
+    assert_eq!(adk(&["live", py_url, &app, "u", "rs"]), mine, "the reference reading agentstate's rewind");
+    assert_eq!(live(&svc, &app, "u", "py").await, theirs, "agentstate reading the reference's rewind");
+    // And agentstate can rewind the reference's session further, before A: back to its creation
+    // state as far as agentstate knows it (the reference records none: empty), every key deleted.
+    let mut py = load(&svc, &app, "u", "py").await;
+    svc.rewind(&mut py, "A").await.unwrap();
+    let after = adk(&["live", py_url, &app, "u", "py"]);
+    assert_eq!((&after["state"], &after["live"]), (&json!({"user:u": 1}), &json!([])));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_interoperates_with_adk_python() {
     let path = scratch_dir().join("shared.db");
     interop(&format!("sqlite://{}", path.display()), &format!("sqlite+aiosqlite:///{}", path.display())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rewind_agrees_with_adk_python_on_sqlite() {
+    let path = scratch_dir().join("rewind.db");
+    rewind_interop(&format!("sqlite://{}", path.display()), &format!("sqlite+aiosqlite:///{}", path.display())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rewind_agrees_with_adk_python_on_postgres() {
+    let url = fresh_postgres_url().await;
+    rewind_interop(&url, &url.replacen("postgres://", "postgresql+asyncpg://", 1)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rewind_agrees_with_adk_python_on_mariadb() {
+    let url = mysql_url().await;
+    rewind_interop(&url, &url.replacen("mysql://", "mysql+aiomysql://", 1)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
