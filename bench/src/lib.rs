@@ -3,7 +3,7 @@
 //!
 //! The benchmarks: `cargo bench -p agentstate-bench --bench in_memory` (the in-memory service),
 //! `--bench sql` (SQLite and PostgreSQL), `--bench runner` (the agent runtime), `--bench vertex`
-//! (the managed-service API over HTTP).
+//! (the managed-service API over HTTP), `--bench history` (history questions on a long session).
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -9,6 +9,6 @@ LEFT JOIN user_states u ON u.app_name = s.app_name AND u.user_id = s.user_id
 LEFT JOIN agentstate_session_attributes a
   ON a.app_name = s.app_name AND a.user_id = s.user_id AND a.session_id = s.id AND a.session_create_time = s.create_time
 WHERE s.app_name = $1 AND ($2::varchar IS NULL OR s.user_id = $2)
-  AND ($3::timestamp IS NULL OR (s.update_time, s.user_id, s.id) > ($3::timestamp, $4::varchar, $5::varchar))
+  AND (s.update_time, s.user_id, s.id) > (COALESCE($3::timestamp, '-infinity'::timestamp), $4::varchar, $5::varchar)
 ORDER BY s.update_time, s.user_id, s.id
 LIMIT $6

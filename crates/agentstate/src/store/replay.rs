@@ -66,16 +66,18 @@ async fn fold<S: SessionStore + ?Sized>(
     };
     let HistorySnapshot { mut at, mut state } =
         start.unwrap_or(HistorySnapshot { at: EventCursor::CREATION, state: Map::new() });
+    // Snapshots are at most SNAPSHOT_EVERY events apart once a replay kept them: read that many
+    // first, and whole pages only when replaying further (a first question).
     let mut query = EventQuery {
         key: key.clone(),
         after: (at != EventCursor::CREATION).then(|| at.clone()),
         since_micros: None,
-        limit: PAGE,
+        limit: SNAPSHOT_EVERY,
     };
     let (mut replayed, mut keep) = (0usize, Vec::new());
     'pages: loop {
         let Some(page) = store.events(&query).await? else { return Ok(None) };
-        let full = page.len() == PAGE;
+        let full = page.len() == query.limit;
         for event in &page {
             let position = EventCursor::of(event);
             if !target.admits(&position) {
@@ -92,6 +94,7 @@ async fn fold<S: SessionStore + ?Sized>(
             break;
         }
         query.after = Some(at.clone());
+        query.limit = PAGE;
     }
     if !keep.is_empty()
         && let Err(e) = store.put_history_snapshots(key, &keep).await
@@ -127,30 +130,52 @@ pub async fn state_at<S: SessionStore + ?Sized>(
     key: &SessionKey,
     at: &HistoryAt,
 ) -> Result<Option<StateAt>> {
-    let Some(session) = session(store, key).await? else { return Ok(None) };
-    let target = match at {
-        HistoryAt::Creation => Target::Time(i64::MIN),
-        HistoryAt::AfterEvent(id) => Target::Upto(position(store, key, id).await?.0),
-        HistoryAt::BeforeEvent(id) => Target::Before(position(store, key, id).await?.0),
-        HistoryAt::Time(secs) => {
-            let micros = secs_to_micros(*secs)
-                .ok_or_else(|| Error::invalid("at", format!("{secs} is not a valid epoch time in seconds")))?;
-            if micros < session.create_time_micros() {
-                return Err(Error::invalid(
-                    "at",
-                    format!("{secs} is before session {} was created ({})", key.session_id(), session.create_time()),
-                ));
-            }
-            Target::Time(micros)
+    let (target, created) = match at {
+        HistoryAt::AfterEvent(id) | HistoryAt::BeforeEvent(id) => {
+            // The event's lookup answers for the session too: only a miss needs to ask which.
+            let Some(event) = store.event(key, id).await? else {
+                return match session(store, key).await? {
+                    None => Ok(None),
+                    Some(_) => Err(unknown_event(key, id)),
+                };
+            };
+            let position = EventCursor::of(&event);
+            let target =
+                if matches!(at, HistoryAt::AfterEvent(_)) { Target::Upto(position) } else { Target::Before(position) };
+            (target, None)
+        }
+        HistoryAt::Creation | HistoryAt::Time(_) => {
+            let Some(session) = session(store, key).await? else { return Ok(None) };
+            let target = match at {
+                HistoryAt::Time(secs) => {
+                    let micros = secs_to_micros(*secs)
+                        .ok_or_else(|| Error::invalid("at", format!("{secs} is not a valid epoch time in seconds")))?;
+                    if micros < session.create_time_micros() {
+                        return Err(Error::invalid(
+                            "at",
+                            format!(
+                                "{secs} is before session {} was created ({})",
+                                key.session_id(),
+                                session.create_time()
+                            ),
+                        ));
+                    }
+                    Target::Time(micros)
+                }
+                _ => Target::Time(i64::MIN),
+            };
+            (target, Some(session.create_time()))
         }
     };
     let Some(folded) = fold(store, key, &target).await? else { return Ok(None) };
     let creation = folded.at == EventCursor::CREATION;
-    Ok(Some(StateAt {
-        event_id: (!creation).then(|| folded.at.event_id.clone()),
-        timestamp: if creation { session.create_time() } else { micros_to_secs(folded.at.timestamp_micros) },
-        state: folded.state,
-    }))
+    let timestamp = match (creation, created) {
+        (false, _) => micros_to_secs(folded.at.timestamp_micros),
+        (true, Some(created)) => created,
+        // Before the first event: the session's creation time, read only now that it is needed.
+        (true, None) => session(store, key).await?.map_or(0.0, |s| s.create_time()),
+    };
+    Ok(Some(StateAt { event_id: (!creation).then(|| folded.at.event_id.clone()), timestamp, state: folded.state }))
 }
 
 /// The provided [`SessionStore::event_diff`].
@@ -159,11 +184,13 @@ pub async fn event_diff<S: SessionStore + ?Sized>(
     key: &SessionKey,
     event_id: &str,
 ) -> Result<Option<EventDiff>> {
-    if session(store, key).await?.is_none() {
-        return Ok(None);
-    }
-    let (at, event) = position(store, key, event_id).await?;
-    let Some(before) = fold(store, key, &Target::Before(at)).await? else { return Ok(None) };
+    let Some(event) = store.event(key, event_id).await? else {
+        return match session(store, key).await? {
+            None => Ok(None),
+            Some(_) => Err(unknown_event(key, event_id)),
+        };
+    };
+    let Some(before) = fold(store, key, &Target::Before(EventCursor::of(&event))).await? else { return Ok(None) };
     Ok(Some(EventDiff {
         event_id: event.id.clone(),
         timestamp: event.timestamp,
