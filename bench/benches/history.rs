@@ -65,15 +65,22 @@ async fn measure<S: SessionStore + SessionService>(name: &str, service: Arc<S>) 
         service.events(&query).await.unwrap().unwrap();
         floor.push(t.elapsed());
     }
+    let t = Instant::now();
+    let request =
+        agentstate::history::ForkSession { source: key.clone(), at_event_id: target.clone(), session_id: None };
+    let fork = SessionService::fork_session(&*service, request).await.unwrap();
+    let forked = t.elapsed();
+    assert_eq!(fork.last_update_micros(), EventCursor::of(&events[AT - 1]).timestamp_micros);
     let (state, diff, floor) = (median(state), median(diff), median(floor));
     println!(
-        "| {name} | {:.0} µs ({:.1}×) | {:.0} µs ({:.1}×) | {:.0} µs (the event, a snapshot, {replayed} events) | {:.1} ms | {:.1} s |",
+        "| {name} | {:.0} µs ({:.1}×) | {:.0} µs ({:.1}×) | {:.0} µs (the event, a snapshot, {replayed} events) | {:.1} ms | {:.2} s | {:.1} s |",
         micros(state),
         micros(state) / micros(floor),
         micros(diff),
         micros(diff) / micros(floor),
         micros(floor),
         cold.as_secs_f64() * 1e3,
+        forked.as_secs_f64(),
         grow.as_secs_f64(),
     );
 }
@@ -84,9 +91,9 @@ fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
         println!(
-            "\n| store | state after event 9,000 (× floor) | diff of event 9,000 (× floor) | floor | first question (replays 9,000 events, keeps snapshots) | growing to 10,000 events |"
+            "\n| store | state after event 9,000 (× floor) | diff of event 9,000 (× floor) | floor | first question (replays 9,000 events, keeps snapshots) | fork at event 9,000 | growing to 10,000 events |"
         );
-        println!("|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|");
         if wants("memory") {
             measure("in-memory", Arc::new(InMemorySessionService::new())).await;
         }
