@@ -405,6 +405,53 @@ async fn list_in(conn: &mut MySqlConnection, query: &ListQuery) -> Step<Vec<Sess
         .collect()
 }
 
+/// Copies `from`'s events up to `upto` into `to` as they are, and sets `to`'s marker: how many.
+/// `None`, writing nothing, when some are not after `to_marker`.
+async fn copy_in(
+    conn: &mut MySqlConnection,
+    from: &SessionKey,
+    to: &SessionKey,
+    upto: &EventCursor,
+    to_marker: i64,
+) -> Step<Option<u64>> {
+    let upto_time = naive(upto.timestamp_micros)?;
+    let early: bool = keyed(sql!("events_copy_early"), from)
+        .bind(naive(to_marker)?)
+        .bind(upto_time)
+        .bind(upto_time)
+        .bind(&upto.event_id)
+        .fetch_one(&mut *conn)
+        .await
+        .and_then(|row| row.try_get::<bool, _>("early"))
+        .map_err(sql_step("read events to copy"))?;
+    if early {
+        return Ok(None);
+    }
+    let copied = sqlx::query(sql!("events_copy"))
+        .bind(to.session_id())
+        .bind(from.app_name())
+        .bind(from.user_id())
+        .bind(from.session_id())
+        .bind(upto_time)
+        .bind(upto_time)
+        .bind(&upto.event_id)
+        .execute(&mut *conn)
+        .await
+        .map_err(sql_step("copy events"))?
+        .rows_affected();
+    if copied > 0 {
+        sqlx::query(sql!("session_marker_put"))
+            .bind(upto_time)
+            .bind(to.app_name())
+            .bind(to.user_id())
+            .bind(to.session_id())
+            .execute(&mut *conn)
+            .await
+            .map_err(sql_step("set the session's marker"))?;
+    }
+    Ok(Some(copied))
+}
+
 async fn put_snapshot(conn: &mut MySqlConnection, key: &SessionKey, snapshot: &HistorySnapshot) -> Step<()> {
     sqlx::query(sql!("history_snapshot_put"))
         .bind(snapshot.at.timestamp_micros)
@@ -506,6 +553,27 @@ impl SessionStore for MySqlStore {
             })
         })
         .await
+    }
+
+    async fn copy_events(
+        &self,
+        from: &SessionKey,
+        to: &SessionKey,
+        upto: &EventCursor,
+        to_marker: i64,
+    ) -> Result<Option<EventCursor>> {
+        let (f, t, u) = (from.clone(), to.clone(), upto.clone());
+        let copied = self
+            .transaction("copying events", move |conn| {
+                let (f, t, u) = (f.clone(), t.clone(), u.clone());
+                Box::pin(async move { copy_in(conn, &f, &t, &u, to_marker).await })
+            })
+            .await?;
+        match copied {
+            None => agentstate::store::replay::copy_events(self, from, to, upto, to_marker).await,
+            Some(0) => Ok(None),
+            Some(_) => Ok(Some(upto.clone())),
+        }
     }
 
     async fn event(&self, key: &SessionKey, event_id: &str) -> Result<Option<Event>> {

@@ -286,6 +286,27 @@ impl SessionStore for PostgresStore {
             .map_err(|e| sqlx_error("keeping history snapshots", e))
     }
 
+    async fn copy_events(
+        &self,
+        from: &SessionKey,
+        to: &SessionKey,
+        upto: &EventCursor,
+        to_marker: i64,
+    ) -> Result<Option<EventCursor>> {
+        let row = keyed(sql!("events_copy"), from)
+            .bind(to.session_id())
+            .bind(naive(upto.timestamp_micros)?)
+            .bind(&upto.event_id)
+            .bind(naive(to_marker)?)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("copying events", e))?;
+        if get::<bool>(&row, "early")? {
+            return agentstate::store::replay::copy_events(self, from, to, upto, to_marker).await;
+        }
+        Ok((get::<i64>(&row, "copied")? > 0).then(|| upto.clone()))
+    }
+
     async fn event(&self, key: &SessionKey, event_id: &str) -> Result<Option<Event>> {
         let row = keyed(sql!("event_get"), key)
             .bind(event_id)

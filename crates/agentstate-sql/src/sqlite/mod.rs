@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agentstate::store::{
-    CommitOutcome, EventCommit, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession, SessionStore,
+    CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
+    SessionStore,
 };
 use agentstate::{Error, Event, Result, Session, SessionKey};
 use async_trait::async_trait;
@@ -189,6 +190,21 @@ impl SessionStore for SqliteStore {
     async fn put_history_snapshots(&self, key: &SessionKey, snapshots: &[HistorySnapshot]) -> Result<()> {
         let (key, snapshots) = (key.clone(), snapshots.to_vec());
         self.writer.write(move |conn| ops::put_snapshots(conn, &key, &snapshots)).await
+    }
+
+    async fn copy_events(
+        &self,
+        from: &SessionKey,
+        to: &SessionKey,
+        upto: &EventCursor,
+        to_marker: i64,
+    ) -> Result<Option<EventCursor>> {
+        let (f, t, u) = (from.clone(), to.clone(), upto.clone());
+        match self.writer.write(move |conn| ops::copy_events(conn, &f, &t, &u, to_marker)).await? {
+            None => agentstate::store::replay::copy_events(self, from, to, upto, to_marker).await,
+            Some(0) => Ok(None),
+            Some(_) => Ok(Some(upto.clone())),
+        }
     }
 
     async fn event(&self, key: &SessionKey, event_id: &str) -> Result<Option<Event>> {

@@ -253,6 +253,36 @@ pub(super) fn history_snapshot(conn: &Connection, key: &SessionKey, micros: i64)
     .transpose()
 }
 
+/// Copies `from`'s events up to `upto` into `to` as they are, and sets `to`'s marker to the last
+/// one's time: how many. `None`, writing nothing, when some are not after `to_marker` (they must
+/// be moved forward: one commit each).
+pub(super) fn copy_events(
+    conn: &Connection,
+    from: &SessionKey,
+    to: &SessionKey,
+    upto: &EventCursor,
+    to_marker: i64,
+) -> Result<Option<usize>> {
+    let (upto_time, marker) = (sqlite_text(upto.timestamp_micros)?, sqlite_text(to_marker)?);
+    let early: bool = conn
+        .prepare_cached(sql!("events_copy_early"))
+        .and_then(|mut stmt| {
+            let params = params![from.app_name(), from.user_id(), from.session_id(), marker, upto_time, upto.event_id];
+            stmt.query_row(params, |r| r.get(0))
+        })
+        .map_err(|e| sqlite_error("read events to copy", &e))?;
+    if early {
+        return Ok(None);
+    }
+    let params = params![from.app_name(), from.user_id(), from.session_id(), to.session_id(), upto_time, upto.event_id];
+    let copied = execute(conn, "copy events", sql!("events_copy"), params)?;
+    if copied > 0 {
+        let params = params![to.app_name(), to.user_id(), to.session_id(), upto_time];
+        execute(conn, "set the session's marker", sql!("session_marker_put"), params)?;
+    }
+    Ok(Some(copied))
+}
+
 /// The event `id` of the session.
 pub(super) fn event(conn: &Connection, key: &SessionKey, id: &str) -> Result<Option<Event>> {
     stored_event(conn, key, id)

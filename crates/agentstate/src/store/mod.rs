@@ -284,6 +284,23 @@ pub trait SessionStore: Send + Sync + 'static {
         replay::event_diff(self, key, event_id).await
     }
 
+    /// Copies the events of `from` up to and including `upto` into `to` as history: the same
+    /// ids, contents and times (moved forward only where they are not after `to_marker`, the
+    /// marker `to` has now), no delta applied. `to` was just created and has no events; its
+    /// marker becomes the last copied event's time. Returns that event's position in `to`.
+    ///
+    /// The provided implementation commits the events one at a time. Stores override it with a
+    /// copy inside the store.
+    async fn copy_events(
+        &self,
+        from: &SessionKey,
+        to: &SessionKey,
+        upto: &EventCursor,
+        to_marker: i64,
+    ) -> Result<Option<EventCursor>> {
+        replay::copy_events(self, from, to, upto, to_marker).await
+    }
+
     /// Forks a session: see [`SessionService::fork_session`](crate::SessionService::fork_session).
     async fn fork(&self, request: &ForkSession) -> Result<Session> {
         replay::fork(self, request).await
@@ -375,6 +392,16 @@ impl<T: DelegatingStore> SessionStore for T {
 
     async fn event_diff(&self, key: &SessionKey, event_id: &str) -> Result<Option<EventDiff>> {
         self.delegate().event_diff(key, event_id).await
+    }
+
+    async fn copy_events(
+        &self,
+        from: &SessionKey,
+        to: &SessionKey,
+        upto: &EventCursor,
+        to_marker: i64,
+    ) -> Result<Option<EventCursor>> {
+        self.delegate().copy_events(from, to, upto, to_marker).await
     }
 
     async fn fork(&self, request: &ForkSession) -> Result<Session> {

@@ -200,6 +200,49 @@ pub async fn event_diff<S: SessionStore + ?Sized>(
     }))
 }
 
+/// The provided [`SessionStore::copy_events`]: one commit per event.
+pub async fn copy_events<S: SessionStore + ?Sized>(
+    store: &S,
+    from: &SessionKey,
+    to: &SessionKey,
+    upto: &EventCursor,
+    to_marker: i64,
+) -> Result<Option<EventCursor>> {
+    let missing = || Error::NotFound { session_id: from.session_id().to_owned() };
+    let mut marker = to_marker;
+    let mut last = None;
+    let mut query = EventQuery { key: from.clone(), after: None, since_micros: None, limit: PAGE };
+    'pages: loop {
+        let page = store.events(&query).await?.ok_or_else(missing)?;
+        let full = page.len() == PAGE;
+        for event in page {
+            let position = EventCursor::of(&event);
+            if position > *upto {
+                break 'pages;
+            }
+            query.after = Some(position.clone());
+            // History only: no delta is applied again.
+            let timestamp_micros = position.timestamp_micros.max(marker.saturating_add(1));
+            let event_id = event.id.clone();
+            let commit = EventCommit {
+                key: to.clone(),
+                expected_last_update_micros: marker,
+                event: Arc::new(Event { timestamp: micros_to_secs(timestamp_micros), ..event }),
+                timestamp_micros,
+                delta: ScopedState::default(),
+                deleted: ScopedKeys::default(),
+            };
+            store.commit(commit).await?;
+            marker = timestamp_micros;
+            last = Some(EventCursor { timestamp_micros, event_id });
+        }
+        if !full {
+            break;
+        }
+    }
+    Ok(last)
+}
+
 /// The provided [`SessionStore::fork`].
 pub async fn fork<S: SessionStore + ?Sized>(store: &S, request: &ForkSession) -> Result<Session> {
     let source_key = &request.source;
@@ -220,36 +263,11 @@ pub async fn fork<S: SessionStore + ?Sized>(store: &S, request: &ForkSession) ->
         attributes: crate::SessionAttributes::default(),
         history_start: creation,
     };
-    let mut marker = store.create(new).await?.last_update_micros();
-    let mut query = EventQuery { key: source_key.clone(), after: None, since_micros: None, limit: PAGE };
-    'pages: loop {
-        let page = store.events(&query).await?.ok_or_else(missing)?;
-        let full = page.len() == PAGE;
-        for event in page {
-            let position = EventCursor::of(&event);
-            if position > end {
-                break 'pages;
-            }
-            query.after = Some(position.clone());
-            // History only: the fork's state is set already, so no delta is applied again.
-            let timestamp_micros = position.timestamp_micros.max(marker.saturating_add(1));
-            let commit = EventCommit {
-                key: key.clone(),
-                expected_last_update_micros: marker,
-                event: Arc::new(Event { timestamp: micros_to_secs(timestamp_micros), ..event }),
-                timestamp_micros,
-                delta: ScopedState::default(),
-                deleted: ScopedKeys::default(),
-            };
-            store.commit(commit).await?;
-            marker = timestamp_micros;
-        }
-        if !full {
-            break;
-        }
-    }
-    let last = EventCursor { timestamp_micros: marker, event_id: end.event_id.clone() };
-    if let Err(e) = store.put_history_snapshots(&key, &[HistorySnapshot { at: last, state: at_end.state }]).await {
+    let marker = store.create(new).await?.last_update_micros();
+    let last = store.copy_events(source_key, &key, &end, marker).await?;
+    if let Some(last) = last
+        && let Err(e) = store.put_history_snapshots(&key, &[HistorySnapshot { at: last, state: at_end.state }]).await
+    {
         tracing::warn!(error = %e, session = key.session_id(), "keeping the fork's history snapshot failed");
     }
     session(store, &key).await?.ok_or_else(|| Error::NotFound { session_id: key.session_id().to_owned() })

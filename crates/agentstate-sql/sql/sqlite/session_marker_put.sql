@@ -1,0 +1,1 @@
+UPDATE sessions SET update_time = ?4 WHERE app_name = ?1 AND user_id = ?2 AND id = ?3
