@@ -37,6 +37,8 @@ pub enum Access {
     Token,
     /// A token that may touch the app and user named in the path.
     PathAppUser,
+    /// A token that may touch the app named in the path and every user of it.
+    PathApp,
     /// A valid token; the handler checks it against the app and user named in the body, after
     /// authenticating and before looking anything up.
     BodyAppUser,
@@ -52,6 +54,7 @@ impl Access {
             Self::Public => "none",
             Self::Token => "any valid token",
             Self::PathAppUser => "a token for the app and user in the path",
+            Self::PathApp => "a token for the app in the path and all its users",
             Self::BodyAppUser => "a token for the app and user in the body",
             Self::EngineUser => "a token for the engine (app) in the path and the session's user",
         }
@@ -248,8 +251,20 @@ pub(crate) async fn authorize_path(
     next: Next,
 ) -> Response {
     let app = params.get("app_name").map(String::as_str).unwrap_or_default();
-    let user = params.get("user_id").map(String::as_str).unwrap_or_default();
-    match tokens.authenticate(request.headers()).and_then(|permit| permit.check(app, user).map(|()| permit)) {
+    let checked = tokens.authenticate(request.headers()).and_then(|permit| {
+        match params.get("user_id") {
+            Some(user) => permit.check(app, user)?,
+            // A route of the whole app: every user's sessions.
+            None if permit.covers_every_user() => permit.check_app(app)?,
+            None => {
+                return Err(ApiError::Forbidden(format!(
+                    "This token may access only some users of app {app:?}; list their sessions one user at a time."
+                )));
+            }
+        }
+        Ok(permit)
+    });
+    match checked {
         Ok(permit) => {
             request.extensions_mut().insert(permit);
             next.run(request).await

@@ -121,6 +121,17 @@ fn history_schemas() -> Value {
                 "key": {"type": "string"}, "change": {"enum": ["set", "changed", "deleted"]},
                 "before": {"description": "Absent when the key had no value"},
                 "after": {"description": "Absent when the event deleted the key"}}}}}},
+        "SessionPage": {"type": "object", "required": ["sessions"], "properties": {
+            "sessions": {"type": "array", "items": {"$ref": "#/components/schemas/Session"}},
+            "nextPageToken": {"type": "string"}}},
+        "AppendRequest": {"type": "object", "required": ["event"], "properties": {
+            "event": {"$ref": "#/components/schemas/Event"},
+            "expectedLastUpdateTime": {"type": "number",
+                "description": "The session's lastUpdateTime the caller's view was loaded at (epoch seconds); without it, a blind append retried on concurrent writers"}}},
+        "Appended": {"type": "object", "required": ["event", "lastUpdateTime", "duplicate"], "properties": {
+            "event": {"$ref": "#/components/schemas/Event"},
+            "lastUpdateTime": {"type": "number", "description": "The session's update time after the append"},
+            "duplicate": {"type": "boolean", "description": "The same event was stored already; nothing changed"}}},
         "RewindRequest": {"type": "object", "required": ["rewindBeforeInvocationId"], "properties": {
             "rewindBeforeInvocationId": {"type": "string"}}},
         "ForkRequest": {"type": "object", "required": ["atEventId"], "properties": {
@@ -153,6 +164,24 @@ fn parameters(op: &Operation) -> Vec<Value> {
         params.push(query("pageToken", json!({"type": "string"}), "nextPageToken of the previous page"));
     } else if vertex && path.ends_with("/sessions") {
         params.push(query("sessionId", json!({"type": "string"}), "The id; generated (19 digits) if absent"));
+    } else if path.ends_with("/sessions") && op.method == "get" {
+        params.push(query(
+            "pageSize",
+            json!({"type": "integer", "minimum": 1, "maximum": 1000}),
+            "agentstate extension: answer a page",
+        ));
+        params.push(query("pageToken", json!({"type": "string"}), "nextPageToken of the previous page"));
+    } else if path.ends_with("{session_id}") && op.method == "get" {
+        params.push(query(
+            "numRecentEvents",
+            json!({"type": "integer", "minimum": 0}),
+            "agentstate extension: only the newest n events",
+        ));
+        params.push(query(
+            "afterTimestamp",
+            json!({"type": "number"}),
+            "agentstate extension: only events at or after this time (epoch seconds)",
+        ));
     } else if path.ends_with("/state") {
         params.push(query("atEvent", json!({"type": "string"}), "After this event"));
         params.push(query("beforeEvent", json!({"type": "string"}), "Before this event"));
@@ -221,7 +250,7 @@ pub fn document(operations: &[Operation]) -> Value {
             responses
                 .insert("401".into(), denied("Access tokens are configured and none (or an unknown one) was sent"));
         }
-        if matches!(op.access, Access::PathAppUser | Access::BodyAppUser) {
+        if matches!(op.access, Access::PathAppUser | Access::BodyAppUser | Access::PathApp) {
             responses.insert("403".into(), denied("The token may not access this app or user"));
         }
         let security = if op.access == Access::Public { json!([]) } else { json!([{"bearer": []}]) };

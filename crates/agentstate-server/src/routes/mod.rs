@@ -55,7 +55,9 @@ fn guard(route: MethodRouter<AppState>, access: Access, state: &AppState) -> Met
     match access {
         Access::Public => route,
         Access::Token | Access::BodyAppUser => route.route_layer(from_fn_with_state(state.clone(), auth::authenticate)),
-        Access::PathAppUser => route.route_layer(from_fn_with_state(state.clone(), auth::authorize_path)),
+        Access::PathAppUser | Access::PathApp => {
+            route.route_layer(from_fn_with_state(state.clone(), auth::authorize_path))
+        }
         Access::EngineUser => route.route_layer(from_fn_with_state(state.clone(), vertex::authorize_engine)),
     }
 }
@@ -63,10 +65,15 @@ fn guard(route: MethodRouter<AppState>, access: Access, state: &AppState) -> Met
 routes! {
     post "/apps/{app_name}/users/{user_id}/sessions" => sessions::create, PathAppUser, "Create a session", Some("CreateSessionRequest"),
         [200 "The session" "Session", 400 "Invalid id, options or events" "Error", 409 "The id is taken" "Error", 422 "Malformed body" "Error"];
-    get "/apps/{app_name}/users/{user_id}/sessions" => sessions::list, PathAppUser, "List a user's sessions (merged state, no events)", None,
-        [200 "The sessions, oldest update first" "SessionList"];
-    get "/apps/{app_name}/users/{user_id}/sessions/{session_id}" => sessions::get, PathAppUser, "Get a session with its events", None,
-        [200 "The session" "Session", 404 "No such session" "Error"];
+    get "/apps/{app_name}/users/{user_id}/sessions" => sessions::list, PathAppUser,
+        "List a user's sessions (merged state, no events); with `pageSize`, a page (agentstate extension)", None,
+        [200 "The sessions, oldest update first (an array; with pageSize, a SessionPage)" "SessionList", 400 "Bad page token" "Error"];
+    get "/apps/{app_name}/sessions" => sessions::list_app, PathApp,
+        "agentstate extension: every user's sessions of an app, a page at a time (`pageSize`, `pageToken`)", None,
+        [200 "A page of sessions, oldest update first" "SessionPage", 400 "Bad page token" "Error"];
+    get "/apps/{app_name}/users/{user_id}/sessions/{session_id}" => sessions::get, PathAppUser,
+        "Get a session with its events (agentstate extension: `numRecentEvents`, `afterTimestamp` select them)", None,
+        [200 "The session" "Session", 400 "Bad window" "Error", 404 "No such session" "Error"];
     post "/apps/{app_name}/users/{user_id}/sessions/{session_id}" => sessions::create_with_id, PathAppUser,
         "Create a session with this id (deprecated by the reference; the body is the initial state)", Some("State"),
         [200 "The session" "Session", 409 "The id is taken" "Error"];
@@ -75,6 +82,12 @@ routes! {
         [200 "The session after the append" "Session", 404 "No such session" "Error", 413 "Over a size limit" "Error", 422 "stateDelta missing" "Error"];
     delete "/apps/{app_name}/users/{user_id}/sessions/{session_id}" => sessions::delete, PathAppUser, "Delete a session (also when missing)", None,
         [200 "null" "Null"];
+    post "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events" => sessions::append, PathAppUser,
+        "agentstate extension: append an event (the reference's JSON), refused if the session changed since `expectedLastUpdateTime`",
+        Some("AppendRequest"),
+        [200 "The stored event and the session's new update time" "Appended", 404 "No such session" "Error",
+         409 "The session changed since expectedLastUpdateTime, or another event has this id" "Error",
+         413 "Over a size limit" "Error", 422 "Malformed event" "Error"];
     get "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events" => sessions::events, PathAppUser,
         "agentstate extension: the history a page at a time, oldest first", None,
         [200 "A page of events" "EventPage", 400 "Bad page token or limit" "Error", 404 "No such session" "Error"];

@@ -6,7 +6,8 @@ use agentstate::{
 };
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
 use serde_json::json;
 
 use super::append;
@@ -166,15 +167,123 @@ fn mark_restored(mut event: Event) -> Event {
 }
 
 /// `GET /apps/{app}/users/{user}/sessions/{id}`: the session with every event.
-pub(crate) async fn get(State(state): State<AppState>, Path((app, user, id)): Path<(String, String, String)>) -> Reply {
-    let session = state.service().get_session(&key(&app, &user, &id)?, GetSessionConfig::default()).await?;
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    Path((app, user, id)): Path<(String, String, String)>,
+    query: Result<Query<WindowQuery>, QueryRejection>,
+) -> Reply {
+    let Query(window) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let config =
+        GetSessionConfig { num_recent_events: window.num_recent_events, after_timestamp: window.after_timestamp };
+    let session = state.service().get_session(&key(&app, &user, &id)?, config).await?;
     let session = session.ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
     Ok(Json(wire::session_to_wire(&session)))
 }
 
-/// `GET /apps/{app}/users/{user}/sessions`: the user's sessions, merged state, no events.
-pub(crate) async fn list(State(state): State<AppState>, Path((app, user)): Path<(String, String)>) -> Reply {
+/// The event window of `GET …/sessions/{id}` (agentstate's extension; the reference answers every
+/// event).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct WindowQuery {
+    num_recent_events: Option<usize>,
+    after_timestamp: Option<f64>,
+}
+
+/// The page of the list routes (agentstate's extension).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PageQuery {
+    page_size: Option<usize>,
+    page_token: Option<String>,
+}
+
+fn page_body(page: agentstate::SessionPage) -> Value {
+    let sessions: Vec<Value> = page.sessions.iter().map(wire::session_to_wire).collect();
+    let mut body = json!({ "sessions": sessions });
+    if let Some(token) = page.next_page_token {
+        body["nextPageToken"] = Value::String(token);
+    }
+    body
+}
+
+/// `GET /apps/{app}/sessions?pageSize&pageToken`: every user's sessions of the app, a page at a
+/// time, oldest update first.
+pub(crate) async fn list_app(
+    State(state): State<AppState>,
+    Path(app): Path<String>,
+    query: Result<Query<PageQuery>, QueryRejection>,
+) -> Reply {
+    check_path_safe("app_name", &app)?;
+    let Query(page) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let request = ListSessions {
+        app_name: app,
+        user_id: None,
+        page_size: Some(page.page_size.unwrap_or(100).clamp(1, 1000)),
+        page_token: page.page_token.filter(|t| !t.is_empty()),
+    };
+    Ok(Json(page_body(state.service().list_sessions(request).await?)))
+}
+
+/// `POST /apps/{app}/users/{user}/sessions/{id}/events` with `{"event": …, "expectedLastUpdateTime"?: …}`:
+/// appends the event as the reference's `append_event` would, atomically checking that the
+/// session is still at `expectedLastUpdateTime` (409 with the reference's stale-session message
+/// if not). Without it, a blind append, retried if another writer got in first.
+pub(crate) async fn append(
+    State(state): State<AppState>,
+    Path((app, user, id)): Path<(String, String, String)>,
+    Body(bytes): Body,
+) -> Reply {
+    let key = key(&app, &user, &id)?;
+    let input = body(&bytes)?.unwrap_or(Value::Null);
+    let raw = match input.get("event") {
+        Some(event @ Value::Object(_)) => event.clone(),
+        Some(other) => return Err(model_error("event", "Input should be a valid dictionary or object", other)),
+        None => return Err(ApiError::missing("event", &input)),
+    };
+    let event = wire::event_from_wire(raw.clone()).map_err(|e| model_error("event", e, &raw))?;
+    state.limits().check_state("event.actions.stateDelta", &event.actions.state_delta)?;
+    let expected = match input.get("expectedLastUpdateTime").or_else(|| input.get("expected_last_update_time")) {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => Some(n.as_f64().and_then(agentstate::store::secs_to_micros).ok_or_else(|| {
+            model_error("expectedLastUpdateTime", "Input should be an epoch time in seconds", &input)
+        })?),
+        Some(other) => return Err(model_error("expectedLastUpdateTime", "Input should be a valid number", other)),
+    };
+    let appended = append::append(&state, &key, event, expected).await.map_err(|e| match e {
+        Error::NotFound { .. } => ApiError::NotFound("Session not found".into()),
+        e => e.into(),
+    })?;
+    // The session's update time now: the stored event's, unless it was stored before (a retry).
+    let marker = if appended.duplicate {
+        let session = state.service().get_session(&key, GetSessionConfig::recent(0)).await?;
+        session.ok_or_else(|| ApiError::NotFound("Session not found".into()))?.last_update_time()
+    } else {
+        appended.event.timestamp
+    };
+    Ok(Json(json!({
+        "event": wire::event_to_wire(&appended.event),
+        "lastUpdateTime": marker,
+        "duplicate": appended.duplicate,
+    })))
+}
+
+/// `GET /apps/{app}/users/{user}/sessions`: the user's sessions, merged state, no events (an
+/// array, as the reference answers; with `pageSize`, a page with `nextPageToken`).
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Path((app, user)): Path<(String, String)>,
+    query: Result<Query<PageQuery>, QueryRejection>,
+) -> Reply {
     check_owner(&app, &user)?;
+    let Query(page) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    if let Some(size) = page.page_size {
+        let request = ListSessions {
+            page_size: Some(size.clamp(1, 1000)),
+            page_token: page.page_token.filter(|t| !t.is_empty()),
+            ..ListSessions::user(app, user)
+        };
+        return Ok(Json(page_body(state.service().list_sessions(request).await?)));
+    }
     let page = state.service().list_sessions(ListSessions::user(app, user)).await?;
     let sessions: Vec<Value> = page
         .sessions

@@ -390,9 +390,9 @@ async fn openapi_describes_exactly_the_routes_that_answer() {
             );
         }
     }
-    // 34 routes (16 of the managed-service surface, 4 of history); /list-apps, /run and /run_sse
+    // 36 routes (16 of the managed-service surface, 4 of history); /list-apps, /run and /run_sse
     // come with the `agents` feature.
-    let expected = if cfg!(feature = "agents") { 34 } else { 31 };
+    let expected = if cfg!(feature = "agents") { 36 } else { 33 };
     assert_eq!(operations, expected, "every route is documented");
     assert_eq!(operations, agentstate_server::OPERATIONS.len());
     assert!(spec["components"]["schemas"]["Session"]["required"].as_array().unwrap().len() >= 6);
@@ -445,4 +445,94 @@ async fn metrics_and_the_openapi_document_need_a_token_when_tokens_are_configure
         assert_eq!(allowed.status(), StatusCode::OK, "{path}");
     }
     assert_eq!(r.oneshot(Request::get("/readyz").body(Body::empty()).unwrap()).await.unwrap().status(), StatusCode::OK);
+}
+
+/// agentstate's extensions of the ADK routes that `agentstate-adk` (the Python package) uses:
+/// event windows on get, pages on list, the app-wide list, and an append with the stale check.
+#[tokio::test]
+async fn appends_with_the_stale_check_windows_and_pages() {
+    let r = router();
+    let (_, created) = call(&r, Method::POST, S, Some(r#"{"sessionId": "a", "state": {"k": 0}}"#)).await;
+    let marker = created["lastUpdateTime"].as_f64().unwrap();
+    let append = |event: Value, expected: Option<f64>| {
+        let mut body = json!({ "event": event });
+        if let Some(t) = expected {
+            body["expectedLastUpdateTime"] = json!(t);
+        }
+        body.to_string()
+    };
+    let event = json!({"id": "e1", "author": "agent", "invocationId": "i1", "timestamp": 1.0,
+                       "actions": {"stateDelta": {"k": 1, "user:u": 1, "temp:t": 1}},
+                       "content": {"role": "model", "parts": [{"text": "hi"}]}});
+    let (status, stored) =
+        call(&r, Method::POST, &format!("{S}/a/events"), Some(&append(event.clone(), Some(marker)))).await;
+    assert_eq!(status, StatusCode::OK, "{stored}");
+    assert_eq!(stored["event"]["actions"]["stateDelta"], json!({"k": 1, "user:u": 1}), "temp: keys are not stored");
+    assert_eq!(stored["duplicate"], false);
+    let after = stored["lastUpdateTime"].as_f64().unwrap();
+    assert!(after > marker);
+    // The same event again, with the old marker (a retry after a lost answer): stored once.
+    let (status, again) = call(&r, Method::POST, &format!("{S}/a/events"), Some(&append(event, Some(marker)))).await;
+    assert_eq!((status, &again["duplicate"], &again["lastUpdateTime"]), (StatusCode::OK, &json!(true), &json!(after)));
+    // A handle loaded before that append is stale now.
+    let late = json!({"author": "agent", "invocationId": "i2", "actions": {"stateDelta": {"k": 2}}});
+    let (status, body) =
+        call(&r, Method::POST, &format!("{S}/a/events"), Some(&append(late.clone(), Some(marker)))).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert!(body["detail"].as_str().unwrap().contains("modified in storage"), "{body}");
+    let (status, _) = call(&r, Method::POST, &format!("{S}/a/events"), Some(&append(late, None))).await;
+    assert_eq!(status, StatusCode::OK, "without a marker: a blind append");
+    for (body, status) in [
+        (json!({}).to_string(), StatusCode::UNPROCESSABLE_ENTITY),
+        (json!({"event": 5}).to_string(), StatusCode::UNPROCESSABLE_ENTITY),
+        (
+            json!({"event": {"author": "a"}, "expectedLastUpdateTime": "x"}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+    ] {
+        assert_eq!(call(&r, Method::POST, &format!("{S}/a/events"), Some(&body)).await.0, status, "{body}");
+    }
+    let body = append(json!({"author": "a"}), None);
+    assert_eq!(call(&r, Method::POST, &format!("{S}/gone/events"), Some(&body)).await.0, StatusCode::NOT_FOUND);
+
+    // Windows on get; pages on list; the app-wide list.
+    let (_, recent) = call(&r, Method::GET, &format!("{S}/a?numRecentEvents=1"), None).await;
+    assert_eq!(recent["events"].as_array().unwrap().len(), 1);
+    let (_, none) = call(&r, Method::GET, &format!("{S}/a?numRecentEvents=0"), None).await;
+    assert_eq!(none["events"], json!([]));
+    assert_eq!(call(&r, Method::GET, &format!("{S}/a?numRecentEvents=-1"), None).await.0, StatusCode::BAD_REQUEST);
+    call(&r, Method::POST, S, Some(r#"{"sessionId": "b"}"#)).await;
+    call(&r, Method::POST, "/apps/myapp/users/u2/sessions", Some(r#"{"sessionId": "c"}"#)).await;
+    let (_, page) = call(&r, Method::GET, &format!("{S}?pageSize=1"), None).await;
+    assert_eq!(page["sessions"].as_array().unwrap().len(), 1);
+    let token = page["nextPageToken"].as_str().unwrap();
+    let (_, rest) = call(&r, Method::GET, &format!("{S}?pageSize=1&pageToken={token}"), None).await;
+    assert_eq!((rest["sessions"].as_array().unwrap().len(), rest.get("nextPageToken")), (1, None));
+    let (status, all) = call(&r, Method::GET, "/apps/myapp/sessions?pageSize=10", None).await;
+    assert_eq!(status, StatusCode::OK);
+    let users: Vec<&str> = all["sessions"].as_array().unwrap().iter().map(|s| s["userId"].as_str().unwrap()).collect();
+    assert_eq!(users.len(), 3);
+    assert!(users.contains(&"u2"));
+    assert_eq!(call(&r, Method::GET, "/apps/myapp/sessions?pageToken=nonsense", None).await.0, StatusCode::BAD_REQUEST);
+}
+
+/// The app-wide list needs a token for every user of the app.
+#[tokio::test]
+async fn the_app_wide_list_needs_a_token_for_every_user() {
+    use agentstate_server::Tokens;
+    let tokens = Tokens::parse(
+        r#"{"tokens": [{"token": "whole-app-token-0123", "apps": ["myapp"]},
+                       {"token": "one-user-token-01234", "apps": ["myapp"], "users": ["u1"]}]}"#,
+    )
+    .unwrap();
+    let r = app(AppState::new(Arc::new(InMemorySessionService::new())).with_tokens(tokens));
+    let get = |token: &'static str| {
+        let r = r.clone();
+        async move {
+            let request = Request::get("/apps/myapp/sessions").header("authorization", format!("Bearer {token}"));
+            r.oneshot(request.body(Body::empty()).unwrap()).await.unwrap().status()
+        }
+    };
+    assert_eq!(get("whole-app-token-0123").await, StatusCode::OK);
+    assert_eq!(get("one-user-token-01234").await, StatusCode::FORBIDDEN);
 }
