@@ -9,6 +9,8 @@ mod binary;
 #[cfg(all(feature = "agents", feature = "cli"))]
 mod differential;
 mod history_routes;
+#[cfg(feature = "cli")]
+mod python_package;
 mod routes;
 #[cfg(all(feature = "agents", feature = "cli"))]
 mod run;

@@ -1,0 +1,63 @@
+"""Starts real `agentstate serve` processes (SQLite, a throwaway file, a free port) for the tests.
+
+The binary comes from AGENTSTATE_BIN, else target/debug/agentstate of the repository (built by
+`cargo build -p agentstate-server`, or by `cargo test`, which runs this suite)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def binary() -> str:
+    path = os.environ.get("AGENTSTATE_BIN") or str(REPO / "target" / "debug" / "agentstate")
+    if not Path(path).exists():
+        raise RuntimeError(f"{path} is missing: build it with `cargo build -p agentstate-server` or set AGENTSTATE_BIN")
+    return path
+
+
+class Server:
+    """`agentstate serve` on a throwaway SQLite file; stopped by `stop()`."""
+
+    def __init__(self, tokens: list[dict] | None = None) -> None:
+        self.dir = tempfile.mkdtemp(prefix="agentstate-adk-")
+        args = [binary(), "serve", "--db", f"sqlite://{self.dir}/sessions.db", "--addr", "127.0.0.1:0"]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSTATE_")}
+        env["RUST_LOG"] = "info"
+        if tokens is not None:
+            env["AGENTSTATE_TOKENS"] = json.dumps({"tokens": tokens})
+        self.process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        found = threading.Event()
+        self.addr = ""
+
+        def read() -> None:
+            assert self.process.stderr is not None
+            for line in self.process.stderr:
+                if not found.is_set() and "addr=" in line:
+                    self.addr = line.split("addr=", 1)[1].split()[0]
+                    found.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        if not found.wait(30):
+            self.stop()
+            raise RuntimeError("agentstate serve did not report its address in 30 s")
+        self.url = f"http://{self.addr}"
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+@pytest.fixture
+def server():
+    s = Server()
+    yield s
+    s.stop()

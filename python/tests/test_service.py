@@ -1,0 +1,182 @@
+"""AgentstateSessionService against a real server: the BaseSessionService contract, windows,
+pagination, and every error a caller can meet."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+
+import pytest
+from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events import Event, EventActions
+from google.adk.sessions.base_session_service import GetSessionConfig
+from google.genai import types
+
+from agentstate_adk import (
+    AgentstateAuthError,
+    AgentstateError,
+    AgentstateSessionService,
+    AgentstateUnavailableError,
+)
+from conftest import Server
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+def event(invocation: str, delta: dict, text: str = "") -> Event:
+    content = types.Content(role="model", parts=[types.Part(text=text)]) if text else None
+    return Event(invocation_id=invocation, author="agent", content=content, actions=EventActions(state_delta=delta))
+
+
+def test_sessions_round_trip_with_scoped_state(server):
+    svc = AgentstateSessionService(server.url)
+
+    async def steps():
+        s = await svc.create_session(
+            app_name="app", user_id="u", session_id="s1", state={"k": 1, "user:u": "U", "app:a": "A", "temp:t": 0}
+        )
+        assert (s.id, s.app_name, s.user_id) == ("s1", "app", "u")
+        assert s.state == {"k": 1, "user:u": "U", "app:a": "A"}
+        await svc.append_event(s, event("i1", {"k": 2, "temp:x": 1, "user:v": 1}, "hello"))
+        assert s.state["temp:x"] == 1, "temp: keys live on the handle, as the reference keeps them"
+        got = await svc.get_session(app_name="app", user_id="u", session_id="s1")
+        assert got.state == {"k": 2, "user:u": "U", "app:a": "A", "user:v": 1}
+        assert [e.content.parts[0].text for e in got.events] == ["hello"]
+        assert got.events[0].actions.state_delta == {"k": 2, "user:v": 1}
+        assert got.last_update_time == s.last_update_time
+        other = await svc.create_session(app_name="app", user_id="u")
+        assert other.state == {"user:u": "U", "app:a": "A", "user:v": 1}
+        with pytest.raises(AlreadyExistsError):
+            await svc.create_session(app_name="app", user_id="u", session_id="s1")
+        assert await svc.get_session(app_name="app", user_id="u", session_id="nope") is None
+        await svc.delete_session(app_name="app", user_id="u", session_id="s1")
+        assert await svc.get_session(app_name="app", user_id="u", session_id="s1") is None
+        await svc.delete_session(app_name="app", user_id="u", session_id="s1")  # missing: no error
+        await svc.close()
+
+    run(steps())
+
+
+def test_windows_are_answered_by_the_server(server):
+    svc = AgentstateSessionService(server.url)
+
+    async def steps():
+        s = await svc.create_session(app_name="app", user_id="u", session_id="w")
+        for i in range(30):
+            await svc.append_event(s, event(f"i{i}", {"n": i}, f"t{i}"))
+        recent = await svc.get_session(app_name="app", user_id="u", session_id="w", config=GetSessionConfig(num_recent_events=3))
+        assert [e.content.parts[0].text for e in recent.events] == ["t27", "t28", "t29"]
+        cut = s.events[25].timestamp
+        after = await svc.get_session(app_name="app", user_id="u", session_id="w", config=GetSessionConfig(after_timestamp=cut))
+        assert [e.content.parts[0].text for e in after.events] == ["t25", "t26", "t27", "t28", "t29"]
+        none = await svc.get_session(app_name="app", user_id="u", session_id="w", config=GetSessionConfig(num_recent_events=0))
+        assert none.events == [] and none.state == {"n": 29}
+
+    run(steps())
+
+
+def test_lists_follow_the_pages_for_one_user_and_for_all(server):
+    svc = AgentstateSessionService(server.url)
+
+    async def steps():
+        for i in range(130):
+            await svc.create_session(app_name="app", user_id="u1", session_id=f"a{i:03}")
+        for i in range(5):
+            await svc.create_session(app_name="app", user_id="u2", session_id=f"b{i}")
+        mine = await svc.list_sessions(app_name="app", user_id="u1")
+        assert [s.id for s in mine.sessions] == [f"a{i:03}" for i in range(130)], "oldest update first, every page"
+        assert all(s.events == [] for s in mine.sessions)
+        everyone = await svc.list_sessions(app_name="app")
+        assert len(everyone.sessions) == 135
+        assert (await svc.list_sessions(app_name="other")).sessions == []
+
+    run(steps())
+
+
+def test_a_stale_handle_is_refused_and_nothing_is_written(server):
+    svc = AgentstateSessionService(server.url)
+
+    async def steps():
+        await svc.create_session(app_name="app", user_id="u", session_id="s")
+        first = await svc.get_session(app_name="app", user_id="u", session_id="s")
+        second = await svc.get_session(app_name="app", user_id="u", session_id="s")
+        await svc.append_event(first, event("i1", {"k": "first"}))
+        with pytest.raises(StaleSessionError, match="modified in storage"):
+            await svc.append_event(second, event("i2", {"k": "second"}))
+        stored = await svc.get_session(app_name="app", user_id="u", session_id="s")
+        assert stored.state == {"k": "first"} and len(stored.events) == 1
+        assert second.state == {} and second.events == [], "the refused handle is left as it was"
+        with pytest.raises(SessionNotFoundError):
+            await svc.delete_session(app_name="app", user_id="u", session_id="s")
+            await svc.append_event(first, event("i3", {"k": 3}))
+
+    run(steps())
+
+
+def test_partial_events_are_not_stored(server):
+    svc = AgentstateSessionService(server.url)
+
+    async def steps():
+        s = await svc.create_session(app_name="app", user_id="u", session_id="p")
+        partial = event("i", {"k": 1}, "stream")
+        partial.partial = True
+        assert await svc.append_event(s, partial) is partial
+        assert (await svc.get_session(app_name="app", user_id="u", session_id="p")).events == []
+
+    run(steps())
+
+
+def test_tokens_are_sent_and_refusals_are_typed():
+    server = Server(tokens=[{"token": "test-token-0123456789", "apps": ["app"], "users": ["u"]}])
+    try:
+        async def steps():
+            ok = AgentstateSessionService(server.url, token="test-token-0123456789")
+            await ok.create_session(app_name="app", user_id="u", session_id="s")
+            with pytest.raises(AgentstateAuthError) as denied:
+                await ok.create_session(app_name="app", user_id="someone-else")
+            assert denied.value.status == 403
+            with pytest.raises(AgentstateAuthError) as unknown:
+                await AgentstateSessionService(server.url).get_session(app_name="app", user_id="u", session_id="s")
+            assert unknown.value.status == 401
+            assert "test-token" not in repr(ok)
+
+        run(steps())
+    finally:
+        server.stop()
+
+
+def test_bad_urls_down_servers_and_timeouts():
+    for bad in ["", "ftp://host", "localhost:8000", "agentstate://"]:
+        with pytest.raises(ValueError):
+            AgentstateSessionService(bad)
+    assert AgentstateSessionService(uri="agentstate+https://example.com/base")._base == "https://example.com/base"
+
+    # Nothing listens on this port.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(AgentstateUnavailableError, match="unreachable"):
+        run(AgentstateSessionService(f"http://127.0.0.1:{port}").get_session(app_name="a", user_id="u", session_id="s"))
+
+    # A server that accepts and never answers.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    accepted = []
+    threading.Thread(target=lambda: accepted.append(listener.accept()), daemon=True).start()
+    slow = AgentstateSessionService(f"http://127.0.0.1:{listener.getsockname()[1]}", timeout=0.5)
+    with pytest.raises(AgentstateUnavailableError, match="did not answer"):
+        run(slow.get_session(app_name="a", user_id="u", session_id="s"))
+    listener.close()
+
+
+def test_invalid_ids_are_refused_by_the_server(server):
+    svc = AgentstateSessionService(server.url)
+    with pytest.raises(AgentstateError) as bad:
+        run(svc.create_session(app_name="app", user_id=" padded", session_id="s"))
+    assert bad.value.status == 400
