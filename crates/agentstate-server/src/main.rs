@@ -23,6 +23,8 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve(args) => cli::serve::run(*args).await,
         Command::Migrate(db) => cli::sessions::migrate(&db).await,
         Command::Sessions { command } => cli::sessions::run(command).await,
-        Command::ImportAdk { db, from, skip_existing } => cli::sessions::import_adk(&db, &from, skip_existing).await,
+        Command::ImportAdk { db, from, key_prefix, skip_existing } => {
+            cli::sessions::import_adk(&db, &from, &key_prefix, skip_existing).await
+        }
     }
 }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use agentstate_server::Limits;
 use clap::{Parser, Subcommand};
 
-/// Sessions and scoped state for AI agents: the ADK session API on SQLite, PostgreSQL or MySQL.
+/// Sessions and scoped state for AI agents: the ADK session API on SQLite, PostgreSQL, MySQL or Redis.
 #[derive(Parser)]
 #[command(name = "agentstate", version)]
 pub(crate) struct Cli {
@@ -22,14 +22,18 @@ pub(crate) enum Command {
     Serve(Box<ServeArgs>),
     /// Create or check the database schema, and print its version.
     Migrate(DbArg),
-    /// Copy the local store of `adk web` / `adk api_server` (`<agents_dir>/<app>/.adk/session.db`)
-    /// into an agentstate database.
+    /// Copy sessions written by ADK for Python into an agentstate database: the local store of
+    /// `adk web` / `adk api_server` (`<agents_dir>/<app>/.adk/session.db`), or the Redis of its
+    /// `RedisSessionService` (`--from redis://…`).
     ImportAdk {
         #[command(flatten)]
         db: DbArg,
-        /// The ADK store to read (opened read-only).
+        /// The ADK store to read: a session.db file (opened read-only), or a redis:// URL.
         #[arg(long)]
-        from: PathBuf,
+        from: String,
+        /// With a redis:// source: the `key_prefix` of the RedisSessionService that wrote it.
+        #[arg(long, default_value = agentstate_redis::ADK_DEFAULT_PREFIX)]
+        key_prefix: String,
         /// Leave sessions that already exist alone instead of stopping.
         #[arg(long)]
         skip_existing: bool,
@@ -43,8 +47,9 @@ pub(crate) enum Command {
 
 #[derive(clap::Args)]
 pub(crate) struct DbArg {
-    /// Database URL: sqlite://path.db, sqlite::memory:, postgres://…, mysql://…, or agentengine://ID (the
-    /// Agent Engine Sessions API; credentials from GOOGLE_API_KEY or AGENTSTATE_VERTEX_TOKEN)
+    /// Database URL: sqlite://path.db, sqlite::memory:, postgres://…, mysql://…, redis://…[?prefix=…] (or
+    /// rediss://), or agentengine://ID (the Agent Engine Sessions API; credentials from GOOGLE_API_KEY or
+    /// AGENTSTATE_VERTEX_TOKEN)
     #[arg(long, env = "AGENTSTATE_DB", default_value = "sqlite://agentstate.db", hide_env_values = true)]
     pub(crate) db: String,
 }

@@ -1,9 +1,11 @@
-//! The backend a `--db` URL names: a SQL database, or the Agent Engine Sessions API
-//! (`agentengine://…`, Google's managed service or another agentstate server).
+//! The backend a `--db` URL names: a SQL database, Redis (`redis://…`, `rediss://…`), or the
+//! Agent Engine Sessions API (`agentengine://…`, Google's managed service or another agentstate
+//! server).
 
 use std::fmt;
 
 use agentstate::store::{DelegatingStore, SessionStore};
+use agentstate_redis::{RedisSessionService, RedisUrl};
 use agentstate_sql::{DatabaseUrl, SqlSessionService};
 use agentstate_vertex::{Builder, Credentials, VertexAiSessionService};
 use anyhow::{Context, bail};
@@ -16,6 +18,7 @@ const TOKEN_ENV: &str = "AGENTSTATE_VERTEX_TOKEN";
 /// An opened backend.
 pub(crate) enum Backend {
     Sql(SqlSessionService),
+    Redis(RedisSessionService),
     Vertex(VertexAiSessionService),
 }
 
@@ -23,6 +26,7 @@ impl DelegatingStore for Backend {
     fn delegate(&self) -> &dyn SessionStore {
         match self {
             Self::Sql(service) => service,
+            Self::Redis(service) => service,
             Self::Vertex(service) => service,
         }
     }
@@ -43,14 +47,27 @@ pub(crate) async fn open(url: &str) -> anyhow::Result<(Backend, Shown)> {
         let service = vertex(url, |name| std::env::var(name).ok().filter(|v| !v.is_empty())).await?;
         return Ok((Backend::Vertex(service), Shown(url.to_owned())));
     }
+    if is_redis(url) {
+        let url = RedisUrl::parse(url)?;
+        let service = RedisSessionService::open(&url).await?;
+        return Ok((Backend::Redis(service), Shown(url.to_string())));
+    }
     let (service, url) = open_sql(url).await?;
     Ok((Backend::Sql(service), Shown(url.to_string())))
+}
+
+/// Whether `url` names a Redis server.
+pub(crate) fn is_redis(url: &str) -> bool {
+    url.starts_with("redis://") || url.starts_with("rediss://")
 }
 
 /// Opens the SQL database named by `url`, for the commands that only a database can serve.
 pub(crate) async fn open_sql(url: &str) -> anyhow::Result<(SqlSessionService, DatabaseUrl)> {
     if url.starts_with("agentengine://") {
         bail!("this command works on a SQL database; {url} is the managed service's API");
+    }
+    if is_redis(url) {
+        bail!("this command works on a SQL database; Redis needs no schema");
     }
     let url = DatabaseUrl::parse(url)?;
     let service = SqlSessionService::open(&url).await.with_context(|| format!("opening {url}"))?;

@@ -11,7 +11,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::args::{DbArg, SessionsCommand};
-use super::backend::{open, open_sql};
+use super::backend::{is_redis, open, open_sql};
 
 /// Progress of a long copy on standard error: a spinner with counts on a terminal, a line every
 /// 1,000 sessions otherwise (a log).
@@ -59,19 +59,25 @@ pub(crate) async fn migrate(db: &DbArg) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(crate) async fn import_adk(db: &DbArg, from: &Path, skip_existing: bool) -> anyhow::Result<()> {
-    let (service, _) = open_sql(&db.db).await?;
+pub(crate) async fn import_adk(db: &DbArg, from: &str, key_prefix: &str, skip_existing: bool) -> anyhow::Result<()> {
+    let (service, _) = open(&db.db).await?;
     let shown = Shown::new("imported");
     let options = ImportOptions { skip_existing };
-    let done = agentstate_sql::adk_web::import(&service, from, options, |p| shown.update(p)).await;
+    let (done, source) = if is_redis(from) {
+        let done = agentstate_redis::import_adk(&service, from, key_prefix, options, |p| shown.update(p)).await;
+        let url = agentstate_redis::RedisUrl::parse(from)?.to_string();
+        let server = url.split('?').next().unwrap_or_default().to_owned();
+        (done.map_err(anyhow::Error::from), format!("{server} (keys {key_prefix}*)"))
+    } else {
+        let path = Path::new(from);
+        let done = agentstate_sql::adk_web::import(&service, path, options, |p| shown.update(p)).await;
+        (done.map_err(anyhow::Error::from), path.display().to_string())
+    };
     shown.finish();
     let done = done?;
     eprintln!(
-        "imported {} sessions with {} events from {}; {} already existed",
-        done.sessions,
-        done.events,
-        from.display(),
-        done.skipped
+        "imported {} sessions with {} events from {source}; {} already existed",
+        done.sessions, done.events, done.skipped
     );
     Ok(())
 }

@@ -186,3 +186,35 @@ fn sigterm_lets_an_in_flight_request_finish() {
     assert!(response.contains("\"in-flight\""), "{response}");
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn serves_redis_and_keeps_data_across_restarts() {
+    let db = format!("redis://127.0.0.1:6379/0?prefix=agentstate-test-{}:", uuid_like());
+    let (mut child, addr) = serve(&db);
+    let (status, body) =
+        http(&addr, "POST", "/apps/a/users/u/sessions", r#"{"sessionId": "s", "state": {"user:n": 1}}"#);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(http(&addr, "PATCH", "/apps/a/users/u/sessions/s", r#"{"stateDelta": {"k": 2}}"#).0, 200);
+    assert_eq!(http(&addr, "GET", "/readyz", "").0, 200);
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let (mut child, addr) = serve(&db);
+    let (status, body) = http(&addr, "GET", "/apps/a/users/u/sessions/s", "");
+    assert_eq!(status, 200);
+    let session: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(session["state"], serde_json::json!({"k": 2, "user:n": 1}));
+    assert_eq!(http(&addr, "DELETE", "/apps/a/users/u/sessions/s", "").0, 200);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn redis_passwords_never_show() {
+    let url = "redis://:hunter2-secret@127.0.0.1:9/0?connect_timeout_ms=300";
+    let out = Command::new(BIN).args(["sessions", "list", "--db", url, "a"]).output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("redis://:***@127.0.0.1:9/0"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+}

@@ -1,0 +1,167 @@
+//! Key names. Everything of one app shares a Redis Cluster hash slot (the app name is the hash
+//! tag), because a commit writes the app's state, the user's state and the session's keys in one
+//! script, and a script may only touch keys of one slot.
+//!
+//! ```text
+//! {prefix}{app}:app                 hash   app state: key → JSON
+//! {prefix}{app}:u:{user}            hash   user state: key → JSON
+//! {prefix}{app}:m:{user}:{session}  hash   create, update (the marker, µs), name, labels, expire
+//! {prefix}{app}:s:{user}:{session}  hash   session state: key → JSON
+//! {prefix}{app}:e:{user}:{session}  zset   event id, scored by its time (µs)
+//! {prefix}{app}:d:{user}:{session}  hash   event id → event JSON
+//! {prefix}{app}:i:{user}:{session}  hash   invocation id → its first event's id
+//! {prefix}{app}:h:{user}:{session}  zset   history snapshot (event id; '' at creation) by time
+//! {prefix}{app}:hd:{user}:{session} hash   history snapshot → state JSON
+//! {prefix}{app}:sessions            zset   "{user}\0{session}" by last update (µs)
+//! {prefix}{app}:us:{user}           zset   the user's session ids by last update (µs)
+//! {prefix}{app}:id:{session}        set    the users that have a session with this id
+//! ```
+//!
+//! `{app}` is the app name in braces (the hash tag); app, user and session names are written
+//! with `%`, `:`, `{` and `}` percent-encoded, so no two sessions share a key and the tag is
+//! always the whole app name. Ids never hold control characters, so `\0` separates the user
+//! from the session in list members, and byte order of members is the order of (user, session).
+
+use agentstate::SessionKey;
+
+/// Percent-encodes the characters that structure key names.
+fn escape(part: &str, out: &mut String) {
+    for c in part.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            ':' => out.push_str("%3A"),
+            '{' => out.push_str("%7B"),
+            '}' => out.push_str("%7D"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// The keys of one app.
+#[derive(Debug, Clone)]
+pub(crate) struct AppKeys {
+    /// `{prefix}{app}:`
+    base: String,
+}
+
+impl AppKeys {
+    pub(crate) fn new(prefix: &str, app: &str) -> Self {
+        let mut base = String::with_capacity(prefix.len() + app.len() + 4);
+        base.push_str(prefix);
+        base.push('{');
+        escape(app, &mut base);
+        base.push_str("}:");
+        Self { base }
+    }
+
+    fn key(&self, kind: &str, parts: &[&str]) -> String {
+        let mut key = self.base.clone();
+        key.push_str(kind);
+        for part in parts {
+            key.push(':');
+            escape(part, &mut key);
+        }
+        key
+    }
+
+    /// App state.
+    pub(crate) fn app_state(&self) -> String {
+        self.key("app", &[])
+    }
+
+    /// A user's state.
+    pub(crate) fn user_state(&self, user: &str) -> String {
+        self.key("u", &[user])
+    }
+
+    /// Every session of the app, by last update.
+    pub(crate) fn sessions(&self) -> String {
+        self.key("sessions", &[])
+    }
+
+    /// A user's sessions, by last update.
+    pub(crate) fn user_sessions(&self, user: &str) -> String {
+        self.key("us", &[user])
+    }
+
+    /// The users that have a session called `session`.
+    pub(crate) fn users_with(&self, session: &str) -> String {
+        self.key("id", &[session])
+    }
+
+    /// The keys of one session.
+    pub(crate) fn session(&self, user: &str, session: &str) -> SessionKeys {
+        let key = |kind| self.key(kind, &[user, session]);
+        SessionKeys {
+            meta: key("m"),
+            state: key("s"),
+            times: key("e"),
+            data: key("d"),
+            invocations: key("i"),
+            snapshots: key("h"),
+            snapshot_states: key("hd"),
+            app_state: self.app_state(),
+            user_state: self.user_state(user),
+            sessions: self.sessions(),
+            user_sessions: self.user_sessions(user),
+            users_with: self.users_with(session),
+            member: list_member(user, session),
+        }
+    }
+}
+
+/// A session's member of the app's list: `user\0session`.
+pub(crate) fn list_member(user: &str, session: &str) -> String {
+    let mut member = String::with_capacity(user.len() + session.len() + 1);
+    member.push_str(user);
+    member.push('\0');
+    member.push_str(session);
+    member
+}
+
+/// Every key a session's operations touch.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionKeys {
+    pub(crate) meta: String,
+    pub(crate) state: String,
+    pub(crate) times: String,
+    pub(crate) data: String,
+    pub(crate) invocations: String,
+    pub(crate) snapshots: String,
+    pub(crate) snapshot_states: String,
+    pub(crate) app_state: String,
+    pub(crate) user_state: String,
+    pub(crate) sessions: String,
+    pub(crate) user_sessions: String,
+    pub(crate) users_with: String,
+    pub(crate) member: String,
+}
+
+impl SessionKeys {
+    pub(crate) fn of(prefix: &str, key: &SessionKey) -> Self {
+        AppKeys::new(prefix, key.app_name()).session(key.user_id(), key.session_id())
+    }
+
+    /// The keys that hold the session itself (not the lists it is in).
+    pub(crate) fn own(&self) -> [&str; 7] {
+        [&self.meta, &self.state, &self.times, &self.data, &self.invocations, &self.snapshots, &self.snapshot_states]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unambiguous_and_share_the_apps_slot() {
+        let a = AppKeys::new("p:", "my{app}").session("a:b", "c");
+        let b = AppKeys::new("p:", "my{app}").session("a", "b:c");
+        assert_ne!(a.meta, b.meta);
+        assert_eq!(a.meta, "p:{my%7Bapp%7D}:m:a%3Ab:c");
+        for key in a.own().iter().chain([&a.app_state.as_str(), &a.sessions.as_str()]) {
+            assert!(key.starts_with("p:{my%7Bapp%7D}:"), "{key}");
+        }
+        assert!(list_member("a", "b") < list_member("a", "b0"));
+        assert!(list_member("a", "zz") < list_member("ab", "a"));
+    }
+}

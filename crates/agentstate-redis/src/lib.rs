@@ -1,0 +1,132 @@
+//! A Redis backend for agentstate: every [`SessionStore`](agentstate::store::SessionStore)
+//! operation is one atomic step on the server (a script or a `MULTI` block), in one round trip.
+//!
+//! - **Layout for the operations** (see the key table in the `keys` module's source): a session's
+//!   metadata and state are hashes; its events are a sorted set of ids scored by time beside a
+//!   hash of their JSON, so "the last n", "after time t" and "a page after a position" read only
+//!   what they return; app and user state are hashes, so a merge writes only the keys it sets.
+//!   An append costs the same at event 10 and at event 10,000.
+//! - **Atomic commits**: a server-side Lua script checks that the session exists, the event id
+//!   (a retry of the same event is answered with the stored one), and the caller's marker (a
+//!   stale handle is refused), then stores the event, sets and deletes each scope's keys field by
+//!   field and moves the marker. Concurrent writers of different `user:`/`app:` keys lose
+//!   nothing. Values are JSON text written here; the scripts never decode them (Lua's `cjson`
+//!   would change number precision and key order).
+//! - **Cluster**: all keys of one app share a hash slot (the app name is the hash tag), because a
+//!   commit touches the app's, the user's and the session's keys at once. Apps spread over the
+//!   cluster; one app lives on one shard.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use agentstate::{CreateSession, SessionService};
+//! use agentstate_redis::RedisSessionService;
+//!
+//! let service = RedisSessionService::connect("redis://127.0.0.1:6379/0?prefix=myagents:").await?;
+//! let session = service.create_session(CreateSession::new("app", "alice")).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Durability is Redis's: with `appendonly yes` and `appendfsync always`, an acknowledged append
+//! survives a crash of Redis; with `appendfsync everysec` (Redis's default when AOF is on) up to
+//! a second of acknowledged appends can be lost; with RDB snapshots only, everything since the
+//! last snapshot.
+
+mod adk;
+mod keys;
+mod scripts;
+mod store;
+mod url;
+
+use std::fmt;
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+pub use crate::adk::{ADK_DEFAULT_PREFIX, AdkRedisError, import as import_adk, read as read_adk};
+pub use crate::url::{RedisUrl, RedisUrlError};
+
+/// The key prefix used when none is given.
+pub const DEFAULT_PREFIX: &str = "agentstate:";
+
+/// How a [`RedisSessionService`] talks to Redis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedisOptions {
+    /// Prepended to every key, so several deployments (or test runs) share one Redis. Must not
+    /// hold `{` or `}` (they would change the cluster hash tag).
+    pub prefix: String,
+    /// How long one command may take before it fails with a retryable error.
+    pub response_timeout: Duration,
+    /// How long connecting may take.
+    pub connection_timeout: Duration,
+}
+
+impl Default for RedisOptions {
+    fn default() -> Self {
+        Self {
+            prefix: DEFAULT_PREFIX.to_owned(),
+            response_timeout: Duration::from_secs(5),
+            connection_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Sessions in Redis. Cheap to clone: clones share one multiplexed connection, which reconnects
+/// by itself after Redis restarts or the network drops (the call that saw the failure gets a
+/// retryable [`agentstate::Error::Backend`]).
+#[derive(Clone)]
+pub struct RedisSessionService {
+    connection: ConnectionManager,
+    prefix: String,
+    shown: String,
+}
+
+impl fmt::Debug for RedisSessionService {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisSessionService").field("url", &self.shown).field("prefix", &self.prefix).finish()
+    }
+}
+
+/// Why a [`RedisSessionService`] could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// The URL is malformed.
+    #[error(transparent)]
+    Url(#[from] RedisUrlError),
+    /// Redis could not be reached, or refused the connection.
+    #[error("cannot connect to {url}: {source}")]
+    Connect {
+        /// The URL, without its password.
+        url: String,
+        /// What Redis or the network said.
+        #[source]
+        source: redis::RedisError,
+    },
+}
+
+impl RedisSessionService {
+    /// Connects to the Redis named by `url` (`redis://[user:password@]host[:port][/db]`, or
+    /// `rediss://` for TLS), with the URL's options (`?prefix=…&timeout_ms=…`).
+    pub async fn connect(url: &str) -> Result<Self, ConnectError> {
+        Self::open(&RedisUrl::parse(url)?).await
+    }
+
+    /// Connects to a parsed URL.
+    pub async fn open(url: &RedisUrl) -> Result<Self, ConnectError> {
+        let shown = url.to_string();
+        let connect_error = |source| ConnectError::Connect { url: shown.clone(), source };
+        let client = redis::Client::open(url.connection_url()).map_err(connect_error)?;
+        let options = url.options();
+        let config = ConnectionManagerConfig::new()
+            .set_response_timeout(Some(options.response_timeout))
+            .set_connection_timeout(Some(options.connection_timeout));
+        let connection = ConnectionManager::new_with_config(client, config).await.map_err(connect_error)?;
+        let service = Self { connection, prefix: options.prefix.clone(), shown };
+        Ok(service)
+    }
+
+    /// The key prefix.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+}

@@ -1,0 +1,33 @@
+-- Loads a session: metadata, its state, the app's and the user's, and a window of its events,
+-- from one consistent point in time. Returns nil when there is no such session.
+-- KEYS: 1 meta, 2 state, 3 app, 4 user, 5 event times, 6 event data
+-- ARGV: 1 at most this many of the newest events ('' for all), 2 only at or after this time
+--       (µs, '' for any)
+local meta = redis.call('HGETALL', KEYS[1])
+if #meta == 0 then
+  return false
+end
+local recent, after = ARGV[1], ARGV[2]
+local ids
+if recent ~= '' and tonumber(recent) == 0 then
+  ids = {}
+elseif recent ~= '' and after ~= '' then
+  local newest = redis.call('ZREVRANGEBYSCORE', KEYS[5], '+inf', after, 'LIMIT', 0, tonumber(recent))
+  ids = {}
+  for i = #newest, 1, -1 do ids[#ids + 1] = newest[i] end
+elseif recent ~= '' then
+  ids = redis.call('ZRANGE', KEYS[5], -tonumber(recent), -1)
+elseif after ~= '' then
+  ids = redis.call('ZRANGEBYSCORE', KEYS[5], after, '+inf')
+else
+  ids = redis.call('ZRANGE', KEYS[5], 0, -1)
+end
+local events = {}
+local i = 1
+while i <= #ids do
+  local upto = math.min(i + 999, #ids)
+  local chunk = redis.call('HMGET', KEYS[6], unpack(ids, i, upto))
+  for j = 1, #chunk do events[#events + 1] = chunk[j] end
+  i = upto + 1
+end
+return {meta, redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), redis.call('HGETALL', KEYS[4]), events}

@@ -1,0 +1,20 @@
+//! The server-side scripts, loaded once per process and run by hash (`EVALSHA`; the client loads
+//! a script again when Redis answers `NOSCRIPT`, after a restart).
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+macro_rules! script {
+    ($name:ident, $file:literal) => {
+        pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!($file)));
+    };
+}
+
+script!(CREATE, "lua/create.lua");
+script!(COMMIT, "lua/commit.lua");
+script!(GET, "lua/get.lua");
+script!(EVENTS, "lua/events.lua");
+script!(SNAPSHOT, "lua/snapshot.lua");
+script!(PUT_SNAPSHOTS, "lua/put_snapshots.lua");
+script!(INVOCATION, "lua/invocation.lua");
