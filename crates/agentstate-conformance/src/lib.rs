@@ -66,6 +66,12 @@ where
     run(factory, cases::named(name));
 }
 
+/// The names of every conformance case, in the table's order: for a run that cannot be one
+/// `#[test]` per case (one that starts servers of its own and must stop them), with [`run_case`].
+pub fn case_names() -> impl Iterator<Item = &'static str> {
+    cases::ALL.iter().map(|(name, _)| *name)
+}
+
 /// A name no other case or run uses: `prefix-<uuid>`.
 pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", agentstate::Event::new_id())

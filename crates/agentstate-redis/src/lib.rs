@@ -40,7 +40,10 @@ mod url;
 use std::fmt;
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 pub use crate::adk::{ADK_DEFAULT_PREFIX, AdkRedisError, import as import_adk, read as read_adk};
 pub use crate::url::{RedisUrl, RedisUrlError};
@@ -58,6 +61,8 @@ pub struct RedisOptions {
     pub response_timeout: Duration,
     /// How long connecting may take.
     pub connection_timeout: Duration,
+    /// Talk to a Redis Cluster: the URL names one of its nodes, the others are discovered.
+    pub cluster: bool,
 }
 
 impl Default for RedisOptions {
@@ -66,6 +71,7 @@ impl Default for RedisOptions {
             prefix: DEFAULT_PREFIX.to_owned(),
             response_timeout: Duration::from_secs(5),
             connection_timeout: Duration::from_secs(2),
+            cluster: false,
         }
     }
 }
@@ -75,7 +81,7 @@ impl Default for RedisOptions {
 /// retryable [`agentstate::Error::Backend`]).
 #[derive(Clone)]
 pub struct RedisSessionService {
-    connection: ConnectionManager,
+    connection: Connection,
     prefix: String,
     shown: String,
 }
@@ -115,12 +121,21 @@ impl RedisSessionService {
     pub async fn open(url: &RedisUrl) -> Result<Self, ConnectError> {
         let shown = url.to_string();
         let connect_error = |source| ConnectError::Connect { url: shown.clone(), source };
-        let client = redis::Client::open(url.connection_url()).map_err(connect_error)?;
         let options = url.options();
-        let config = ConnectionManagerConfig::new()
-            .set_response_timeout(Some(options.response_timeout))
-            .set_connection_timeout(Some(options.connection_timeout));
-        let connection = ConnectionManager::new_with_config(client, config).await.map_err(connect_error)?;
+        let connection = if options.cluster {
+            let client = ClusterClient::builder(vec![url.connection_url()])
+                .response_timeout(options.response_timeout)
+                .connection_timeout(options.connection_timeout)
+                .build()
+                .map_err(connect_error)?;
+            Connection::Cluster(client.get_async_connection().await.map_err(connect_error)?)
+        } else {
+            let client = redis::Client::open(url.connection_url()).map_err(connect_error)?;
+            let config = ConnectionManagerConfig::new()
+                .set_response_timeout(Some(options.response_timeout))
+                .set_connection_timeout(Some(options.connection_timeout));
+            Connection::Single(ConnectionManager::new_with_config(client, config).await.map_err(connect_error)?)
+        };
         let service = Self { connection, prefix: options.prefix.clone(), shown };
         Ok(service)
     }
@@ -128,5 +143,40 @@ impl RedisSessionService {
     /// The key prefix.
     pub fn prefix(&self) -> &str {
         &self.prefix
+    }
+}
+
+/// One Redis, or a cluster: both multiplexed, both reconnecting by themselves.
+#[derive(Clone)]
+pub(crate) enum Connection {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Self::Single(c) => c.req_packed_command(cmd),
+            Self::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Self::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Self::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Self::Single(c) => c.get_db(),
+            Self::Cluster(c) => c.get_db(),
+        }
     }
 }

@@ -135,7 +135,7 @@ fn push_pairs(invocation: &mut redis::ScriptInvocation<'_>, map: &Map<String, Va
 }
 
 impl RedisSessionService {
-    fn connection(&self) -> redis::aio::ConnectionManager {
+    fn connection(&self) -> crate::Connection {
         self.connection.clone()
     }
 

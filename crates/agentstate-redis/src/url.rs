@@ -35,7 +35,8 @@ pub enum RedisUrlError {
 
 impl RedisUrl {
     /// Parses `redis://…` or `rediss://…`. Options: `prefix` (default `agentstate:`; no `{` or
-    /// `}`), `timeout_ms` (per command, default 5000), `connect_timeout_ms` (default 2000). Other
+    /// `}`), `timeout_ms` (per command, default 5000), `connect_timeout_ms` (default 2000),
+    /// `cluster=true` (the URL names one node of a Redis Cluster). Other
     /// query parameters (`protocol`) and the fragment (`#insecure`) are the client's.
     pub fn parse(text: &str) -> Result<Self, RedisUrlError> {
         let mut url = ::url::Url::parse(text).map_err(|e| {
@@ -69,10 +70,19 @@ impl RedisUrl {
                 }
                 "timeout_ms" => options.response_timeout = millis(&value)?,
                 "connect_timeout_ms" => options.connection_timeout = millis(&value)?,
+                "cluster" => {
+                    options.cluster = match &*value {
+                        "true" | "1" | "yes" => true,
+                        "false" | "0" | "no" => false,
+                        other => {
+                            return Err(RedisUrlError::Option(format!("cluster={other}: expected true or false")));
+                        }
+                    }
+                }
                 "protocol" => kept.push((name.into_owned(), value.into_owned())),
                 other => {
                     return Err(RedisUrlError::Option(format!(
-                        "unknown option {other:?}; known: prefix, timeout_ms, connect_timeout_ms, protocol"
+                        "unknown option {other:?}; known: prefix, timeout_ms, connect_timeout_ms, cluster, protocol"
                     )));
                 }
             }
@@ -117,6 +127,9 @@ impl fmt::Display for RedisUrl {
         }
         if options.connection_timeout != defaults.connection_timeout {
             query.push_str(&format!("&connect_timeout_ms={}", options.connection_timeout.as_millis()));
+        }
+        if options.cluster {
+            query.push_str("&cluster=true");
         }
         let text = shown.as_str();
         match text.split_once('#') {

@@ -3,6 +3,7 @@
 //! servers the tests start themselves.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod cluster;
 mod conformance;
 mod import;
 mod restart;
