@@ -25,7 +25,8 @@ fn start_cluster() -> Vec<OwnRedis> {
     let start = Instant::now();
     for node in &nodes {
         loop {
-            let info = Command::new("redis-cli").args(["-p", &node.port.to_string(), "cluster", "info"]).output().unwrap();
+            let info =
+                Command::new("redis-cli").args(["-p", &node.port.to_string(), "cluster", "info"]).output().unwrap();
             if String::from_utf8_lossy(&info.stdout).contains("cluster_state:ok") {
                 break;
             }

@@ -57,3 +57,38 @@ async fn imports_the_adk_web_store() {
     let refused = SqlSessionService::connect(&format!("sqlite://{}", store.display())).await.unwrap_err();
     assert!(refused.to_string().contains("import-adk"), "{refused}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imports_sessions_of_the_references_redis_service() {
+    let prefix = format!("agentstate-test-import-{}:", agentstate::Event::new_id());
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../agentstate-redis/tests/interop/adk_redis.py");
+    let redis = "redis://127.0.0.1:6379/0";
+    let out = Command::new(adk_python()).arg(script).arg(redis).arg(&prefix).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let reference: Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    let dir = std::env::temp_dir().join("agentstate-tests").join(agentstate::Event::new_id());
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = format!("sqlite://{}/agentstate.db", dir.display());
+    let run = Command::new(env!("CARGO_BIN_EXE_agentstate"))
+        .args(["import-adk", "--db", &db, "--from", redis, "--key-prefix", &prefix])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(stderr.contains("imported 3 sessions with 12 events from redis://127.0.0.1:6379/0"), "{stderr}");
+
+    let svc = SqlSessionService::connect(&db).await.unwrap();
+    for theirs in reference.as_array().unwrap() {
+        let key =
+            SessionKey::new("interop", theirs["user_id"].as_str().unwrap(), theirs["id"].as_str().unwrap()).unwrap();
+        let ours = svc.get_session(&key, GetSessionConfig::default()).await.unwrap().unwrap();
+        assert_eq!(Value::Object(ours.state().all().clone()), theirs["state"], "state of {key}");
+        assert_eq!(ours.events().len(), theirs["events"].as_array().unwrap().len(), "events of {key}");
+    }
+    // Remove what the reference wrote.
+    let keys = Command::new("redis-cli").args(["--scan", "--pattern", &format!("{prefix}*")]).output().unwrap();
+    for key in String::from_utf8_lossy(&keys.stdout).lines() {
+        Command::new("redis-cli").args(["del", key]).output().unwrap();
+    }
+}
