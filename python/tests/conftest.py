@@ -27,9 +27,9 @@ def binary() -> str:
 class Server:
     """`agentstate serve` on a throwaway SQLite file; stopped by `stop()`."""
 
-    def __init__(self, tokens: list[dict] | None = None) -> None:
+    def __init__(self, tokens: list[dict] | None = None, options: list[str] | None = None) -> None:
         self.dir = tempfile.mkdtemp(prefix="agentstate-adk-")
-        args = [binary(), "serve", "--db", f"sqlite://{self.dir}/sessions.db", "--addr", "127.0.0.1:0"]
+        args = [binary(), "serve", "--db", f"sqlite://{self.dir}/sessions.db", "--addr", "127.0.0.1:0", *(options or [])]
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSTATE_")}
         env["RUST_LOG"] = "info"
         if tokens is not None:

@@ -180,3 +180,26 @@ def test_invalid_ids_are_refused_by_the_server(server):
     with pytest.raises(AgentstateError) as bad:
         run(svc.create_session(app_name="app", user_id=" padded", session_id="s"))
     assert bad.value.status == 400
+
+
+def test_expiring_sessions_read_as_adk_sessions():
+    """A server whose sessions expire answers `expireTime`; the package reads them as ADK's
+    `Session`, which has no such field, and an expired session is gone."""
+    server = Server(options=["--session-ttl", "1"])
+    try:
+        svc = AgentstateSessionService(server.url)
+
+        async def steps():
+            s = await svc.create_session(app_name="app", user_id="u", session_id="e1", state={"k": 1})
+            await svc.append_event(s, event("i1", {"k": 2}))
+            got = await svc.get_session(app_name="app", user_id="u", session_id="e1")
+            assert got.state == {"k": 2}
+            listed = await svc.list_sessions(app_name="app", user_id="u")
+            assert [x.id for x in listed.sessions] == ["e1"]
+            await asyncio.sleep(1.2)
+            assert await svc.get_session(app_name="app", user_id="u", session_id="e1") is None
+            assert (await svc.list_sessions(app_name="app", user_id="u")).sessions == []
+
+        run(steps())
+    finally:
+        server.stop()

@@ -86,6 +86,11 @@ pub enum Capability {
     /// Session ids are unique per user, so two users may each have a session `s1`
     /// (`session_ids_per_user` in the macro). The managed service keeps them unique per app.
     SessionIdsPerUser,
+    /// The service removes expired sessions when asked
+    /// ([`SessionService::sweep_expired`](agentstate::SessionService::sweep_expired);
+    /// `sweeps_expired_sessions` in the macro). A client of a remote service cannot: the service
+    /// sweeps itself.
+    SweepsExpiredSessions,
 }
 
 /// Expands to one `#[test]` per conformance case, each calling `$factory` (a closure returning a
@@ -146,6 +151,8 @@ macro_rules! session_service_tests {
             event_diffs_name_each_change,
             rewind_restores_session_keys,
             fork_copies_history_up_to_an_event,
+            expired_sessions_behave_as_deleted,
+            sweeps_remove_expired_sessions_in_batches [sweeps_expired_sessions],
             concurrent_deletion_and_setting_of_a_user_key,
             concurrent_shared_scope_writers_lose_nothing,
             concurrent_handles_conflict_exactly_once,

@@ -15,7 +15,12 @@
 //! {prefix}{app}:sessions            zset   "{user}\0{session}" by last update (µs)
 //! {prefix}{app}:us:{user}           zset   the user's session ids by last update (µs)
 //! {prefix}{app}:id:{session}        set    the users that have a session with this id
+//! {prefix}{app}:expiring            zset   "{user}\0{session}" of expiring sessions by expire time
+//! {prefix}expiring-apps             set    the apps that have had expiring sessions (for the sweep)
 //! ```
+//!
+//! An expiring session's own keys carry its expire time (`PEXPIREAT`), so Redis removes them by
+//! itself; the sweep removes its list entries.
 //!
 //! `{app}` is the app name in braces (the hash tag); app, user and session names are written
 //! with `%`, `:`, `{` and `}` percent-encoded, so no two sessions share a key and the tag is
@@ -84,6 +89,11 @@ impl AppKeys {
         self.key("us", &[user])
     }
 
+    /// The app's sessions that expire, by expire time (µs), for the sweep.
+    pub(crate) fn expiring(&self) -> String {
+        self.key("expiring", &[])
+    }
+
     /// The users that have a session called `session`.
     pub(crate) fn users_with(&self, session: &str) -> String {
         self.key("id", &[session])
@@ -105,9 +115,15 @@ impl AppKeys {
             sessions: self.sessions(),
             user_sessions: self.user_sessions(user),
             users_with: self.users_with(session),
+            expiring: self.expiring(),
             member: list_member(user, session),
         }
     }
+}
+
+/// The apps that have had expiring sessions (a key of its own slot, outside every app's).
+pub(crate) fn expiring_apps(prefix: &str) -> String {
+    format!("{prefix}expiring-apps")
 }
 
 /// A session's member of the app's list: `user\0session`.
@@ -134,6 +150,7 @@ pub(crate) struct SessionKeys {
     pub(crate) sessions: String,
     pub(crate) user_sessions: String,
     pub(crate) users_with: String,
+    pub(crate) expiring: String,
     pub(crate) member: String,
 }
 

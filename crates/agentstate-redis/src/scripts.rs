@@ -18,3 +18,4 @@ script!(EVENTS, "lua/events.lua");
 script!(SNAPSHOT, "lua/snapshot.lua");
 script!(PUT_SNAPSHOTS, "lua/put_snapshots.lua");
 script!(INVOCATION, "lua/invocation.lua");
+script!(SWEEP, "lua/sweep.lua");

@@ -4,15 +4,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use agentstate::store::{
-    CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
-    SessionStore, merge_scopes,
+    CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListCursor, ListQuery,
+    NewSession, SessionStore, merge_scopes,
 };
 use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionAttributes, SessionKey, Value};
 use async_trait::async_trait;
 use redis::{RedisError, Value as Reply};
 
 use crate::RedisSessionService;
-use crate::keys::{AppKeys, SessionKeys, list_member};
+use crate::keys::{AppKeys, SessionKeys, expiring_apps, list_member};
 use crate::scripts;
 
 /// How many times a list is read again when a session moved between its two steps.
@@ -187,105 +187,10 @@ impl RedisSessionService {
         };
         Ok(ties.into_iter().chain(after).take(limit).collect())
     }
-}
 
-/// A sorted-set score that is a time in µs (Redis prints doubles that are integers exactly).
-fn score(reply: &Reply) -> Option<i64> {
-    match reply {
-        Reply::Double(d) => Some(*d as i64),
-        other => {
-            let t = text(other)?;
-            match t {
-                "-inf" => Some(i64::MIN),
-                "inf" | "+inf" => Some(i64::MAX),
-                t => t.parse::<i64>().ok().or_else(|| t.parse::<f64>().ok().map(|d| d as i64)),
-            }
-        }
-    }
-}
-
-#[async_trait]
-impl SessionStore for RedisSessionService {
-    async fn create(&self, new: NewSession) -> Result<Session> {
-        let NewSession { key, state: scoped, create_time_micros, attributes, history_start } = new;
-        let keys = self.keys(&key);
-        let start = match &history_start {
-            Some(start) => serde_json::to_string(start)
-                .map_err(|e| Error::invalid("state", format!("cannot be encoded as JSON: {e}")))?,
-            None => String::new(),
-        };
-        let labels = match attributes.labels.is_empty() {
-            true => String::new(),
-            false => serde_json::to_string(&attributes.labels).unwrap_or_default(),
-        };
-        let mut invocation = scripts::CREATE.prepare_invoke();
-        invocation
-            .key(&keys.meta)
-            .key(&keys.state)
-            .key(&keys.app_state)
-            .key(&keys.user_state)
-            .key(&keys.sessions)
-            .key(&keys.user_sessions)
-            .key(&keys.users_with)
-            .key(&keys.snapshots)
-            .key(&keys.snapshot_states)
-            .arg(create_time_micros)
-            .arg(&keys.member)
-            .arg(key.session_id())
-            .arg(key.user_id())
-            .arg(start)
-            .arg(attributes.display_name.as_deref().unwrap_or_default())
-            .arg(labels)
-            .arg(attributes.expire_time_micros.map(|t| t.to_string()).unwrap_or_default())
-            .arg(scoped.session.len())
-            .arg(scoped.app.len())
-            .arg(scoped.user.len());
-        push_pairs(&mut invocation, &scoped.session);
-        push_pairs(&mut invocation, &scoped.app);
-        push_pairs(&mut invocation, &scoped.user);
-        let reply: Reply = invocation.invoke_async(&mut self.connection()).await.map_err(|e| backend("create", e))?;
-        if text(&reply) == Some("exists") {
-            return Err(Error::AlreadyExists { session_id: key.session_id().to_owned() });
-        }
-        let mut shared = array(reply).into_iter();
-        let what = || format!("session {key}");
-        let app = state(shared.next().unwrap_or(Reply::Nil), &what)?;
-        let user = state(shared.next().unwrap_or(Reply::Nil), &what)?;
-        let meta = Meta {
-            create: create_time_micros,
-            update: create_time_micros,
-            attributes: (!attributes.is_empty()).then(|| Arc::new(attributes)),
-        };
-        Ok(handle(key, meta, &scoped.session, &app, &user, Vec::new()))
-    }
-
-    async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
-        let keys = self.keys(key);
-        let reply: Reply = scripts::GET
-            .key(&keys.meta)
-            .key(&keys.state)
-            .key(&keys.app_state)
-            .key(&keys.user_state)
-            .key(&keys.times)
-            .key(&keys.data)
-            .arg(window.recent.map(|n| n.to_string()).unwrap_or_default())
-            .arg(window.after_micros.map(|t| t.to_string()).unwrap_or_default())
-            .invoke_async(&mut self.connection())
-            .await
-            .map_err(|e| backend("get", e))?;
-        if reply == Reply::Nil {
-            return Ok(None);
-        }
-        let mut parts = array(reply).into_iter();
-        let mut next = || parts.next().unwrap_or(Reply::Nil);
-        let what = || format!("session {key}");
-        let meta = meta(next(), key)?;
-        let (session, app, user) = (state(next(), &what)?, state(next(), &what)?, state(next(), &what)?);
-        let events = array(next()).iter().map(|e| decode_event(e, key)).collect::<Result<Vec<_>>>()?;
-        Ok(Some(handle(key.clone(), meta, &session, &app, &user, events)))
-    }
-
-    async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
+    /// One page of a list: the sessions still there, how many list entries were read, and the
+    /// position of the last one.
+    async fn list_page(&self, query: &ListQuery) -> Result<(Vec<Session>, usize, Option<ListCursor>)> {
         let app = AppKeys::new(&self.prefix, &query.app_name);
         let (zset, cursor_member) = match &query.user_id {
             Some(user) => (app.user_sessions(user), query.after.as_ref().map(|c| c.session_id.clone())),
@@ -303,8 +208,14 @@ impl SessionStore for RedisSessionService {
                 })
                 .collect();
             if sessions.is_empty() {
-                return Ok(Vec::new());
+                return Ok((Vec::new(), 0, None));
             }
+            let listed = sessions.len();
+            let last = sessions.last().map(|(user, id, score)| ListCursor {
+                last_update_micros: *score,
+                user_id: user.clone(),
+                session_id: id.clone(),
+            });
             let mut users: Vec<&str> = sessions.iter().map(|(u, ..)| u.as_str()).collect();
             users.sort_unstable();
             users.dedup();
@@ -352,7 +263,131 @@ impl SessionStore for RedisSessionService {
                         ))
                     });
                 }
-                return Ok(out);
+                return Ok((out, listed, last));
+            }
+        }
+    }
+}
+
+/// A sorted-set score that is a time in µs (Redis prints doubles that are integers exactly).
+fn score(reply: &Reply) -> Option<i64> {
+    match reply {
+        Reply::Double(d) => Some(*d as i64),
+        other => {
+            let t = text(other)?;
+            match t {
+                "-inf" => Some(i64::MIN),
+                "inf" | "+inf" => Some(i64::MAX),
+                t => t.parse::<i64>().ok().or_else(|| t.parse::<f64>().ok().map(|d| d as i64)),
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl SessionStore for RedisSessionService {
+    async fn create(&self, new: NewSession) -> Result<Session> {
+        let NewSession { key, state: scoped, create_time_micros, attributes, history_start } = new;
+        let keys = self.keys(&key);
+        let start = match &history_start {
+            Some(start) => serde_json::to_string(start)
+                .map_err(|e| Error::invalid("state", format!("cannot be encoded as JSON: {e}")))?,
+            None => String::new(),
+        };
+        let labels = match attributes.labels.is_empty() {
+            true => String::new(),
+            false => serde_json::to_string(&attributes.labels).unwrap_or_default(),
+        };
+        let mut invocation = scripts::CREATE.prepare_invoke();
+        invocation
+            .key(&keys.meta)
+            .key(&keys.state)
+            .key(&keys.app_state)
+            .key(&keys.user_state)
+            .key(&keys.sessions)
+            .key(&keys.user_sessions)
+            .key(&keys.users_with)
+            .key(&keys.snapshots)
+            .key(&keys.snapshot_states)
+            .key(&keys.expiring)
+            .arg(create_time_micros)
+            .arg(&keys.member)
+            .arg(key.session_id())
+            .arg(key.user_id())
+            .arg(start)
+            .arg(attributes.display_name.as_deref().unwrap_or_default())
+            .arg(labels)
+            .arg(attributes.expire_time_micros.map(|t| t.to_string()).unwrap_or_default())
+            .arg(scoped.session.len())
+            .arg(scoped.app.len())
+            .arg(scoped.user.len());
+        push_pairs(&mut invocation, &scoped.session);
+        push_pairs(&mut invocation, &scoped.app);
+        push_pairs(&mut invocation, &scoped.user);
+        let reply: Reply = invocation.invoke_async(&mut self.connection()).await.map_err(|e| backend("create", e))?;
+        if text(&reply) == Some("exists") {
+            return Err(Error::AlreadyExists { session_id: key.session_id().to_owned() });
+        }
+        if attributes.expire_time_micros.is_some() {
+            let registered: redis::RedisResult<()> = redis::cmd("SADD")
+                .arg(expiring_apps(&self.prefix))
+                .arg(key.app_name())
+                .query_async(&mut self.connection())
+                .await;
+            registered.map_err(|e| backend("create", e))?;
+        }
+        let mut shared = array(reply).into_iter();
+        let what = || format!("session {key}");
+        let app = state(shared.next().unwrap_or(Reply::Nil), &what)?;
+        let user = state(shared.next().unwrap_or(Reply::Nil), &what)?;
+        let meta = Meta {
+            create: create_time_micros,
+            update: create_time_micros,
+            attributes: (!attributes.is_empty()).then(|| Arc::new(attributes)),
+        };
+        Ok(handle(key, meta, &scoped.session, &app, &user, Vec::new()))
+    }
+
+    async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
+        let keys = self.keys(key);
+        let reply: Reply = scripts::GET
+            .key(&keys.meta)
+            .key(&keys.state)
+            .key(&keys.app_state)
+            .key(&keys.user_state)
+            .key(&keys.times)
+            .key(&keys.data)
+            .arg(window.recent.map(|n| n.to_string()).unwrap_or_default())
+            .arg(window.after_micros.map(|t| t.to_string()).unwrap_or_default())
+            .invoke_async(&mut self.connection())
+            .await
+            .map_err(|e| backend("get", e))?;
+        if reply == Reply::Nil {
+            return Ok(None);
+        }
+        let mut parts = array(reply).into_iter();
+        let mut next = || parts.next().unwrap_or(Reply::Nil);
+        let what = || format!("session {key}");
+        let meta = meta(next(), key)?;
+        let (session, app, user) = (state(next(), &what)?, state(next(), &what)?, state(next(), &what)?);
+        let events = array(next()).iter().map(|e| decode_event(e, key)).collect::<Result<Vec<_>>>()?;
+        Ok(Some(handle(key.clone(), meta, &session, &app, &user, events)))
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
+        // Sessions Redis expired by itself (and the sweep has not unlisted yet) are skipped; the
+        // page is filled from further down the list.
+        let mut page_query = query.clone();
+        let mut sessions = Vec::new();
+        loop {
+            let (found, listed, last) = self.list_page(&page_query).await?;
+            sessions.extend(found);
+            match (query.limit, last) {
+                (Some(limit), Some(last)) if page_query.limit == Some(listed) && sessions.len() < limit => {
+                    page_query.after = Some(last);
+                    page_query.limit = Some(limit - sessions.len());
+                }
+                _ => return Ok(sessions),
             }
         }
     }
@@ -375,6 +410,10 @@ impl SessionStore for RedisSessionService {
             .cmd("SREM")
             .arg(&keys.users_with)
             .arg(key.user_id())
+            .ignore()
+            .cmd("ZREM")
+            .arg(&keys.expiring)
+            .arg(&keys.member)
             .ignore();
         let () = pipe.query_async(&mut self.connection()).await.map_err(|e| backend("delete", e))?;
         Ok(())
@@ -529,6 +568,54 @@ impl SessionStore for RedisSessionService {
             return Ok(None);
         }
         decode_event(&reply, key).map(Some)
+    }
+
+    async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<usize> {
+        let mut connection = self.connection();
+        let apps: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(expiring_apps(&self.prefix))
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| backend("sweep", e))?;
+        let mut removed = 0;
+        for app in apps {
+            if removed >= limit {
+                break;
+            }
+            let app_keys = AppKeys::new(&self.prefix, &app);
+            let members: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+                .arg(app_keys.expiring())
+                .arg("-inf")
+                .arg(before_micros)
+                .arg("LIMIT")
+                .arg(0)
+                .arg(limit - removed)
+                .query_async(&mut connection)
+                .await
+                .map_err(|e| backend("sweep", e))?;
+            for member in members {
+                let Some((user, id)) = member.split_once('\0') else { continue };
+                let keys = app_keys.session(user, id);
+                let mut invocation = scripts::SWEEP.prepare_invoke();
+                for key in keys.own() {
+                    invocation.key(key);
+                }
+                let done: i64 = invocation
+                    .key(&keys.sessions)
+                    .key(&keys.user_sessions)
+                    .key(&keys.users_with)
+                    .key(&keys.expiring)
+                    .arg(&member)
+                    .arg(id)
+                    .arg(user)
+                    .arg(before_micros)
+                    .invoke_async(&mut connection)
+                    .await
+                    .map_err(|e| backend("sweep", e))?;
+                removed += usize::try_from(done).unwrap_or_default();
+            }
+        }
+        Ok(removed)
     }
 
     async fn users_with_session(&self, app: &str, session_id: &str) -> Result<Vec<String>> {

@@ -21,6 +21,7 @@
 
 mod auth;
 mod error;
+mod expiry;
 mod limits;
 mod metrics;
 pub mod openapi;
@@ -36,6 +37,7 @@ use tower_http::trace::TraceLayer;
 
 pub use auth::{Access, Tokens, TokensError};
 pub use error::ApiError;
+pub use expiry::{Expiry, sweep};
 pub use limits::Limits;
 pub use metrics::Metrics;
 pub use routes::OPERATIONS;

@@ -1,5 +1,5 @@
 //! Prometheus metrics, in the text exposition format: requests and their latency by method,
-//! route template and status; appended events; stale-handle conflicts.
+//! route template and status; appended events; stale-handle conflicts; expired sessions swept.
 //!
 //! A small registry of its own rather than a global recorder: it lives in the router's state, so
 //! every router (and every test) counts on its own.
@@ -30,12 +30,18 @@ pub struct Metrics {
     requests: Mutex<BTreeMap<(String, String, u16), Histogram>>,
     appends: AtomicU64,
     conflicts: AtomicU64,
+    expired: AtomicU64,
 }
 
 impl Metrics {
     /// Counts events appended.
     pub fn appended(&self, n: u64) {
         self.appends.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts expired sessions the sweep removed.
+    pub fn expired(&self, n: u64) {
+        self.expired.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Counts a stale-handle conflict met while appending.
@@ -89,6 +95,9 @@ impl Metrics {
         );
         out.push_str("# TYPE agentstate_conflicts_total counter\n");
         let _ = writeln!(out, "agentstate_conflicts_total {}", self.conflicts.load(Ordering::Relaxed));
+        out.push_str("# HELP agentstate_sessions_expired_total Expired sessions the sweep removed.\n");
+        out.push_str("# TYPE agentstate_sessions_expired_total counter\n");
+        let _ = writeln!(out, "agentstate_sessions_expired_total {}", self.expired.load(Ordering::Relaxed));
         out
     }
 }

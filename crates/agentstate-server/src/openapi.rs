@@ -40,12 +40,15 @@ fn schemas() -> Value {
             "properties": {"id": {"type": "string"}, "appName": {"type": "string"}, "userId": {"type": "string"},
                 "state": {"type": "object", "description": "Merged state: session keys, then app: and user: keys"},
                 "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
-                "lastUpdateTime": {"type": "number", "description": "Epoch seconds"}}},
+                "lastUpdateTime": {"type": "number", "description": "Epoch seconds"},
+                "expireTime": {"type": "string", "format": "date-time", "description": "agentstate extension, present when the session expires: from then on it behaves as deleted"}}},
         "SessionList": {"type": "array", "items": {"$ref": "#/components/schemas/Session"}},
         "CreateSessionRequest": {"type": "object", "properties": {
             "sessionId": {"type": "string", "description": "1–128 printable characters; generated (UUIDv4) if absent"},
             "state": {"type": "object"}, "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
-            "options": {"type": "object", "description": "Refused: no session option is supported"}}},
+            "options": {"type": "object", "description": "Refused: no session option is supported"},
+            "ttl": {"type": "string", "pattern": "^[0-9.]+s$", "description": "agentstate extension (the managed service's duration): expire this long after creation, e.g. \"3600s\"; not with expireTime"},
+            "expireTime": {"type": "string", "format": "date-time", "description": "agentstate extension: expire at this RFC 3339 time; not with ttl"}}},
         "State": {"type": "object", "description": "Initial state, keys with their scope prefix"},
         "UpdateSessionRequest": {"type": "object", "description": "stateDelta, deleteKeys or both", "properties": {
             "stateDelta": {"type": "object"},

@@ -7,6 +7,7 @@ use agentstate::SessionService;
 use axum::extract::FromRef;
 
 use crate::auth::Tokens;
+use crate::expiry::Expiry;
 use crate::limits::Limits;
 use crate::metrics::Metrics;
 
@@ -28,6 +29,7 @@ pub struct AppState {
     limits: Limits,
     tokens: Arc<Tokens>,
     metrics: Arc<Metrics>,
+    expiry: Arc<Expiry>,
     #[cfg(feature = "agents")]
     runners: Arc<std::collections::BTreeMap<String, agentstate_runtime::Runner>>,
 }
@@ -50,9 +52,28 @@ impl AppState {
             limits: Limits::default(),
             tokens: Arc::default(),
             metrics: Arc::default(),
+            expiry: Arc::default(),
             #[cfg(feature = "agents")]
             runners: Arc::default(),
         }
+    }
+
+    /// How sessions expire: default times to live, the sweep.
+    #[must_use]
+    pub fn with_expiry(mut self, expiry: Expiry) -> Self {
+        self.expiry = Arc::new(expiry);
+        self
+    }
+
+    /// How sessions expire.
+    pub fn expiry(&self) -> &Expiry {
+        &self.expiry
+    }
+
+    /// The background sweep of expired sessions, to spawn beside the server (it runs until
+    /// dropped; it returns at once when the sweep is off).
+    pub fn sweeper(&self) -> impl Future<Output = ()> + Send + 'static {
+        crate::expiry::sweeper(Arc::clone(&self.service), Arc::clone(&self.expiry), Arc::clone(&self.metrics))
     }
 
     /// Request limits.

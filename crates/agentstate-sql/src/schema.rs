@@ -74,7 +74,8 @@ const TABLES: [&str; 7] = [
     "agentstate_session_attributes",
     "agentstate_state_snapshots",
 ];
-const INDEXES: [&str; 2] = ["idx_events_app_user_session_ts_id", "idx_sessions_app_id"];
+const INDEXES: [&str; 3] =
+    ["idx_events_app_user_session_ts_id", "idx_sessions_app_id", "idx_agentstate_attributes_expire"];
 
 /// What a dialect found in a database before touching it.
 #[derive(Debug, Default)]

@@ -258,6 +258,29 @@ impl SessionStore for InMemorySessionService {
         Ok(users)
     }
 
+    async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<usize> {
+        let mut apps = self.write();
+        let mut expired: Vec<(i64, String, String, String)> = Vec::new();
+        for (app_name, app) in apps.iter() {
+            for (user_id, user) in &app.users {
+                for (id, stored) in &user.sessions {
+                    let expires = stored.attributes.as_ref().and_then(|a| a.expire_time_micros);
+                    if let Some(at) = expires.filter(|&t| t <= before_micros) {
+                        expired.push((at, app_name.clone(), user_id.clone(), id.clone()));
+                    }
+                }
+            }
+        }
+        expired.sort_unstable();
+        expired.truncate(limit);
+        for (_, app, user, id) in &expired {
+            if let Some(user) = apps.get_mut(app).and_then(|a| a.users.get_mut(user)) {
+                user.sessions.remove(id);
+            }
+        }
+        Ok(expired.len())
+    }
+
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
         let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta, deleted } = commit;
         let mut apps = self.write();

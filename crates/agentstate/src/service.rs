@@ -305,6 +305,12 @@ pub trait SessionService: Send + Sync {
     /// appended to. Returns it without events. A missing source is [`Error::NotFound`], an
     /// unknown event [`Error::InvalidArgument`], a taken id [`Error::AlreadyExists`].
     async fn fork_session(&self, request: ForkSession) -> Result<Session>;
+
+    /// Removes up to `limit` sessions that have expired, with their events; returns how many.
+    /// Expired sessions already behave as deleted; this reclaims their space. Call it until it
+    /// returns less than `limit` to sweep everything; each call is one bounded batch (no long
+    /// locks), found through an index on the expire time.
+    async fn sweep_expired(&self, limit: usize) -> Result<usize>;
 }
 
 #[async_trait]
@@ -323,14 +329,22 @@ impl<S: SessionStore + ?Sized> SessionService for S {
         let state = ScopedState::split(state);
         let history_start = Some(merge_scopes(&state.session, &state.app, &state.user));
         let new = NewSession { key, state, create_time_micros: now_micros(), attributes, history_start };
-        self.create(new).instrument(span).await
+        match self.create(new.clone()).instrument(span.clone()).await {
+            // An expired session is deleted in all but storage: its id is free.
+            Err(Error::AlreadyExists { .. }) if !live(self, &new.key).await? => {
+                self.delete(&new.key).await?;
+                self.create(new).instrument(span).await
+            }
+            other => other,
+        }
     }
 
     async fn get_session(&self, key: &SessionKey, config: GetSessionConfig) -> Result<Option<Session>> {
         let window = config.window()?;
         let span =
             tracing::debug_span!("get_session", app = key.app_name(), user = key.user_id(), session = key.session_id());
-        self.get(key, window).instrument(span).await
+        let found = self.get(key, window).instrument(span).await?;
+        Ok(found.filter(|s| !s.is_expired_at(now_micros())))
     }
 
     async fn list_sessions(&self, request: ListSessions) -> Result<SessionPage> {
@@ -350,7 +364,7 @@ impl<S: SessionStore + ?Sized> SessionService for S {
             after,
             limit: request.page_size.map(|n| n.saturating_add(1)),
         };
-        let mut sessions = self.list(&query).instrument(span).await?;
+        let mut sessions = list_live(self, query).instrument(span).await?;
         let next_page_token = match request.page_size {
             Some(n) if sessions.len() > n => {
                 sessions.truncate(n);
@@ -387,6 +401,9 @@ impl<S: SessionStore + ?Sized> SessionService for S {
             tracing::debug_span!("list_events", app = key.app_name(), user = key.user_id(), session = key.session_id());
         // One extra event tells whether another page follows.
         let query = EventQuery { key: key.clone(), after, since_micros, limit: request.page_size + 1 };
+        if !live(self, key).await? {
+            return Ok(None);
+        }
         let found = self.events(&query).instrument(span).await?;
         Ok(found.map(|mut events| {
             let next_page_token = (events.len() > request.page_size).then(|| {
@@ -407,12 +424,22 @@ impl<S: SessionStore + ?Sized> SessionService for S {
         validate_id("session_id", session_id)?;
         let span = tracing::debug_span!("find_sessions", app = app_name, session = session_id);
         let users = self.users_with_session(app_name, session_id).instrument(span).await?;
-        Ok(users.into_iter().map(|user| SessionKey::from_storage(app_name, user, session_id)).collect())
+        let mut keys = Vec::with_capacity(users.len());
+        for user in users {
+            let key = SessionKey::from_storage(app_name, user, session_id);
+            if live(self, &key).await? {
+                keys.push(key);
+            }
+        }
+        Ok(keys)
     }
 
     async fn state_at(&self, key: &SessionKey, at: HistoryAt) -> Result<Option<StateAt>> {
         let span =
             tracing::debug_span!("state_at", app = key.app_name(), user = key.user_id(), session = key.session_id());
+        if !live(self, key).await? {
+            return Ok(None);
+        }
         SessionStore::state_at(self, key, &at).instrument(span).await
     }
 
@@ -420,11 +447,17 @@ impl<S: SessionStore + ?Sized> SessionService for S {
         validate_id("event_id", event_id)?;
         let span =
             tracing::debug_span!("event_diff", app = key.app_name(), user = key.user_id(), session = key.session_id());
+        if !live(self, key).await? {
+            return Ok(None);
+        }
         SessionStore::event_diff(self, key, event_id).instrument(span).await
     }
 
     async fn rewind(&self, session: &mut Session, before_invocation_id: &str) -> Result<Event> {
         let key = session.key().clone();
+        if session.is_expired_at(now_micros()) {
+            return Err(Error::NotFound { session_id: key.session_id().to_owned() });
+        }
         let not_found = || {
             Error::invalid("rewind_before_invocation_id", format!("Invocation ID not found: {before_invocation_id}"))
         };
@@ -467,12 +500,28 @@ impl<S: SessionStore + ?Sized> SessionService for S {
             user = request.source.user_id(),
             session = request.source.session_id()
         );
+        if !live(self, &request.source).await? {
+            return Err(Error::NotFound { session_id: request.source.session_id().to_owned() });
+        }
         self.fork(&request).instrument(span).await
+    }
+
+    async fn sweep_expired(&self, limit: usize) -> Result<usize> {
+        let span = tracing::debug_span!("sweep_expired", limit);
+        let removed = self.delete_expired(now_micros(), limit).instrument(span).await?;
+        if removed > 0 {
+            tracing::debug!(removed, "swept expired sessions");
+        }
+        Ok(removed)
     }
 
     async fn append_event(&self, session: &mut Session, event: Event) -> Result<Event> {
         if event.is_partial() {
             return Ok(event);
+        }
+        // The expire time never changes, so the handle's is storage's.
+        if session.is_expired_at(now_micros()) {
+            return Err(Error::NotFound { session_id: session.id().to_owned() });
         }
         let (commit, temp) = prepare_commit(session, event)?;
         let event = Arc::clone(&commit.event);
@@ -496,6 +545,36 @@ impl<S: SessionStore + ?Sized> SessionService for S {
 /// Validates `event`, assigns its id, moves its `temp:` keys out, normalises its deletions
 /// (each key once, and `null` in the delta) and its timestamp. Returns the commit and the
 /// `temp:` changes for the caller's handle.
+/// Whether the session exists and has not expired.
+async fn live<S: SessionStore + ?Sized>(store: &S, key: &SessionKey) -> Result<bool> {
+    let found = store.get(key, EventWindow { recent: Some(0), after_micros: None }).await?;
+    Ok(found.is_some_and(|s| !s.is_expired_at(now_micros())))
+}
+
+/// A page of `query` without expired sessions, as full as the store can fill it.
+async fn list_live<S: SessionStore + ?Sized>(store: &S, mut query: ListQuery) -> Result<Vec<Session>> {
+    let now = now_micros();
+    let wanted = query.limit;
+    let mut sessions = Vec::new();
+    loop {
+        let page = store.list(&query).await?;
+        let full = query.limit.is_some_and(|n| page.len() >= n);
+        let last = page.last().map(|s| ListCursor {
+            last_update_micros: s.last_update_micros(),
+            user_id: s.user_id().to_owned(),
+            session_id: s.id().to_owned(),
+        });
+        sessions.extend(page.into_iter().filter(|s| !s.is_expired_at(now)));
+        match (wanted, last) {
+            (Some(wanted), Some(last)) if full && sessions.len() < wanted => {
+                query.after = Some(last);
+                query.limit = Some(wanted - sessions.len());
+            }
+            _ => return Ok(sessions),
+        }
+    }
+}
+
 fn prepare_commit(session: &Session, mut event: Event) -> Result<(EventCommit, TempChanges)> {
     if event.id.is_empty() {
         event.id = Event::new_id();

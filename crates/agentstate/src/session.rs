@@ -47,8 +47,9 @@ pub struct SessionAttributes {
     pub display_name: Option<String>,
     /// Labels to organize sessions by.
     pub labels: BTreeMap<String, String>,
-    /// When the session expires, epoch microseconds. Stored and returned; nothing acts on it
-    /// yet.
+    /// When the session expires, epoch microseconds. From then on it behaves as deleted for
+    /// every read and write, whether or not a sweep has removed it yet
+    /// ([`SessionService::sweep_expired`](crate::SessionService::sweep_expired)).
     pub expire_time_micros: Option<i64>,
 }
 
@@ -180,6 +181,12 @@ impl Session {
     /// When the session was created, epoch microseconds.
     pub fn create_time_micros(&self) -> i64 {
         self.create_time_micros
+    }
+
+    /// Whether it has expired at `now_micros` (epoch microseconds): its expire time is at or
+    /// before then.
+    pub fn is_expired_at(&self, now_micros: i64) -> bool {
+        self.attributes().expire_time_micros.is_some_and(|t| t <= now_micros)
     }
 
     /// Its display name, labels and expiry (all empty when it has none).

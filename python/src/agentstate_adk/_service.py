@@ -49,9 +49,16 @@ class AgentstateUnavailableError(AgentstateError, ConnectionError):
     """The server cannot be reached, timed out, or answered 5xx; the same call may succeed later."""
 
 
+def _session(data: dict[str, Any]) -> Session:
+    """A session as the server answers it, without agentstate's extensions (``expireTime``), which
+    ADK's model refuses."""
+    data.pop("expireTime", None)
+    return Session.model_validate(data)
+
+
 class _Page(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
-    sessions: list[Session]
+    sessions: list[dict[str, Any]]
     next_page_token: Optional[str] = Field(default=None, alias="nextPageToken")
 
 
@@ -198,7 +205,7 @@ class AgentstateSessionService(BaseSessionService):
             raise AlreadyExistsError(f"Session with id {session_id} already exists.")
         if response.status_code != 200:
             raise self._fail(response)
-        return Session.model_validate_json(response.content)
+        return _session(response.json())
 
     async def get_session(
         self,
@@ -219,7 +226,7 @@ class AgentstateSessionService(BaseSessionService):
             return None
         if response.status_code != 200:
             raise self._fail(response)
-        return Session.model_validate_json(response.content)
+        return _session(response.json())
 
     async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
         path = self._sessions(app_name, user_id) if user_id is not None else f"/apps/{_segment(app_name)}/sessions"
@@ -233,7 +240,7 @@ class AgentstateSessionService(BaseSessionService):
             if response.status_code != 200:
                 raise self._fail(response)
             page = _Page.model_validate_json(response.content)
-            sessions.extend(page.sessions)
+            sessions.extend(_session(s) for s in page.sessions)
             token = page.next_page_token
             if not token:
                 return ListSessionsResponse(sessions=sessions)

@@ -41,6 +41,13 @@ for scope = 0, 2 do
   at = chunked('HDEL', key, at, tonumber(ARGV[9 + 2 * scope]))
 end
 redis.call('HSET', KEYS[1], 'update', ARGV[3])
+local expire = redis.call('HGET', KEYS[1], 'expire')
+if expire then
+  local at = math.ceil(tonumber(expire) / 1000)
+  for _, key in ipairs({KEYS[2], KEYS[5], KEYS[6], KEYS[7]}) do
+    redis.call('PEXPIREAT', key, at)
+  end
+end
 redis.call('ZADD', KEYS[8], ARGV[3], ARGV[6])
 redis.call('ZADD', KEYS[9], ARGV[3], ARGV[7])
 return {'ok'}

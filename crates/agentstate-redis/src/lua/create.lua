@@ -1,7 +1,7 @@
 -- Creates a session, atomically: refuses a taken id, merges the shared scopes field by field,
 -- writes the session's metadata and state, its list entries and its creation snapshot.
 -- KEYS: 1 meta, 2 state, 3 app, 4 user, 5 sessions, 6 user's sessions, 7 users with this id,
---       8 snapshot positions, 9 snapshot states
+--       8 snapshot positions, 9 snapshot states, 10 expiring sessions
 -- ARGV: 1 create time (µs), 2 list member, 3 session id, 4 user id, 5 creation snapshot ('' none),
 --       6 display name ('' none), 7 labels JSON ('' none), 8 expire time ('' none),
 --       9 session fields, 10 app fields, 11 user fields (counts of pairs), then the pairs.
@@ -33,5 +33,14 @@ redis.call('SADD', KEYS[7], ARGV[4])
 if ARGV[5] ~= '' then
   redis.call('ZADD', KEYS[8], '-inf', '')
   redis.call('HSET', KEYS[9], '', ARGV[5])
+end
+-- An expiring session's own keys expire with it (Redis removes them by itself); the app's
+-- expiring set lets the sweep remove its list entries.
+if ARGV[8] ~= '' then
+  local at = math.ceil(tonumber(ARGV[8]) / 1000)
+  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[8], KEYS[9]}) do
+    redis.call('PEXPIREAT', key, at)
+  end
+  redis.call('ZADD', KEYS[10], ARGV[8], ARGV[2])
 end
 return {redis.call('HGETALL', KEYS[3]), redis.call('HGETALL', KEYS[4])}

@@ -8,4 +8,10 @@ for i = 1, #ARGV, 3 do
   redis.call('ZADD', KEYS[2], ARGV[i], ARGV[i + 1])
   redis.call('HSET', KEYS[3], ARGV[i + 1], ARGV[i + 2])
 end
+local expire = redis.call('HGET', KEYS[1], 'expire')
+if expire then
+  local at = math.ceil(tonumber(expire) / 1000)
+  redis.call('PEXPIREAT', KEYS[2], at)
+  redis.call('PEXPIREAT', KEYS[3], at)
+end
 return #ARGV / 3

@@ -5,6 +5,7 @@
 
 mod cluster;
 mod conformance;
+mod expiry;
 mod import;
 mod restart;
 mod servers;

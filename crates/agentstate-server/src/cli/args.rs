@@ -38,6 +38,9 @@ pub(crate) enum Command {
         #[arg(long)]
         skip_existing: bool,
     },
+    /// Remove every expired session now (a server does it every --sweep-interval), and print how
+    /// many.
+    Sweep(DbArg),
     /// Inspect and manage sessions in a database.
     Sessions {
         #[command(subcommand)]
@@ -93,6 +96,30 @@ pub(crate) struct ServeArgs {
     /// Largest state one request may write, in bytes of JSON (413 beyond).
     #[arg(long, env = "AGENTSTATE_MAX_STATE_BYTES", default_value_t = Limits::default().max_state_bytes)]
     pub(crate) max_state_bytes: usize,
+    /// Sessions created without `ttl` or `expireTime` expire this many seconds after creation
+    /// (default: never).
+    #[arg(long, env = "AGENTSTATE_SESSION_TTL", value_name = "SECONDS", value_parser = positive_seconds)]
+    pub(crate) session_ttl: Option<u64>,
+    /// The same for one app, over --session-ttl: `APP=SECONDS`. Repeatable.
+    #[arg(long = "app-session-ttl", env = "AGENTSTATE_APP_SESSION_TTLS", value_delimiter = ',', value_parser = app_seconds)]
+    pub(crate) app_session_ttl: Vec<(String, u64)>,
+    /// Remove expired sessions every this many seconds (0: never; they stay hidden).
+    #[arg(long, env = "AGENTSTATE_SWEEP_INTERVAL", value_name = "SECONDS", default_value_t = 60)]
+    pub(crate) sweep_interval: u64,
+}
+
+fn positive_seconds(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("{text:?} is not a positive number of seconds")),
+    }
+}
+
+fn app_seconds(text: &str) -> Result<(String, u64), String> {
+    let (app, seconds) =
+        text.split_once('=').ok_or_else(|| format!("{text:?}: expected APP=SECONDS, e.g. support_bot=3600"))?;
+    agentstate::validate_id("app", app).map_err(|e| e.to_string())?;
+    Ok((app.to_owned(), positive_seconds(seconds)?))
 }
 
 #[derive(Subcommand)]

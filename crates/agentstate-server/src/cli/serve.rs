@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use agentstate_server::{AppState, Limits, Tokens, app};
+use std::time::Duration;
+
+use agentstate_server::{AppState, Expiry, Limits, Tokens, app};
 use anyhow::{Context, bail};
 
 use super::args::ServeArgs;
@@ -21,6 +23,18 @@ impl ServeArgs {
             (None, None) => return Ok(Tokens::default()),
         };
         Ok(Tokens::parse(&json)?)
+    }
+
+    fn expiry(&self) -> Expiry {
+        let mut expiry = Expiry {
+            default_ttl: self.session_ttl.map(Duration::from_secs),
+            sweep_every: (self.sweep_interval > 0).then(|| Duration::from_secs(self.sweep_interval)),
+            ..Expiry::default()
+        };
+        for (app, seconds) in &self.app_session_ttl {
+            expiry = expiry.app_ttl(app, Duration::from_secs(*seconds));
+        }
+        expiry
     }
 
     fn limits(&self) -> Limits {
@@ -43,7 +57,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     let (service, url) = open(&args.db.db).await?;
-    let state = AppState::new(Arc::new(service)).with_limits(args.limits()).with_tokens(tokens);
+    let state =
+        AppState::new(Arc::new(service)).with_limits(args.limits()).with_tokens(tokens).with_expiry(args.expiry());
     #[cfg(feature = "agents")]
     let state = serve_agents(state, &args.agents)?;
     let listener =
@@ -54,7 +69,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         tokens = state.tokens().len(),
         "agentstate serving"
     );
+    let sweeper = tokio::spawn(state.sweeper());
     axum::serve(listener, app(state)).with_graceful_shutdown(shutdown_signal()).await?;
+    sweeper.abort();
     tracing::info!("stopped");
     Ok(())
 }

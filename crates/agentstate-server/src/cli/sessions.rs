@@ -59,6 +59,13 @@ pub(crate) async fn migrate(db: &DbArg) -> anyhow::Result<()> {
     Ok(())
 }
 
+pub(crate) async fn sweep(db: &DbArg) -> anyhow::Result<()> {
+    let (service, url) = open(&db.db).await?;
+    let removed = agentstate_server::sweep(&service, 1000, &agentstate_server::Metrics::default()).await?;
+    println!("{url}: removed {removed} expired sessions");
+    Ok(())
+}
+
 pub(crate) async fn import_adk(db: &DbArg, from: &str, key_prefix: &str, skip_existing: bool) -> anyhow::Result<()> {
     let (service, _) = open(&db.db).await?;
     let shown = Shown::new("imported");

@@ -12,6 +12,7 @@ use serde_json::json;
 
 use super::append;
 use crate::error::ApiError;
+use crate::expiry::{requested_expire, session_body};
 use crate::limits::{Body, check_path_safe};
 use crate::state::AppState;
 
@@ -71,6 +72,10 @@ pub(crate) async fn create(
                 .ok_or_else(|| model_error("state", "Input should be a valid dictionary", &initial))?;
             state.limits().check_state("state", &request.state)?;
         }
+        // agentstate's extension: the managed service's `ttl` or `expireTime`.
+        let (ttl, expire_time) = (take("ttl", "ttl"), take("expireTime", "expire_time"));
+        request.attributes.expire_time_micros =
+            requested_expire(ttl.as_ref(), expire_time.as_ref()).map_err(ApiError::BadRequest)?;
         if let Some(options) = take("options", "options").and_then(object) {
             check_options(&options)?;
         }
@@ -85,12 +90,15 @@ pub(crate) async fn create(
             }
         }
     }
+    if request.attributes.expire_time_micros.is_none() {
+        request.attributes.expire_time_micros = state.expiry().default_expire_micros(&app);
+    }
     let mut session = state.service().create_session(request).await?;
     for event in events {
         state.service().append_event(&mut session, mark_restored(event)).await?;
         state.metrics().appended(1);
     }
-    Ok(Json(wire::session_to_wire(&session)))
+    Ok(Json(session_body(&session)))
 }
 
 /// `POST /apps/{app}/users/{user}/sessions/{id}` (deprecated by the reference): the body, if
@@ -101,14 +109,15 @@ pub(crate) async fn create_with_id(
     Body(bytes): Body,
 ) -> Reply {
     key(&app, &user, &id)?;
-    let mut request = CreateSession::new(app, user).id(id);
+    let mut request = CreateSession::new(&app, user).id(id);
+    request.attributes.expire_time_micros = state.expiry().default_expire_micros(&app);
     if let Some(value) = body(&bytes)?.filter(|v| !v.is_null()) {
         request.state =
             object(value.clone()).ok_or_else(|| model_error("", "Input should be a valid dictionary", &value))?;
         state.limits().check_state("state", &request.state)?;
     }
     let session = state.service().create_session(request).await?;
-    Ok(Json(wire::session_to_wire(&session)))
+    Ok(Json(session_body(&session)))
 }
 
 fn check_options(options: &Map<String, Value>) -> Result<(), ApiError> {
@@ -177,7 +186,7 @@ pub(crate) async fn get(
         GetSessionConfig { num_recent_events: window.num_recent_events, after_timestamp: window.after_timestamp };
     let session = state.service().get_session(&key(&app, &user, &id)?, config).await?;
     let session = session.ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
-    Ok(Json(wire::session_to_wire(&session)))
+    Ok(Json(session_body(&session)))
 }
 
 /// The event window of `GET …/sessions/{id}` (agentstate's extension; the reference answers every
@@ -198,7 +207,7 @@ pub(crate) struct PageQuery {
 }
 
 fn page_body(page: agentstate::SessionPage) -> Value {
-    let sessions: Vec<Value> = page.sessions.iter().map(wire::session_to_wire).collect();
+    let sessions: Vec<Value> = page.sessions.iter().map(session_body).collect();
     let mut body = json!({ "sessions": sessions });
     if let Some(token) = page.next_page_token {
         body["nextPageToken"] = Value::String(token);
@@ -289,7 +298,7 @@ pub(crate) async fn list(
         .sessions
         .iter()
         .filter(|s| !EVAL_PREFIXES.iter().any(|p| s.id().starts_with(p)))
-        .map(wire::session_to_wire)
+        .map(session_body)
         .collect();
     Ok(Json(Value::Array(sessions)))
 }
@@ -360,7 +369,7 @@ pub(crate) async fn patch(
         .get_session(&key, GetSessionConfig::default())
         .await?
         .ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
-    let mut wire = wire::session_to_wire(&session);
+    let mut wire = session_body(&session);
     if let Some(Value::Object(shown)) = wire.get_mut("state") {
         shown.extend(temp);
         for key in deleted.iter().filter(|k| k.starts_with("temp:")) {

@@ -536,3 +536,53 @@ async fn the_app_wide_list_needs_a_token_for_every_user() {
     assert_eq!(get("whole-app-token-0123").await, StatusCode::OK);
     assert_eq!(get("one-user-token-01234").await, StatusCode::FORBIDDEN);
 }
+
+#[tokio::test]
+async fn sessions_expire_by_request_or_by_default_and_the_sweep_removes_them() {
+    use std::time::Duration;
+
+    use agentstate_server::Expiry;
+    let expiry = Expiry { sweep_every: Some(Duration::from_millis(100)), ..Expiry::default() }
+        .app_ttl("shortlived", Duration::from_millis(300));
+    let state = AppState::new(Arc::new(InMemorySessionService::new())).with_expiry(expiry);
+    let sweeper = tokio::spawn(state.sweeper());
+    let r = app(state);
+
+    // ttl (the managed service's duration) or expireTime, answered as expireTime.
+    let (status, body) = call(&r, Method::POST, S, Some(r#"{"sessionId": "t", "ttl": "0.3s"}"#)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let expire = body["expireTime"].as_str().unwrap().to_owned();
+    assert!(expire.ends_with('Z'), "{expire}");
+    let (_, body) =
+        call(&r, Method::POST, S, Some(r#"{"sessionId": "at", "expireTime": "2099-01-01T00:00:00Z"}"#)).await;
+    assert_eq!(body["expireTime"], "2099-01-01T00:00:00.000000Z");
+    let (_, body) = call(&r, Method::POST, S, Some(r#"{"sessionId": "never"}"#)).await;
+    assert!(body.get("expireTime").is_none(), "no expiry, no field: {body}");
+    let (_, body) = call(&r, Method::POST, "/apps/shortlived/users/u/sessions", Some(r#"{"sessionId": "d"}"#)).await;
+    assert!(body["expireTime"].is_string(), "the app's default applies: {body}");
+    for bad in [
+        r#"{"ttl": "soon"}"#,
+        r#"{"ttl": "0s"}"#,
+        r#"{"expireTime": "tomorrow"}"#,
+        r#"{"ttl": "1s", "expireTime": "2099-01-01T00:00:00Z"}"#,
+    ] {
+        let (status, body) = call(&r, Method::POST, S, Some(bad)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
+    }
+    assert_eq!(call(&r, Method::GET, &format!("{S}/t"), None).await.0, StatusCode::OK);
+
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(call(&r, Method::GET, &format!("{S}/t"), None).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(call(&r, Method::GET, "/apps/shortlived/users/u/sessions/d", None).await.0, StatusCode::NOT_FOUND);
+    let (status, _) = call(&r, Method::PATCH, &format!("{S}/t"), Some(r#"{"stateDelta": {"k": 1}}"#)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (_, list) = call(&r, Method::GET, S, None).await;
+    let ids: Vec<&str> = list.as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    // The sweep removed both and counted them.
+    let request = Request::builder().uri("/metrics").body(Body::empty()).unwrap();
+    let response = r.clone().oneshot(request).await.unwrap();
+    let text = String::from_utf8(response.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
+    assert!(text.contains("agentstate_sessions_expired_total 2"), "{text}");
+    sweeper.abort();
+}

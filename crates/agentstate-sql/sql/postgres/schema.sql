@@ -59,6 +59,8 @@ CREATE TABLE IF NOT EXISTS agentstate_session_attributes (
         REFERENCES sessions (app_name, user_id, id) ON DELETE CASCADE
 );
 CREATE INDEX IF NOT EXISTS idx_sessions_app_id ON sessions USING btree (app_name, id);
+-- The expiry sweep reads expired sessions oldest first.
+CREATE INDEX IF NOT EXISTS idx_agentstate_attributes_expire ON agentstate_session_attributes USING btree (expire_time);
 -- Snapshots of a session's history state (see agentstate::history): at its creation
 -- (at_micros = -2^63) and every few dozen events, written by the reads that replayed past them.
 CREATE TABLE IF NOT EXISTS agentstate_state_snapshots (

@@ -156,11 +156,16 @@ async fn inspect_and_create(conn: &mut MySqlConnection, location: &str) -> Resul
     if !found.is_complete() {
         sqlx::raw_sql(sql!("schema")).execute(&mut *conn).await.map_err(fail)?;
         // MySQL has no CREATE INDEX IF NOT EXISTS.
-        if !found.indexes.iter().any(|i| i == "idx_sessions_app_id") {
-            sqlx::query("CREATE INDEX idx_sessions_app_id ON sessions (app_name, id)")
-                .execute(&mut *conn)
-                .await
-                .map_err(fail)?;
+        for (name, statement) in [
+            ("idx_sessions_app_id", "CREATE INDEX idx_sessions_app_id ON sessions (app_name, id)"),
+            (
+                "idx_agentstate_attributes_expire",
+                "CREATE INDEX idx_agentstate_attributes_expire ON agentstate_session_attributes (expire_time)",
+            ),
+        ] {
+            if !found.indexes.iter().any(|i| i == name) {
+                sqlx::query(statement).execute(&mut *conn).await.map_err(fail)?;
+            }
         }
     }
     Ok(schema)
@@ -601,6 +606,31 @@ impl SessionStore for MySqlStore {
             .fetch_all(&self.pool)
             .await
             .map_err(|e| sqlx_error("finding sessions", e))
+    }
+
+    async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<usize> {
+        let before = naive(before_micros)?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.transaction("sweeping expired sessions", |conn| {
+            Box::pin(async move {
+                let rows = sqlx::query(sql!("sessions_expired"))
+                    .bind(before)
+                    .bind(limit)
+                    .fetch_all(&mut *conn)
+                    .await
+                    .map_err(sql_step("find expired sessions"))?;
+                for row in &rows {
+                    let part = |name| row.try_get::<String, _>(name).map_err(sql_step("find expired sessions"));
+                    let key = SessionKey::from_storage(part("app_name")?, part("user_id")?, part("session_id")?);
+                    keyed(sql!("session_delete"), &key)
+                        .execute(&mut *conn)
+                        .await
+                        .map_err(sql_step("delete an expired session"))?;
+                }
+                Ok(rows.len())
+            })
+        })
+        .await
     }
 
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {

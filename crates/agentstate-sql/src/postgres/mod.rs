@@ -334,6 +334,16 @@ impl SessionStore for PostgresStore {
             .map_err(|e| sqlx_error("finding sessions", e))
     }
 
+    async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<usize> {
+        let done = sqlx::query(sql!("sessions_expired_delete"))
+            .bind(naive(before_micros)?)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .execute(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("sweeping expired sessions", e))?;
+        Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
+    }
+
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
         let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta, deleted } = commit;
         let result = keyed(sql!("event_commit"), &key)

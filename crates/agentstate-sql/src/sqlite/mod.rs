@@ -173,6 +173,10 @@ impl SessionStore for SqliteStore {
         self.writer.write(move |conn| ops::delete(conn, &key)).await
     }
 
+    async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<usize> {
+        self.writer.write(move |conn| ops::delete_expired(conn, before_micros, limit)).await
+    }
+
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
         self.writer.write(move |conn| ops::commit(conn, commit)).await
     }

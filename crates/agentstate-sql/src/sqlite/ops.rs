@@ -308,6 +308,29 @@ pub(super) fn delete(conn: &Connection, key: &SessionKey) -> Result<()> {
     Ok(())
 }
 
+/// Deletes up to `limit` sessions expired at `before_micros`, oldest expiry first, in the
+/// writer's transaction (so none is created again in between).
+pub(super) fn delete_expired(conn: &Connection, before_micros: i64, limit: usize) -> Result<usize> {
+    let before = sqlite_text(before_micros)?;
+    let keys = conn
+        .prepare_cached(sql!("sessions_expired"))
+        .and_then(|mut stmt| {
+            stmt.query_map(params![before, i64::try_from(limit).unwrap_or(i64::MAX)], |r| {
+                Ok(SessionKey::from_storage(
+                    r.get::<_, String>("app_name")?,
+                    r.get::<_, String>("user_id")?,
+                    r.get::<_, String>("session_id")?,
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(|e| sqlite_error("find expired sessions", &e))?;
+    for key in &keys {
+        delete(conn, key)?;
+    }
+    Ok(keys.len())
+}
+
 /// Runs `f` in a read transaction, so every statement sees one snapshot.
 fn snapshot<T>(conn: &Connection, f: impl FnOnce() -> Result<T>) -> Result<T> {
     conn.execute_batch("BEGIN DEFERRED").map_err(|e| sqlite_error("begin read", &e))?;

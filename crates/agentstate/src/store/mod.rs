@@ -306,6 +306,19 @@ pub trait SessionStore: Send + Sync + 'static {
         replay::fork(self, request).await
     }
 
+    /// Deletes up to `limit` sessions whose expire time is at or before `before_micros` (oldest
+    /// expiry first), with their events, in one atomic step: a session created again under the
+    /// same id after its predecessor expired is never touched. Returns how many it deleted. Stores
+    /// find them through an index on the expire time, never a scan of every session.
+    ///
+    /// The provided implementation deletes none: a store that does not override it is never
+    /// swept (its expired sessions stay hidden, not removed). Stores whose storage expires data
+    /// by itself (Redis) may also delete none.
+    async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<usize> {
+        let _ = (before_micros, limit);
+        Ok(0)
+    }
+
     /// The users of `app` that have a session called `session_id`.
     ///
     /// The provided implementation pages through the app's sessions: correct for any store,
@@ -368,6 +381,10 @@ impl<T: DelegatingStore> SessionStore for T {
 
     async fn users_with_session(&self, app: &str, session_id: &str) -> Result<Vec<String>> {
         self.delegate().users_with_session(app, session_id).await
+    }
+
+    async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<usize> {
+        self.delegate().delete_expired(before_micros, limit).await
     }
 
     async fn history_snapshot(&self, key: &SessionKey, at_or_before_micros: i64) -> Result<Option<HistorySnapshot>> {

@@ -145,9 +145,12 @@ pub(crate) async fn create(
         }
         None => resource::new_session_id(),
     };
-    let request = CreateSession { attributes: new.attributes, ..CreateSession::new(&engine.app, &new.user_id) }
-        .id(&id)
-        .with_state(new.state);
+    let mut attributes = new.attributes;
+    if attributes.expire_time_micros.is_none() {
+        attributes.expire_time_micros = state.expiry().default_expire_micros(&engine.app);
+    }
+    let request =
+        CreateSession { attributes, ..CreateSession::new(&engine.app, &new.user_id) }.id(&id).with_state(new.state);
     match state.service().create_session(request).await {
         Ok(session) => Ok(Json(engine.session_operation(&session))),
         Err(Error::AlreadyExists { .. }) => Err(already_exists(&id)),

@@ -82,15 +82,9 @@ pub(crate) fn new_session(mut body: Map<String, Value>, now_micros: i64) -> Resu
     Ok(NewSession { user_id, state, attributes })
 }
 
-/// A protobuf JSON duration: seconds with an `s`, a fraction allowed (`"7200s"`, `"1.5s"`);
-/// positive.
+/// A protobuf JSON duration (see [`crate::expiry::parse_duration`]).
 fn duration(text: &str, field: &str) -> Result<Duration, GoogleError> {
-    let bad = || GoogleError::invalid(format!("{field}: {text:?} is not a duration such as \"7200s\""));
-    let seconds: f64 = text.strip_suffix('s').ok_or_else(bad)?.parse().map_err(|_| bad())?;
-    if !seconds.is_finite() || seconds <= 0.0 {
-        return Err(GoogleError::invalid(format!("{field} must be positive")));
-    }
-    Duration::try_from_secs_f64(seconds).map_err(|_| bad())
+    crate::expiry::parse_duration(text, field).map_err(GoogleError::invalid)
 }
 
 /// The body of `POST …:appendEvent` as an event: the ADK event in `rawEvent` when there is one

@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 
 use agentstate::{Event, Map, Session, Value};
-use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::json;
 
 use super::error::GoogleError;
@@ -166,15 +165,13 @@ pub(crate) fn new_session_id() -> String {
 
 /// Epoch microseconds as RFC 3339, UTC, to the microsecond.
 pub(crate) fn rfc3339(micros: i64) -> String {
-    DateTime::<Utc>::from_timestamp_micros(micros).unwrap_or_default().to_rfc3339_opts(SecondsFormat::Micros, true)
+    crate::expiry::rfc3339(micros)
 }
 
 /// An RFC 3339 time (`Z` or an offset; any fraction, cut to the microsecond) as epoch
 /// microseconds.
 pub(crate) fn parse_rfc3339(text: &str, field: &str) -> Result<i64, GoogleError> {
-    DateTime::parse_from_rfc3339(text.trim())
-        .map(|t| t.timestamp_micros())
-        .map_err(|e| GoogleError::invalid(format!("{field}: {text:?} is not an RFC 3339 time ({e})")))
+    crate::expiry::parse_rfc3339(text, field).map_err(GoogleError::invalid)
 }
 
 #[cfg(test)]

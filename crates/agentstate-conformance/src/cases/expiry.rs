@@ -1,0 +1,111 @@
+//! Expiry: a session whose expire time has passed behaves as deleted for every read and write,
+//! before and after a sweep removes it; a sweep removes expired sessions in bounded batches and
+//! nothing else.
+
+use std::time::Duration;
+
+use agentstate::history::{ForkSession, HistoryAt};
+use agentstate::{CreateSession, ErrorKind, GetSessionConfig, ListEvents, ListSessions};
+use serde_json::json;
+
+use super::{Svc, event, key};
+use crate::unique;
+
+/// Every way of reaching the session `id` of `app`/`u` finds nothing.
+async fn gone(svc: &Svc, app: &str, id: &str, live_ids: &[&str]) {
+    let k = key(app, "u", id);
+    assert!(svc.get_session(&k, GetSessionConfig::default()).await.unwrap().is_none(), "get {id}");
+    let page = svc.list_sessions(ListSessions::user(app, "u")).await.unwrap();
+    let listed: Vec<&str> = page.sessions.iter().map(|s| s.id()).collect();
+    assert_eq!(listed, live_ids, "list skips expired sessions");
+    let by_app = svc.list_sessions(ListSessions::app(app)).await.unwrap();
+    assert_eq!(by_app.sessions.len(), live_ids.len());
+    // Pages stay full and cover every live session once, whatever expired between them.
+    let mut paged = Vec::new();
+    let mut request = ListSessions::app(app).page_size(1);
+    loop {
+        let page = svc.list_sessions(request.clone()).await.unwrap();
+        paged.extend(page.sessions.iter().map(|s| s.id().to_owned()));
+        match page.next_page_token {
+            Some(token) => request = request.page_token(token),
+            None => break,
+        }
+    }
+    assert_eq!(paged, live_ids, "paged list");
+    assert!(svc.list_events(&k, ListEvents::default()).await.unwrap().is_none(), "events of {id}");
+    assert!(svc.state_at(&k, HistoryAt::Creation).await.unwrap().is_none(), "history of {id}");
+    assert!(svc.find_sessions(app, id).await.unwrap().is_empty(), "find {id}");
+}
+
+pub(crate) async fn expired_sessions_behave_as_deleted(svc: Svc) {
+    let app = unique("expiry");
+    let now = agentstate::store::now_secs();
+    // Expired at creation, expiring soon, never expiring.
+    let past = CreateSession::new(&app, "u").id("past").state("k", json!(1)).expire_time(now - 1.0);
+    svc.create_session(past).await.unwrap();
+    let soon = CreateSession::new(&app, "u").id("soon").state("user:shared", json!(1)).ttl(Duration::from_millis(700));
+    let mut soon = svc.create_session(soon).await.unwrap();
+    let mut kept = svc.create_session(CreateSession::new(&app, "u").id("kept")).await.unwrap();
+    gone(&svc, &app, "past", &["soon", "kept"]).await;
+
+    // Alive until its time: readable, appendable, and its expire time is kept.
+    let first = svc.append_event(&mut soon, event("inv-1", json!({"a": 1}))).await.unwrap();
+    let loaded = svc.get_session(soon.key(), GetSessionConfig::default()).await.unwrap().expect("alive");
+    assert_eq!(loaded.attributes().expire_time_micros, soon.attributes().expire_time_micros);
+    assert!(loaded.attributes().expire_time_micros.is_some());
+
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    gone(&svc, &app, "soon", &["kept"]).await;
+    let late = svc.append_event(&mut soon, event("inv-2", json!({"a": 2}))).await.unwrap_err();
+    assert_eq!(late.kind(), ErrorKind::NotFound, "append to an expired session");
+    assert_eq!(svc.rewind(&mut soon, "inv-1").await.unwrap_err().kind(), ErrorKind::NotFound);
+    let fork = ForkSession { source: soon.key().clone(), at_event_id: first.id.clone(), session_id: None };
+    assert_eq!(svc.fork_session(fork).await.unwrap_err().kind(), ErrorKind::NotFound);
+    assert!(svc.event_diff(soon.key(), &first.id).await.unwrap().is_none());
+    // Shared state written by an expired session stays, as after a delete.
+    svc.append_event(&mut kept, event("inv", json!({}))).await.unwrap();
+    let kept = svc.get_session(kept.key(), GetSessionConfig::default()).await.unwrap().unwrap();
+    assert_eq!(kept.state().get("user:shared"), Some(&json!(1)));
+
+    // Its id is free again: a new session, not the old one.
+    let again = svc.create_session(CreateSession::new(&app, "u").id("soon")).await.unwrap();
+    assert!(again.state().get("a").is_none() && again.events().is_empty());
+    assert!(again.attributes().expire_time_micros.is_none());
+    let reloaded = svc.get_session(again.key(), GetSessionConfig::default()).await.unwrap().expect("recreated");
+    assert!(reloaded.events().is_empty(), "the expired session's events are not the new one's");
+}
+
+pub(crate) async fn sweeps_remove_expired_sessions_in_batches(svc: Svc) {
+    let app = unique("sweep");
+    let now = agentstate::store::now_secs();
+    for i in 0..3 {
+        let request = CreateSession::new(&app, "u").id(format!("old-{i}")).expire_time(now - 10.0 + f64::from(i));
+        svc.create_session(request).await.unwrap();
+    }
+    let future = CreateSession::new(&app, "u").id("future").ttl(Duration::from_secs(3600));
+    svc.create_session(future).await.unwrap();
+    svc.create_session(CreateSession::new(&app, "u").id("forever")).await.unwrap();
+
+    // Bounded: one at a time. Other runs sharing the database may have expired sessions too, so
+    // count at least ours.
+    assert!(svc.sweep_expired(1).await.unwrap() <= 1);
+    let mut removed = 1;
+    loop {
+        let n = svc.sweep_expired(100).await.unwrap();
+        removed += n;
+        if n < 100 {
+            break;
+        }
+    }
+    assert!(removed >= 3, "{removed} removed");
+    let page = svc.list_sessions(ListSessions::app(&app)).await.unwrap();
+    let mut left: Vec<&str> = page.sessions.iter().map(|s| s.id()).collect();
+    left.sort_unstable();
+    assert_eq!(left, ["forever", "future"], "live sessions are never swept");
+    // Removed, not only hidden: ids are free and nothing of them is found.
+    for i in 0..3 {
+        let id = format!("old-{i}");
+        assert!(svc.get_session(&key(&app, "u", &id), GetSessionConfig::default()).await.unwrap().is_none());
+        svc.create_session(CreateSession::new(&app, "u").id(id)).await.unwrap();
+    }
+}

@@ -1,0 +1,163 @@
+//! Session expiry as the server applies it: the `ttl` / `expireTime` a create request gives,
+//! else a default per app or for the whole server; `expireTime` on the sessions it answers; and
+//! the background sweep that removes expired sessions in bounded batches.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentstate::{Session, SessionService, Value};
+use chrono::{DateTime, SecondsFormat, Utc};
+
+use crate::metrics::Metrics;
+
+/// How sessions expire on this server.
+///
+/// ```
+/// use std::time::Duration;
+/// use agentstate_server::Expiry;
+/// let expiry = Expiry { default_ttl: Some(Duration::from_secs(86_400)), ..Expiry::default() }
+///     .app_ttl("support_bot", Duration::from_secs(3_600));
+/// assert_eq!(expiry.ttl_for("support_bot"), Some(Duration::from_secs(3_600)));
+/// assert_eq!(expiry.ttl_for("other"), Some(Duration::from_secs(86_400)));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expiry {
+    /// The time to live of a session created without one; `None` for sessions that never expire.
+    pub default_ttl: Option<Duration>,
+    /// Per-app defaults, over `default_ttl`.
+    pub app_ttls: BTreeMap<String, Duration>,
+    /// How often the sweep runs; `None` for never.
+    pub sweep_every: Option<Duration>,
+    /// Sessions removed per batch (each batch one bounded store call).
+    pub sweep_batch: usize,
+}
+
+impl Default for Expiry {
+    fn default() -> Self {
+        Self {
+            default_ttl: None,
+            app_ttls: BTreeMap::new(),
+            sweep_every: Some(Duration::from_secs(60)),
+            sweep_batch: 500,
+        }
+    }
+}
+
+impl Expiry {
+    /// Sets `app`'s default time to live.
+    #[must_use]
+    pub fn app_ttl(mut self, app: impl Into<String>, ttl: Duration) -> Self {
+        self.app_ttls.insert(app.into(), ttl);
+        self
+    }
+
+    /// The default time to live of `app`'s sessions.
+    pub fn ttl_for(&self, app: &str) -> Option<Duration> {
+        self.app_ttls.get(app).copied().or(self.default_ttl)
+    }
+
+    /// The expire time (epoch µs) of a session of `app` created now without one.
+    pub(crate) fn default_expire_micros(&self, app: &str) -> Option<i64> {
+        let ttl = i64::try_from(self.ttl_for(app)?.as_micros()).unwrap_or(i64::MAX);
+        Some(agentstate::store::now_micros().saturating_add(ttl))
+    }
+}
+
+/// A protobuf JSON duration, as the managed service takes `ttl`: seconds with an `s`, a fraction
+/// allowed (`"7200s"`, `"1.5s"`); positive.
+pub(crate) fn parse_duration(text: &str, field: &str) -> Result<Duration, String> {
+    let bad = || format!("{field}: {text:?} is not a duration such as \"7200s\"");
+    let seconds: f64 = text.strip_suffix('s').ok_or_else(bad)?.parse().map_err(|_| bad())?;
+    if !seconds.is_finite() || seconds <= 0.0 {
+        return Err(format!("{field} must be positive"));
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|_| bad())
+}
+
+/// An RFC 3339 time → epoch microseconds.
+pub(crate) fn parse_rfc3339(text: &str, field: &str) -> Result<i64, String> {
+    DateTime::parse_from_rfc3339(text.trim())
+        .map(|t| t.timestamp_micros())
+        .map_err(|e| format!("{field}: {text:?} is not an RFC 3339 time ({e})"))
+}
+
+/// Epoch microseconds → RFC 3339 (UTC, microseconds, `Z`).
+pub(crate) fn rfc3339(micros: i64) -> String {
+    DateTime::<Utc>::from_timestamp_micros(micros).unwrap_or_default().to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// The expire time of a create request's `ttl` or `expireTime` (one of them), epoch µs.
+pub(crate) fn requested_expire(ttl: Option<&Value>, expire_time: Option<&Value>) -> Result<Option<i64>, String> {
+    let text =
+        |v: &Value, field: &str| v.as_str().map(str::to_owned).ok_or_else(|| format!("{field} must be a string"));
+    match (ttl, expire_time) {
+        (Some(_), Some(_)) => Err("give ttl or expireTime, not both".to_owned()),
+        (Some(ttl), None) => {
+            let ttl = parse_duration(&text(ttl, "ttl")?, "ttl")?;
+            let ttl = i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX);
+            Ok(Some(agentstate::store::now_micros().saturating_add(ttl)))
+        }
+        (None, Some(time)) => parse_rfc3339(&text(time, "expireTime")?, "expireTime").map(Some),
+        (None, None) => Ok(None),
+    }
+}
+
+/// The ADK JSON of a session, with `expireTime` (agentstate's extension) when it expires.
+pub(crate) fn session_body(session: &Session) -> Value {
+    let mut body = agentstate::wire::session_to_wire(session);
+    if let (Some(at), Value::Object(map)) = (session.attributes().expire_time_micros, &mut body) {
+        map.insert("expireTime".to_owned(), Value::String(rfc3339(at)));
+    }
+    body
+}
+
+/// Removes every expired session now, a batch at a time; returns how many.
+pub async fn sweep(service: &dyn SessionService, batch: usize, metrics: &Metrics) -> agentstate::Result<usize> {
+    let batch = batch.max(1);
+    let mut removed = 0;
+    loop {
+        let n = service.sweep_expired(batch).await?;
+        removed += n;
+        metrics.expired(n as u64);
+        if n < batch {
+            return Ok(removed);
+        }
+        // Let foreground requests through between batches.
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Runs [`sweep`] every `expiry.sweep_every` until the task is dropped; failures are logged and
+/// retried at the next tick.
+pub(crate) async fn sweeper(service: Arc<dyn SessionService>, expiry: Arc<Expiry>, metrics: Arc<Metrics>) {
+    let Some(every) = expiry.sweep_every else { return };
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        match sweep(service.as_ref(), expiry.sweep_batch, &metrics).await {
+            Ok(0) => {}
+            Ok(removed) => tracing::info!(removed, "removed expired sessions"),
+            Err(e) => tracing::warn!(error = %e, "sweeping expired sessions failed; retrying at the next tick"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_requests_name_their_expiry() {
+        let now = agentstate::store::now_micros();
+        let ttl = requested_expire(Some(&Value::from("60s")), None).unwrap().unwrap();
+        assert!((now + 59_000_000..now + 61_000_000).contains(&ttl));
+        let at = requested_expire(None, Some(&Value::from("2030-01-01T00:00:00Z"))).unwrap();
+        assert_eq!(at, Some(1_893_456_000_000_000));
+        assert!(requested_expire(Some(&Value::from("60")), None).unwrap_err().contains("duration"));
+        assert!(requested_expire(Some(&Value::from("-1s")), None).unwrap_err().contains("positive"));
+        assert!(requested_expire(Some(&Value::from("1s")), Some(&Value::from("x"))).unwrap_err().contains("not both"));
+        assert_eq!(rfc3339(1_893_456_000_000_000), "2030-01-01T00:00:00.000000Z");
+    }
+}
