@@ -91,6 +91,10 @@ pub enum Capability {
     /// `sweeps_expired_sessions` in the macro). A client of a remote service cannot: the service
     /// sweeps itself.
     SweepsExpiredSessions,
+    /// The service erases a user's data
+    /// ([`SessionService::erase_user`](agentstate::SessionService::erase_user); `erases_users` in
+    /// the macro). The managed service's API has no such operation.
+    ErasesUsers,
 }
 
 /// Expands to one `#[test]` per conformance case, each calling `$factory` (a closure returning a
@@ -153,6 +157,7 @@ macro_rules! session_service_tests {
             fork_copies_history_up_to_an_event,
             expired_sessions_behave_as_deleted,
             sweeps_remove_expired_sessions_in_batches [sweeps_expired_sessions],
+            erasing_a_user_removes_everything_of_theirs [erases_users],
             concurrent_deletion_and_setting_of_a_user_key,
             concurrent_shared_scope_writers_lose_nothing,
             concurrent_handles_conflict_exactly_once,

@@ -19,3 +19,4 @@ script!(SNAPSHOT, "lua/snapshot.lua");
 script!(PUT_SNAPSHOTS, "lua/put_snapshots.lua");
 script!(INVOCATION, "lua/invocation.lua");
 script!(SWEEP, "lua/sweep.lua");
+script!(ERASE, "lua/erase.lua");

@@ -7,7 +7,7 @@ use agentstate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListCursor, ListQuery,
     NewSession, SessionStore, merge_scopes,
 };
-use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionAttributes, SessionKey, Value};
+use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionAttributes, SessionKey, UserData, Value};
 use async_trait::async_trait;
 use redis::{RedisError, Value as Reply};
 
@@ -568,6 +568,80 @@ impl SessionStore for RedisSessionService {
             return Ok(None);
         }
         decode_event(&reply, key).map(Some)
+    }
+
+    async fn erase_user(&self, app: &str, user: &str) -> Result<UserData> {
+        // Resumable: a batch of sessions at a time, then the user's state; run again after an
+        // interruption to finish.
+        const BATCH: isize = 100;
+        let app_keys = AppKeys::new(&self.prefix, app);
+        let mut connection = self.connection();
+        let mut erased = UserData::default();
+        loop {
+            let ids: Vec<String> = redis::cmd("ZRANGE")
+                .arg(app_keys.user_sessions(user))
+                .arg(0)
+                .arg(BATCH - 1)
+                .query_async(&mut connection)
+                .await
+                .map_err(|e| backend("erase", e))?;
+            if ids.is_empty() {
+                break;
+            }
+            for id in &ids {
+                let keys = app_keys.session(user, id);
+                let mut invocation = scripts::ERASE.prepare_invoke();
+                for key in keys.own() {
+                    invocation.key(key);
+                }
+                let (existed, events): (i64, i64) = invocation
+                    .key(&keys.sessions)
+                    .key(&keys.user_sessions)
+                    .key(&keys.users_with)
+                    .key(&keys.expiring)
+                    .arg(&keys.member)
+                    .arg(id)
+                    .arg(user)
+                    .invoke_async(&mut connection)
+                    .await
+                    .map_err(|e| backend("erase", e))?;
+                erased.sessions += usize::from(existed == 1);
+                erased.events += usize::try_from(events).unwrap_or_default();
+            }
+        }
+        let user_state = app_keys.user_state(user);
+        let mut pipe = redis::pipe();
+        pipe.atomic().cmd("HLEN").arg(&user_state).cmd("DEL").arg(&user_state).ignore();
+        let (keys,): (i64,) = pipe.query_async(&mut connection).await.map_err(|e| backend("erase", e))?;
+        erased.user_state_keys = usize::try_from(keys).unwrap_or_default();
+        Ok(erased)
+    }
+
+    async fn user_data(&self, app: &str, user: &str) -> Result<UserData> {
+        let app_keys = AppKeys::new(&self.prefix, app);
+        let mut connection = self.connection();
+        let ids: Vec<String> = redis::cmd("ZRANGE")
+            .arg(app_keys.user_sessions(user))
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| backend("count", e))?;
+        let mut pipe = redis::pipe();
+        pipe.atomic().cmd("HLEN").arg(app_keys.user_state(user));
+        for id in &ids {
+            let keys = app_keys.session(user, id);
+            pipe.cmd("EXISTS").arg(&keys.meta).cmd("ZCARD").arg(&keys.times);
+        }
+        let counts: Vec<i64> = pipe.query_async(&mut connection).await.map_err(|e| backend("count", e))?;
+        let count = |n: &i64| usize::try_from(*n).unwrap_or_default();
+        let mut data =
+            UserData { user_state_keys: counts.first().map(count).unwrap_or_default(), ..UserData::default() };
+        for pair in counts.get(1..).unwrap_or_default().chunks_exact(2) {
+            data.sessions += count(&pair[0]);
+            data.events += count(&pair[1]);
+        }
+        Ok(data)
     }
 
     async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<usize> {

@@ -7,7 +7,7 @@
 //!
 //! ```json
 //! {"tokens": [
-//!   {"token": "s3cret-admin-0123456789", "apps": "*"},
+//!   {"token": "s3cret-admin-0123456789", "apps": "*", "admin": true},
 //!   {"token": "s3cret-support-0123456789", "apps": ["support_bot"], "users": ["alice", "bob"]}
 //! ]}
 //! ```
@@ -45,6 +45,9 @@ pub enum Access {
     /// A token for the engine (the app) in the path of a managed-service route; the handler
     /// checks the user once it knows it (from the body, the filter, or the session).
     EngineUser,
+    /// An admin token (`"admin": true`) covering the app in the path: operations on data beyond
+    /// one session's, such as erasing a user.
+    Admin,
 }
 
 impl Access {
@@ -57,6 +60,7 @@ impl Access {
             Self::PathApp => "a token for the app in the path and all its users",
             Self::BodyAppUser => "a token for the app and user in the body",
             Self::EngineUser => "a token for the engine (app) in the path and the session's user",
+            Self::Admin => "an admin token (\"admin\": true) for the app in the path",
         }
     }
 }
@@ -71,6 +75,9 @@ struct Grant {
     /// Only these users' sessions; absent for every user.
     #[serde(default)]
     users: Option<Vec<String>>,
+    /// May call the admin routes (erasing a user) for its apps.
+    #[serde(default)]
+    admin: bool,
 }
 
 /// The apps a grant covers.
@@ -119,12 +126,13 @@ pub enum TokensError {
 pub(crate) struct Permit {
     apps: Option<Arc<[String]>>,
     users: Option<Arc<[String]>>,
+    admin: bool,
 }
 
 impl Permit {
     /// Everything (no tokens configured).
     pub(crate) fn all() -> Self {
-        Self { apps: None, users: None }
+        Self { apps: None, users: None, admin: true }
     }
 
     fn of(grant: &Grant) -> Self {
@@ -132,7 +140,7 @@ impl Permit {
             Apps::All(_) => None,
             Apps::Only(apps) => Some(apps.as_slice().into()),
         };
-        Self { apps, users: grant.users.as_deref().map(Into::into) }
+        Self { apps, users: grant.users.as_deref().map(Into::into), admin: grant.admin }
     }
 
     /// Whether it covers `app`.
@@ -238,6 +246,27 @@ pub(crate) async fn authenticate(State(tokens): State<Arc<Tokens>>, mut request:
             request.extensions_mut().insert(permit);
             next.run(request).await
         }
+        Err(denied) => denied.into_response(),
+    }
+}
+
+/// Middleware of [`Access::Admin`] routes: an admin token that covers the path's app (and every
+/// user of it).
+pub(crate) async fn authorize_admin(
+    State(tokens): State<Arc<Tokens>>,
+    Path(params): Path<HashMap<String, String>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let app = params.get("app_name").map(String::as_str).unwrap_or_default();
+    let checked = tokens.authenticate(request.headers()).and_then(|permit| {
+        if !permit.admin || !permit.covers_every_user() {
+            return Err(ApiError::Forbidden("This route needs an admin token (\"admin\": true, every user).".into()));
+        }
+        permit.check_app(app)
+    });
+    match checked {
+        Ok(()) => next.run(request).await,
         Err(denied) => denied.into_response(),
     }
 }

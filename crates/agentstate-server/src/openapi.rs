@@ -42,6 +42,10 @@ fn schemas() -> Value {
                 "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
                 "lastUpdateTime": {"type": "number", "description": "Epoch seconds"},
                 "expireTime": {"type": "string", "format": "date-time", "description": "agentstate extension, present when the session expires: from then on it behaves as deleted"}}},
+        "Erased": {"type": "object", "required": ["sessions", "events", "userStateKeys", "dryRun"], "properties": {
+            "sessions": {"type": "integer"}, "events": {"type": "integer"},
+            "userStateKeys": {"type": "integer", "description": "Keys of the user's user: state"},
+            "dryRun": {"type": "boolean", "description": "True when nothing was removed (only counted)"}}},
         "SessionList": {"type": "array", "items": {"$ref": "#/components/schemas/Session"}},
         "CreateSessionRequest": {"type": "object", "properties": {
             "sessionId": {"type": "string", "description": "1–128 printable characters; generated (UUIDv4) if absent"},
@@ -255,6 +259,9 @@ pub fn document(operations: &[Operation]) -> Value {
         }
         if matches!(op.access, Access::PathAppUser | Access::BodyAppUser | Access::PathApp) {
             responses.insert("403".into(), denied("The token may not access this app or user"));
+        }
+        if op.access == Access::Admin {
+            responses.insert("403".into(), denied("The token is not an admin token for this app"));
         }
         let security = if op.access == Access::Public { json!([]) } else { json!([{"bearer": []}]) };
         let mut operation = json!({

@@ -74,6 +74,7 @@ pub use service::{
 };
 pub use session::{Events, MAX_DISPLAY_NAME_CHARS, MAX_LABEL_CHARS, MAX_LABELS, Session, SessionAttributes};
 pub use state::State;
+pub use store::UserData;
 
 /// The same JSON map type the model uses (insertion-ordered).
 pub use serde_json::{Map, Value};

@@ -21,7 +21,7 @@ use crate::key::SessionKey;
 use crate::session::{Session, SessionAttributes};
 use crate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
-    SessionStore, merge_scopes,
+    SessionStore, UserData, merge_scopes,
 };
 
 /// Sessions kept in process memory: for development, tests and examples.
@@ -73,6 +73,15 @@ impl StoredSession {
 /// The stored session `key`, if any.
 fn stored<'a>(apps: &'a HashMap<String, AppEntry>, key: &SessionKey) -> Option<&'a StoredSession> {
     apps.get(key.app_name()).and_then(|a| a.users.get(key.user_id())).and_then(|u| u.sessions.get(key.session_id()))
+}
+
+/// What a user holds.
+fn user_data(user: &UserEntry) -> UserData {
+    UserData {
+        sessions: user.sessions.len(),
+        events: user.sessions.values().map(|s| s.events.len()).sum(),
+        user_state_keys: user.state.len(),
+    }
 }
 
 /// Sets each key of `delta` in `target`, then removes `deleted`.
@@ -256,6 +265,18 @@ impl SessionStore for InMemorySessionService {
             .collect();
         users.sort_unstable();
         Ok(users)
+    }
+
+    async fn erase_user(&self, app: &str, user: &str) -> Result<UserData> {
+        let mut apps = self.write();
+        let removed = apps.get_mut(app).and_then(|a| a.users.remove(user));
+        Ok(removed.as_ref().map(user_data).unwrap_or_default())
+    }
+
+    async fn user_data(&self, app: &str, user: &str) -> Result<UserData> {
+        let apps = self.read();
+        let found = apps.get(app).and_then(|a| a.users.get(user));
+        Ok(found.map(user_data).unwrap_or_default())
     }
 
     async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<usize> {

@@ -16,7 +16,7 @@ use crate::scope::{Scope, ScopedKeys};
 use crate::session::{Session, SessionAttributes, TempChanges};
 use crate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, ListCursor, ListQuery, NewSession, ScopedState,
-    SessionStore, merge_scopes, micros_to_secs, now_micros, secs_to_micros,
+    SessionStore, UserData, merge_scopes, micros_to_secs, now_micros, secs_to_micros,
 };
 
 /// The longest invocation id accepted, in characters (the reference's `VARCHAR(256)`).
@@ -311,6 +311,14 @@ pub trait SessionService: Send + Sync {
     /// returns less than `limit` to sweep everything; each call is one bounded batch (no long
     /// locks), found through an index on the expire time.
     async fn sweep_expired(&self, limit: usize) -> Result<usize>;
+
+    /// Erases everything of `user_id` in `app_name` (a right-to-erasure request): every session,
+    /// event and `user:` key; returns what it removed. `app:` state, shared with other users, is
+    /// untouched. See [`SessionStore::erase_user`] for each backend's guarantees.
+    async fn erase_user(&self, app_name: &str, user_id: &str) -> Result<UserData>;
+
+    /// What [`erase_user`](Self::erase_user) would remove now, removing nothing.
+    async fn user_data(&self, app_name: &str, user_id: &str) -> Result<UserData>;
 }
 
 #[async_trait]
@@ -504,6 +512,27 @@ impl<S: SessionStore + ?Sized> SessionService for S {
             return Err(Error::NotFound { session_id: request.source.session_id().to_owned() });
         }
         self.fork(&request).instrument(span).await
+    }
+
+    async fn erase_user(&self, app_name: &str, user_id: &str) -> Result<UserData> {
+        validate_id("app_name", app_name)?;
+        validate_id("user_id", user_id)?;
+        let span = tracing::info_span!("erase_user", app = app_name);
+        let erased = SessionStore::erase_user(self, app_name, user_id).instrument(span).await?;
+        tracing::info!(
+            app = app_name,
+            sessions = erased.sessions,
+            events = erased.events,
+            user_state_keys = erased.user_state_keys,
+            "erased a user's data"
+        );
+        Ok(erased)
+    }
+
+    async fn user_data(&self, app_name: &str, user_id: &str) -> Result<UserData> {
+        validate_id("app_name", app_name)?;
+        validate_id("user_id", user_id)?;
+        SessionStore::user_data(self, app_name, user_id).await
     }
 
     async fn sweep_expired(&self, limit: usize) -> Result<usize> {

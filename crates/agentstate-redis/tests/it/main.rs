@@ -5,6 +5,7 @@
 
 mod cluster;
 mod conformance;
+mod erasure;
 mod expiry;
 mod import;
 mod restart;

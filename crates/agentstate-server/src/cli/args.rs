@@ -41,6 +41,19 @@ pub(crate) enum Command {
     /// Remove every expired session now (a server does it every --sweep-interval), and print how
     /// many.
     Sweep(DbArg),
+    /// Erase everything of a user in an app (every session, event and user: key; app: state stays).
+    /// Without --yes it only counts what it would remove.
+    EraseUser {
+        #[command(flatten)]
+        db: DbArg,
+        /// The app.
+        app: String,
+        /// The user.
+        user: String,
+        /// Really erase (without it, nothing is removed).
+        #[arg(long)]
+        yes: bool,
+    },
     /// Inspect and manage sessions in a database.
     Sessions {
         #[command(subcommand)]

@@ -66,6 +66,21 @@ pub(crate) async fn sweep(db: &DbArg) -> anyhow::Result<()> {
     Ok(())
 }
 
+pub(crate) async fn erase_user(db: &DbArg, app: &str, user: &str, yes: bool) -> anyhow::Result<()> {
+    let (service, _) = open(&db.db).await?;
+    let found = if yes { service.erase_user(app, user).await? } else { service.user_data(app, user).await? };
+    let what = format!(
+        "{} sessions, {} events and {} user: keys of user {user:?} in app {app:?}",
+        found.sessions, found.events, found.user_state_keys
+    );
+    if yes {
+        println!("erased {what}; app: state is untouched");
+    } else {
+        println!("would erase {what}; run again with --yes to erase them");
+    }
+    Ok(())
+}
+
 pub(crate) async fn import_adk(db: &DbArg, from: &str, key_prefix: &str, skip_existing: bool) -> anyhow::Result<()> {
     let (service, _) = open(&db.db).await?;
     let shown = Shown::new("imported");

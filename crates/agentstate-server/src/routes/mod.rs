@@ -59,6 +59,7 @@ fn guard(route: MethodRouter<AppState>, access: Access, state: &AppState) -> Met
             route.route_layer(from_fn_with_state(state.clone(), auth::authorize_path))
         }
         Access::EngineUser => route.route_layer(from_fn_with_state(state.clone(), vertex::authorize_engine)),
+        Access::Admin => route.route_layer(from_fn_with_state(state.clone(), auth::authorize_admin)),
     }
 }
 
@@ -166,6 +167,10 @@ routes! {
         "Agent Engine: an operation (always done)", None, [200 "The operation" "VertexOperation"];
     get "/v1beta1/reasoningEngines/{engine}/operations/{operation}" => vertex::operation, EngineUser,
         "Agent Engine (short form): an operation", None, [200 "The operation" "VertexOperation"];
+    delete "/apps/{app_name}/users/{user_id}" => sessions::erase_user, Admin,
+        "agentstate extension: erase everything of a user in the app (sessions, events, user: state; app: state stays); `?dryRun=true` only counts",
+        None,
+        [200 "What was (or would be) removed" "Erased", 400 "Bad id" "Error"];
     get "/healthz" => system::healthz, Public, "Liveness", None, [200 "Alive" "Status"];
     get "/readyz" => system::readyz, Public, "Readiness: the database answers", None, [200 "Ready" "Status", 503 "The database is unreachable" "Status"];
     get "/metrics" => system::metrics, Token, "Prometheus metrics", None, [200 "Metrics" "Metrics"];

@@ -416,3 +416,32 @@ fn object(value: Value) -> Option<Map<String, Value>> {
         _ => None,
     }
 }
+
+/// The query of `DELETE /apps/{app}/users/{user}`.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct EraseQuery {
+    #[serde(default)]
+    dry_run: bool,
+}
+
+/// `DELETE /apps/{app}/users/{user}` (agentstate's extension, admin tokens only): erases the
+/// user's data, or with `?dryRun=true` counts it.
+pub(crate) async fn erase_user(
+    State(state): State<AppState>,
+    Path((app, user)): Path<(String, String)>,
+    query: Result<axum::extract::Query<EraseQuery>, axum::extract::rejection::QueryRejection>,
+) -> Reply {
+    let axum::extract::Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let found = if query.dry_run {
+        state.service().user_data(&app, &user).await?
+    } else {
+        state.service().erase_user(&app, &user).await?
+    };
+    Ok(Json(json!({
+        "sessions": found.sessions,
+        "events": found.events,
+        "userStateKeys": found.user_state_keys,
+        "dryRun": query.dry_run,
+    })))
+}

@@ -218,3 +218,30 @@ fn redis_passwords_never_show() {
     assert!(stderr.contains("redis://:***@127.0.0.1:9/0"), "{stderr}");
     assert!(!stderr.contains("hunter2"), "{stderr}");
 }
+
+#[test]
+fn erase_user_counts_first_and_erases_with_yes() {
+    let db = format!("sqlite://{}/erase.db", scratch().display());
+    let (mut child, addr) = serve(&db);
+    for id in ["a", "b"] {
+        let body = format!(r#"{{"sessionId": "{id}", "state": {{"user:email": "x@y"}}}}"#);
+        assert_eq!(http(&addr, "POST", "/apps/app/users/gone/sessions", &body).0, 200);
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run = |yes: bool| {
+        let mut command = Command::new(BIN);
+        command.args(["erase-user", "--db", &db, "app", "gone"]);
+        if yes {
+            command.arg("--yes");
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let dry = run(false);
+    assert!(dry.contains("would erase 2 sessions, 0 events and 1 user: keys"), "{dry}");
+    let done = run(true);
+    assert!(done.contains("erased 2 sessions, 0 events and 1 user: keys"), "{done}");
+    assert!(run(false).contains("would erase 0 sessions"), "nothing left");
+}

@@ -390,9 +390,9 @@ async fn openapi_describes_exactly_the_routes_that_answer() {
             );
         }
     }
-    // 36 routes (16 of the managed-service surface, 4 of history); /list-apps, /run and /run_sse
+    // 37 routes (16 of the managed-service surface, 4 of history, 1 admin); /list-apps, /run and /run_sse
     // come with the `agents` feature.
-    let expected = if cfg!(feature = "agents") { 36 } else { 33 };
+    let expected = if cfg!(feature = "agents") { 37 } else { 34 };
     assert_eq!(operations, expected, "every route is documented");
     assert_eq!(operations, agentstate_server::OPERATIONS.len());
     assert!(spec["components"]["schemas"]["Session"]["required"].as_array().unwrap().len() >= 6);
@@ -585,4 +585,58 @@ async fn sessions_expire_by_request_or_by_default_and_the_sweep_removes_them() {
     let text = String::from_utf8(response.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
     assert!(text.contains("agentstate_sessions_expired_total 2"), "{text}");
     sweeper.abort();
+}
+
+#[tokio::test]
+async fn erasing_a_user_needs_an_admin_token_and_says_what_it_removed() {
+    use agentstate_server::Tokens;
+    let tokens = Tokens::parse(
+        r#"{"tokens": [{"token": "admin-token-0123456789", "apps": ["myapp"], "admin": true},
+                       {"token": "every-token-0123456789", "apps": "*"},
+                       {"token": "alice-token-0123456789", "apps": ["myapp"], "users": ["alice"], "admin": true}]}"#,
+    )
+    .unwrap();
+    let r = app(AppState::new(Arc::new(InMemorySessionService::new())).with_tokens(tokens));
+    let send = |token: &'static str, method: Method, path: &str, body: &'static str| {
+        let (r, path) = (r.clone(), path.to_owned());
+        async move {
+            let request = Request::builder()
+                .method(method)
+                .uri(path)
+                .header("content-type", "application/json")
+                .header("authorization", format!("Bearer {token}"))
+                .body(Body::from(body))
+                .unwrap();
+            let response = r.oneshot(request).await.unwrap();
+            let status = response.status();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            (status, serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null))
+        }
+    };
+    let admin = "admin-token-0123456789";
+    for id in ["a", "b"] {
+        let body =
+            if id == "a" { r#"{"sessionId": "a", "state": {"user:email": "x@y"}}"# } else { r#"{"sessionId": "b"}"# };
+        assert_eq!(send(admin, Method::POST, "/apps/myapp/users/gone/sessions", body).await.0, StatusCode::OK);
+    }
+    send(admin, Method::PATCH, "/apps/myapp/users/gone/sessions/a", r#"{"stateDelta": {"k": 1}}"#).await;
+    // Not admin, or admin of some users only, or of another app: 403, nothing removed.
+    for (token, path) in [
+        ("every-token-0123456789", "/apps/myapp/users/gone"),
+        ("alice-token-0123456789", "/apps/myapp/users/alice"),
+        (admin, "/apps/other/users/gone"),
+    ] {
+        assert_eq!(send(token, Method::DELETE, path, "").await.0, StatusCode::FORBIDDEN, "{token} {path}");
+    }
+    let (status, counted) = send(admin, Method::DELETE, "/apps/myapp/users/gone?dryRun=true", "").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(counted, json!({"sessions": 2, "events": 1, "userStateKeys": 1, "dryRun": true}));
+    let (status, erased) = send(admin, Method::DELETE, "/apps/myapp/users/gone", "").await;
+    assert_eq!(
+        (status, erased),
+        (StatusCode::OK, json!({"sessions": 2, "events": 1, "userStateKeys": 1, "dryRun": false}))
+    );
+    let (_, list) = send(admin, Method::GET, "/apps/myapp/users/gone/sessions", "").await;
+    assert_eq!(list, json!([]));
+    assert_eq!(send(admin, Method::DELETE, "/apps/myapp/users/gone?bogus=1", "").await.0, StatusCode::BAD_REQUEST);
 }

@@ -7,7 +7,7 @@ use agentstate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
     SessionStore, merge_scopes,
 };
-use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionKey, Value};
+use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionKey, UserData, Value};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -608,6 +608,31 @@ impl SessionStore for MySqlStore {
             .map_err(|e| sqlx_error("finding sessions", e))
     }
 
+    async fn erase_user(&self, app: &str, user: &str) -> Result<UserData> {
+        let (app, user) = (app.to_owned(), user.to_owned());
+        self.transaction("erasing a user", |conn| {
+            let (app, user) = (app.clone(), user.clone());
+            Box::pin(async move {
+                let found = user_data_in(conn, &app, &user).await?;
+                for statement in sql!("user_erase").split(';').map(str::trim).filter(|s| !s.is_empty()) {
+                    sqlx::query(statement)
+                        .bind(&app)
+                        .bind(&user)
+                        .execute(&mut *conn)
+                        .await
+                        .map_err(sql_step("erase a user"))?;
+                }
+                Ok(found)
+            })
+        })
+        .await
+    }
+
+    async fn user_data(&self, app: &str, user: &str) -> Result<UserData> {
+        let mut conn = self.pool.acquire().await.map_err(|e| sqlx_error("counting a user's data", e))?;
+        finish("counting a user's data", user_data_in(&mut conn, app, user).await)
+    }
+
     async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<usize> {
         let before = naive(before_micros)?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -640,4 +665,24 @@ impl SessionStore for MySqlStore {
         })
         .await
     }
+}
+
+/// What erasing `user` of `app` would remove, read on `conn`.
+async fn user_data_in(conn: &mut MySqlConnection, app: &str, user: &str) -> Step<UserData> {
+    let row = sqlx::query(sql!("user_data"))
+        .bind(app)
+        .bind(user)
+        .bind(app)
+        .bind(user)
+        .bind(app)
+        .bind(user)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(sql_step("count a user's data"))?;
+    let count = |name| {
+        row.try_get::<i64, _>(name)
+            .map(|n| usize::try_from(n).unwrap_or_default())
+            .map_err(sql_step("count a user's data"))
+    };
+    Ok(UserData { sessions: count("sessions")?, events: count("events")?, user_state_keys: count("user_keys")? })
 }

@@ -8,7 +8,7 @@ use agentstate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
     SessionStore, merge_scopes,
 };
-use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionKey, Value};
+use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionKey, UserData, Value};
 use async_trait::async_trait;
 use serde_json::json;
 use sqlx::postgres::{PgPool, PgRow};
@@ -334,6 +334,26 @@ impl SessionStore for PostgresStore {
             .map_err(|e| sqlx_error("finding sessions", e))
     }
 
+    async fn erase_user(&self, app: &str, user: &str) -> Result<UserData> {
+        let row = sqlx::query(sql!("user_erase"))
+            .bind(app)
+            .bind(user)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("erasing a user", e))?;
+        user_data_of(&row)
+    }
+
+    async fn user_data(&self, app: &str, user: &str) -> Result<UserData> {
+        let row = sqlx::query(sql!("user_data"))
+            .bind(app)
+            .bind(user)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("counting a user's data", e))?;
+        user_data_of(&row)
+    }
+
     async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<usize> {
         let done = sqlx::query(sql!("sessions_expired_delete"))
             .bind(naive(before_micros)?)
@@ -391,4 +411,14 @@ impl SessionStore for PostgresStore {
             Some(_) => Err(Error::stale()),
         }
     }
+}
+
+/// A row of counts (`sessions`, `events`, `user_keys`).
+fn user_data_of(row: &PgRow) -> Result<UserData> {
+    let count = |name| {
+        row.try_get::<i64, _>(name)
+            .map(|n| usize::try_from(n).unwrap_or_default())
+            .map_err(|e| sqlx_error("reading counts", e))
+    };
+    Ok(UserData { sessions: count("sessions")?, events: count("events")?, user_state_keys: count("user_keys")? })
 }

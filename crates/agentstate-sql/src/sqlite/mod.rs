@@ -13,7 +13,7 @@ use agentstate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
     SessionStore,
 };
-use agentstate::{Error, Event, Result, Session, SessionKey};
+use agentstate::{Error, Event, Result, Session, SessionKey, UserData};
 use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags};
 
@@ -116,6 +116,34 @@ impl SqliteStore {
         &self.schema
     }
 
+    /// `PRAGMA wal_checkpoint(TRUNCATE)` from a connection of its own, retried while readers
+    /// hold old snapshots (up to about five seconds); nothing for an in-memory database.
+    async fn checkpoint(&self) -> Result<()> {
+        let Some(pool) = &self.readers else { return Ok(()) };
+        let (path, busy_timeout) = (pool.path.clone(), pool.busy_timeout);
+        tokio::task::spawn_blocking(move || {
+            let conn = Connection::open(&path).map_err(|e| sqlite_error("open for a checkpoint", &e))?;
+            conn.busy_timeout(busy_timeout).map_err(|e| sqlite_error("configure a checkpoint", &e))?;
+            for _ in 0..50 {
+                let busy: i64 = conn
+                    .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
+                    .map_err(|e| sqlite_error("checkpoint", &e))?;
+                if busy == 0 {
+                    return Ok(());
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(Error::Backend {
+                message: "the write-ahead log could not be emptied: readers kept old snapshots for 5 s; erase again"
+                    .to_owned(),
+                retryable: true,
+                source: None,
+            })
+        })
+        .await
+        .map_err(|e| Error::backend("a SQLite checkpoint panicked", false, e))?
+    }
+
     async fn read<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
@@ -145,9 +173,13 @@ fn open_writer(options: &SqliteOptions) -> Result<(Connection, Schema)> {
         Synchronous::Normal => "NORMAL",
     };
     let journal = if options.path.is_some() { "PRAGMA journal_mode = WAL;" } else { "" };
-    conn.execute_batch(&format!("{journal} PRAGMA synchronous = {synchronous}; PRAGMA foreign_keys = ON;"))
-        .and_then(|()| conn.busy_timeout(options.busy_timeout))
-        .map_err(|e| sqlite_error("configure", &e))?;
+    // secure_delete: deleted content (an erased user's, a swept session's) is overwritten, not
+    // left in free pages of the file.
+    conn.execute_batch(&format!(
+        "{journal} PRAGMA synchronous = {synchronous}; PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON;"
+    ))
+    .and_then(|()| conn.busy_timeout(options.busy_timeout))
+    .map_err(|e| sqlite_error("configure", &e))?;
     let schema = schema::prepare(&conn, &location)?;
     Ok((conn, schema))
 }
@@ -171,6 +203,20 @@ impl SessionStore for SqliteStore {
     async fn delete(&self, key: &SessionKey) -> Result<()> {
         let key = key.clone();
         self.writer.write(move |conn| ops::delete(conn, &key)).await
+    }
+
+    async fn erase_user(&self, app: &str, user: &str) -> Result<UserData> {
+        let (app, user) = (app.to_owned(), user.to_owned());
+        let erased = self.writer.write(move |conn| ops::erase_user(conn, &app, &user)).await?;
+        // The WAL still holds the pages as they were: copy them into the file (where
+        // secure_delete zeroed the freed content) and empty it.
+        self.checkpoint().await?;
+        Ok(erased)
+    }
+
+    async fn user_data(&self, app: &str, user: &str) -> Result<UserData> {
+        let (app, user) = (app.to_owned(), user.to_owned());
+        self.read(move |conn| ops::user_data(conn, &app, &user)).await
     }
 
     async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<usize> {

@@ -8,7 +8,7 @@ use agentstate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
     merge_scopes,
 };
-use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionAttributes, SessionKey, Value};
+use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionAttributes, SessionKey, UserData, Value};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::sqlite_error;
@@ -306,6 +306,32 @@ pub(super) fn delete(conn: &Connection, key: &SessionKey) -> Result<()> {
         execute(conn, "delete session", statement, params![key.app_name(), key.user_id(), key.session_id()])?;
     }
     Ok(())
+}
+
+/// What erasing `user` of `app` would remove.
+pub(super) fn user_data(conn: &Connection, app: &str, user: &str) -> Result<UserData> {
+    conn.prepare_cached(sql!("user_data"))
+        .and_then(|mut stmt| {
+            stmt.query_row(params![app, user], |r| {
+                let count = |name| r.get::<_, i64>(name).map(|n| usize::try_from(n).unwrap_or_default());
+                Ok(UserData {
+                    sessions: count("sessions")?,
+                    events: count("events")?,
+                    user_state_keys: count("user_keys")?,
+                })
+            })
+        })
+        .map_err(|e| sqlite_error("count a user's data", &e))
+}
+
+/// Erases `user` of `app` in the writer's transaction; with `secure_delete` on, the freed
+/// content is overwritten with zeros.
+pub(super) fn erase_user(conn: &Connection, app: &str, user: &str) -> Result<UserData> {
+    let found = user_data(conn, app, user)?;
+    for statement in sql!("user_erase").split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        execute(conn, "erase a user", statement, params![app, user])?;
+    }
+    Ok(found)
 }
 
 /// Deletes up to `limit` sessions expired at `before_micros`, oldest expiry first, in the

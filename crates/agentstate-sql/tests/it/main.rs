@@ -47,6 +47,7 @@ macro_rules! sql_backend_tests {
 }
 
 mod durability;
+mod erasure;
 mod interop;
 mod mysql;
 mod postgres;

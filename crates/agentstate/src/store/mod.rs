@@ -25,7 +25,7 @@ pub use crate::time::{micros_to_secs, now_micros, now_secs, secs_to_micros};
 
 use serde_json::{Map, Value};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::history::{EventDiff, ForkSession, HistoryAt, StateAt};
 use crate::key::SessionKey;
@@ -154,6 +154,25 @@ pub enum CommitOutcome {
     /// The same event (see [`Event::same_as_retry`]) was already stored; nothing changed.
     /// Carries the stored event.
     Duplicate(Box<Event>),
+}
+
+/// What [`SessionStore::erase_user`] removed (or, from [`SessionStore::user_data`], would
+/// remove): a user's sessions, their events, and the keys of the user's `user:` state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UserData {
+    /// Sessions.
+    pub sessions: usize,
+    /// Their events.
+    pub events: usize,
+    /// Keys of the user's `user:` state.
+    pub user_state_keys: usize,
+}
+
+impl UserData {
+    /// Whether there is nothing.
+    pub fn is_empty(&self) -> bool {
+        self.sessions == 0 && self.events == 0 && self.user_state_keys == 0
+    }
 }
 
 /// Storage for sessions. Implement this to add a backend; run the conformance suite
@@ -319,6 +338,31 @@ pub trait SessionStore: Send + Sync + 'static {
         Ok(0)
     }
 
+    /// Removes everything of `user` in `app`: every session with its events, history snapshots
+    /// and attributes, and the user's `user:` state; `app:` state stays. Atomic, or resumable
+    /// (calling it again after an interruption finishes the job). Deleted content is overwritten
+    /// where the storage would otherwise keep it (SQLite's `secure_delete`), not only unlinked.
+    ///
+    /// The provided implementation refuses: a store must say how it erases.
+    async fn erase_user(&self, app: &str, user: &str) -> Result<UserData> {
+        let _ = (app, user);
+        Err(Error::Backend {
+            message: "this backend cannot erase a user's data".to_owned(),
+            retryable: false,
+            source: None,
+        })
+    }
+
+    /// What [`erase_user`](Self::erase_user) would remove now.
+    async fn user_data(&self, app: &str, user: &str) -> Result<UserData> {
+        let _ = (app, user);
+        Err(Error::Backend {
+            message: "this backend cannot count a user's data".to_owned(),
+            retryable: false,
+            source: None,
+        })
+    }
+
     /// The users of `app` that have a session called `session_id`.
     ///
     /// The provided implementation pages through the app's sessions: correct for any store,
@@ -385,6 +429,14 @@ impl<T: DelegatingStore> SessionStore for T {
 
     async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<usize> {
         self.delegate().delete_expired(before_micros, limit).await
+    }
+
+    async fn erase_user(&self, app: &str, user: &str) -> Result<UserData> {
+        self.delegate().erase_user(app, user).await
+    }
+
+    async fn user_data(&self, app: &str, user: &str) -> Result<UserData> {
+        self.delegate().user_data(app, user).await
     }
 
     async fn history_snapshot(&self, key: &SessionKey, at_or_before_micros: i64) -> Result<Option<HistorySnapshot>> {

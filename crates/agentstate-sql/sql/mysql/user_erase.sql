@@ -1,0 +1,3 @@
+DELETE FROM events WHERE app_name = ? AND user_id = ?;
+DELETE FROM sessions WHERE app_name = ? AND user_id = ?;
+DELETE FROM user_states WHERE app_name = ? AND user_id = ?;
