@@ -72,6 +72,20 @@ pub fn case_names() -> impl Iterator<Item = &'static str> {
     cases::ALL.iter().map(|(name, _)| *name)
 }
 
+/// Keys for the runs through encryption at rest: a rotation in progress (new writes with `k2`,
+/// `k1` still read).
+#[cfg(feature = "encryption")]
+pub const TEST_KEYS: &str =
+    "k2:c2Vjb25kIHRlc3Qga2V5IGZvciBhZ2VudHN0YXRlISE=,k1:Zmlyc3QgdGVzdCBrZXkgZm9yIGFnZW50c3RhdGUhISE=";
+
+/// `store` behind encryption at rest with [`TEST_KEYS`], as a service: the suite run through it
+/// proves every guarantee holds on ciphertext (per-key merges of `user:`/`app:` keys included).
+#[cfg(feature = "encryption")]
+pub async fn encrypted<S: agentstate::store::SessionStore>(store: S) -> Arc<dyn SessionService> {
+    let keys = agentstate::crypt::KeyRing::parse(TEST_KEYS).expect("the test keys parse");
+    Arc::new(agentstate::crypt::EncryptedStore::open(store, keys).await.expect("the store takes the test keys"))
+}
+
 /// A name no other case or run uses: `prefix-<uuid>`.
 pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", agentstate::Event::new_id())

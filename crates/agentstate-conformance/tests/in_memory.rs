@@ -1,4 +1,5 @@
 //! The conformance suite and the model-based property test against the in-memory service.
+#![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
 
@@ -13,4 +14,27 @@ agentstate_conformance::session_service_tests!(in_memory);
 #[test]
 fn in_memory_agrees_with_the_model() {
     agentstate_conformance::check_against_model(in_memory, 256);
+}
+
+mod encrypted {
+    use std::sync::Arc;
+
+    use agentstate::{InMemorySessionService, SessionService};
+
+    /// As `agentstate_conformance::encrypted` (this crate's own tests cannot turn on its
+    /// `encryption` feature): a rotation in progress, `k2` writing, `k1` still read.
+    async fn service() -> Arc<dyn SessionService> {
+        let keys = agentstate::crypt::KeyRing::parse(
+            "k2:c2Vjb25kIHRlc3Qga2V5IGZvciBhZ2VudHN0YXRlISE=,k1:Zmlyc3QgdGVzdCBrZXkgZm9yIGFnZW50c3RhdGUhISE=",
+        )
+        .unwrap();
+        Arc::new(agentstate::crypt::EncryptedStore::open(InMemorySessionService::new(), keys).await.unwrap())
+    }
+
+    agentstate_conformance::session_service_tests!(service);
+
+    #[test]
+    fn agrees_with_the_model() {
+        agentstate_conformance::check_against_model(service, 64);
+    }
 }

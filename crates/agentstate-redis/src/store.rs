@@ -570,6 +570,23 @@ impl SessionStore for RedisSessionService {
         decode_event(&reply, key).map(Some)
     }
 
+    async fn metadata(&self, name: &str) -> Result<Option<String>> {
+        redis::cmd("GET")
+            .arg(format!("{}meta:{name}", self.prefix))
+            .query_async(&mut self.connection())
+            .await
+            .map_err(|e| backend("metadata", e))
+    }
+
+    async fn set_metadata(&self, name: &str, value: &str) -> Result<()> {
+        redis::cmd("SET")
+            .arg(format!("{}meta:{name}", self.prefix))
+            .arg(value)
+            .query_async(&mut self.connection())
+            .await
+            .map_err(|e| backend("metadata", e))
+    }
+
     async fn erase_user(&self, app: &str, user: &str) -> Result<UserData> {
         // Resumable: a batch of sessions at a time, then the user's state; run again after an
         // interruption to finish.

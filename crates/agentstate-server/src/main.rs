@@ -23,6 +23,10 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve(args) => cli::serve::run(*args).await,
         Command::Migrate(db) => cli::sessions::migrate(&db).await,
         Command::Sweep(db) => cli::sessions::sweep(&db).await,
+        Command::EncryptionKey { id } => {
+            println!("{}", agentstate::crypt::KeyRing::generate(&id)?);
+            Ok(())
+        }
         Command::EraseUser { db, app, user, yes } => cli::sessions::erase_user(&db, &app, &user, yes).await,
         Command::Sessions { command } => cli::sessions::run(command).await,
         Command::ImportAdk { db, from, key_prefix, skip_existing } => {

@@ -48,6 +48,8 @@
 
 pub mod archive;
 mod content;
+#[cfg(feature = "encryption")]
+pub mod crypt;
 mod error;
 mod event;
 pub mod history;

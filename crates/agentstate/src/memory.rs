@@ -34,6 +34,7 @@ use crate::store::{
 #[derive(Debug, Default)]
 pub struct InMemorySessionService {
     apps: RwLock<HashMap<String, AppEntry>>,
+    metadata: RwLock<BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Default)]
@@ -265,6 +266,15 @@ impl SessionStore for InMemorySessionService {
             .collect();
         users.sort_unstable();
         Ok(users)
+    }
+
+    async fn metadata(&self, name: &str) -> Result<Option<String>> {
+        Ok(self.metadata.read().unwrap_or_else(PoisonError::into_inner).get(name).cloned())
+    }
+
+    async fn set_metadata(&self, name: &str, value: &str) -> Result<()> {
+        self.metadata.write().unwrap_or_else(PoisonError::into_inner).insert(name.to_owned(), value.to_owned());
+        Ok(())
     }
 
     async fn erase_user(&self, app: &str, user: &str) -> Result<UserData> {

@@ -38,3 +38,19 @@ mod two_instances {
 fn two_instances_agree_with_the_model() {
     agentstate_conformance::check_against_model(two_instances, 24);
 }
+
+/// The suite again through encryption at rest.
+mod encrypted {
+    use super::*;
+
+    async fn service() -> Arc<dyn SessionService> {
+        agentstate_conformance::encrypted(open().await).await
+    }
+
+    agentstate_conformance::session_service_tests!(service);
+
+    #[test]
+    fn agrees_with_the_model() {
+        agentstate_conformance::check_against_model(service, 16);
+    }
+}

@@ -54,6 +54,12 @@ pub(crate) enum Command {
         #[arg(long)]
         yes: bool,
     },
+    /// Print a new random encryption key (`id:base64`) for --encryption-keys-file.
+    EncryptionKey {
+        /// Its id (letters, digits, - or _), stored beside each ciphertext it makes.
+        #[arg(long, default_value = "k1")]
+        id: String,
+    },
     /// Inspect and manage sessions in a database.
     Sessions {
         #[command(subcommand)]
@@ -68,6 +74,13 @@ pub(crate) struct DbArg {
     /// AGENTSTATE_VERTEX_TOKEN)
     #[arg(long, env = "AGENTSTATE_DB", default_value = "sqlite://agentstate.db", hide_env_values = true)]
     pub(crate) db: String,
+    /// Encryption at rest: a file of `id:base64-key` lines (32-byte AES-256 keys; the first encrypts
+    /// new writes, all decrypt). `agentstate encryption-key` makes one.
+    #[arg(long, env = "AGENTSTATE_ENCRYPTION_KEYS_FILE")]
+    pub(crate) encryption_keys_file: Option<std::path::PathBuf>,
+    /// The same keys given directly (`id:base64,id:base64`), instead of a file.
+    #[arg(long, env = "AGENTSTATE_ENCRYPTION_KEYS", hide_env_values = true, conflicts_with = "encryption_keys_file")]
+    pub(crate) encryption_keys: Option<String>,
 }
 
 /// The options of `serve`. Each can also be set in the config file under its field name. No

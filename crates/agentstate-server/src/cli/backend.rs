@@ -4,11 +4,14 @@
 
 use std::fmt;
 
+use agentstate::crypt::{EncryptedStore, KeyRing, refuse_if_encrypted};
 use agentstate::store::{DelegatingStore, SessionStore};
 use agentstate_redis::{RedisSessionService, RedisUrl};
 use agentstate_sql::{DatabaseUrl, SqlSessionService};
 use agentstate_vertex::{Builder, Credentials, VertexAiSessionService};
 use anyhow::{Context, bail};
+
+use super::args::DbArg;
 
 /// Environment variables the `agentengine://` backend reads its credentials from (never the
 /// URL, which is logged).
@@ -20,6 +23,8 @@ pub(crate) enum Backend {
     Sql(SqlSessionService),
     Redis(RedisSessionService),
     Vertex(VertexAiSessionService),
+    /// One of the others behind encryption at rest.
+    Encrypted(Box<EncryptedStore<Backend>>),
 }
 
 impl DelegatingStore for Backend {
@@ -28,6 +33,7 @@ impl DelegatingStore for Backend {
             Self::Sql(service) => service,
             Self::Redis(service) => service,
             Self::Vertex(service) => service,
+            Self::Encrypted(service) => service.as_ref(),
         }
     }
 }
@@ -41,8 +47,33 @@ impl fmt::Display for Shown {
     }
 }
 
+/// Opens the backend `db` names, behind encryption at rest when it gives keys; refuses an
+/// encrypted database without them.
+pub(crate) async fn open(db: &DbArg) -> anyhow::Result<(Backend, Shown)> {
+    let (backend, shown) = open_url(&db.db).await?;
+    let keys = match (&db.encryption_keys_file, &db.encryption_keys) {
+        (Some(path), _) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading encryption keys from {}", path.display()))?,
+        ),
+        (None, Some(keys)) => Some(keys.clone()),
+        (None, None) => None,
+    };
+    match keys {
+        Some(text) => {
+            let keys = KeyRing::parse(&text)?;
+            let store = EncryptedStore::open(backend, keys).await.with_context(|| format!("opening {shown}"))?;
+            Ok((Backend::Encrypted(Box::new(store)), shown))
+        }
+        None => {
+            refuse_if_encrypted(&backend).await.with_context(|| format!("opening {shown}"))?;
+            Ok((backend, shown))
+        }
+    }
+}
+
 /// Opens the backend named by `url`, naming it (without secrets) if that fails.
-pub(crate) async fn open(url: &str) -> anyhow::Result<(Backend, Shown)> {
+async fn open_url(url: &str) -> anyhow::Result<(Backend, Shown)> {
     if url.starts_with("agentengine://") {
         let service = vertex(url, |name| std::env::var(name).ok().filter(|v| !v.is_empty())).await?;
         return Ok((Backend::Vertex(service), Shown(url.to_owned())));

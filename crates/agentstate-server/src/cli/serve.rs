@@ -56,7 +56,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             args.addr
         );
     }
-    let (service, url) = open(&args.db.db).await?;
+    let (service, url) = open(&args.db).await?;
     let state =
         AppState::new(Arc::new(service)).with_limits(args.limits()).with_tokens(tokens).with_expiry(args.expiry());
     #[cfg(feature = "agents")]

@@ -60,14 +60,14 @@ pub(crate) async fn migrate(db: &DbArg) -> anyhow::Result<()> {
 }
 
 pub(crate) async fn sweep(db: &DbArg) -> anyhow::Result<()> {
-    let (service, url) = open(&db.db).await?;
+    let (service, url) = open(db).await?;
     let removed = agentstate_server::sweep(&service, 1000, &agentstate_server::Metrics::default()).await?;
     println!("{url}: removed {removed} expired sessions");
     Ok(())
 }
 
 pub(crate) async fn erase_user(db: &DbArg, app: &str, user: &str, yes: bool) -> anyhow::Result<()> {
-    let (service, _) = open(&db.db).await?;
+    let (service, _) = open(db).await?;
     let found = if yes { service.erase_user(app, user).await? } else { service.user_data(app, user).await? };
     let what = format!(
         "{} sessions, {} events and {} user: keys of user {user:?} in app {app:?}",
@@ -82,7 +82,7 @@ pub(crate) async fn erase_user(db: &DbArg, app: &str, user: &str, yes: bool) -> 
 }
 
 pub(crate) async fn import_adk(db: &DbArg, from: &str, key_prefix: &str, skip_existing: bool) -> anyhow::Result<()> {
-    let (service, _) = open(&db.db).await?;
+    let (service, _) = open(db).await?;
     let shown = Shown::new("imported");
     let options = ImportOptions { skip_existing };
     let (done, source) = if is_redis(from) {
@@ -107,7 +107,7 @@ pub(crate) async fn import_adk(db: &DbArg, from: &str, key_prefix: &str, skip_ex
 pub(crate) async fn run(command: SessionsCommand) -> anyhow::Result<()> {
     match command {
         SessionsCommand::List { db, app, user } => {
-            let (service, _) = open(&db.db).await?;
+            let (service, _) = open(&db).await?;
             let request = ListSessions { app_name: app, user_id: user, ..ListSessions::default() };
             for s in service.list_sessions(request).await?.sessions {
                 println!(
@@ -120,19 +120,19 @@ pub(crate) async fn run(command: SessionsCommand) -> anyhow::Result<()> {
             }
         }
         SessionsCommand::Show { db, app, user, session } => {
-            let (service, _) = open(&db.db).await?;
+            let (service, _) = open(&db).await?;
             let key = SessionKey::new(app, user, session)?;
             let found = service.get_session(&key, GetSessionConfig::default()).await?;
             let session = found.with_context(|| format!("no session {key}"))?;
             println!("{}", serde_json::to_string_pretty(&wire::session_to_wire(&session))?);
         }
         SessionsCommand::History { db, app, user, session, json } => {
-            let (service, _) = open(&db.db).await?;
+            let (service, _) = open(&db).await?;
             let key = SessionKey::new(app, user, session)?;
             history(&service, &key, json).await?;
         }
         SessionsCommand::Export { db, app, user, output } => {
-            let (service, _) = open(&db.db).await?;
+            let (service, _) = open(&db).await?;
             let mut out: Box<dyn Write> = match &output {
                 Some(path) => Box::new(BufWriter::new(
                     std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
@@ -147,7 +147,7 @@ pub(crate) async fn run(command: SessionsCommand) -> anyhow::Result<()> {
             eprintln!("exported {} sessions with {} events", done.sessions, done.events);
         }
         SessionsCommand::Import { db, input, skip_existing } => {
-            let (service, _) = open(&db.db).await?;
+            let (service, _) = open(&db).await?;
             let records: Box<dyn Iterator<Item = _>> = match &input {
                 Some(path) => Box::new(archive::read_lines(BufReader::new(
                     std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?,
@@ -165,7 +165,7 @@ pub(crate) async fn run(command: SessionsCommand) -> anyhow::Result<()> {
             );
         }
         SessionsCommand::Delete { db, app, user, session } => {
-            let (service, _) = open(&db.db).await?;
+            let (service, _) = open(&db).await?;
             service.delete_session(&SessionKey::new(app, user, session)?).await?;
         }
     }

@@ -245,3 +245,57 @@ fn erase_user_counts_first_and_erases_with_yes() {
     assert!(done.contains("erased 2 sessions, 0 events and 1 user: keys"), "{done}");
     assert!(run(false).contains("would erase 0 sessions"), "nothing left");
 }
+
+#[test]
+fn encrypted_databases_need_their_keys() {
+    let dir = scratch();
+    let db = format!("sqlite://{}/enc.db", dir.display());
+    let key = |id: &str| {
+        let out = Command::new(BIN).args(["encryption-key", "--id", id]).output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let (k1, wrong) = (key("k1"), key("k1"));
+    assert_ne!(k1, wrong, "every key is new");
+    let keys_file = dir.join("keys");
+    std::fs::write(&keys_file, format!("# rotated 2026-11\n{k1}\n")).unwrap();
+    let keys_path = keys_file.to_str().unwrap();
+    let (mut child, addr) = serve_with(&["--db", &db, "--addr", "127.0.0.1:0", "--encryption-keys-file", keys_path]);
+    let body = r#"{"sessionId": "s", "state": {"card": "4111-SECRET-1111", "user:n": 1}}"#;
+    assert_eq!(http(&addr, "POST", "/apps/a/users/u/sessions", body).0, 200);
+    let (status, read) = http(&addr, "GET", "/apps/a/users/u/sessions/s", "");
+    assert_eq!(status, 200);
+    assert!(read.contains("4111-SECRET-1111"), "{read}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let file = std::fs::read(dir.join("enc.db")).unwrap();
+    let wal = std::fs::read(dir.join("enc.db-wal")).unwrap_or_default();
+    for bytes in [&file, &wal] {
+        assert!(!bytes.windows(16).any(|w| w == b"4111-SECRET-1111"), "the value is not stored in plaintext");
+    }
+
+    // Without keys, or with the wrong one: refused at start, saying why, never showing a key.
+    let refused = |extra: &[&str], env: Option<&str>| {
+        let mut command = Command::new(BIN);
+        command.args(["sessions", "list", "--db", &db, "a"]).args(extra).env_remove("AGENTSTATE_ENCRYPTION_KEYS");
+        if let Some(keys) = env {
+            command.env("AGENTSTATE_ENCRYPTION_KEYS", keys);
+        }
+        let out = command.output().unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let without = refused(&[], None);
+    assert!(without.contains("this database is encrypted"), "{without}");
+    let with_wrong = refused(&[], Some(&wrong));
+    assert!(with_wrong.contains("is not the key this database was encrypted with"), "{with_wrong}");
+    assert!(!with_wrong.contains(wrong.split(':').nth(1).unwrap()), "{with_wrong}");
+    // With its key (from the environment this time), the session reads back.
+    let out = Command::new(BIN)
+        .args(["sessions", "list", "--db", &db, "a"])
+        .env("AGENTSTATE_ENCRYPTION_KEYS", &k1)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("4111-SECRET-1111"));
+}

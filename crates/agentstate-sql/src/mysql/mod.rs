@@ -608,6 +608,24 @@ impl SessionStore for MySqlStore {
             .map_err(|e| sqlx_error("finding sessions", e))
     }
 
+    async fn metadata(&self, name: &str) -> Result<Option<String>> {
+        sqlx::query_scalar(sql!("metadata_get"))
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("reading metadata", e))
+    }
+
+    async fn set_metadata(&self, name: &str, value: &str) -> Result<()> {
+        sqlx::query(sql!("metadata_put"))
+            .bind(name)
+            .bind(value)
+            .execute(&self.pool)
+            .await
+            .map(drop)
+            .map_err(|e| sqlx_error("writing metadata", e))
+    }
+
     async fn erase_user(&self, app: &str, user: &str) -> Result<UserData> {
         let (app, user) = (app.to_owned(), user.to_owned());
         self.transaction("erasing a user", |conn| {

@@ -205,6 +205,16 @@ impl SessionStore for SqliteStore {
         self.writer.write(move |conn| ops::delete(conn, &key)).await
     }
 
+    async fn metadata(&self, name: &str) -> Result<Option<String>> {
+        let name = name.to_owned();
+        self.read(move |conn| ops::metadata(conn, &name)).await
+    }
+
+    async fn set_metadata(&self, name: &str, value: &str) -> Result<()> {
+        let (name, value) = (name.to_owned(), value.to_owned());
+        self.writer.write(move |conn| ops::set_metadata(conn, &name, &value)).await
+    }
+
     async fn erase_user(&self, app: &str, user: &str) -> Result<UserData> {
         let (app, user) = (app.to_owned(), user.to_owned());
         let erased = self.writer.write(move |conn| ops::erase_user(conn, &app, &user)).await?;

@@ -308,6 +308,18 @@ pub(super) fn delete(conn: &Connection, key: &SessionKey) -> Result<()> {
     Ok(())
 }
 
+/// An entry of `adk_internal_metadata`.
+pub(super) fn metadata(conn: &Connection, name: &str) -> Result<Option<String>> {
+    conn.prepare_cached(sql!("metadata_get"))
+        .and_then(|mut stmt| stmt.query_row(params![name], |r| r.get("value")).optional())
+        .map_err(|e| sqlite_error("read metadata", &e))
+}
+
+/// Sets an entry of `adk_internal_metadata`.
+pub(super) fn set_metadata(conn: &Connection, name: &str, value: &str) -> Result<()> {
+    execute(conn, "write metadata", sql!("metadata_put"), params![name, value]).map(drop)
+}
+
 /// What erasing `user` of `app` would remove.
 pub(super) fn user_data(conn: &Connection, app: &str, user: &str) -> Result<UserData> {
     conn.prepare_cached(sql!("user_data"))

@@ -14,8 +14,12 @@ macro_rules! sql_backend_tests {
         use agentstate::SessionService;
         use agentstate_sql::SqlSessionService;
 
+        pub(crate) async fn url() -> String {
+            String::from($url)
+        }
+
         pub(crate) async fn service() -> Arc<dyn SessionService> {
-            Arc::new(SqlSessionService::connect(&$url).await.unwrap())
+            Arc::new(SqlSessionService::connect(&url().await).await.unwrap())
         }
 
         agentstate_conformance::session_service_tests!(service);
@@ -25,10 +29,26 @@ macro_rules! sql_backend_tests {
             agentstate_conformance::check_against_model(service, $cases);
         }
 
+        /// The suite again through encryption at rest.
+        mod encrypted {
+            use super::*;
+
+            async fn service() -> Arc<dyn SessionService> {
+                agentstate_conformance::encrypted(SqlSessionService::connect(&url().await).await.unwrap()).await
+            }
+
+            agentstate_conformance::session_service_tests!(service);
+
+            #[test]
+            fn agrees_with_the_model() {
+                agentstate_conformance::check_against_model(service, 16);
+            }
+        }
+
         $(
             pub(crate) async fn two_instances() -> Arc<dyn SessionService> {
                 use agentstate::store::SessionStore;
-                let url = $url;
+                let url = url().await;
                 let a: Arc<dyn SessionStore> = Arc::new(SqlSessionService::connect(&url).await.unwrap());
                 let b: Arc<dyn SessionStore> = Arc::new(SqlSessionService::connect(&url).await.unwrap());
                 Arc::new(agentstate_conformance::Alternating::new(vec![a, b]))

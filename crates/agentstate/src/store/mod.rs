@@ -156,6 +156,10 @@ pub enum CommitOutcome {
     Duplicate(Box<Event>),
 }
 
+/// The [metadata](SessionStore::metadata) entry that says a store is encrypted (see
+/// `agentstate::crypt`, feature `encryption`), with a check value per key id.
+pub const ENCRYPTION_METADATA: &str = "agentstate_encryption";
+
 /// What [`SessionStore::erase_user`] removed (or, from [`SessionStore::user_data`], would
 /// remove): a user's sessions, their events, and the keys of the user's `user:` state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -363,6 +367,19 @@ pub trait SessionStore: Send + Sync + 'static {
         })
     }
 
+    /// A named entry of the store's own metadata (for instance [`ENCRYPTION_METADATA`]), or
+    /// `None`. The provided implementation has none.
+    async fn metadata(&self, name: &str) -> Result<Option<String>> {
+        let _ = name;
+        Ok(None)
+    }
+
+    /// Sets a named entry of the store's metadata. The provided implementation refuses.
+    async fn set_metadata(&self, name: &str, value: &str) -> Result<()> {
+        let _ = (name, value);
+        Err(Error::Backend { message: "this backend keeps no metadata".to_owned(), retryable: false, source: None })
+    }
+
     /// The users of `app` that have a session called `session_id`.
     ///
     /// The provided implementation pages through the app's sessions: correct for any store,
@@ -433,6 +450,14 @@ impl<T: DelegatingStore> SessionStore for T {
 
     async fn erase_user(&self, app: &str, user: &str) -> Result<UserData> {
         self.delegate().erase_user(app, user).await
+    }
+
+    async fn metadata(&self, name: &str) -> Result<Option<String>> {
+        self.delegate().metadata(name).await
+    }
+
+    async fn set_metadata(&self, name: &str, value: &str) -> Result<()> {
+        self.delegate().set_metadata(name, value).await
     }
 
     async fn user_data(&self, app: &str, user: &str) -> Result<UserData> {

@@ -1,0 +1,1 @@
+SELECT value FROM adk_internal_metadata WHERE "key" = ?1
