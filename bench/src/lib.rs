@@ -4,7 +4,8 @@
 //! The benchmarks: `cargo bench -p agentstate-bench --bench in_memory` (the in-memory service),
 //! `--bench sql` (SQLite and PostgreSQL), `--bench runner` (the agent runtime), `--bench vertex`
 //! (the managed-service API over HTTP), `--bench history` (history questions on a long session),
-//! `--bench redis` (the Redis service, its floor and ADK for Python's Redis service).
+//! `--bench redis` (the Redis service, its floor and ADK for Python's Redis service), `--bench lifecycle`
+//! (encryption at rest on and off; an expiry sweep under load).
 
 use std::path::PathBuf;
 use std::time::Duration;

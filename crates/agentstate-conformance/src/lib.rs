@@ -101,12 +101,12 @@ pub enum Capability {
     /// (`session_ids_per_user` in the macro). The managed service keeps them unique per app.
     SessionIdsPerUser,
     /// The service removes expired sessions when asked
-    /// ([`SessionService::sweep_expired`](agentstate::SessionService::sweep_expired);
+    /// ([`SessionService::sweep_expired`];
     /// `sweeps_expired_sessions` in the macro). A client of a remote service cannot: the service
     /// sweeps itself.
     SweepsExpiredSessions,
     /// The service erases a user's data
-    /// ([`SessionService::erase_user`](agentstate::SessionService::erase_user); `erases_users` in
+    /// ([`SessionService::erase_user`]; `erases_users` in
     /// the macro). The managed service's API has no such operation.
     ErasesUsers,
 }

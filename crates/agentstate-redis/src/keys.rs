@@ -17,6 +17,7 @@
 //! {prefix}{app}:id:{session}        set    the users that have a session with this id
 //! {prefix}{app}:expiring            zset   "{user}\0{session}" of expiring sessions by expire time
 //! {prefix}expiring-apps             set    the apps that have had expiring sessions (for the sweep)
+//! {prefix}meta:{name}               string the store's metadata (encryption at rest's key checks)
 //! ```
 //!
 //! An expiring session's own keys carry its expire time (`PEXPIREAT`), so Redis removes them by

@@ -366,7 +366,6 @@ impl<S> EncryptedStore<S> {
             all.remove(plain);
         }
         if let Some(Value::Object(actions)) = all.get_mut("actions") {
-            actions.remove("state_delta");
             actions.remove("rewind_before_invocation_id");
         }
         let sealed = self.keys.seal(&event_aad(key, &event.id, "sealed"), Value::Object(all).to_string().as_bytes());
@@ -380,19 +379,14 @@ impl<S> EncryptedStore<S> {
             ..Event::default()
         };
         stored.actions.rewind_before_invocation_id = event.actions.rewind_before_invocation_id.clone();
-        stored.actions.state_delta = event
-            .actions
-            .state_delta
-            .iter()
-            .map(|(k, v)| (k.clone(), self.seal_value(&event_aad(key, &event.id, k), v)))
-            .collect();
         stored.extra.insert(SEALED.to_owned(), Value::String(sealed));
         Ok(stored)
     }
 
     fn open_event(&self, key: &SessionKey, mut stored: Event) -> Result<Event> {
         let Some(Value::String(sealed)) = stored.extra.remove(SEALED) else { return Ok(stored) };
-        let what = || format!("session {key}: event {}", stored.id);
+        let event_id = stored.id.clone();
+        let what = || format!("session {key}: event {event_id}");
         let parts = match self.keys.open(&event_aad(key, &stored.id, "sealed"), &sealed) {
             Some(Ok(plain)) => plain,
             None => return Err(undecryptable(&what(), "its sealed parts are not a ciphertext")),
@@ -409,33 +403,27 @@ impl<S> EncryptedStore<S> {
                 ));
             }
         };
-        let Ok(Value::Object(parts)) = serde_json::from_slice::<Value>(&parts) else {
+        let Ok(Value::Object(mut all)) = serde_json::from_slice::<Value>(&parts) else {
             return Err(undecryptable(&what(), "it is not JSON inside"));
         };
-        let mut delta = Map::with_capacity(stored.actions.state_delta.len());
-        for (k, v) in std::mem::take(&mut stored.actions.state_delta) {
-            let value =
-                self.open_value(&event_aad(key, &stored.id, &k), v, &|| format!("{}, delta key {k:?}", what()))?;
-            delta.insert(k, value);
+        // The sealed parts, and the plaintext fields beside them.
+        all.insert("id".to_owned(), Value::String(std::mem::take(&mut stored.id)));
+        all.insert("invocation_id".to_owned(), Value::String(std::mem::take(&mut stored.invocation_id)));
+        all.insert("author".to_owned(), Value::String(std::mem::take(&mut stored.author)));
+        all.insert("timestamp".to_owned(), json_number(stored.timestamp));
+        if let Some(partial) = stored.partial {
+            all.insert("partial".to_owned(), Value::Bool(partial));
         }
-        let Value::Object(mut all) = serde_json::to_value(&stored).map_err(|e| Error::invalid("event", e))? else {
-            return Err(undecryptable(&what(), "it is not an object"));
-        };
-        all.remove("actions");
-        let mut actions = Map::new();
-        for (k, v) in parts {
-            match (k.as_str(), v) {
-                ("actions", Value::Object(sealed_actions)) => actions.extend(sealed_actions),
-                (_, v) => {
-                    all.insert(k, v);
-                }
+        if !stored.deleted_keys.is_empty() {
+            let deleted = std::mem::take(&mut stored.deleted_keys).into_iter().map(Value::String).collect();
+            all.insert("deleted_keys".to_owned(), Value::Array(deleted));
+        }
+        if let Some(rewind) = stored.actions.rewind_before_invocation_id.take() {
+            let actions = all.entry("actions").or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(actions) = actions {
+                actions.insert("rewind_before_invocation_id".to_owned(), Value::String(rewind));
             }
         }
-        actions.insert("state_delta".to_owned(), Value::Object(delta));
-        if let Some(rewind) = &stored.actions.rewind_before_invocation_id {
-            actions.insert("rewind_before_invocation_id".to_owned(), Value::String(rewind.clone()));
-        }
-        all.insert("actions".to_owned(), Value::Object(actions));
         serde_json::from_value(Value::Object(all))
             .map_err(|e| undecryptable(&what(), &format!("it does not read as an event: {e}")))
     }
@@ -448,6 +436,10 @@ impl<S> EncryptedStore<S> {
             .created_at(session.create_time_micros())
             .with_attributes(session.shared_attributes().cloned()))
     }
+}
+
+fn json_number(n: f64) -> Value {
+    serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
 }
 
 fn undecryptable(what: &str, why: &str) -> Error {

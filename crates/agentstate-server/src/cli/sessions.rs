@@ -61,7 +61,9 @@ pub(crate) async fn migrate(db: &DbArg) -> anyhow::Result<()> {
 
 pub(crate) async fn sweep(db: &DbArg) -> anyhow::Result<()> {
     let (service, url) = open(db).await?;
-    let removed = agentstate_server::sweep(&service, 1000, &agentstate_server::Metrics::default()).await?;
+    let removed =
+        agentstate_server::sweep(&service, agentstate_server::SWEEP_BATCH, &agentstate_server::Metrics::default())
+            .await?;
     println!("{url}: removed {removed} expired sessions");
     Ok(())
 }
