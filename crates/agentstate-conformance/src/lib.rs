@@ -109,6 +109,10 @@ pub enum Capability {
     /// ([`SessionService::erase_user`]; `erases_users` in
     /// the macro). The managed service's API has no such operation.
     ErasesUsers,
+    /// The service drops old events by a retention policy
+    /// ([`SessionService::apply_retention`]; `drops_old_events` in the macro). The managed
+    /// service's API has no such operation.
+    DropsOldEvents,
 }
 
 /// Expands to one `#[test]` per conformance case, each calling `$factory` (a closure returning a
@@ -172,6 +176,7 @@ macro_rules! session_service_tests {
             expired_sessions_behave_as_deleted,
             sweeps_remove_expired_sessions_in_batches [sweeps_expired_sessions],
             erasing_a_user_removes_everything_of_theirs [erases_users],
+            retention_drops_old_events_and_history_stops_there [drops_old_events],
             concurrent_deletion_and_setting_of_a_user_key,
             concurrent_shared_scope_writers_lose_nothing,
             concurrent_handles_conflict_exactly_once,

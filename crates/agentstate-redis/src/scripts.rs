@@ -20,3 +20,4 @@ script!(PUT_SNAPSHOTS, "lua/put_snapshots.lua");
 script!(INVOCATION, "lua/invocation.lua");
 script!(SWEEP, "lua/sweep.lua");
 script!(ERASE, "lua/erase.lua");
+script!(DROP, "lua/drop.lua");

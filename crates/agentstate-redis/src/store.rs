@@ -514,7 +514,8 @@ impl SessionStore for RedisSessionService {
         let bad = || corrupt(format!("session {key}: a history snapshot is unreadable"));
         let [id, at, data] = parts.as_slice() else { return Err(bad()) };
         let event_id = text(id).ok_or_else(bad)?.to_owned();
-        let timestamp_micros = if event_id.is_empty() { i64::MIN } else { score(at).ok_or_else(bad)? };
+        // The creation snapshot is scored -inf; a retention boundary (also without an event) is not.
+        let timestamp_micros = score(at).ok_or_else(bad)?;
         let state = match serde_json::from_slice(bytes(data).ok_or_else(bad)?) {
             Ok(Value::Object(map)) => map,
             _ => return Err(bad()),
@@ -568,6 +569,23 @@ impl SessionStore for RedisSessionService {
             return Ok(None);
         }
         decode_event(&reply, key).map(Some)
+    }
+
+    async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize> {
+        let keys = self.keys(key);
+        let dropped: i64 = scripts::DROP
+            .key(&keys.meta)
+            .key(&keys.times)
+            .key(&keys.data)
+            .key(&keys.snapshots)
+            .key(&keys.snapshot_states)
+            .arg(cut_micros)
+            .arg(boundary.at.timestamp_micros)
+            .arg(Value::Object(boundary.state.clone()).to_string())
+            .invoke_async(&mut self.connection())
+            .await
+            .map_err(|e| backend("retention", e))?;
+        Ok(usize::try_from(dropped).unwrap_or_default())
     }
 
     async fn metadata(&self, name: &str) -> Result<Option<String>> {

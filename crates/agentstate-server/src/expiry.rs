@@ -1,12 +1,13 @@
-//! Session expiry as the server applies it: the `ttl` / `expireTime` a create request gives,
-//! else a default per app or for the whole server; `expireTime` on the sessions it answers; and
-//! the background sweep that removes expired sessions in bounded batches.
+//! Session expiry and retention as the server applies them: the `ttl` / `expireTime` a create
+//! request gives, else a default per app or for the whole server; `expireTime` on the sessions it
+//! answers; per-app retention policies; and the background sweep that removes expired sessions
+//! and old events in bounded, paced batches.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentstate::{Session, SessionService, Value};
+use agentstate::{ListSessions, Retention, Session, SessionService, Value};
 use chrono::{DateTime, SecondsFormat, Utc};
 
 use crate::metrics::Metrics;
@@ -35,6 +36,8 @@ pub struct Expiry {
     pub sweep_every: Option<Duration>,
     /// Sessions removed per batch (each batch one bounded store call).
     pub sweep_batch: usize,
+    /// Per-app retention policies, applied to every session of the app by the sweep.
+    pub retention: BTreeMap<String, Retention>,
 }
 
 impl Default for Expiry {
@@ -44,6 +47,7 @@ impl Default for Expiry {
             app_ttls: BTreeMap::new(),
             sweep_every: Some(Duration::from_secs(60)),
             sweep_batch: SWEEP_BATCH,
+            retention: BTreeMap::new(),
         }
     }
 }
@@ -134,6 +138,62 @@ pub async fn sweep(service: &dyn SessionService, batch: usize, metrics: &Metrics
     }
 }
 
+/// Applies `policy` to every session of `app`, a page at a time, pausing between pages as long
+/// as each took; returns how many events it dropped.
+pub async fn retain(
+    service: &dyn SessionService,
+    app: &str,
+    policy: Retention,
+    metrics: &Metrics,
+) -> agentstate::Result<usize> {
+    let mut request = ListSessions::app(app).page_size(100);
+    let mut dropped = 0;
+    loop {
+        let started = std::time::Instant::now();
+        let page = service.list_sessions(request.clone()).await?;
+        for session in &page.sessions {
+            let n = service.apply_retention(session.key(), policy).await?;
+            dropped += n;
+            metrics.dropped(n as u64);
+        }
+        match page.next_page_token {
+            Some(token) => request = request.page_token(token),
+            None => return Ok(dropped),
+        }
+        tokio::time::sleep(started.elapsed()).await;
+    }
+}
+
+/// Parses a retention policy: `N` (keep the newest N events), an age (`30d`, `12h`, `90m`,
+/// `3600s`: keep younger events), or both as `N:AGE`.
+pub fn parse_retention(text: &str) -> Result<Retention, String> {
+    let mut policy = Retention::default();
+    for part in text.split(':') {
+        let part = part.trim();
+        if let Ok(n) = part.parse::<usize>() {
+            if n == 0 || policy.keep_last.is_some() {
+                return Err(format!("{text:?}: give one number of events, at least 1"));
+            }
+            policy.keep_last = Some(n);
+            continue;
+        }
+        let (number, unit) = part.split_at(part.find(|c: char| !c.is_ascii_digit()).unwrap_or(part.len()));
+        let seconds = match unit {
+            "s" => 1,
+            "m" => 60,
+            "h" => 3_600,
+            "d" => 86_400,
+            _ => return Err(format!("{text:?}: expected N (events), an age like 30d, 12h, 90m or 3600s, or N:AGE")),
+        };
+        let amount: u64 = number.parse().map_err(|_| format!("{text:?}: {part:?} is not a whole number"))?;
+        if amount == 0 || policy.max_age.is_some() {
+            return Err(format!("{text:?}: give one age, more than 0"));
+        }
+        policy.max_age = Some(Duration::from_secs(amount.saturating_mul(seconds)));
+    }
+    Ok(policy)
+}
+
 /// Runs [`sweep`] every `expiry.sweep_every` until the task is dropped; failures are logged and
 /// retried at the next tick.
 pub(crate) async fn sweeper(service: Arc<dyn SessionService>, expiry: Arc<Expiry>, metrics: Arc<Metrics>) {
@@ -146,6 +206,15 @@ pub(crate) async fn sweeper(service: Arc<dyn SessionService>, expiry: Arc<Expiry
             Ok(0) => {}
             Ok(removed) => tracing::info!(removed, "removed expired sessions"),
             Err(e) => tracing::warn!(error = %e, "sweeping expired sessions failed; retrying at the next tick"),
+        }
+        for (app, policy) in &expiry.retention {
+            match retain(service.as_ref(), app, *policy, &metrics).await {
+                Ok(0) => {}
+                Ok(dropped) => tracing::info!(app = %app, dropped, "dropped events by the app's retention policy"),
+                Err(e) => {
+                    tracing::warn!(app = %app, error = %e, "applying retention failed; retrying at the next tick")
+                }
+            }
         }
     }
 }
@@ -165,5 +234,16 @@ mod tests {
         assert!(requested_expire(Some(&Value::from("-1s")), None).unwrap_err().contains("positive"));
         assert!(requested_expire(Some(&Value::from("1s")), Some(&Value::from("x"))).unwrap_err().contains("not both"));
         assert_eq!(rfc3339(1_893_456_000_000_000), "2030-01-01T00:00:00.000000Z");
+    }
+
+    #[test]
+    fn retention_policies_read_as_written() {
+        let policy = |keep_last, secs: Option<u64>| Retention { keep_last, max_age: secs.map(Duration::from_secs) };
+        assert_eq!(parse_retention("1000").unwrap(), policy(Some(1000), None));
+        assert_eq!(parse_retention("30d").unwrap(), policy(None, Some(2_592_000)));
+        assert_eq!(parse_retention("500:12h").unwrap(), policy(Some(500), Some(43_200)));
+        for bad in ["0", "1:2", "30x", "d", "0s", "1h:2h", ""] {
+            assert!(parse_retention(bad).is_err(), "{bad:?}");
+        }
     }
 }

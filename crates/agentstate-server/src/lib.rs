@@ -37,7 +37,7 @@ use tower_http::trace::TraceLayer;
 
 pub use auth::{Access, Tokens, TokensError};
 pub use error::ApiError;
-pub use expiry::{Expiry, SWEEP_BATCH, sweep};
+pub use expiry::{Expiry, SWEEP_BATCH, parse_retention, retain, sweep};
 pub use limits::Limits;
 pub use metrics::Metrics;
 pub use routes::OPERATIONS;

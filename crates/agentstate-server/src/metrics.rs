@@ -31,6 +31,7 @@ pub struct Metrics {
     appends: AtomicU64,
     conflicts: AtomicU64,
     expired: AtomicU64,
+    dropped: AtomicU64,
 }
 
 impl Metrics {
@@ -42,6 +43,11 @@ impl Metrics {
     /// Counts expired sessions the sweep removed.
     pub fn expired(&self, n: u64) {
         self.expired.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts events a retention policy dropped.
+    pub fn dropped(&self, n: u64) {
+        self.dropped.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Counts a stale-handle conflict met while appending.
@@ -98,6 +104,9 @@ impl Metrics {
         out.push_str("# HELP agentstate_sessions_expired_total Expired sessions the sweep removed.\n");
         out.push_str("# TYPE agentstate_sessions_expired_total counter\n");
         let _ = writeln!(out, "agentstate_sessions_expired_total {}", self.expired.load(Ordering::Relaxed));
+        out.push_str("# HELP agentstate_events_dropped_total Events dropped by retention policies.\n");
+        out.push_str("# TYPE agentstate_events_dropped_total counter\n");
+        let _ = writeln!(out, "agentstate_events_dropped_total {}", self.dropped.load(Ordering::Relaxed));
         out
     }
 }

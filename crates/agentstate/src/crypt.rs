@@ -549,6 +549,11 @@ impl<S: SessionStore> SessionStore for EncryptedStore<S> {
         self.inner.metadata(name).await
     }
 
+    async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize> {
+        let sealed = HistorySnapshot { at: boundary.at.clone(), state: self.seal_flat(key, &boundary.state) };
+        self.inner.drop_events_before(key, cut_micros, &sealed).await
+    }
+
     async fn set_metadata(&self, name: &str, value: &str) -> Result<()> {
         self.inner.set_metadata(name, value).await
     }

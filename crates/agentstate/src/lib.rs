@@ -72,7 +72,7 @@ pub use memory::InMemorySessionService;
 pub use scope::{APP_PREFIX, Scope, TEMP_PREFIX, USER_PREFIX};
 pub use service::{
     CreateSession, EventPage, GetSessionConfig, ListEvents, ListSessions, MAX_EVENT_PAGE, MAX_INVOCATION_ID_CHARS,
-    SessionPage, SessionService,
+    Retention, SessionPage, SessionService,
 };
 pub use session::{Events, MAX_DISPLAY_NAME_CHARS, MAX_LABEL_CHARS, MAX_LABELS, Session, SessionAttributes};
 pub use state::State;

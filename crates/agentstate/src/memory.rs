@@ -268,6 +268,22 @@ impl SessionStore for InMemorySessionService {
         Ok(users)
     }
 
+    async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize> {
+        let mut apps = self.write();
+        let stored = apps
+            .get_mut(key.app_name())
+            .and_then(|a| a.users.get_mut(key.user_id()))
+            .and_then(|u| u.sessions.get_mut(key.session_id()));
+        let Some(stored) = stored else { return Ok(0) };
+        let dropped = stored.times.partition_point(|&t| t < cut_micros);
+        stored.times.drain(..dropped);
+        stored.events.drain(..dropped);
+        stored.index_of_id = stored.events.iter().enumerate().map(|(i, e)| (e.id.clone(), i)).collect();
+        stored.snapshots.retain(|at, _| at.timestamp_micros >= cut_micros);
+        stored.snapshots.insert(boundary.at.clone(), boundary.state.clone());
+        Ok(dropped)
+    }
+
     async fn metadata(&self, name: &str) -> Result<Option<String>> {
         Ok(self.metadata.read().unwrap_or_else(PoisonError::into_inner).get(name).cloned())
     }

@@ -172,6 +172,16 @@ impl ListSessions {
     }
 }
 
+/// How much of a session's history to keep (see [`SessionService::apply_retention`]): the newest
+/// `keep_last` events and/or the events younger than `max_age`; both bounds apply together.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Retention {
+    /// Keep at most this many of the newest events (at least 1).
+    pub keep_last: Option<usize>,
+    /// Keep only events younger than this.
+    pub max_age: Option<std::time::Duration>,
+}
+
 /// One page of sessions, oldest update first. Sessions carry merged state and no events.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SessionPage {
@@ -319,6 +329,12 @@ pub trait SessionService: Send + Sync {
 
     /// What [`erase_user`](Self::erase_user) would remove now, removing nothing.
     async fn user_data(&self, app_name: &str, user_id: &str) -> Result<UserData>;
+
+    /// Drops the session's events that `policy` does not keep; returns how many. The state is
+    /// untouched (it is never recomputed from events). History answers stop at the oldest kept
+    /// event: state at, diffs, rewind and fork before it are an error that says so. A missing
+    /// session drops nothing.
+    async fn apply_retention(&self, key: &SessionKey, policy: Retention) -> Result<usize>;
 }
 
 #[async_trait]
@@ -533,6 +549,50 @@ impl<S: SessionStore + ?Sized> SessionService for S {
         validate_id("app_name", app_name)?;
         validate_id("user_id", user_id)?;
         SessionStore::user_data(self, app_name, user_id).await
+    }
+
+    async fn apply_retention(&self, key: &SessionKey, policy: Retention) -> Result<usize> {
+        if policy.keep_last == Some(0) {
+            return Err(Error::invalid("keep_last", "must keep at least 1 event"));
+        }
+        let span = tracing::debug_span!(
+            "apply_retention",
+            app = key.app_name(),
+            user = key.user_id(),
+            session = key.session_id()
+        );
+        let event_time = |e: &Event| secs_to_micros(e.timestamp).unwrap_or(i64::MIN);
+        // Events older than `cut` go: the oldest of the newest `keep_last`, and the oldest young
+        // enough (or, when every event is too old, the time after the newest).
+        let mut cut: Option<i64> = None;
+        if let Some(n) = policy.keep_last {
+            let window = EventWindow { recent: Some(n.saturating_add(1)), after_micros: None };
+            let Some(newest) = self.get(key, window).instrument(span.clone()).await? else { return Ok(0) };
+            if newest.events().len() > n {
+                cut = newest.events().get(1).map(event_time);
+            }
+        }
+        if let Some(age) = policy.max_age {
+            let oldest_kept = now_micros().saturating_sub(i64::try_from(age.as_micros()).unwrap_or(i64::MAX));
+            let query = EventQuery { key: key.clone(), after: None, since_micros: Some(oldest_kept), limit: 1 };
+            let Some(young) = self.events(&query).await? else { return Ok(0) };
+            let by_age = match young.first() {
+                Some(first) => Some(event_time(first)),
+                None => {
+                    let newest = self.get(key, EventWindow { recent: Some(1), after_micros: None }).await?;
+                    newest.and_then(|s| s.events().last().map(|e| event_time(e).saturating_add(1)))
+                }
+            };
+            cut = cut.max(by_age);
+        }
+        let Some(cut) = cut else { return Ok(0) };
+        let first = EventQuery { key: key.clone(), after: None, since_micros: None, limit: 1 };
+        let oldest = self.events(&first).await?.and_then(|page| page.first().map(event_time));
+        if oldest.is_none_or(|t| t >= cut) {
+            return Ok(0);
+        }
+        let Some(boundary) = crate::store::replay::state_before(self, key, cut).await? else { return Ok(0) };
+        self.drop_events_before(key, cut, &boundary).instrument(span).await
     }
 
     async fn sweep_expired(&self, limit: usize) -> Result<usize> {

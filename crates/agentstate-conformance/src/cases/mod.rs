@@ -14,6 +14,7 @@ mod expiry;
 mod get;
 mod history;
 mod list;
+mod retention;
 mod scopes;
 
 use append::*;
@@ -26,6 +27,7 @@ use expiry::*;
 use get::*;
 use history::*;
 use list::*;
+use retention::*;
 use scopes::*;
 
 use std::future::Future;

@@ -38,9 +38,14 @@ pub(crate) enum Command {
         #[arg(long)]
         skip_existing: bool,
     },
-    /// Remove every expired session now (a server does it every --sweep-interval), and print how
-    /// many.
-    Sweep(DbArg),
+    /// Remove every expired session now, and apply --app-retention policies (a server does both
+    /// every --sweep-interval); print how much went.
+    Sweep {
+        #[command(flatten)]
+        db: DbArg,
+        #[command(flatten)]
+        retention: RetentionArg,
+    },
     /// Erase everything of a user in an app (every session, event and user: key; app: state stays).
     /// Without --yes it only counts what it would remove.
     EraseUser {
@@ -129,9 +134,26 @@ pub(crate) struct ServeArgs {
     /// The same for one app, over --session-ttl: `APP=SECONDS`. Repeatable.
     #[arg(long = "app-session-ttl", env = "AGENTSTATE_APP_SESSION_TTLS", value_delimiter = ',', value_parser = app_seconds)]
     pub(crate) app_session_ttl: Vec<(String, u64)>,
-    /// Remove expired sessions every this many seconds (0: never; they stay hidden).
+    /// Remove expired sessions (and apply retention) every this many seconds (0: never).
     #[arg(long, env = "AGENTSTATE_SWEEP_INTERVAL", value_name = "SECONDS", default_value_t = 60)]
     pub(crate) sweep_interval: u64,
+    #[command(flatten)]
+    pub(crate) retention: RetentionArg,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct RetentionArg {
+    /// Keep only part of an app's history: `APP=N` (the newest N events of each session),
+    /// `APP=30d` (events younger than that; also h, m, s) or `APP=N:30d`. Repeatable.
+    #[arg(long = "app-retention", env = "AGENTSTATE_APP_RETENTION", value_delimiter = ',', value_parser = app_retention)]
+    pub(crate) app_retention: Vec<(String, agentstate::Retention)>,
+}
+
+fn app_retention(text: &str) -> Result<(String, agentstate::Retention), String> {
+    let (app, spec) =
+        text.split_once('=').ok_or_else(|| format!("{text:?}: expected APP=POLICY, e.g. support_bot=1000:30d"))?;
+    agentstate::validate_id("app", app).map_err(|e| e.to_string())?;
+    Ok((app.to_owned(), agentstate_server::parse_retention(spec)?))
 }
 
 fn positive_seconds(text: &str) -> Result<u64, String> {

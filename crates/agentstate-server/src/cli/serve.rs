@@ -34,6 +34,7 @@ impl ServeArgs {
         for (app, seconds) in &self.app_session_ttl {
             expiry = expiry.app_ttl(app, Duration::from_secs(*seconds));
         }
+        expiry.retention = self.retention.app_retention.iter().cloned().collect();
         expiry
     }
 

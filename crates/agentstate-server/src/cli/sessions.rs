@@ -59,12 +59,15 @@ pub(crate) async fn migrate(db: &DbArg) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(crate) async fn sweep(db: &DbArg) -> anyhow::Result<()> {
+pub(crate) async fn sweep(db: &DbArg, retention: &[(String, agentstate::Retention)]) -> anyhow::Result<()> {
     let (service, url) = open(db).await?;
-    let removed =
-        agentstate_server::sweep(&service, agentstate_server::SWEEP_BATCH, &agentstate_server::Metrics::default())
-            .await?;
+    let metrics = agentstate_server::Metrics::default();
+    let removed = agentstate_server::sweep(&service, agentstate_server::SWEEP_BATCH, &metrics).await?;
     println!("{url}: removed {removed} expired sessions");
+    for (app, policy) in retention {
+        let dropped = agentstate_server::retain(&service, app, *policy, &metrics).await?;
+        println!("{url}: dropped {dropped} events of app {app:?} by its retention policy");
+    }
     Ok(())
 }
 

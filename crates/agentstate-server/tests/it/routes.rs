@@ -640,3 +640,38 @@ async fn erasing_a_user_needs_an_admin_token_and_says_what_it_removed() {
     assert_eq!(list, json!([]));
     assert_eq!(send(admin, Method::DELETE, "/apps/myapp/users/gone?bogus=1", "").await.0, StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn the_sweep_applies_each_apps_retention_policy() {
+    use std::time::Duration;
+
+    use agentstate_server::{Expiry, parse_retention};
+    let mut expiry = Expiry { sweep_every: Some(Duration::from_millis(100)), ..Expiry::default() };
+    expiry.retention.insert("myapp".into(), parse_retention("2").unwrap());
+    let state = AppState::new(Arc::new(InMemorySessionService::new())).with_expiry(expiry);
+    let sweeper = tokio::spawn(state.sweeper());
+    let r = app(state);
+    call(&r, Method::POST, S, Some(r#"{"sessionId": "r"}"#)).await;
+    for k in 0..5 {
+        let body = format!(r#"{{"stateDelta": {{"k{k}": {k}}}}}"#);
+        assert_eq!(call(&r, Method::PATCH, &format!("{S}/r"), Some(&body)).await.0, StatusCode::OK);
+    }
+    let other = "/apps/other/users/u1/sessions";
+    call(&r, Method::POST, other, Some(r#"{"sessionId": "o"}"#)).await;
+    for _ in 0..3 {
+        call(&r, Method::PATCH, &format!("{other}/o"), Some(r#"{"stateDelta": {"k": 1}}"#)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let (_, session) = call(&r, Method::GET, &format!("{S}/r"), None).await;
+    assert_eq!(session["events"].as_array().unwrap().len(), 2, "the newest two are kept");
+    assert_eq!(session["state"], json!({"k0": 0, "k1": 1, "k2": 2, "k3": 3, "k4": 4}), "the state stays");
+    let (_, untouched) = call(&r, Method::GET, &format!("{other}/o"), None).await;
+    assert_eq!(untouched["events"].as_array().unwrap().len(), 3, "apps without a policy keep everything");
+    let request = Request::builder().uri("/metrics").body(Body::empty()).unwrap();
+    let text = String::from_utf8(
+        r.clone().oneshot(request).await.unwrap().into_body().collect().await.unwrap().to_bytes().to_vec(),
+    )
+    .unwrap();
+    assert!(text.contains("agentstate_events_dropped_total 3"), "{text}");
+    sweeper.abort();
+}

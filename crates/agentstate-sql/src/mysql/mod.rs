@@ -608,6 +608,30 @@ impl SessionStore for MySqlStore {
             .map_err(|e| sqlx_error("finding sessions", e))
     }
 
+    async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize> {
+        let cut = naive(cut_micros)?;
+        self.transaction("dropping old events", |conn| {
+            let (key, boundary) = (key.clone(), boundary.clone());
+            Box::pin(async move {
+                let mut statements = sql!("events_drop").split(';').map(str::trim).filter(|s| !s.is_empty());
+                let (Some(events), Some(snapshots)) = (statements.next(), statements.next()) else {
+                    return Ok(0);
+                };
+                let bound = |sql| sqlx::query(sql).bind(key.app_name()).bind(key.user_id()).bind(key.session_id());
+                let dropped = bound(events)
+                    .bind(cut)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(sql_step("drop old events"))?
+                    .rows_affected();
+                bound(snapshots).bind(cut_micros).execute(&mut *conn).await.map_err(sql_step("drop old snapshots"))?;
+                put_snapshot(conn, &key, &boundary).await?;
+                Ok(usize::try_from(dropped).unwrap_or_default())
+            })
+        })
+        .await
+    }
+
     async fn metadata(&self, name: &str) -> Result<Option<String>> {
         sqlx::query_scalar(sql!("metadata_get"))
             .bind(name)

@@ -334,6 +334,21 @@ impl SessionStore for PostgresStore {
             .map_err(|e| sqlx_error("finding sessions", e))
     }
 
+    async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize> {
+        let dropped: i64 = sqlx::query_scalar(sql!("events_drop"))
+            .bind(key.app_name())
+            .bind(key.user_id())
+            .bind(key.session_id())
+            .bind(naive(cut_micros)?)
+            .bind(Json(&boundary.state))
+            .bind(boundary.at.timestamp_micros)
+            .bind(cut_micros)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("dropping old events", e))?;
+        Ok(usize::try_from(dropped).unwrap_or_default())
+    }
+
     async fn metadata(&self, name: &str) -> Result<Option<String>> {
         sqlx::query_scalar(sql!("metadata_get"))
             .bind(name)

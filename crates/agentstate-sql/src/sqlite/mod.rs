@@ -205,6 +205,11 @@ impl SessionStore for SqliteStore {
         self.writer.write(move |conn| ops::delete(conn, &key)).await
     }
 
+    async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize> {
+        let (key, boundary) = (key.clone(), boundary.clone());
+        self.writer.write(move |conn| ops::drop_events_before(conn, &key, cut_micros, &boundary)).await
+    }
+
     async fn metadata(&self, name: &str) -> Result<Option<String>> {
         let name = name.to_owned();
         self.read(move |conn| ops::metadata(conn, &name)).await

@@ -308,6 +308,30 @@ pub(super) fn delete(conn: &Connection, key: &SessionKey) -> Result<()> {
     Ok(())
 }
 
+/// Drops the session's events older than `cut_micros` and its snapshots before it, and keeps
+/// `boundary`, in the writer's transaction.
+pub(super) fn drop_events_before(
+    conn: &Connection,
+    key: &SessionKey,
+    cut_micros: i64,
+    boundary: &HistorySnapshot,
+) -> Result<usize> {
+    let cut_text = sqlite_text(cut_micros)?;
+    let mut statements = sql!("events_drop").split(';').map(str::trim).filter(|s| !s.is_empty());
+    let (Some(events), Some(snapshots)) = (statements.next(), statements.next()) else {
+        return Err(Error::Backend {
+            message: "events_drop.sql is incomplete".to_owned(),
+            retryable: false,
+            source: None,
+        });
+    };
+    let (app, user, session) = (key.app_name(), key.user_id(), key.session_id());
+    let dropped = execute(conn, "drop old events", events, params![app, user, session, cut_text])?;
+    execute(conn, "drop old snapshots", snapshots, params![app, user, session, cut_micros])?;
+    put_snapshot(conn, key, boundary)?;
+    Ok(dropped)
+}
+
 /// An entry of `adk_internal_metadata`.
 pub(super) fn metadata(conn: &Connection, name: &str) -> Result<Option<String>> {
     conn.prepare_cached(sql!("metadata_get"))

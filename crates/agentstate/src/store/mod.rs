@@ -367,6 +367,23 @@ pub trait SessionStore: Send + Sync + 'static {
         })
     }
 
+    /// Drops the session's events older than `cut_micros` (a retention policy; see
+    /// [`SessionService::apply_retention`](crate::SessionService::apply_retention)), with the
+    /// history snapshots before it, and keeps `boundary` (the history state just before the cut,
+    /// at position (`cut_micros - 1`, `""`)) as the oldest snapshot, so history reads stop there
+    /// with a clear error instead of a wrong answer. The state is untouched. Atomic; returns how
+    /// many events it dropped (none for a missing session).
+    ///
+    /// The provided implementation refuses: a store must say how it drops events.
+    async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize> {
+        let _ = (key, cut_micros, boundary);
+        Err(Error::Backend {
+            message: "this backend cannot drop old events".to_owned(),
+            retryable: false,
+            source: None,
+        })
+    }
+
     /// A named entry of the store's own metadata (for instance [`ENCRYPTION_METADATA`]), or
     /// `None`. The provided implementation has none.
     async fn metadata(&self, name: &str) -> Result<Option<String>> {
@@ -454,6 +471,10 @@ impl<T: DelegatingStore> SessionStore for T {
 
     async fn metadata(&self, name: &str) -> Result<Option<String>> {
         self.delegate().metadata(name).await
+    }
+
+    async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize> {
+        self.delegate().drop_events_before(key, cut_micros, boundary).await
     }
 
     async fn set_metadata(&self, name: &str, value: &str) -> Result<()> {

@@ -64,6 +64,11 @@ async fn fold<S: SessionStore + ?Sized>(
             found => break found,
         }
     };
+    if start.is_none()
+        && let Some(boundary) = retained_from(store, key).await?
+    {
+        return Err(behind_window(key, &boundary));
+    }
     let HistorySnapshot { mut at, mut state } =
         start.unwrap_or(HistorySnapshot { at: EventCursor::CREATION, state: Map::new() });
     // Snapshots are at most SNAPSHOT_EVERY events apart once a replay kept them: read that many
@@ -109,6 +114,59 @@ fn unknown_event(key: &SessionKey, event_id: &str) -> Error {
     Error::invalid("event_id", format!("session {} has no event {event_id:?}", key.session_id()))
 }
 
+/// The snapshot a retention policy left as the oldest point of the session's history (see
+/// [`SessionStore::drop_events_before`]), if events were dropped.
+pub async fn retained_from<S: SessionStore + ?Sized>(store: &S, key: &SessionKey) -> Result<Option<HistorySnapshot>> {
+    let first = EventQuery { key: key.clone(), after: None, since_micros: None, limit: 1 };
+    let bound = match store.events(&first).await?.and_then(|page| page.into_iter().next()) {
+        Some(event) => EventCursor::of(&event).timestamp_micros.saturating_sub(1),
+        None => i64::MAX,
+    };
+    let found = store.history_snapshot(key, bound).await?;
+    Ok(found.filter(|s| s.at.event_id.is_empty() && s.at != EventCursor::CREATION))
+}
+
+fn behind_window(key: &SessionKey, boundary: &HistorySnapshot) -> Error {
+    Error::invalid(
+        "at",
+        format!(
+            "session {}'s history before {} was dropped by its app's retention policy; the oldest state kept is \
+             the one just before that time",
+            key.session_id(),
+            micros_to_secs(boundary.at.timestamp_micros.saturating_add(1))
+        ),
+    )
+}
+
+/// The unknown-event error, saying so when the event may have been dropped by retention.
+async fn missing_event<S: SessionStore + ?Sized>(store: &S, key: &SessionKey, event_id: &str) -> Result<Error> {
+    Ok(match retained_from(store, key).await? {
+        Some(boundary) => Error::invalid(
+            "event_id",
+            format!(
+                "session {} has no event {event_id:?} in its retained history (events before {} were dropped by \
+                 its app's retention policy)",
+                key.session_id(),
+                micros_to_secs(boundary.at.timestamp_micros.saturating_add(1))
+            ),
+        ),
+        None => unknown_event(key, event_id),
+    })
+}
+
+/// The history state just before `cut_micros` (after every event older than it), for
+/// [`SessionStore::drop_events_before`]; `None` if the session does not exist.
+pub async fn state_before<S: SessionStore + ?Sized>(
+    store: &S,
+    key: &SessionKey,
+    cut_micros: i64,
+) -> Result<Option<HistorySnapshot>> {
+    let at = cut_micros.saturating_sub(1);
+    let folded = fold(store, key, &Target::Time(at)).await?;
+    Ok(folded
+        .map(|f| HistorySnapshot { at: EventCursor { timestamp_micros: at, event_id: String::new() }, state: f.state }))
+}
+
 /// The session without events, `None` if it does not exist.
 async fn session<S: SessionStore + ?Sized>(store: &S, key: &SessionKey) -> Result<Option<Session>> {
     store.get(key, EventWindow { recent: Some(0), after_micros: None }).await
@@ -120,8 +178,10 @@ async fn position<S: SessionStore + ?Sized>(
     key: &SessionKey,
     event_id: &str,
 ) -> Result<(EventCursor, Event)> {
-    let event = store.event(key, event_id).await?.ok_or_else(|| unknown_event(key, event_id))?;
-    Ok((EventCursor::of(&event), event))
+    match store.event(key, event_id).await? {
+        Some(event) => Ok((EventCursor::of(&event), event)),
+        None => Err(missing_event(store, key, event_id).await?),
+    }
 }
 
 /// The provided [`SessionStore::state_at`].
@@ -136,7 +196,7 @@ pub async fn state_at<S: SessionStore + ?Sized>(
             let Some(event) = store.event(key, id).await? else {
                 return match session(store, key).await? {
                     None => Ok(None),
-                    Some(_) => Err(unknown_event(key, id)),
+                    Some(_) => Err(missing_event(store, key, id).await?),
                 };
             };
             let position = EventCursor::of(&event);
@@ -187,7 +247,7 @@ pub async fn event_diff<S: SessionStore + ?Sized>(
     let Some(event) = store.event(key, event_id).await? else {
         return match session(store, key).await? {
             None => Ok(None),
-            Some(_) => Err(unknown_event(key, event_id)),
+            Some(_) => Err(missing_event(store, key, event_id).await?),
         };
     };
     let Some(before) = fold(store, key, &Target::Before(EventCursor::of(&event))).await? else { return Ok(None) };
@@ -263,7 +323,12 @@ pub async fn fork<S: SessionStore + ?Sized>(store: &S, request: &ForkSession) ->
         attributes: crate::SessionAttributes::default(),
         history_start: creation,
     };
+    let boundary = retained_from(store, source_key).await?;
     let marker = store.create(new).await?.last_update_micros();
+    if let Some(boundary) = &boundary {
+        // The source's history starts at a retention boundary: so does the fork's.
+        store.put_history_snapshots(&key, std::slice::from_ref(boundary)).await?;
+    }
     let last = store.copy_events(source_key, &key, &end, marker).await?;
     if let Some(last) = last
         && let Err(e) = store.put_history_snapshots(&key, &[HistorySnapshot { at: last, state: at_end.state }]).await
