@@ -212,7 +212,7 @@ pub(crate) async fn sweeper(service: Arc<dyn SessionService>, expiry: Arc<Expiry
                 Ok(0) => {}
                 Ok(dropped) => tracing::info!(app = %app, dropped, "dropped events by the app's retention policy"),
                 Err(e) => {
-                    tracing::warn!(app = %app, error = %e, "applying retention failed; retrying at the next tick")
+                    tracing::warn!(app = %app, error = %e, "applying retention failed; retrying at the next tick");
                 }
             }
         }
