@@ -113,6 +113,10 @@ pub enum Capability {
     /// ([`SessionService::apply_retention`]; `drops_old_events` in the macro). The managed
     /// service's API has no such operation.
     DropsOldEvents,
+    /// The service moves a session's expire time
+    /// ([`SessionService::set_expire_time`]; `moves_expire_times` in the macro). The client of
+    /// the managed service does not (yet).
+    MovesExpireTimes,
 }
 
 /// Expands to one `#[test]` per conformance case, each calling `$factory` (a closure returning a
@@ -174,6 +178,7 @@ macro_rules! session_service_tests {
             rewind_restores_session_keys,
             fork_copies_history_up_to_an_event,
             expired_sessions_behave_as_deleted,
+            expire_times_move_both_ways [moves_expire_times],
             sweeps_remove_expired_sessions_in_batches [sweeps_expired_sessions],
             erasing_a_user_removes_everything_of_theirs [erases_users],
             retention_drops_old_events_and_history_stops_there [drops_old_events],

@@ -21,3 +21,4 @@ script!(INVOCATION, "lua/invocation.lua");
 script!(SWEEP, "lua/sweep.lua");
 script!(ERASE, "lua/erase.lua");
 script!(DROP, "lua/drop.lua");
+script!(EXPIRE, "lua/expire.lua");

@@ -571,6 +571,30 @@ impl SessionStore for RedisSessionService {
         decode_event(&reply, key).map(Some)
     }
 
+    async fn set_expire_time(&self, key: &SessionKey, expire_micros: Option<i64>) -> Result<bool> {
+        let keys = self.keys(key);
+        let mut invocation = scripts::EXPIRE.prepare_invoke();
+        for own in keys.own() {
+            invocation.key(own);
+        }
+        let done: i64 = invocation
+            .key(&keys.expiring)
+            .arg(expire_micros.map(|t| t.to_string()).unwrap_or_default())
+            .arg(&keys.member)
+            .invoke_async(&mut self.connection())
+            .await
+            .map_err(|e| backend("expire", e))?;
+        if done == 1 && expire_micros.is_some() {
+            let registered: redis::RedisResult<()> = redis::cmd("SADD")
+                .arg(expiring_apps(&self.prefix))
+                .arg(key.app_name())
+                .query_async(&mut self.connection())
+                .await;
+            registered.map_err(|e| backend("expire", e))?;
+        }
+        Ok(done == 1)
+    }
+
     async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize> {
         let keys = self.keys(key);
         let dropped: i64 = scripts::DROP

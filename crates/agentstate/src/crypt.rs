@@ -549,6 +549,10 @@ impl<S: SessionStore> SessionStore for EncryptedStore<S> {
         self.inner.metadata(name).await
     }
 
+    async fn set_expire_time(&self, key: &SessionKey, expire_micros: Option<i64>) -> Result<bool> {
+        self.inner.set_expire_time(key, expire_micros).await
+    }
+
     async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize> {
         let sealed = HistorySnapshot { at: boundary.at.clone(), state: self.seal_flat(key, &boundary.state) };
         self.inner.drop_events_before(key, cut_micros, &sealed).await

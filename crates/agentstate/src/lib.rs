@@ -54,6 +54,7 @@ mod error;
 mod event;
 pub mod history;
 mod key;
+pub mod lifecycle;
 mod memory;
 mod page;
 mod scope;

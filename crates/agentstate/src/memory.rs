@@ -268,6 +268,19 @@ impl SessionStore for InMemorySessionService {
         Ok(users)
     }
 
+    async fn set_expire_time(&self, key: &SessionKey, expire_micros: Option<i64>) -> Result<bool> {
+        let mut apps = self.write();
+        let stored = apps
+            .get_mut(key.app_name())
+            .and_then(|a| a.users.get_mut(key.user_id()))
+            .and_then(|u| u.sessions.get_mut(key.session_id()));
+        let Some(stored) = stored else { return Ok(false) };
+        let mut attributes = stored.attributes.as_deref().cloned().unwrap_or_default();
+        attributes.expire_time_micros = expire_micros;
+        stored.attributes = (!attributes.is_empty()).then(|| Arc::new(attributes));
+        Ok(true)
+    }
+
     async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize> {
         let mut apps = self.write();
         let stored = apps

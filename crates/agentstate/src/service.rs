@@ -335,6 +335,11 @@ pub trait SessionService: Send + Sync {
     /// event: state at, diffs, rewind and fork before it are an error that says so. A missing
     /// session drops nothing.
     async fn apply_retention(&self, key: &SessionKey, policy: Retention) -> Result<usize>;
+
+    /// Moves the session's expire time (epoch seconds; `None`: it never expires), as the managed
+    /// service's `PATCH` of `expireTime` does. An expired session cannot be revived: like a
+    /// missing one, it is [`Error::NotFound`].
+    async fn set_expire_time(&self, key: &SessionKey, expire_time: Option<f64>) -> Result<()>;
 }
 
 #[async_trait]
@@ -479,7 +484,7 @@ impl<S: SessionStore + ?Sized> SessionService for S {
 
     async fn rewind(&self, session: &mut Session, before_invocation_id: &str) -> Result<Event> {
         let key = session.key().clone();
-        if session.is_expired_at(now_micros()) {
+        if session.is_expired_at(now_micros()) && !live(self, &key).await? {
             return Err(Error::NotFound { session_id: key.session_id().to_owned() });
         }
         let not_found = || {
@@ -551,6 +556,29 @@ impl<S: SessionStore + ?Sized> SessionService for S {
         SessionStore::user_data(self, app_name, user_id).await
     }
 
+    async fn set_expire_time(&self, key: &SessionKey, expire_time: Option<f64>) -> Result<()> {
+        let micros = expire_time
+            .map(|t| {
+                secs_to_micros(t)
+                    .ok_or_else(|| Error::invalid("expire_time", format!("{t} is not a valid epoch time in seconds")))
+            })
+            .transpose()?;
+        let not_found = || Error::NotFound { session_id: key.session_id().to_owned() };
+        if !live(self, key).await? {
+            return Err(not_found());
+        }
+        let span = tracing::debug_span!(
+            "set_expire_time",
+            app = key.app_name(),
+            user = key.user_id(),
+            session = key.session_id()
+        );
+        match SessionStore::set_expire_time(self, key, micros).instrument(span).await? {
+            true => Ok(()),
+            false => Err(not_found()),
+        }
+    }
+
     async fn apply_retention(&self, key: &SessionKey, policy: Retention) -> Result<usize> {
         if policy.keep_last == Some(0) {
             return Err(Error::invalid("keep_last", "must keep at least 1 event"));
@@ -608,8 +636,8 @@ impl<S: SessionStore + ?Sized> SessionService for S {
         if event.is_partial() {
             return Ok(event);
         }
-        // The expire time never changes, so the handle's is storage's.
-        if session.is_expired_at(now_micros()) {
+        // A handle that looks expired may predate a refresh of its expire time: storage decides.
+        if session.is_expired_at(now_micros()) && !live(self, session.key()).await? {
             return Err(Error::NotFound { session_id: session.id().to_owned() });
         }
         let (commit, temp) = prepare_commit(session, event)?;

@@ -109,3 +109,34 @@ pub(crate) async fn sweeps_remove_expired_sessions_in_batches(svc: Svc) {
         svc.create_session(CreateSession::new(&app, "u").id(id)).await.unwrap();
     }
 }
+
+pub(crate) async fn expire_times_move_both_ways(svc: Svc) {
+    let app = unique("expire-move");
+    let now = agentstate::store::now_secs();
+    let soon = CreateSession::new(&app, "u").id("soon").ttl(Duration::from_millis(300));
+    let mut soon = svc.create_session(soon).await.unwrap();
+    svc.append_event(&mut soon, event("inv", json!({"k": 1}))).await.unwrap();
+    let later = CreateSession::new(&app, "u").id("later").ttl(Duration::from_secs(3600));
+    svc.create_session(later).await.unwrap();
+
+    // Extended before it expired: alive past its first expire time, with its events.
+    svc.set_expire_time(soon.key(), Some(now + 3600.0)).await.unwrap();
+    // Shortened into the past: gone at once.
+    svc.set_expire_time(&key(&app, "u", "later"), Some(now - 1.0)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let alive = svc.get_session(soon.key(), GetSessionConfig::default()).await.unwrap().expect("extended");
+    assert_eq!(alive.events().len(), 1);
+    let moved = alive.attributes().expire_time_micros.unwrap();
+    assert!((moved - agentstate::store::secs_to_micros(now + 3600.0).unwrap()).abs() <= 1, "{moved}");
+    svc.append_event(&mut soon, event("inv", json!({"k": 2}))).await.unwrap();
+    gone(&svc, &app, "later", &["soon"]).await;
+
+    // Never: no expire time at all. An expired or missing session cannot be moved.
+    svc.set_expire_time(soon.key(), None).await.unwrap();
+    let forever = svc.get_session(soon.key(), GetSessionConfig::default()).await.unwrap().unwrap();
+    assert_eq!(forever.attributes().expire_time_micros, None);
+    for id in ["later", "missing"] {
+        let error = svc.set_expire_time(&key(&app, "u", id), Some(now + 60.0)).await.unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::NotFound, "{id}");
+    }
+}

@@ -134,6 +134,10 @@ pub(crate) struct ServeArgs {
     /// The same for one app, over --session-ttl: `APP=SECONDS`. Repeatable.
     #[arg(long = "app-session-ttl", env = "AGENTSTATE_APP_SESSION_TTLS", value_delimiter = ',', value_parser = app_seconds)]
     pub(crate) app_session_ttl: Vec<(String, u64)>,
+    /// Move an expiring session's expire time forward on every append, to now plus its app's
+    /// --app-session-ttl (or --session-ttl): sessions in use never expire.
+    #[arg(long, env = "AGENTSTATE_REFRESH_TTL_ON_APPEND")]
+    pub(crate) refresh_ttl_on_append: bool,
     /// Remove expired sessions (and apply retention) every this many seconds (0: never).
     #[arg(long, env = "AGENTSTATE_SWEEP_INTERVAL", value_name = "SECONDS", default_value_t = 60)]
     pub(crate) sweep_interval: u64,

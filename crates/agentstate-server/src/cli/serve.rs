@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use std::time::Duration;
 
+use agentstate::lifecycle::RefreshOnAppend;
+use agentstate::{SessionKey, SessionService};
 use agentstate_server::{AppState, Expiry, Limits, Tokens, app};
 use anyhow::{Context, bail};
 
@@ -58,8 +60,14 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     let (service, url) = open(&args.db).await?;
-    let state =
-        AppState::new(Arc::new(service)).with_limits(args.limits()).with_tokens(tokens).with_expiry(args.expiry());
+    let expiry = args.expiry();
+    let service: Arc<dyn SessionService> = if args.refresh_ttl_on_append {
+        let ttls = expiry.clone();
+        Arc::new(RefreshOnAppend::new(service, move |key: &SessionKey| ttls.ttl_for(key.app_name())))
+    } else {
+        Arc::new(service)
+    };
+    let state = AppState::new(service).with_limits(args.limits()).with_tokens(tokens).with_expiry(expiry);
     #[cfg(feature = "agents")]
     let state = serve_agents(state, &args.agents)?;
     let listener =

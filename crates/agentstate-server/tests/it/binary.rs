@@ -299,3 +299,22 @@ fn encrypted_databases_need_their_keys() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("4111-SECRET-1111"));
 }
+
+#[test]
+fn sessions_in_use_live_on_with_refresh_on_append() {
+    let db = format!("sqlite://{}/refresh.db", scratch().display());
+    let options = ["--db", &db, "--addr", "127.0.0.1:0", "--session-ttl", "1", "--refresh-ttl-on-append"];
+    let (mut child, addr) = serve_with(&options);
+    assert_eq!(http(&addr, "POST", "/apps/a/users/u/sessions", r#"{"sessionId": "s"}"#).0, 200);
+    for k in 0..4 {
+        std::thread::sleep(Duration::from_millis(400));
+        let body = format!(r#"{{"stateDelta": {{"k": {k}}}}}"#);
+        assert_eq!(http(&addr, "PATCH", "/apps/a/users/u/sessions/s", &body).0, 200, "append {k}");
+    }
+    // 1.6 s after creation (its TTL is 1 s), alive: it was used; unused, it expires.
+    assert_eq!(http(&addr, "GET", "/apps/a/users/u/sessions/s", "").0, 200);
+    std::thread::sleep(Duration::from_millis(1300));
+    assert_eq!(http(&addr, "GET", "/apps/a/users/u/sessions/s", "").0, 404);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

@@ -608,6 +608,18 @@ impl SessionStore for MySqlStore {
             .map_err(|e| sqlx_error("finding sessions", e))
     }
 
+    async fn set_expire_time(&self, key: &SessionKey, expire_micros: Option<i64>) -> Result<bool> {
+        let done = sqlx::query(sql!("session_expire_put"))
+            .bind(expire_micros.map(naive).transpose()?)
+            .bind(key.app_name())
+            .bind(key.user_id())
+            .bind(key.session_id())
+            .execute(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("setting an expire time", e))?;
+        Ok(done.rows_affected() > 0)
+    }
+
     async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize> {
         let cut = naive(cut_micros)?;
         self.transaction("dropping old events", |conn| {

@@ -334,6 +334,15 @@ impl SessionStore for PostgresStore {
             .map_err(|e| sqlx_error("finding sessions", e))
     }
 
+    async fn set_expire_time(&self, key: &SessionKey, expire_micros: Option<i64>) -> Result<bool> {
+        let done = keyed(sql!("session_expire_put"), key)
+            .bind(expire_micros.map(naive).transpose()?)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("setting an expire time", e))?;
+        Ok(done.rows_affected() > 0)
+    }
+
     async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize> {
         let dropped: i64 = sqlx::query_scalar(sql!("events_drop"))
             .bind(key.app_name())

@@ -205,6 +205,11 @@ impl SessionStore for SqliteStore {
         self.writer.write(move |conn| ops::delete(conn, &key)).await
     }
 
+    async fn set_expire_time(&self, key: &SessionKey, expire_micros: Option<i64>) -> Result<bool> {
+        let key = key.clone();
+        self.writer.write(move |conn| ops::set_expire_time(conn, &key, expire_micros)).await
+    }
+
     async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize> {
         let (key, boundary) = (key.clone(), boundary.clone());
         self.writer.write(move |conn| ops::drop_events_before(conn, &key, cut_micros, &boundary)).await

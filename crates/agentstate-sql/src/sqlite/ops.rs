@@ -308,6 +308,13 @@ pub(super) fn delete(conn: &Connection, key: &SessionKey) -> Result<()> {
     Ok(())
 }
 
+/// Sets the session's expire time; whether it exists.
+pub(super) fn set_expire_time(conn: &Connection, key: &SessionKey, expire_micros: Option<i64>) -> Result<bool> {
+    let expire = expire_micros.map(sqlite_text).transpose()?;
+    let params = params![key.app_name(), key.user_id(), key.session_id(), expire];
+    Ok(execute(conn, "set an expire time", sql!("session_expire_put"), params)? > 0)
+}
+
 /// Drops the session's events older than `cut_micros` and its snapshots before it, and keeps
 /// `boundary`, in the writer's transaction.
 pub(super) fn drop_events_before(

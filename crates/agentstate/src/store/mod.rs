@@ -367,6 +367,19 @@ pub trait SessionStore: Send + Sync + 'static {
         })
     }
 
+    /// Sets the session's expire time (epoch µs; `None`: never expires); `false` if there is no
+    /// such session. Atomic; on stores with native expiry, every key of the session follows.
+    ///
+    /// The provided implementation refuses.
+    async fn set_expire_time(&self, key: &SessionKey, expire_micros: Option<i64>) -> Result<bool> {
+        let _ = (key, expire_micros);
+        Err(Error::Backend {
+            message: "this backend cannot change an expire time".to_owned(),
+            retryable: false,
+            source: None,
+        })
+    }
+
     /// Drops the session's events older than `cut_micros` (a retention policy; see
     /// [`SessionService::apply_retention`](crate::SessionService::apply_retention)), with the
     /// history snapshots before it, and keeps `boundary` (the history state just before the cut,
@@ -475,6 +488,10 @@ impl<T: DelegatingStore> SessionStore for T {
 
     async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize> {
         self.delegate().drop_events_before(key, cut_micros, boundary).await
+    }
+
+    async fn set_expire_time(&self, key: &SessionKey, expire_micros: Option<i64>) -> Result<bool> {
+        self.delegate().set_expire_time(key, expire_micros).await
     }
 
     async fn set_metadata(&self, name: &str, value: &str) -> Result<()> {
