@@ -38,3 +38,28 @@ mod encrypted {
         agentstate_conformance::check_against_model(service, 64);
     }
 }
+
+/// One in-memory store reachable from several handles, for the re-encryption check.
+#[derive(Clone, Default)]
+struct Shared(Arc<InMemorySessionService>);
+
+impl agentstate::store::DelegatingStore for Shared {
+    fn delegate(&self) -> &dyn agentstate::store::SessionStore {
+        &*self.0
+    }
+}
+
+#[test]
+fn rekey_reencrypts_everything() {
+    let store = Shared::default();
+    agentstate_conformance::run(
+        || async { Arc::new(InMemorySessionService::new()) as Arc<dyn SessionService> },
+        |_| async move {
+            agentstate_conformance::check_rekey(|| {
+                let store = store.clone();
+                async move { store }
+            })
+            .await;
+        },
+    );
+}

@@ -16,6 +16,8 @@
 //! {prefix}{app}:us:{user}           zset   the user's session ids by last update (µs)
 //! {prefix}{app}:id:{session}        set    the users that have a session with this id
 //! {prefix}{app}:expiring            zset   "{user}\0{session}" of expiring sessions by expire time
+//! {prefix}{app}:users               set    the app's users
+//! {prefix}apps                      set    the apps
 //! {prefix}expiring-apps             set    the apps that have had expiring sessions (for the sweep)
 //! {prefix}meta:{name}               string the store's metadata (encryption at rest's key checks)
 //! ```
@@ -95,6 +97,11 @@ impl AppKeys {
         self.key("expiring", &[])
     }
 
+    /// The users of the app (with sessions or state).
+    pub(crate) fn users(&self) -> String {
+        self.key("users", &[])
+    }
+
     /// The users that have a session called `session`.
     pub(crate) fn users_with(&self, session: &str) -> String {
         self.key("id", &[session])
@@ -120,6 +127,11 @@ impl AppKeys {
             member: list_member(user, session),
         }
     }
+}
+
+/// Every app (a key of its own slot, outside every app's).
+pub(crate) fn apps(prefix: &str) -> String {
+    format!("{prefix}apps")
 }
 
 /// The apps that have had expiring sessions (a key of its own slot, outside every app's).

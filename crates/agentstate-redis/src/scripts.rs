@@ -22,3 +22,5 @@ script!(SWEEP, "lua/sweep.lua");
 script!(ERASE, "lua/erase.lua");
 script!(DROP, "lua/drop.lua");
 script!(EXPIRE, "lua/expire.lua");
+script!(SWAP, "lua/swap.lua");
+script!(REWRITE, "lua/rewrite.lua");

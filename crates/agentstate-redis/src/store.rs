@@ -5,14 +5,14 @@ use std::sync::Arc;
 
 use agentstate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListCursor, ListQuery,
-    NewSession, SessionStore, merge_scopes,
+    NewSession, SessionStore, StateOwner, ValueSwap, merge_scopes,
 };
 use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionAttributes, SessionKey, UserData, Value};
 use async_trait::async_trait;
 use redis::{RedisError, Value as Reply};
 
 use crate::RedisSessionService;
-use crate::keys::{AppKeys, SessionKeys, expiring_apps, list_member};
+use crate::keys::{AppKeys, SessionKeys, apps, expiring_apps, list_member};
 use crate::scripts;
 
 /// How many times a list is read again when a session moved between its two steps.
@@ -141,6 +141,15 @@ impl RedisSessionService {
 
     fn keys(&self, key: &SessionKey) -> SessionKeys {
         SessionKeys::of(&self.prefix, key)
+    }
+
+    /// The hash holding `owner`'s state.
+    fn owner_hash(&self, owner: &StateOwner) -> String {
+        match owner {
+            StateOwner::App(app) => AppKeys::new(&self.prefix, app).app_state(),
+            StateOwner::User { app, user } => AppKeys::new(&self.prefix, app).user_state(user),
+            StateOwner::Session(key) => self.keys(key).state,
+        }
     }
 
     /// One page of a list: the members after the cursor, in order, with their scores.
@@ -310,6 +319,7 @@ impl SessionStore for RedisSessionService {
             .key(&keys.snapshots)
             .key(&keys.snapshot_states)
             .key(&keys.expiring)
+            .key(AppKeys::new(&self.prefix, key.app_name()).users())
             .arg(create_time_micros)
             .arg(&keys.member)
             .arg(key.session_id())
@@ -328,12 +338,15 @@ impl SessionStore for RedisSessionService {
         if text(&reply) == Some("exists") {
             return Err(Error::AlreadyExists { session_id: key.session_id().to_owned() });
         }
+        // The registries of apps live outside every app's slot (so not in the script, and one
+        // command each: a cluster refuses a pipeline across slots).
+        let mut registries = vec![apps(&self.prefix)];
         if attributes.expire_time_micros.is_some() {
-            let registered: redis::RedisResult<()> = redis::cmd("SADD")
-                .arg(expiring_apps(&self.prefix))
-                .arg(key.app_name())
-                .query_async(&mut self.connection())
-                .await;
+            registries.push(expiring_apps(&self.prefix));
+        }
+        for registry in registries {
+            let registered: redis::RedisResult<()> =
+                redis::cmd("SADD").arg(registry).arg(key.app_name()).query_async(&mut self.connection()).await;
             registered.map_err(|e| backend("create", e))?;
         }
         let mut shared = array(reply).into_iter();
@@ -612,6 +625,61 @@ impl SessionStore for RedisSessionService {
         Ok(usize::try_from(dropped).unwrap_or_default())
     }
 
+    async fn apps(&self) -> Result<Vec<String>> {
+        let mut found: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(apps(&self.prefix))
+            .query_async(&mut self.connection())
+            .await
+            .map_err(|e| backend("apps", e))?;
+        found.sort_unstable();
+        Ok(found)
+    }
+
+    async fn users(&self, app: &str) -> Result<Vec<String>> {
+        let mut found: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(AppKeys::new(&self.prefix, app).users())
+            .query_async(&mut self.connection())
+            .await
+            .map_err(|e| backend("users", e))?;
+        found.sort_unstable();
+        Ok(found)
+    }
+
+    async fn stored_state(&self, owner: &StateOwner) -> Result<Map<String, Value>> {
+        let hash = self.owner_hash(owner);
+        let reply: Reply = redis::cmd("HGETALL")
+            .arg(&hash)
+            .query_async(&mut self.connection())
+            .await
+            .map_err(|e| backend("state", e))?;
+        state(reply, &|| format!("state {hash}"))
+    }
+
+    async fn swap_values(&self, owner: &StateOwner, swaps: &[ValueSwap]) -> Result<usize> {
+        if swaps.is_empty() {
+            return Ok(0);
+        }
+        let mut invocation = scripts::SWAP.prepare_invoke();
+        invocation.key(self.owner_hash(owner));
+        for swap in swaps {
+            invocation.arg(&swap.key).arg(swap.old.to_string()).arg(swap.new.to_string());
+        }
+        let swapped: i64 =
+            invocation.invoke_async(&mut self.connection()).await.map_err(|e| backend("rewrite state", e))?;
+        Ok(usize::try_from(swapped).unwrap_or_default())
+    }
+
+    async fn rewrite_event(&self, key: &SessionKey, event: &Event) -> Result<bool> {
+        let done: i64 = scripts::REWRITE
+            .key(self.keys(key).data)
+            .arg(&event.id)
+            .arg(event_json(event)?)
+            .invoke_async(&mut self.connection())
+            .await
+            .map_err(|e| backend("rewrite an event", e))?;
+        Ok(done == 1)
+    }
+
     async fn metadata(&self, name: &str) -> Result<Option<String>> {
         redis::cmd("GET")
             .arg(format!("{}meta:{name}", self.prefix))
@@ -671,6 +739,7 @@ impl SessionStore for RedisSessionService {
         let user_state = app_keys.user_state(user);
         let mut pipe = redis::pipe();
         pipe.atomic().cmd("HLEN").arg(&user_state).cmd("DEL").arg(&user_state).ignore();
+        pipe.cmd("SREM").arg(app_keys.users()).arg(user).ignore();
         let (keys,): (i64,) = pipe.query_async(&mut connection).await.map_err(|e| backend("erase", e))?;
         erased.user_state_keys = usize::try_from(keys).unwrap_or_default();
         Ok(erased)

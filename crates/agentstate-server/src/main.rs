@@ -22,6 +22,7 @@ async fn main() -> anyhow::Result<()> {
     match cli::config::parse()? {
         Command::Serve(args) => cli::serve::run(*args).await,
         Command::Migrate(db) => cli::sessions::migrate(&db).await,
+        Command::Rekey(db) => cli::sessions::rekey(&db).await,
         Command::Sweep { db, retention } => cli::sessions::sweep(&db, &retention.app_retention).await,
         Command::EncryptionKey { id } => {
             println!("{}", agentstate::crypt::KeyRing::generate(&id)?);

@@ -142,6 +142,20 @@ pub(crate) fn labels_text(attributes: &SessionAttributes) -> Option<String> {
     (!attributes.labels.is_empty()).then(|| serde_json::to_string(&attributes.labels).unwrap_or_default())
 }
 
+/// Replaces each value of `swaps` that `state` still holds as expected; how many it replaced.
+pub(crate) fn swap(state: &mut Map<String, Value>, swaps: &[agentstate::store::ValueSwap]) -> usize {
+    let mut swapped = 0;
+    for swap in swaps {
+        if let Some(value) = state.get_mut(&swap.key)
+            && *value == swap.old
+        {
+            *value = swap.new.clone();
+            swapped += 1;
+        }
+    }
+    swapped
+}
+
 /// A backend error for data this service cannot read: not retryable.
 pub(crate) fn corrupt(message: String) -> Error {
     Error::Backend { message, retryable: false, source: None }

@@ -51,7 +51,7 @@ use crate::scope::{APP_PREFIX, Scope, ScopedState, USER_PREFIX};
 use crate::session::Session;
 use crate::store::{
     CommitOutcome, ENCRYPTION_METADATA, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery,
-    NewSession, SessionStore, UserData,
+    NewSession, SessionStore, StateOwner, UserData, ValueSwap,
 };
 
 /// The envelope's prefix: format 1.
@@ -286,6 +286,125 @@ impl<S: SessionStore> EncryptedStore<S> {
     pub fn inner(&self) -> &S {
         &self.inner
     }
+
+    /// Re-encrypts with the ring's first key everything written with another one (or before
+    /// encryption was turned on): every app's, user's and session's state values, every event,
+    /// every history snapshot. Runs beside normal traffic: a value is replaced only if it is
+    /// still the one read (a concurrent write wins), events never change once written. Calls
+    /// `progress` after each session. Run it again after an interruption; once it finished, the
+    /// old keys can be dropped from the ring.
+    pub async fn rekey(&self, mut progress: impl FnMut(&Rekeyed)) -> Result<Rekeyed> {
+        let mut done = Rekeyed::default();
+        for app in self.inner.apps().await? {
+            self.rekey_owner(&StateOwner::App(app.clone()), &mut done).await?;
+            for user in self.inner.users(&app).await? {
+                self.rekey_owner(&StateOwner::User { app: app.clone(), user }, &mut done).await?;
+            }
+            const PAGE: usize = 100;
+            let mut query = ListQuery { app_name: app.clone(), user_id: None, after: None, limit: Some(PAGE) };
+            loop {
+                let page = self.inner.list(&query).await?;
+                for session in &page {
+                    let key = session.key().clone();
+                    self.rekey_owner(&StateOwner::Session(key.clone()), &mut done).await?;
+                    self.rekey_events(&key, &mut done).await?;
+                    self.rekey_snapshots(&key, &mut done).await?;
+                    done.sessions += 1;
+                    progress(&done);
+                }
+                match page.last() {
+                    Some(last) if page.len() == PAGE => {
+                        query.after = Some(crate::store::ListCursor {
+                            last_update_micros: last.last_update_micros(),
+                            user_id: last.user_id().to_owned(),
+                            session_id: last.id().to_owned(),
+                        });
+                    }
+                    _ => break,
+                }
+            }
+            done.apps += 1;
+            progress(&done);
+        }
+        Ok(done)
+    }
+
+    /// Whether a stored value needs re-encryption: plaintext, or sealed with another key.
+    fn stale(&self, stored: &str) -> bool {
+        let primary = self.keys.ids()[0];
+        match stored.strip_prefix(PREFIX).and_then(|rest| rest.split_once('$')) {
+            Some((id, _)) => id != primary,
+            None => true,
+        }
+    }
+
+    async fn rekey_owner(&self, owner: &StateOwner, done: &mut Rekeyed) -> Result<()> {
+        let (app, user, session, prefix) = match owner {
+            StateOwner::App(app) => (app.as_str(), "", "", APP_PREFIX),
+            StateOwner::User { app, user } => (app.as_str(), user.as_str(), "", USER_PREFIX),
+            StateOwner::Session(key) => (key.app_name(), key.user_id(), key.session_id(), ""),
+        };
+        let mut swaps = Vec::new();
+        for (k, old) in self.inner.stored_state(owner).await? {
+            let stale = match &old {
+                Value::String(text) => self.stale(text),
+                _ => true,
+            };
+            if !stale {
+                continue;
+            }
+            let flat = format!("{prefix}{k}");
+            let aad = scope_aad(app, user, session, &flat);
+            let what = || format!("app {app}: state key {flat:?}");
+            let plain = self.open_value(&aad, old.clone(), &what)?;
+            swaps.push(ValueSwap { key: k, old, new: self.seal_value(&aad, &plain) });
+        }
+        if !swaps.is_empty() {
+            done.values += self.inner.swap_values(owner, &swaps).await?;
+        }
+        Ok(())
+    }
+
+    async fn rekey_events(&self, key: &SessionKey, done: &mut Rekeyed) -> Result<()> {
+        let mut query = EventQuery { key: key.clone(), after: None, since_micros: None, limit: 256 };
+        loop {
+            let Some(page) = self.inner.events(&query).await? else { return Ok(()) };
+            let full = page.len() == query.limit;
+            for stored in page {
+                query.after = Some(EventCursor::of(&stored));
+                let stale = match stored.extra.get(SEALED) {
+                    Some(Value::String(sealed)) => self.stale(sealed),
+                    _ => true,
+                };
+                if stale {
+                    let plain = self.open_event(key, stored)?;
+                    if self.inner.rewrite_event(key, &self.seal_event(key, &plain)?).await? {
+                        done.events += 1;
+                    }
+                }
+            }
+            if !full {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn rekey_snapshots(&self, key: &SessionKey, done: &mut Rekeyed) -> Result<()> {
+        let mut at_or_before = i64::MAX;
+        while let Some(snapshot) = self.inner.history_snapshot(key, at_or_before).await? {
+            let stale = snapshot.state.values().any(|v| !matches!(v, Value::String(t) if !self.stale(t)));
+            if stale {
+                let plain = HistorySnapshot { at: snapshot.at.clone(), state: self.open_flat(key, snapshot.state)? };
+                self.put_history_snapshots(key, std::slice::from_ref(&plain)).await?;
+                done.snapshots += 1;
+            }
+            if snapshot.at == EventCursor::CREATION {
+                return Ok(());
+            }
+            at_or_before = snapshot.at.timestamp_micros.saturating_sub(1);
+        }
+        Ok(())
+    }
 }
 
 impl KeyRing {
@@ -298,12 +417,33 @@ impl KeyRing {
 
 /// Associated data binding a state value to where it belongs.
 fn value_aad(key: &SessionKey, flat_key: &str) -> Vec<u8> {
+    scope_aad(key.app_name(), key.user_id(), key.session_id(), flat_key)
+}
+
+/// [`value_aad`] from the parts (the user and session matter only for their scopes).
+fn scope_aad(app: &str, user: &str, session: &str, flat_key: &str) -> Vec<u8> {
     match Scope::of(flat_key) {
-        (Scope::App, rest) => format!("a\0{}\0{rest}", key.app_name()),
-        (Scope::User, rest) => format!("u\0{}\0{}\0{rest}", key.app_name(), key.user_id()),
-        _ => format!("s\0{}\0{}\0{}\0{flat_key}", key.app_name(), key.user_id(), key.session_id()),
+        (Scope::App, rest) => format!("a\0{app}\0{rest}"),
+        (Scope::User, rest) => format!("u\0{app}\0{user}\0{rest}"),
+        _ => format!("s\0{app}\0{user}\0{session}\0{flat_key}"),
     }
     .into_bytes()
+}
+
+/// What [`EncryptedStore::rekey`] re-encrypted (values and events written with an older key, or
+/// before encryption was turned on), and how far it got.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rekeyed {
+    /// Apps visited.
+    pub apps: usize,
+    /// Sessions visited.
+    pub sessions: usize,
+    /// State values re-encrypted (app, user and session state).
+    pub values: usize,
+    /// Events re-encrypted.
+    pub events: usize,
+    /// History snapshots re-encrypted.
+    pub snapshots: usize,
 }
 
 fn event_aad(key: &SessionKey, event_id: &str, part: &str) -> Vec<u8> {
@@ -560,6 +700,26 @@ impl<S: SessionStore> SessionStore for EncryptedStore<S> {
 
     async fn set_metadata(&self, name: &str, value: &str) -> Result<()> {
         self.inner.set_metadata(name, value).await
+    }
+
+    async fn apps(&self) -> Result<Vec<String>> {
+        self.inner.apps().await
+    }
+
+    async fn users(&self, app: &str) -> Result<Vec<String>> {
+        self.inner.users(app).await
+    }
+
+    async fn stored_state(&self, owner: &StateOwner) -> Result<Map<String, Value>> {
+        self.inner.stored_state(owner).await
+    }
+
+    async fn swap_values(&self, owner: &StateOwner, swaps: &[ValueSwap]) -> Result<usize> {
+        self.inner.swap_values(owner, swaps).await
+    }
+
+    async fn rewrite_event(&self, key: &SessionKey, event: &Event) -> Result<bool> {
+        self.inner.rewrite_event(key, event).await
     }
 }
 

@@ -11,8 +11,9 @@ use crate::key::SessionKey;
 use crate::session::Session;
 use crate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
-    SessionStore, UserData, now_micros,
+    SessionStore, StateOwner, UserData, ValueSwap, now_micros,
 };
+use serde_json::{Map, Value};
 
 /// How long a session lives after an append, by its key.
 type TtlFor = dyn Fn(&SessionKey) -> Option<Duration> + Send + Sync;
@@ -180,6 +181,26 @@ impl<S: SessionStore> SessionStore for RefreshOnAppend<S> {
 
     async fn set_metadata(&self, name: &str, value: &str) -> Result<()> {
         self.inner.set_metadata(name, value).await
+    }
+
+    async fn apps(&self) -> Result<Vec<String>> {
+        self.inner.apps().await
+    }
+
+    async fn users(&self, app: &str) -> Result<Vec<String>> {
+        self.inner.users(app).await
+    }
+
+    async fn stored_state(&self, owner: &StateOwner) -> Result<Map<String, Value>> {
+        self.inner.stored_state(owner).await
+    }
+
+    async fn swap_values(&self, owner: &StateOwner, swaps: &[ValueSwap]) -> Result<usize> {
+        self.inner.swap_values(owner, swaps).await
+    }
+
+    async fn rewrite_event(&self, key: &SessionKey, event: &Event) -> Result<bool> {
+        self.inner.rewrite_event(key, event).await
     }
 }
 

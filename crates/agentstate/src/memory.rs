@@ -21,7 +21,7 @@ use crate::key::SessionKey;
 use crate::session::{Session, SessionAttributes};
 use crate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
-    SessionStore, UserData, merge_scopes,
+    SessionStore, StateOwner, UserData, ValueSwap, merge_scopes,
 };
 
 /// Sessions kept in process memory: for development, tests and examples.
@@ -295,6 +295,68 @@ impl SessionStore for InMemorySessionService {
         stored.snapshots.retain(|at, _| at.timestamp_micros >= cut_micros);
         stored.snapshots.insert(boundary.at.clone(), boundary.state.clone());
         Ok(dropped)
+    }
+
+    async fn apps(&self) -> Result<Vec<String>> {
+        let mut apps: Vec<String> = self.read().keys().cloned().collect();
+        apps.sort_unstable();
+        Ok(apps)
+    }
+
+    async fn users(&self, app: &str) -> Result<Vec<String>> {
+        let mut users: Vec<String> =
+            self.read().get(app).map(|a| a.users.keys().cloned().collect()).unwrap_or_default();
+        users.sort_unstable();
+        Ok(users)
+    }
+
+    async fn stored_state(&self, owner: &StateOwner) -> Result<Map<String, Value>> {
+        let apps = self.read();
+        let state = match owner {
+            StateOwner::App(app) => apps.get(app).map(|a| &a.state),
+            StateOwner::User { app, user } => apps.get(app).and_then(|a| a.users.get(user)).map(|u| &u.state),
+            StateOwner::Session(key) => stored(&apps, key).map(|s| &s.state),
+        };
+        Ok(state.cloned().unwrap_or_default())
+    }
+
+    async fn swap_values(&self, owner: &StateOwner, swaps: &[ValueSwap]) -> Result<usize> {
+        let mut apps = self.write();
+        let state = match owner {
+            StateOwner::App(app) => apps.get_mut(app).map(|a| &mut a.state),
+            StateOwner::User { app, user } => {
+                apps.get_mut(app).and_then(|a| a.users.get_mut(user)).map(|u| &mut u.state)
+            }
+            StateOwner::Session(key) => apps
+                .get_mut(key.app_name())
+                .and_then(|a| a.users.get_mut(key.user_id()))
+                .and_then(|u| u.sessions.get_mut(key.session_id()))
+                .map(|s| &mut s.state),
+        };
+        let Some(state) = state else { return Ok(0) };
+        let mut swapped = 0;
+        for swap in swaps {
+            if let Some(value) = state.get_mut(&swap.key)
+                && *value == swap.old
+            {
+                *value = swap.new.clone();
+                swapped += 1;
+            }
+        }
+        Ok(swapped)
+    }
+
+    async fn rewrite_event(&self, key: &SessionKey, event: &Event) -> Result<bool> {
+        let mut apps = self.write();
+        let stored = apps
+            .get_mut(key.app_name())
+            .and_then(|a| a.users.get_mut(key.user_id()))
+            .and_then(|u| u.sessions.get_mut(key.session_id()));
+        let Some(stored) = stored else { return Ok(false) };
+        let Some(&i) = stored.index_of_id.get(&event.id) else { return Ok(false) };
+        let timestamp = stored.events[i].timestamp;
+        stored.events[i] = Arc::new(Event { timestamp, ..event.clone() });
+        Ok(true)
     }
 
     async fn metadata(&self, name: &str) -> Result<Option<String>> {

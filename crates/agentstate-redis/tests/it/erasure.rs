@@ -57,3 +57,14 @@ async fn no_key_holds_anything_of_an_erased_user() {
     assert!(!all.contains(&gone), "the erased user is in no key, field or value");
     assert!(all.contains(&kept), "the other user's data is there (the search works)");
 }
+
+/// Re-encryption on Redis (see `agentstate_conformance::check_rekey`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rekey_reencrypts_everything() {
+    let url = url_with_prefix(&redis_url(), &fresh_prefix().await);
+    agentstate_conformance::check_rekey(|| {
+        let url = url.clone();
+        async move { RedisSessionService::connect(&url).await.unwrap() }
+    })
+    .await;
+}

@@ -59,6 +59,9 @@ pub(crate) enum Command {
         #[arg(long)]
         yes: bool,
     },
+    /// Re-encrypt everything written with an older key (or before encryption was on) with the
+    /// first key of --encryption-keys-file, while servers keep running; then the old keys can go.
+    Rekey(DbArg),
     /// Print a new random encryption key (`id:base64`) for --encryption-keys-file.
     EncryptionKey {
         /// Its id (letters, digits, - or _), stored beside each ciphertext it makes.

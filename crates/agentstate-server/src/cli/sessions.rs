@@ -11,7 +11,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::args::{DbArg, SessionsCommand};
-use super::backend::{is_redis, open, open_sql};
+use super::backend::{Backend, is_redis, open, open_sql};
 
 /// Progress of a long copy on standard error: a spinner with counts on a terminal, a line every
 /// 1,000 sessions otherwise (a log).
@@ -68,6 +68,41 @@ pub(crate) async fn sweep(db: &DbArg, retention: &[(String, agentstate::Retentio
         let dropped = agentstate_server::retain(&service, app, *policy, &metrics).await?;
         println!("{url}: dropped {dropped} events of app {app:?} by its retention policy");
     }
+    Ok(())
+}
+
+pub(crate) async fn rekey(db: &DbArg) -> anyhow::Result<()> {
+    let (backend, url) = open(db).await?;
+    let Backend::Encrypted(store) = backend else {
+        anyhow::bail!("{url}: give the keys to re-encrypt with (--encryption-keys-file, the new key first)");
+    };
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.enable_steady_tick(Duration::from_millis(120));
+        bar
+    });
+    let line = |p: &agentstate::crypt::Rekeyed| {
+        format!(
+            "{} sessions of {} apps: {} values, {} events, {} snapshots re-encrypted",
+            p.sessions, p.apps, p.values, p.events, p.snapshots
+        )
+    };
+    let done = store
+        .rekey(|p| match &bar {
+            Some(bar) => bar.set_message(line(p)),
+            None if p.sessions.is_multiple_of(1000) => eprintln!("{}", line(p)),
+            None => {}
+        })
+        .await;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let done = done?;
+    println!("{url}: {}; the first key now reads and writes everything", line(&done));
     Ok(())
 }
 

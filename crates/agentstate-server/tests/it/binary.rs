@@ -298,6 +298,23 @@ fn encrypted_databases_need_their_keys() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("4111-SECRET-1111"));
+
+    // Rotation: a new key first, the old one kept; rekey; then the new key alone reads it all.
+    let k2 = key("k2");
+    std::fs::write(&keys_file, format!("{k2}\n{k1}\n")).unwrap();
+    let out = Command::new(BIN).args(["rekey", "--db", &db, "--encryption-keys-file", keys_path]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("1 sessions of 1 apps") && stdout.contains("re-encrypted"), "{stdout}");
+    let out = Command::new(BIN)
+        .args(["sessions", "list", "--db", &db, "a"])
+        .env("AGENTSTATE_ENCRYPTION_KEYS", &k2)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("4111-SECRET-1111"));
+    let without = Command::new(BIN).args(["rekey", "--db", &db]).output().unwrap();
+    assert!(String::from_utf8_lossy(&without.stderr).contains("this database is encrypted"));
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 use agentstate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
-    SessionStore, merge_scopes,
+    SessionStore, StateOwner, ValueSwap, merge_scopes,
 };
 use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionKey, UserData, Value};
 use std::sync::Arc;
@@ -644,6 +644,65 @@ impl SessionStore for MySqlStore {
         .await
     }
 
+    async fn apps(&self) -> Result<Vec<String>> {
+        sqlx::query_scalar(sql!("apps")).fetch_all(&self.pool).await.map_err(|e| sqlx_error("listing apps", e))
+    }
+
+    async fn users(&self, app: &str) -> Result<Vec<String>> {
+        sqlx::query_scalar(sql!("users"))
+            .bind(app)
+            .bind(app)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("listing users", e))
+    }
+
+    async fn stored_state(&self, owner: &StateOwner) -> Result<Map<String, Value>> {
+        let mut conn = self.pool.acquire().await.map_err(|e| sqlx_error("reading state", e))?;
+        finish("reading state", owner_state(&mut conn, owner, false).await).map(Option::unwrap_or_default)
+    }
+
+    async fn swap_values(&self, owner: &StateOwner, swaps: &[ValueSwap]) -> Result<usize> {
+        self.transaction("rewriting state", |conn| {
+            let (owner, swaps) = (owner.clone(), swaps.to_vec());
+            Box::pin(async move {
+                let Some(mut state) = owner_state(conn, &owner, true).await? else { return Ok(0) };
+                let swapped = codec::swap(&mut state, &swaps);
+                if swapped > 0 {
+                    let text = state_text(&state);
+                    let statements: Vec<&str> =
+                        sql!("state_rewrite").split(';').map(str::trim).filter(|s| !s.is_empty()).collect();
+                    let query = match (&owner, statements.as_slice()) {
+                        (StateOwner::App(app), [sql, ..]) => sqlx::query(*sql).bind(text).bind(app.as_str()),
+                        (StateOwner::User { app, user }, [_, sql, ..]) => {
+                            sqlx::query(*sql).bind(text).bind(app.as_str()).bind(user.as_str())
+                        }
+                        (StateOwner::Session(key), [_, _, sql, ..]) => {
+                            sqlx::query(*sql).bind(text).bind(key.app_name()).bind(key.user_id()).bind(key.session_id())
+                        }
+                        _ => return Ok(0),
+                    };
+                    query.execute(&mut *conn).await.map_err(sql_step("rewrite state"))?;
+                }
+                Ok(swapped)
+            })
+        })
+        .await
+    }
+
+    async fn rewrite_event(&self, key: &SessionKey, event: &Event) -> Result<bool> {
+        let done = sqlx::query(sql!("event_rewrite"))
+            .bind(codec::event_data(event)?)
+            .bind(key.app_name())
+            .bind(key.user_id())
+            .bind(key.session_id())
+            .bind(&event.id)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("rewriting an event", e))?;
+        Ok(done.rows_affected() > 0)
+    }
+
     async fn metadata(&self, name: &str) -> Result<Option<String>> {
         sqlx::query_scalar(sql!("metadata_get"))
             .bind(name)
@@ -739,4 +798,22 @@ async fn user_data_in(conn: &mut MySqlConnection, app: &str, user: &str) -> Step
             .map_err(sql_step("count a user's data"))
     };
     Ok(UserData { sessions: count("sessions")?, events: count("events")?, user_state_keys: count("user_keys")? })
+}
+
+/// The state `owner` holds, as stored; with `lock`, its row is locked until the transaction ends.
+async fn owner_state(conn: &mut MySqlConnection, owner: &StateOwner, lock: bool) -> Step<Option<Map<String, Value>>> {
+    let query = match (owner, lock) {
+        (StateOwner::App(app), false) => sqlx::query(sql!("app_state_get")).bind(app.as_str()),
+        (StateOwner::App(app), true) => sqlx::query(sql!("app_state_lock")).bind(app.as_str()),
+        (StateOwner::User { app, user }, false) => {
+            sqlx::query(sql!("user_state_get")).bind(app.as_str()).bind(user.as_str())
+        }
+        (StateOwner::User { app, user }, true) => {
+            sqlx::query(sql!("user_state_lock")).bind(app.as_str()).bind(user.as_str())
+        }
+        (StateOwner::Session(key), _) => {
+            sqlx::query(sql!("session_state_lock")).bind(key.app_name()).bind(key.user_id()).bind(key.session_id())
+        }
+    };
+    read_state(conn, query).await
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use agentstate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
-    SessionStore, merge_scopes,
+    SessionStore, StateOwner, ValueSwap, merge_scopes,
 };
 use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionKey, UserData, Value};
 use async_trait::async_trait;
@@ -358,6 +358,62 @@ impl SessionStore for PostgresStore {
         Ok(usize::try_from(dropped).unwrap_or_default())
     }
 
+    async fn apps(&self) -> Result<Vec<String>> {
+        sqlx::query_scalar(sql!("apps")).fetch_all(&self.pool).await.map_err(|e| sqlx_error("listing apps", e))
+    }
+
+    async fn users(&self, app: &str) -> Result<Vec<String>> {
+        sqlx::query_scalar(sql!("users"))
+            .bind(app)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("listing users", e))
+    }
+
+    async fn stored_state(&self, owner: &StateOwner) -> Result<Map<String, Value>> {
+        let (app, user, session) = owner_parts(owner);
+        let state: Option<Json<Value>> = sqlx::query_scalar(sql!("state_get"))
+            .bind(app)
+            .bind(user)
+            .bind(session)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("reading state", e))?;
+        match state.map(|Json(v)| v) {
+            Some(Value::Object(map)) => Ok(map),
+            _ => Ok(Map::new()),
+        }
+    }
+
+    async fn swap_values(&self, owner: &StateOwner, swaps: &[ValueSwap]) -> Result<usize> {
+        let (app, user, session) = owner_parts(owner);
+        let mut swapped = 0;
+        for swap in swaps {
+            let n: i64 = sqlx::query_scalar(sql!("state_swap"))
+                .bind(app)
+                .bind(user)
+                .bind(session)
+                .bind(&swap.key)
+                .bind(Json(&swap.old))
+                .bind(Json(&swap.new))
+                .fetch_one(&self.pool)
+                .await
+                .map_err(|e| sqlx_error("rewriting state", e))?;
+            swapped += usize::try_from(n).unwrap_or_default();
+        }
+        Ok(swapped)
+    }
+
+    async fn rewrite_event(&self, key: &SessionKey, event: &Event) -> Result<bool> {
+        let done = keyed(sql!("event_rewrite"), key)
+            .bind(&event.id)
+            .bind(codec::event_data(event)?)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("rewriting an event", e))?;
+        Ok(done.rows_affected() > 0)
+    }
+
     async fn metadata(&self, name: &str) -> Result<Option<String>> {
         sqlx::query_scalar(sql!("metadata_get"))
             .bind(name)
@@ -463,4 +519,13 @@ fn user_data_of(row: &PgRow) -> Result<UserData> {
             .map_err(|e| sqlx_error("reading counts", e))
     };
     Ok(UserData { sessions: count("sessions")?, events: count("events")?, user_state_keys: count("user_keys")? })
+}
+
+/// An owner's app, user (or NULL) and session (or NULL).
+fn owner_parts(owner: &StateOwner) -> (&str, Option<&str>, Option<&str>) {
+    match owner {
+        StateOwner::App(app) => (app, None, None),
+        StateOwner::User { app, user } => (app, Some(user), None),
+        StateOwner::Session(key) => (key.app_name(), Some(key.user_id()), Some(key.session_id())),
+    }
 }

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use agentstate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
-    SessionStore,
+    SessionStore, StateOwner, ValueSwap,
 };
-use agentstate::{Error, Event, Result, Session, SessionKey, UserData};
+use agentstate::{Error, Event, Map, Result, Session, SessionKey, UserData, Value};
 use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags};
 
@@ -213,6 +213,30 @@ impl SessionStore for SqliteStore {
     async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize> {
         let (key, boundary) = (key.clone(), boundary.clone());
         self.writer.write(move |conn| ops::drop_events_before(conn, &key, cut_micros, &boundary)).await
+    }
+
+    async fn apps(&self) -> Result<Vec<String>> {
+        self.read(ops::apps).await
+    }
+
+    async fn users(&self, app: &str) -> Result<Vec<String>> {
+        let app = app.to_owned();
+        self.read(move |conn| ops::users(conn, &app)).await
+    }
+
+    async fn stored_state(&self, owner: &StateOwner) -> Result<Map<String, Value>> {
+        let owner = owner.clone();
+        self.read(move |conn| ops::owner_state(conn, &owner).map(Option::unwrap_or_default)).await
+    }
+
+    async fn swap_values(&self, owner: &StateOwner, swaps: &[ValueSwap]) -> Result<usize> {
+        let (owner, swaps) = (owner.clone(), swaps.to_vec());
+        self.writer.write(move |conn| ops::swap_values(conn, &owner, &swaps)).await
+    }
+
+    async fn rewrite_event(&self, key: &SessionKey, event: &Event) -> Result<bool> {
+        let (key, event) = (key.clone(), event.clone());
+        self.writer.write(move |conn| ops::rewrite_event(conn, &key, &event)).await
     }
 
     async fn metadata(&self, name: &str) -> Result<Option<String>> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use agentstate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
-    merge_scopes,
+    StateOwner, ValueSwap, merge_scopes,
 };
 use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionAttributes, SessionKey, UserData, Value};
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -337,6 +337,65 @@ pub(super) fn drop_events_before(
     execute(conn, "drop old snapshots", snapshots, params![app, user, session, cut_micros])?;
     put_snapshot(conn, key, boundary)?;
     Ok(dropped)
+}
+
+/// Every app with sessions or state.
+pub(super) fn apps(conn: &Connection) -> Result<Vec<String>> {
+    conn.prepare_cached(sql!("apps"))
+        .and_then(|mut stmt| stmt.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<Vec<String>>>())
+        .map_err(|e| sqlite_error("list apps", &e))
+}
+
+/// Every user of `app` with sessions or state.
+pub(super) fn users(conn: &Connection, app: &str) -> Result<Vec<String>> {
+    conn.prepare_cached(sql!("users"))
+        .and_then(|mut stmt| stmt.query_map(params![app], |r| r.get(0))?.collect::<rusqlite::Result<Vec<String>>>())
+        .map_err(|e| sqlite_error("list users", &e))
+}
+
+/// The state `owner` holds, as stored.
+pub(super) fn owner_state(conn: &Connection, owner: &StateOwner) -> Result<Option<Map<String, Value>>> {
+    match owner {
+        StateOwner::App(app) => read_state(conn, sql!("app_state_get"), params![app]),
+        StateOwner::User { app, user } => read_state(conn, sql!("user_state_get"), params![app, user]),
+        StateOwner::Session(key) => {
+            read_state(conn, sql!("session_state_get"), params![key.app_name(), key.user_id(), key.session_id()])
+        }
+    }
+}
+
+/// Replaces values of `owner` that are still the expected ones, in the writer's transaction.
+pub(super) fn swap_values(conn: &Connection, owner: &StateOwner, swaps: &[ValueSwap]) -> Result<usize> {
+    let Some(mut state) = owner_state(conn, owner)? else { return Ok(0) };
+    let swapped = codec::swap(&mut state, swaps);
+    if swapped > 0 {
+        let statements: Vec<&str> = sql!("state_rewrite").split(';').map(str::trim).filter(|s| !s.is_empty()).collect();
+        let text = state_text(&state);
+        match (owner, statements.as_slice()) {
+            (StateOwner::App(app), [sql, ..]) => execute(conn, "rewrite state", sql, params![app, text])?,
+            (StateOwner::User { app, user }, [_, sql, ..]) => {
+                execute(conn, "rewrite state", sql, params![app, user, text])?
+            }
+            (StateOwner::Session(key), [_, _, sql, ..]) => {
+                execute(conn, "rewrite state", sql, params![key.app_name(), key.user_id(), key.session_id(), text])?
+            }
+            _ => {
+                return Err(Error::Backend {
+                    message: "state_rewrite.sql is incomplete".to_owned(),
+                    retryable: false,
+                    source: None,
+                });
+            }
+        };
+    }
+    Ok(swapped)
+}
+
+/// Rewrites a stored event's data.
+pub(super) fn rewrite_event(conn: &Connection, key: &SessionKey, event: &Event) -> Result<bool> {
+    let data = codec::event_data(event)?;
+    let params = params![key.app_name(), key.user_id(), key.session_id(), event.id, data];
+    Ok(execute(conn, "rewrite an event", sql!("event_rewrite"), params)? > 0)
 }
 
 /// An entry of `adk_internal_metadata`.

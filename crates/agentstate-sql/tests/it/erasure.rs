@@ -105,3 +105,18 @@ async fn postgres_and_mariadb_keep_no_row_of_an_erased_user() {
         assert!(count(kept.clone()).await > 0, "{url}: the other user's rows are there (the search works)");
     }
 }
+
+/// Re-encryption on every SQL dialect (see `agentstate_conformance::check_rekey`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rekey_reencrypts_everything_on_every_dialect() {
+    let dir = crate::sqlite::scratch_dir();
+    let sqlite = format!("sqlite://{}/rekey.db", dir.display());
+    // Databases of their own: the keys recorded in a database are the rekey's, not the suite's.
+    for url in [sqlite, crate::servers::fresh_postgres_url().await, crate::servers::fresh_mysql_url().await] {
+        agentstate_conformance::check_rekey(|| {
+            let url = url.clone();
+            async move { SqlSessionService::connect(&url).await.unwrap() }
+        })
+        .await;
+    }
+}

@@ -18,6 +18,11 @@ pub(crate) async fn fresh_postgres_url() -> String {
     fresh_postgres().await
 }
 
+/// A new, empty MariaDB/MySQL database.
+pub(crate) async fn fresh_mysql_url() -> String {
+    fresh_mysql().await
+}
+
 /// The URL of this run's MariaDB/MySQL test database.
 pub(crate) async fn mysql_url() -> String {
     MYSQL.get_or_init(fresh_mysql).await.clone()

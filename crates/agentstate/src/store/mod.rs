@@ -160,6 +160,34 @@ pub enum CommitOutcome {
 /// `agentstate::crypt`, feature `encryption`), with a check value per key id.
 pub const ENCRYPTION_METADATA: &str = "agentstate_encryption";
 
+/// Whose state a value belongs to, for the store's raw state operations
+/// ([`SessionStore::stored_state`], [`SessionStore::swap_values`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateOwner {
+    /// An app's `app:` state (keys without the prefix).
+    App(String),
+    /// A user's `user:` state in an app (keys without the prefix).
+    User {
+        /// The app.
+        app: String,
+        /// The user.
+        user: String,
+    },
+    /// One session's own keys.
+    Session(SessionKey),
+}
+
+/// A stored state value to replace, only if it is still `old` (a concurrent writer wins).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValueSwap {
+    /// The key, as stored (no scope prefix for app and user state).
+    pub key: String,
+    /// The value expected in storage.
+    pub old: Value,
+    /// Its replacement.
+    pub new: Value,
+}
+
 /// What [`SessionStore::erase_user`] removed (or, from [`SessionStore::user_data`], would
 /// remove): a user's sessions, their events, and the keys of the user's `user:` state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -397,6 +425,37 @@ pub trait SessionStore: Send + Sync + 'static {
         })
     }
 
+    /// Every app that has sessions or state. For maintenance that visits everything (re-encryption).
+    async fn apps(&self) -> Result<Vec<String>> {
+        Err(Error::Backend { message: "this backend cannot list its apps".to_owned(), retryable: false, source: None })
+    }
+
+    /// Every user of `app` that has sessions or `user:` state.
+    async fn users(&self, app: &str) -> Result<Vec<String>> {
+        let _ = app;
+        Err(Error::Backend { message: "this backend cannot list users".to_owned(), retryable: false, source: None })
+    }
+
+    /// The state `owner` holds, as stored (values are not interpreted); empty if none.
+    async fn stored_state(&self, owner: &StateOwner) -> Result<Map<String, Value>> {
+        let _ = owner;
+        Err(Error::Backend { message: "this backend cannot read raw state".to_owned(), retryable: false, source: None })
+    }
+
+    /// Replaces stored values of `owner`, each only if it is still the `old` one; atomic;
+    /// returns how many it replaced. Changes nothing else (not the session's marker).
+    async fn swap_values(&self, owner: &StateOwner, swaps: &[ValueSwap]) -> Result<usize> {
+        let _ = (owner, swaps);
+        Err(Error::Backend { message: "this backend cannot rewrite state".to_owned(), retryable: false, source: None })
+    }
+
+    /// Rewrites the stored form of event `event.id` of the session (same id, time and
+    /// invocation; the content is the caller's, e.g. re-encrypted); `false` if there is none.
+    async fn rewrite_event(&self, key: &SessionKey, event: &Event) -> Result<bool> {
+        let _ = (key, event);
+        Err(Error::Backend { message: "this backend cannot rewrite events".to_owned(), retryable: false, source: None })
+    }
+
     /// A named entry of the store's own metadata (for instance [`ENCRYPTION_METADATA`]), or
     /// `None`. The provided implementation has none.
     async fn metadata(&self, name: &str) -> Result<Option<String>> {
@@ -484,6 +543,26 @@ impl<T: DelegatingStore> SessionStore for T {
 
     async fn metadata(&self, name: &str) -> Result<Option<String>> {
         self.delegate().metadata(name).await
+    }
+
+    async fn apps(&self) -> Result<Vec<String>> {
+        self.delegate().apps().await
+    }
+
+    async fn users(&self, app: &str) -> Result<Vec<String>> {
+        self.delegate().users(app).await
+    }
+
+    async fn stored_state(&self, owner: &StateOwner) -> Result<Map<String, Value>> {
+        self.delegate().stored_state(owner).await
+    }
+
+    async fn swap_values(&self, owner: &StateOwner, swaps: &[ValueSwap]) -> Result<usize> {
+        self.delegate().swap_values(owner, swaps).await
+    }
+
+    async fn rewrite_event(&self, key: &SessionKey, event: &Event) -> Result<bool> {
+        self.delegate().rewrite_event(key, event).await
     }
 
     async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize> {

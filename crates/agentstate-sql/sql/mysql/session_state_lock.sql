@@ -1,0 +1,1 @@
+SELECT state FROM sessions WHERE app_name = ? AND user_id = ? AND id = ? FOR UPDATE
