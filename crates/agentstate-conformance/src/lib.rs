@@ -117,6 +117,10 @@ pub enum Capability {
     /// ([`SessionService::set_expire_time`]; `moves_expire_times` in the macro). The client of
     /// the managed service does not (yet).
     MovesExpireTimes,
+    /// The service lists its apps and an app's users
+    /// ([`SessionService::list_apps`]; `lists_apps` in the macro). The managed service's API
+    /// addresses one app (engine) at a time.
+    ListsApps,
 }
 
 /// Expands to one `#[test]` per conformance case, each calling `$factory` (a closure returning a
@@ -161,6 +165,7 @@ macro_rules! session_service_tests {
             list_orders_merges_and_omits_events,
             list_unknown_app_or_user_is_empty,
             list_pages_cover_every_session_once,
+            apps_users_and_event_counts_are_listed [lists_apps],
             delete_removes_session_and_keeps_shared_state,
             append_to_missing_session_is_not_found,
             append_applies_delta_by_scope,

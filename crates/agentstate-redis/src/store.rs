@@ -625,6 +625,15 @@ impl SessionStore for RedisSessionService {
         Ok(usize::try_from(dropped).unwrap_or_default())
     }
 
+    async fn event_count(&self, key: &SessionKey) -> Result<Option<usize>> {
+        let keys = self.keys(key);
+        let mut pipe = redis::pipe();
+        pipe.atomic().cmd("EXISTS").arg(&keys.meta).cmd("ZCARD").arg(&keys.times);
+        let (exists, count): (i64, i64) =
+            pipe.query_async(&mut self.connection()).await.map_err(|e| backend("count", e))?;
+        Ok((exists == 1).then(|| usize::try_from(count).unwrap_or_default()))
+    }
+
     async fn apps(&self) -> Result<Vec<String>> {
         let mut found: Vec<String> = redis::cmd("SMEMBERS")
             .arg(apps(&self.prefix))

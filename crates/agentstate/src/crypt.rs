@@ -706,6 +706,10 @@ impl<S: SessionStore> SessionStore for EncryptedStore<S> {
         self.inner.apps().await
     }
 
+    async fn event_count(&self, key: &SessionKey) -> Result<Option<usize>> {
+        self.inner.event_count(key).await
+    }
+
     async fn users(&self, app: &str) -> Result<Vec<String>> {
         self.inner.users(app).await
     }

@@ -297,6 +297,10 @@ impl SessionStore for InMemorySessionService {
         Ok(dropped)
     }
 
+    async fn event_count(&self, key: &SessionKey) -> Result<Option<usize>> {
+        Ok(stored(&self.read(), key).map(|s| s.events.len()))
+    }
+
     async fn apps(&self) -> Result<Vec<String>> {
         let mut apps: Vec<String> = self.read().keys().cloned().collect();
         apps.sort_unstable();

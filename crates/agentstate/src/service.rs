@@ -340,6 +340,15 @@ pub trait SessionService: Send + Sync {
     /// service's `PATCH` of `expireTime` does. An expired session cannot be revived: like a
     /// missing one, it is [`Error::NotFound`].
     async fn set_expire_time(&self, key: &SessionKey, expire_time: Option<f64>) -> Result<()>;
+
+    /// Every app that has sessions or state, sorted.
+    async fn list_apps(&self) -> Result<Vec<String>>;
+
+    /// Every user of `app_name` that has sessions or `user:` state, sorted.
+    async fn list_users(&self, app_name: &str) -> Result<Vec<String>>;
+
+    /// How many events the session holds; `None` if it does not exist (or expired).
+    async fn count_events(&self, key: &SessionKey) -> Result<Option<usize>>;
 }
 
 #[async_trait]
@@ -554,6 +563,22 @@ impl<S: SessionStore + ?Sized> SessionService for S {
         validate_id("app_name", app_name)?;
         validate_id("user_id", user_id)?;
         SessionStore::user_data(self, app_name, user_id).await
+    }
+
+    async fn list_apps(&self) -> Result<Vec<String>> {
+        self.apps().await
+    }
+
+    async fn list_users(&self, app_name: &str) -> Result<Vec<String>> {
+        validate_id("app_name", app_name)?;
+        self.users(app_name).await
+    }
+
+    async fn count_events(&self, key: &SessionKey) -> Result<Option<usize>> {
+        if !live(self, key).await? {
+            return Ok(None);
+        }
+        self.event_count(key).await
     }
 
     async fn set_expire_time(&self, key: &SessionKey, expire_time: Option<f64>) -> Result<()> {

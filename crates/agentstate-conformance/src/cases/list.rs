@@ -81,3 +81,17 @@ pub(super) async fn list_pages_cover_every_session_once(svc: Svc) {
     let err = svc.list_sessions(ListSessions::app(&app).page_size(0)).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
 }
+
+pub(crate) async fn apps_users_and_event_counts_are_listed(svc: Svc) {
+    let app = crate::unique("apps");
+    for (user, events) in [("b", 3), ("a", 0)] {
+        let mut session = svc.create_session(agentstate::CreateSession::new(&app, user).id("s")).await.unwrap();
+        for _ in 0..events {
+            svc.append_event(&mut session, super::event("inv", serde_json::json!({"k": 1}))).await.unwrap();
+        }
+        assert_eq!(svc.count_events(session.key()).await.unwrap(), Some(events));
+    }
+    assert!(svc.list_apps().await.unwrap().contains(&app));
+    assert_eq!(svc.list_users(&app).await.unwrap(), ["a", "b"], "sorted");
+    assert_eq!(svc.count_events(&super::key(&app, "a", "missing")).await.unwrap(), None);
+}

@@ -644,6 +644,21 @@ impl SessionStore for MySqlStore {
         .await
     }
 
+    async fn event_count(&self, key: &SessionKey) -> Result<Option<usize>> {
+        let row = sqlx::query(sql!("event_count"))
+            .bind(key.app_name())
+            .bind(key.user_id())
+            .bind(key.session_id())
+            .bind(key.app_name())
+            .bind(key.user_id())
+            .bind(key.session_id())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("counting events", e))?;
+        let n: Option<i64> = row.map(|r| r.try_get("n")).transpose().map_err(|e| sqlx_error("counting events", e))?;
+        Ok(n.map(|n| usize::try_from(n).unwrap_or_default()))
+    }
+
     async fn apps(&self) -> Result<Vec<String>> {
         sqlx::query_scalar(sql!("apps")).fetch_all(&self.pool).await.map_err(|e| sqlx_error("listing apps", e))
     }

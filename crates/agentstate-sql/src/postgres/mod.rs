@@ -358,6 +358,17 @@ impl SessionStore for PostgresStore {
         Ok(usize::try_from(dropped).unwrap_or_default())
     }
 
+    async fn event_count(&self, key: &SessionKey) -> Result<Option<usize>> {
+        let n: Option<i64> = keyed(sql!("event_count"), key)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("counting events", e))?
+            .map(|row| row.try_get("n"))
+            .transpose()
+            .map_err(|e| sqlx_error("counting events", e))?;
+        Ok(n.map(|n| usize::try_from(n).unwrap_or_default()))
+    }
+
     async fn apps(&self) -> Result<Vec<String>> {
         sqlx::query_scalar(sql!("apps")).fetch_all(&self.pool).await.map_err(|e| sqlx_error("listing apps", e))
     }

@@ -215,6 +215,11 @@ impl SessionStore for SqliteStore {
         self.writer.write(move |conn| ops::drop_events_before(conn, &key, cut_micros, &boundary)).await
     }
 
+    async fn event_count(&self, key: &SessionKey) -> Result<Option<usize>> {
+        let key = key.clone();
+        self.read(move |conn| ops::event_count(conn, &key)).await
+    }
+
     async fn apps(&self) -> Result<Vec<String>> {
         self.read(ops::apps).await
     }

@@ -339,6 +339,17 @@ pub(super) fn drop_events_before(
     Ok(dropped)
 }
 
+/// A session's event count.
+pub(super) fn event_count(conn: &Connection, key: &SessionKey) -> Result<Option<usize>> {
+    conn.prepare_cached(sql!("event_count"))
+        .and_then(|mut stmt| {
+            stmt.query_row(params![key.app_name(), key.user_id(), key.session_id()], |r| r.get::<_, i64>("n"))
+                .optional()
+        })
+        .map(|n| n.map(|n| usize::try_from(n).unwrap_or_default()))
+        .map_err(|e| sqlite_error("count events", &e))
+}
+
 /// Every app with sessions or state.
 pub(super) fn apps(conn: &Connection) -> Result<Vec<String>> {
     conn.prepare_cached(sql!("apps"))

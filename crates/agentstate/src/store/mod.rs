@@ -425,6 +425,23 @@ pub trait SessionStore: Send + Sync + 'static {
         })
     }
 
+    /// How many events the session holds; `None` if it does not exist.
+    ///
+    /// The provided implementation pages through the history. Stores override it with a count.
+    async fn event_count(&self, key: &SessionKey) -> Result<Option<usize>> {
+        const PAGE: usize = 1000;
+        let mut query = EventQuery { key: key.clone(), after: None, since_micros: None, limit: PAGE };
+        let mut count = 0;
+        loop {
+            let Some(page) = self.events(&query).await? else { return Ok(None) };
+            count += page.len();
+            match page.last() {
+                Some(last) if page.len() == PAGE => query.after = Some(EventCursor::of(last)),
+                _ => return Ok(Some(count)),
+            }
+        }
+    }
+
     /// Every app that has sessions or state. For maintenance that visits everything (re-encryption).
     async fn apps(&self) -> Result<Vec<String>> {
         Err(Error::Backend { message: "this backend cannot list its apps".to_owned(), retryable: false, source: None })
@@ -547,6 +564,10 @@ impl<T: DelegatingStore> SessionStore for T {
 
     async fn apps(&self) -> Result<Vec<String>> {
         self.delegate().apps().await
+    }
+
+    async fn event_count(&self, key: &SessionKey) -> Result<Option<usize>> {
+        self.delegate().event_count(key).await
     }
 
     async fn users(&self, app: &str) -> Result<Vec<String>> {
