@@ -48,6 +48,9 @@ pub enum Access {
     /// An admin token (`"admin": true`) covering the app in the path: operations on data beyond
     /// one session's, such as erasing a user.
     Admin,
+    /// The inspector's pages: a token from its login cookie (or a bearer token) covering the app
+    /// and user in the path; without one, the login page.
+    Ui,
 }
 
 impl Access {
@@ -61,6 +64,7 @@ impl Access {
             Self::BodyAppUser => "a token for the app and user in the body",
             Self::EngineUser => "a token for the engine (app) in the path and the session's user",
             Self::Admin => "an admin token (\"admin\": true) for the app in the path",
+            Self::Ui => "the inspector's login cookie (or a bearer token) for the app and user in the path",
         }
     }
 }

@@ -27,6 +27,7 @@ mod metrics;
 pub mod openapi;
 mod routes;
 mod state;
+mod ui;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;

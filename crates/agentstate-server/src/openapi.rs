@@ -235,6 +235,9 @@ fn parameters(op: &Operation) -> Vec<Value> {
 }
 
 fn body(schema: &str) -> Value {
+    if schema == "Html" {
+        return json!({"text/html": {"schema": {"type": "string"}}});
+    }
     if schema == "Metrics" {
         return json!({"text/plain": {"schema": {"$ref": "#/components/schemas/Metrics"}}});
     }
@@ -253,7 +256,16 @@ pub fn document(operations: &[Operation]) -> Value {
             responses.insert(status.to_string(), json!({"description": description, "content": body(schema)}));
         }
         let denied = |description: &str| json!({"description": description, "content": body("Error")});
-        if op.access != Access::Public {
+        if op.access == Access::Ui {
+            responses.insert(
+                "303".into(),
+                json!({"description": "Access tokens are configured and none (or an unknown one) was sent: to /ui/login"}),
+            );
+            responses.insert(
+                "403".into(),
+                json!({"description": "The token may not read this app or user", "content": body("Html")}),
+            );
+        } else if op.access != Access::Public {
             responses
                 .insert("401".into(), denied("Access tokens are configured and none (or an unknown one) was sent"));
         }

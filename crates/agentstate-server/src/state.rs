@@ -30,6 +30,7 @@ pub struct AppState {
     tokens: Arc<Tokens>,
     metrics: Arc<Metrics>,
     expiry: Arc<Expiry>,
+    ui_secret: Arc<str>,
     #[cfg(feature = "agents")]
     runners: Arc<std::collections::BTreeMap<String, agentstate_runtime::Runner>>,
 }
@@ -53,6 +54,7 @@ impl AppState {
             tokens: Arc::default(),
             metrics: Arc::default(),
             expiry: Arc::default(),
+            ui_secret: uuid::Uuid::new_v4().simple().to_string().into(),
             #[cfg(feature = "agents")]
             runners: Arc::default(),
         }
@@ -63,6 +65,11 @@ impl AppState {
     pub fn with_expiry(mut self, expiry: Expiry) -> Self {
         self.expiry = Arc::new(expiry);
         self
+    }
+
+    /// The secret the inspector's forms carry (against requests forged by other sites).
+    pub(crate) fn ui_secret(&self) -> &str {
+        &self.ui_secret
     }
 
     /// How sessions expire.

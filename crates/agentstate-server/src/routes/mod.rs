@@ -60,6 +60,7 @@ fn guard(route: MethodRouter<AppState>, access: Access, state: &AppState) -> Met
         }
         Access::EngineUser => route.route_layer(from_fn_with_state(state.clone(), vertex::authorize_engine)),
         Access::Admin => route.route_layer(from_fn_with_state(state.clone(), auth::authorize_admin)),
+        Access::Ui => route.route_layer(from_fn_with_state(state.clone(), crate::ui::authorize)),
     }
 }
 
@@ -171,6 +172,31 @@ routes! {
         "agentstate extension: erase everything of a user in the app (sessions, events, user: state; app: state stays); `?dryRun=true` only counts",
         None,
         [200 "What was (or would be) removed" "Erased", 400 "Bad id" "Error"];
+    get "/" => crate::ui::root, Public, "The session inspector (a redirect to /ui)", None, [303 "To /ui" "Html"];
+    get "/ui" => crate::ui::apps, Ui, "Inspector: the apps the caller may read", None, [200 "An HTML page" "Html"];
+    get "/ui/login" => crate::ui::login_page, Public, "Inspector: sign in with an access token", None, [200 "An HTML page" "Html"];
+    post "/ui/login" => crate::ui::login, Public, "Inspector: keep a valid token in an HttpOnly, SameSite=Strict cookie", None,
+        [303 "To the page asked for, or back to the form" "Html"];
+    post "/ui/logout" => crate::ui::logout, Public, "Inspector: forget the token", None, [303 "To the sign-in page" "Html"];
+    get "/ui/assets/{file}" => crate::ui::asset, Public, "Inspector: its stylesheet and script", None,
+        [200 "CSS or JavaScript" "Html", 404 "No such file" "Html"];
+    get "/ui/apps/{app_name}" => crate::ui::users, Ui, "Inspector: an app's users (`?page=`), or the sessions with an id (`?session=`)", None,
+        [200 "An HTML page" "Html"];
+    get "/ui/apps/{app_name}/users/{user_id}" => crate::ui::sessions, Ui, "Inspector: a user's sessions, newest first", None,
+        [200 "An HTML page" "Html"];
+    get "/ui/apps/{app_name}/users/{user_id}/sessions/{session_id}" => crate::ui::session, Ui,
+        "Inspector: a session's timeline (`?page=`, newest page by default) and its state as of an event (`?at=`)", None,
+        [200 "An HTML page" "Html", 404 "No such session" "Html"];
+    get "/ui/apps/{app_name}/users/{user_id}/sessions/{session_id}/state" => crate::ui::state, Ui,
+        "Inspector: the state panel as of an event (`?at=`), for the page's script", None, [200 "An HTML fragment" "Html"];
+    get "/ui/apps/{app_name}/users/{user_id}/sessions/{session_id}/live" => crate::ui::live, Ui,
+        "Inspector: events appended after `?after=MICROS:ID`, as timeline rows", None, [200 "`html`, `after`, `count`" "Status"];
+    post "/ui/apps/{app_name}/users/{user_id}/sessions/{session_id}/delete" => crate::ui::delete, Ui,
+        "Inspector: delete the session (a form with the page's secret)", None, [303 "To the user's sessions" "Html", 403 "Stale form" "Html"];
+    post "/ui/apps/{app_name}/users/{user_id}/sessions/{session_id}/rewind" => crate::ui::rewind, Ui,
+        "Inspector: rewind before an invocation (a form with the page's secret)", None, [303 "To the session" "Html", 403 "Stale form" "Html"];
+    post "/ui/apps/{app_name}/users/{user_id}/sessions/{session_id}/fork" => crate::ui::fork, Ui,
+        "Inspector: fork at an event (a form with the page's secret)", None, [303 "To the fork" "Html", 403 "Stale form" "Html"];
     get "/healthz" => system::healthz, Public, "Liveness", None, [200 "Alive" "Status"];
     get "/readyz" => system::readyz, Public, "Readiness: the database answers", None, [200 "Ready" "Status", 503 "The database is unreachable" "Status"];
     get "/metrics" => system::metrics, Token, "Prometheus metrics", None, [200 "Metrics" "Metrics"];

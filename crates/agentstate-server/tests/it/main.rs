@@ -9,6 +9,7 @@ mod binary;
 #[cfg(all(feature = "agents", feature = "cli"))]
 mod differential;
 mod history_routes;
+mod inspector;
 #[cfg(feature = "cli")]
 mod python_package;
 mod routes;

@@ -375,7 +375,11 @@ async fn openapi_describes_exactly_the_routes_that_answer() {
         for (method, op) in methods.as_object().unwrap() {
             operations += 1;
             assert!(op["summary"].is_string() && op["responses"].is_object(), "{method} {path}");
-            let concrete = path.replace("{app_name}", "a").replace("{user_id}", "u").replace("{session_id}", "s");
+            let concrete = path
+                .replace("{app_name}", "a")
+                .replace("{user_id}", "u")
+                .replace("{session_id}", "s")
+                .replace("{file}", "inspector.css");
             let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
             let request =
                 Request::builder().method(method.clone()).uri(&concrete).header("content-type", "application/json");
@@ -390,9 +394,9 @@ async fn openapi_describes_exactly_the_routes_that_answer() {
             );
         }
     }
-    // 37 routes (16 of the managed-service surface, 4 of history, 1 admin); /list-apps, /run and /run_sse
+    // 51 routes (16 of the managed-service surface, 4 of history, 1 admin, 14 of the inspector); /list-apps, /run and /run_sse
     // come with the `agents` feature.
-    let expected = if cfg!(feature = "agents") { 37 } else { 34 };
+    let expected = if cfg!(feature = "agents") { 51 } else { 48 };
     assert_eq!(operations, expected, "every route is documented");
     assert_eq!(operations, agentstate_server::OPERATIONS.len());
     assert!(spec["components"]["schemas"]["Session"]["required"].as_array().unwrap().len() >= 6);
@@ -414,12 +418,24 @@ async fn with_tokens_every_route_but_the_probes_needs_one() {
     };
     let mut public = Vec::new();
     for op in OPERATIONS {
-        let concrete = op.path.replace("{app_name}", "a").replace("{user_id}", "u").replace("{session_id}", "s");
+        let concrete = op
+            .path
+            .replace("{app_name}", "a")
+            .replace("{user_id}", "u")
+            .replace("{session_id}", "s")
+            .replace("{file}", "inspector.css");
         let method = Method::from_bytes(op.method.to_uppercase().as_bytes()).unwrap();
         let request = Request::builder().method(method).uri(&concrete).header("content-type", "application/json");
-        let status = r.clone().oneshot(request.body(Body::from("{}")).unwrap()).await.unwrap().status();
+        let response = r.clone().oneshot(request.body(Body::from("{}")).unwrap()).await.unwrap();
+        let status = response.status();
+        let location = response.headers().get("location").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
         let documented = &spec["paths"][op.path][op.method];
-        if op.access == Access::Public {
+        if op.access == Access::Ui {
+            // The inspector's pages send a browser to sign in, and show nothing.
+            assert_eq!(status, StatusCode::SEE_OTHER, "{} {}", op.method, op.path);
+            assert!(location.starts_with("/ui/login?next="), "{} {}: {location}", op.method, op.path);
+            assert_eq!(documented["security"], json!([{"bearer": []}]), "{} {}", op.method, op.path);
+        } else if op.access == Access::Public {
             public.push(op.path);
             assert_ne!(status, StatusCode::UNAUTHORIZED, "{} {}", op.method, op.path);
             assert_eq!(documented["security"], json!([]), "{} {}", op.method, op.path);
@@ -429,7 +445,7 @@ async fn with_tokens_every_route_but_the_probes_needs_one() {
             assert!(documented["responses"]["401"].is_object(), "{} {}", op.method, op.path);
         }
     }
-    assert_eq!(public, ["/healthz", "/readyz"]);
+    assert_eq!(public, ["/", "/ui/login", "/ui/login", "/ui/logout", "/ui/assets/{file}", "/healthz", "/readyz"]);
 }
 
 #[tokio::test]

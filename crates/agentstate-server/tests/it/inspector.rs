@@ -1,0 +1,152 @@
+//! The session inspector (`/ui`) through the router: navigation, the timeline, the state as of
+//! an event with its changes, live rows, escaping, the actions and their form secret, and sign-in
+//! with tokens. (The browser tests drive the same pages in Chromium.)
+
+use std::sync::Arc;
+
+use agentstate::InMemorySessionService;
+use agentstate_server::{AppState, Tokens, app};
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tower::ServiceExt;
+
+async fn send(
+    r: &Router,
+    method: Method,
+    path: &str,
+    body: &str,
+    headers: &[(&str, &str)],
+) -> (StatusCode, String, Option<String>) {
+    let mut request = Request::builder().method(method).uri(path);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = r.clone().oneshot(request.body(Body::from(body.to_owned())).unwrap()).await.unwrap();
+    let status = response.status();
+    let location = response.headers().get("location").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let cookie = response.headers().get("set-cookie").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&bytes).into_owned(), location.or(cookie))
+}
+
+const JSON: (&str, &str) = ("content-type", "application/json");
+const FORM: (&str, &str) = ("content-type", "application/x-www-form-urlencoded");
+
+fn secret(page: &str) -> String {
+    let at = page.find("name=\"csrf\" content=\"").unwrap() + "name=\"csrf\" content=\"".len();
+    page[at..at + 32].to_owned()
+}
+
+#[tokio::test]
+async fn the_inspector_shows_sessions_their_timeline_and_state_and_escapes_everything() {
+    let r = app(AppState::new(Arc::new(InMemorySessionService::new())));
+    let (status, _, location) = send(&r, Method::GET, "/", "", &[]).await;
+    assert_eq!((status, location.as_deref()), (StatusCode::SEE_OTHER, Some("/ui")));
+
+    let hostile = "<script>alert('x')</script>";
+    let create = format!(r#"{{"sessionId": "s1", "state": {{"note": "{hostile}", "user:name": "Ann"}}}}"#);
+    assert_eq!(send(&r, Method::POST, "/apps/shop/users/ann/sessions", &create, &[JSON]).await.0, StatusCode::OK);
+    for k in 1..=3 {
+        let body = format!(r#"{{"stateDelta": {{"step": {k}, "app:hits": {k}}}}}"#);
+        assert_eq!(send(&r, Method::PATCH, "/apps/shop/users/ann/sessions/s1", &body, &[JSON]).await.0, StatusCode::OK);
+    }
+    let base = "/ui/apps/shop/users/ann/sessions/s1";
+
+    let (_, apps, _) = send(&r, Method::GET, "/ui", "", &[]).await;
+    assert!(apps.contains("href=\"/ui/apps/shop\""), "{apps}");
+    let (_, users, _) = send(&r, Method::GET, "/ui/apps/shop", "", &[]).await;
+    assert!(users.contains("href=\"/ui/apps/shop/users/ann\""), "{users}");
+    let (_, sessions, _) = send(&r, Method::GET, "/ui/apps/shop/users/ann", "", &[]).await;
+    assert!(sessions.contains(base) && sessions.contains("<td class=\"num\">3</td>"), "{sessions}");
+    assert!(!sessions.contains(hostile) && sessions.contains("&lt;script&gt;"), "the preview is escaped");
+    let (_, found, _) = send(&r, Method::GET, "/ui/apps/shop?session=s1", "", &[]).await;
+    assert!(found.contains(base), "{found}");
+
+    let (status, page, _) = send(&r, Method::GET, base, "", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(page.matches("<li class=\"event").count(), 3);
+    assert!(page.contains("3 events"));
+    assert!(!page.contains(hostile) && page.contains("&lt;script&gt;alert"), "state values render as text");
+    assert!(page.contains("class=\"key changed\"") && page.contains("app:hits"), "the last event's changes are marked");
+    assert!(page.contains("<span class=\"shared\""), "user: and app: keys are marked as shared");
+    assert!(
+        page.contains("/ui/assets/inspector.js") && !page.contains("http://") && !page.contains("https://"),
+        "nothing from elsewhere"
+    );
+
+    // The state as of the first event, with what it set.
+    let first = page.split("data-id=\"").nth(1).unwrap().split('"').next().unwrap().to_owned();
+    let (_, panel, _) = send(&r, Method::GET, &format!("{base}/state?at={first}"), "", &[]).await;
+    assert!(panel.contains("class=\"key set\"") && panel.contains("step"), "{panel}");
+    assert!(panel.contains("<pre>1</pre>"), "{panel}");
+
+    // Live: what was appended after the last shown event comes as rows.
+    let cursor = page.split("data-after=\"").nth(1).unwrap().split('"').next().unwrap().to_owned();
+    let body = format!(r#"{{"stateDelta": {{"step": 4, "msg": "{hostile}"}}}}"#);
+    send(&r, Method::PATCH, "/apps/shop/users/ann/sessions/s1", &body, &[JSON]).await;
+    let (_, live, _) = send(&r, Method::GET, &format!("{base}/live?after={cursor}"), "", &[]).await;
+    let live: Value = serde_json::from_str(&live).unwrap();
+    assert_eq!(live["count"], 4);
+    assert_eq!(live["html"].as_str().unwrap().matches("<li class=\"event").count(), 1, "{live}");
+    let (_, none, _) =
+        send(&r, Method::GET, &format!("{base}/live?after={}", live["after"].as_str().unwrap()), "", &[]).await;
+    assert_eq!(serde_json::from_str::<Value>(&none).unwrap()["html"], "", "nothing new");
+
+    // Actions need the page's secret; then they happen.
+    let (status, _, _) =
+        send(&r, Method::POST, &format!("{base}/fork"), &format!("csrf=wrong&at={first}"), &[FORM]).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let csrf = secret(&page);
+    let (status, _, fork) =
+        send(&r, Method::POST, &format!("{base}/fork"), &format!("csrf={csrf}&at={first}"), &[FORM]).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (_, forked, _) = send(&r, Method::GET, &fork.unwrap(), "", &[]).await;
+    assert_eq!(forked.matches("<li class=\"event").count(), 1, "the fork has the history up to the event");
+    let (status, _, _) = send(&r, Method::POST, &format!("{base}/delete"), "csrf=wrong", &[FORM]).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _, _) = send(&r, Method::POST, &format!("{base}/delete"), &format!("csrf={csrf}"), &[FORM]).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(send(&r, Method::GET, base, "", &[]).await.0, StatusCode::NOT_FOUND);
+    let (_, css, _) = send(&r, Method::GET, "/ui/assets/inspector.css", "", &[]).await;
+    assert!(css.contains("prefers-color-scheme: dark"));
+}
+
+#[tokio::test]
+async fn with_tokens_the_inspector_asks_for_one_and_shows_only_what_it_may_read() {
+    let tokens = Tokens::parse(
+        r#"{"tokens": [{"token": "admin-token-0123456789", "apps": "*"},
+                       {"token": "narrow-token-0123456789", "apps": ["shop"], "users": ["ann"]}]}"#,
+    )
+    .unwrap();
+    let r = app(AppState::new(Arc::new(InMemorySessionService::new())).with_tokens(tokens));
+    let admin = ("authorization", "Bearer admin-token-0123456789");
+    for path in ["/apps/shop/users/ann/sessions", "/apps/shop/users/bob/sessions", "/apps/other/users/ann/sessions"] {
+        assert_eq!(send(&r, Method::POST, path, "{}", &[JSON, admin]).await.0, StatusCode::OK);
+    }
+    let (status, _, location) = send(&r, Method::GET, "/ui/apps/shop", "", &[]).await;
+    assert_eq!((status, location.as_deref()), (StatusCode::SEE_OTHER, Some("/ui/login?next=%2Fui%2Fapps%2Fshop")));
+    let (_, form, _) = send(&r, Method::GET, "/ui/login", "", &[]).await;
+    assert!(form.contains("type=\"password\""));
+    let (_, _, refused) = send(&r, Method::POST, "/ui/login", "token=wrong-token-0123456789", &[FORM]).await;
+    assert_eq!(refused.as_deref(), Some("/ui/login?failed=1"), "a wrong token is refused");
+    let request = Request::post("/ui/login").header(FORM.0, FORM.1);
+    let response =
+        r.clone().oneshot(request.body(Body::from("token=narrow-token-0123456789&next=%2Fui")).unwrap()).await.unwrap();
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let cookie = response.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    let jar = cookie.split(';').next().unwrap().to_owned();
+    let with = ("cookie", jar.as_str());
+    let (_, apps, _) = send(&r, Method::GET, "/ui", "", &[with]).await;
+    assert!(apps.contains("/ui/apps/shop") && !apps.contains("/ui/apps/other"), "only its app: {apps}");
+    let (_, users, _) = send(&r, Method::GET, "/ui/apps/shop", "", &[with]).await;
+    assert!(users.contains("/users/ann") && !users.contains("/users/bob"), "only its user: {users}");
+    assert_eq!(send(&r, Method::GET, "/ui/apps/other", "", &[with]).await.0, StatusCode::FORBIDDEN);
+    assert_eq!(send(&r, Method::GET, "/ui/apps/shop/users/bob", "", &[with]).await.0, StatusCode::FORBIDDEN);
+    let (_, _, next) =
+        send(&r, Method::POST, "/ui/login", "token=narrow-token-0123456789&next=https://evil.example", &[FORM]).await;
+    assert_eq!(next.as_deref(), Some("/ui"), "never a redirect elsewhere");
+}
