@@ -74,9 +74,15 @@ fn truncate(text: &str, max: usize) -> String {
     }
 }
 
-/// A stable colour for an invocation id.
+/// A stable colour for an invocation id: one of eight well-apart hues, picked by a hash (FNV-1a,
+/// mixed, so ids that differ in one character rarely share one).
 fn hue(invocation: &str) -> u32 {
-    invocation.bytes().fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b))) % 360
+    const HUES: [u32; 8] = [210, 25, 140, 280, 350, 95, 185, 50];
+    let mut h = invocation.bytes().fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    h ^= h >> 15;
+    h = h.wrapping_mul(0x2c1b_3c6d);
+    h ^= h >> 12;
+    HUES[(h % 8) as usize]
 }
 
 fn pretty(value: &impl serde::Serialize) -> String {

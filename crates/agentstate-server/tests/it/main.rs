@@ -6,6 +6,7 @@
 mod adk_import;
 #[cfg(feature = "cli")]
 mod binary;
+mod browser;
 #[cfg(all(feature = "agents", feature = "cli"))]
 mod differential;
 mod history_routes;
