@@ -11,6 +11,7 @@ mod browser;
 mod differential;
 mod history_routes;
 mod inspector;
+mod outage;
 #[cfg(feature = "cli")]
 mod python_package;
 mod routes;

@@ -1,0 +1,352 @@
+//! The database goes away under load: a PostgreSQL cluster of the test's own (`initdb` and
+//! `pg_ctl` on a spare loopback port, the shared server untouched) is stopped, fast and then
+//! immediate, and a MariaDB server of its own (`mariadbd` on a spare port and data directory) is
+//! stopped with TERM and then KILL, while `agentstate serve` takes concurrent PATCHes. During the outage the server
+//! answers 503 with a clear `detail` and `/readyz` fails, no request hangs past its timeout,
+//! afterwards it recovers by itself, and every PATCH answered 200 is in the database. Then
+//! `kill -9` of the server in the middle of a burst, on PostgreSQL and on MariaDB: nothing
+//! acknowledged is lost.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agentstate::{GetSessionConfig, SessionKey, SessionService};
+use agentstate_sql::SqlSessionService;
+
+use crate::binary::{Running, http, serve};
+
+/// The PostgreSQL programs of this machine (Debian keeps them out of PATH).
+fn pg_bin(name: &str) -> PathBuf {
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .map(|dirs| {
+            dirs.filter_map(Result::ok).map(|d| d.path().join("bin").join(name)).filter(|p| p.exists()).collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found.pop().unwrap_or_else(|| PathBuf::from(name))
+}
+
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
+}
+
+/// Runs a PostgreSQL program, as the `postgres` user when we are root (PostgreSQL refuses root).
+fn pg(dir: &Path, program: &str, args: &[&str]) -> std::process::Output {
+    let mut command = if is_root() {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"]).arg(pg_bin(program));
+        c
+    } else {
+        Command::new(pg_bin(program))
+    };
+    command.args(args).current_dir(dir).output().unwrap()
+}
+
+/// A PostgreSQL cluster of the test's own; stopped (immediate) and removed when dropped.
+struct OwnPostgres {
+    dir: PathBuf,
+    port: u16,
+}
+
+impl OwnPostgres {
+    fn start() -> Self {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let dir = std::env::temp_dir().join(format!("agentstate-pg-{port}-{}", agentstate::Event::new_id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        if is_root() {
+            assert!(Command::new("chown").args(["-R", "postgres"]).arg(&dir).status().unwrap().success());
+        }
+        let data = dir.join("data");
+        let init = pg(&dir, "initdb", &["-D", data.to_str().unwrap(), "-A", "trust", "-U", "postgres", "--no-sync"]);
+        assert!(init.status.success(), "initdb: {}", String::from_utf8_lossy(&init.stderr));
+        let own = Self { dir, port };
+        own.pg_ctl_start();
+        own
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres?acquire_timeout_ms=2000", self.port)
+    }
+
+    fn pg_ctl_start(&self) {
+        let data = self.dir.join("data");
+        let options = format!("-p {} -c listen_addresses=127.0.0.1 -k {}", self.port, self.dir.display());
+        let log = self.dir.join("log");
+        let out = pg(
+            &self.dir,
+            "pg_ctl",
+            &["-D", data.to_str().unwrap(), "-o", &options, "-l", log.to_str().unwrap(), "-w", "start"],
+        );
+        assert!(out.status.success(), "pg_ctl start: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    fn stop(&self, mode: &str) {
+        let data = self.dir.join("data");
+        let out = pg(&self.dir, "pg_ctl", &["-D", data.to_str().unwrap(), "-m", mode, "-w", "stop"]);
+        assert!(out.status.success(), "pg_ctl stop: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+impl Drop for OwnPostgres {
+    fn drop(&mut self) {
+        let data = self.dir.join("data");
+        let _ = pg(&self.dir, "pg_ctl", &["-D", data.to_str().unwrap(), "-m", "immediate", "stop"]);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Writers PATCHing `user:<writer>-<n>` keys until `stop`; the acknowledged keys.
+fn writers(
+    addr: &str,
+    app: &str,
+    stop: &Arc<AtomicBool>,
+    acked: &Arc<Mutex<Vec<String>>>,
+) -> Vec<std::thread::JoinHandle<Vec<(u16, String, Duration)>>> {
+    (0..4)
+        .map(|w| {
+            let (addr, app, stop, acked) = (addr.to_owned(), app.to_owned(), Arc::clone(stop), Arc::clone(acked));
+            std::thread::spawn(move || {
+                let path = format!("/apps/{app}/users/u/sessions/s");
+                let mut refused = Vec::new();
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let key = format!("user:w{w}-{n}");
+                    let started = Instant::now();
+                    let Some((status, body)) =
+                        try_http(&addr, "PATCH", &path, &format!(r#"{{"stateDelta": {{"{key}": {n}}}}}"#))
+                    else {
+                        // No answer (the server was killed): not acknowledged.
+                        std::thread::sleep(Duration::from_millis(50));
+                        n += 1;
+                        continue;
+                    };
+                    if status == 200 {
+                        acked.lock().unwrap().push(key);
+                    } else {
+                        refused.push((status, body, started.elapsed()));
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    n += 1;
+                }
+                refused
+            })
+        })
+        .collect()
+}
+
+/// One request; `None` when no complete answer came (the server died).
+fn try_http(addr: &str, method: &str, path: &str, body: &str) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let status = response.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default()))
+}
+
+fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "{what} did not happen within {limit:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+async fn assert_all_there(url: &str, app: &str, acked: &[String]) {
+    let svc = SqlSessionService::connect(url).await.unwrap();
+    let session =
+        svc.get_session(&SessionKey::new(app, "u", "s").unwrap(), GetSessionConfig::recent(0)).await.unwrap().unwrap();
+    let lost: Vec<_> = acked.iter().filter(|k| session.state().get(k).is_none()).collect();
+    assert!(lost.is_empty(), "{} of {} acknowledged writes lost: {lost:?}", lost.len(), acked.len());
+}
+
+#[test]
+fn postgres_going_down_answers_503_and_the_server_recovers_by_itself() {
+    let own = OwnPostgres::start();
+    let (child, addr) = serve(&own.url());
+    let _server = Running(child);
+    assert_eq!(http(&addr, "POST", "/apps/outage/users/u/sessions", r#"{"sessionId": "s"}"#).0, 200);
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let running = writers(&addr, "outage", &stop, &acked);
+    for mode in ["fast", "immediate"] {
+        let before = acked.lock().unwrap().len();
+        wait_for("some writes", Duration::from_secs(20), || acked.lock().unwrap().len() > before + 50);
+        own.stop(mode);
+        std::thread::sleep(Duration::from_millis(500));
+        let started = Instant::now();
+        let (status, body) = http(&addr, "PATCH", "/apps/outage/users/u/sessions/s", r#"{"stateDelta": {"k": 1}}"#);
+        assert_eq!(status, 503, "{mode}: {body}");
+        assert!(body.contains("detail"), "{mode}: {body}");
+        assert!(started.elapsed() < Duration::from_secs(8), "{mode}: answered in {:?}", started.elapsed());
+        assert_eq!(http(&addr, "GET", "/readyz", "").0, 503, "{mode}: readiness fails during the outage");
+        own.pg_ctl_start();
+        wait_for("recovery", Duration::from_secs(30), || http(&addr, "GET", "/readyz", "").0 == 200);
+    }
+    let before = acked.lock().unwrap().len();
+    wait_for("writes after recovery", Duration::from_secs(20), || acked.lock().unwrap().len() > before + 50);
+    stop.store(true, Ordering::Relaxed);
+    let refused: Vec<_> = running.into_iter().flat_map(|w| w.join().unwrap()).collect();
+    for (status, body, took) in &refused {
+        assert!(matches!(status, 503 | 409), "refused with {status}: {body}");
+        assert!(*took < Duration::from_secs(8), "a request hung for {took:?}");
+    }
+    let acked = acked.lock().unwrap().clone();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(assert_all_there(&own.url(), "outage", &acked));
+    eprintln!("{} writes acknowledged, {} refused during two outages, none lost", acked.len(), refused.len());
+}
+
+/// A MariaDB server of the test's own (`mariadbd` on a spare port and data directory); killed
+/// and removed when dropped.
+struct OwnMariadb {
+    dir: PathBuf,
+    port: u16,
+    child: Option<std::process::Child>,
+}
+
+impl OwnMariadb {
+    fn start() -> Self {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let dir = std::env::temp_dir().join(format!("agentstate-mariadb-{port}-{}", agentstate::Event::new_id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let data = dir.join("data");
+        let user = if is_root() { "root" } else { "" };
+        let mut install = Command::new("mariadb-install-db");
+        install
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .arg("--auth-root-authentication-method=normal");
+        if !user.is_empty() {
+            install.arg(format!("--user={user}"));
+        }
+        let out = install.output().expect("mariadb-install-db is installed (Debian's mariadb-server)");
+        assert!(out.status.success(), "mariadb-install-db: {}", String::from_utf8_lossy(&out.stderr));
+        let mut own = Self { dir, port, child: None };
+        own.run();
+        own
+    }
+
+    fn run(&mut self) {
+        let data = self.dir.join("data");
+        let mut command = Command::new("mariadbd");
+        command
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--port={}", self.port))
+            .arg("--bind-address=127.0.0.1")
+            .arg(format!("--socket={}", self.dir.join("sock").display()))
+            .arg(format!("--pid-file={}", self.dir.join("pid").display()))
+            .arg("--skip-name-resolve")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        if is_root() {
+            command.arg("--user=root");
+        }
+        self.child = Some(command.spawn().unwrap());
+        let port = self.port;
+        wait_for("mariadbd", Duration::from_secs(30), || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+    }
+
+    fn url(&self) -> String {
+        format!("mysql://root@127.0.0.1:{}/outage?acquire_timeout_ms=2000", self.port)
+    }
+
+    /// Stops it: `TERM` (a clean shutdown) or `KILL`.
+    fn stop(&mut self, signal: &str) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill").arg(format!("-{signal}")).arg(child.id().to_string()).status();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for OwnMariadb {
+    fn drop(&mut self) {
+        self.stop("KILL");
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn mariadb_going_down_answers_503_and_the_server_recovers_by_itself() {
+    let mut own = OwnMariadb::start();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        use sqlx::Connection;
+        let admin = format!("mysql://root@127.0.0.1:{}/mysql", own.port);
+        let mut conn = sqlx::MySqlConnection::connect(&admin).await.unwrap();
+        sqlx::raw_sql("CREATE DATABASE outage").execute(&mut conn).await.unwrap();
+    });
+    let (child, addr) = serve(&own.url());
+    let _server = Running(child);
+    assert_eq!(http(&addr, "POST", "/apps/outage/users/u/sessions", r#"{"sessionId": "s"}"#).0, 200);
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let running = writers(&addr, "outage", &stop, &acked);
+    for signal in ["TERM", "KILL"] {
+        let before = acked.lock().unwrap().len();
+        wait_for("some writes", Duration::from_secs(20), || acked.lock().unwrap().len() > before + 50);
+        own.stop(signal);
+        std::thread::sleep(Duration::from_millis(500));
+        let started = Instant::now();
+        let (status, body) = http(&addr, "PATCH", "/apps/outage/users/u/sessions/s", r#"{"stateDelta": {"k": 1}}"#);
+        assert_eq!(status, 503, "{signal}: {body}");
+        assert!(body.contains("detail"), "{signal}: {body}");
+        assert!(started.elapsed() < Duration::from_secs(8), "{signal}: answered in {:?}", started.elapsed());
+        assert_eq!(http(&addr, "GET", "/readyz", "").0, 503, "{signal}: readiness fails during the outage");
+        own.run();
+        wait_for("recovery", Duration::from_secs(30), || http(&addr, "GET", "/readyz", "").0 == 200);
+    }
+    let before = acked.lock().unwrap().len();
+    wait_for("writes after recovery", Duration::from_secs(20), || acked.lock().unwrap().len() > before + 50);
+    stop.store(true, Ordering::Relaxed);
+    let refused: Vec<_> = running.into_iter().flat_map(|w| w.join().unwrap()).collect();
+    for (status, body, took) in &refused {
+        assert!(matches!(status, 503 | 409), "refused with {status}: {body}");
+        assert!(*took < Duration::from_secs(8), "a request hung for {took:?}");
+    }
+    let acked = acked.lock().unwrap().clone();
+    runtime.block_on(assert_all_there(&own.url(), "outage", &acked));
+    eprintln!("{} writes acknowledged, {} refused during two outages, none lost", acked.len(), refused.len());
+}
+
+#[test]
+fn kill_9_of_the_server_loses_no_acknowledged_write_on_postgres_and_mariadb() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let urls = runtime.block_on(async {
+        [
+            agentstate_conformance::databases::fresh_postgres().await,
+            agentstate_conformance::databases::fresh_mysql().await,
+        ]
+    });
+    for url in urls {
+        let (child, addr) = serve(&url);
+        let mut server = Running(child);
+        assert_eq!(http(&addr, "POST", "/apps/killed/users/u/sessions", r#"{"sessionId": "s"}"#).0, 200);
+        let acked = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let running = writers(&addr, "killed", &stop, &acked);
+        wait_for("some writes", Duration::from_secs(20), || acked.lock().unwrap().len() > 100);
+        server.0.kill().unwrap(); // SIGKILL
+        let _ = server.0.wait();
+        stop.store(true, Ordering::Relaxed);
+        for writer in running {
+            // Requests in flight at the kill fail to read an answer: not acknowledged.
+            let _ = writer.join();
+        }
+        let acked = acked.lock().unwrap().clone();
+        runtime.block_on(assert_all_there(&url, "killed", &acked));
+    }
+}
