@@ -26,6 +26,9 @@ pub enum ApiError {
     /// 413: a request exceeds a configured limit.
     #[error("{0}")]
     TooLarge(String),
+    /// 408: the request's body did not arrive in time.
+    #[error("{0}")]
+    Timeout(String),
     /// 422, with FastAPI's list of validation problems as `detail`.
     #[error("invalid request: {0}")]
     Unprocessable(Value),
@@ -88,6 +91,7 @@ impl IntoResponse for ApiError {
             Self::Forbidden(m) => (StatusCode::FORBIDDEN, Value::String(m)),
             Self::Conflict(m) => (StatusCode::CONFLICT, Value::String(m)),
             Self::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, Value::String(m)),
+            Self::Timeout(m) => (StatusCode::REQUEST_TIMEOUT, Value::String(m)),
             Self::Unprocessable(v) => (StatusCode::UNPROCESSABLE_ENTITY, v),
             Self::Unavailable(m) => {
                 tracing::warn!(error = %m, "storage unavailable");

@@ -88,11 +88,25 @@ impl<S: Send + Sync> FromRequest<S> for Body {
             if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
                 let limit = limit.map_or_else(String::new, |l| format!(" of {l} bytes"));
                 ApiError::TooLarge(format!("The request body exceeds the limit{limit} (--max-body-bytes)"))
+            } else if timed_out(&e) {
+                ApiError::Timeout("The request body did not arrive in time (--body-read-timeout-secs)".to_owned())
             } else {
                 ApiError::BadRequest(format!("Could not read the request body: {e}"))
             }
         })
     }
+}
+
+/// Whether reading the body failed on the body read timeout.
+fn timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(error);
+    while let Some(e) = source {
+        if e.is::<tower_http::timeout::TimeoutError>() {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }
 
 #[cfg(test)]

@@ -146,6 +146,16 @@ pub(crate) struct ServeArgs {
     pub(crate) sweep_interval: u64,
     #[command(flatten)]
     pub(crate) retention: RetentionArg,
+    /// Close a connection whose request headers take longer than this to arrive (slow or idle
+    /// clients), in seconds.
+    #[arg(long, env = "AGENTSTATE_HEADER_READ_TIMEOUT_SECS", default_value_t = 10, value_parser = positive_seconds)]
+    pub(crate) header_read_timeout_secs: u64,
+    /// Answer 408 when a request's body takes longer than this to arrive, in seconds.
+    #[arg(long, env = "AGENTSTATE_BODY_READ_TIMEOUT_SECS", default_value_t = 30, value_parser = positive_seconds)]
+    pub(crate) body_read_timeout_secs: u64,
+    /// Most connections open at once (further ones wait to be accepted).
+    #[arg(long, env = "AGENTSTATE_MAX_CONNECTIONS", default_value_t = 1024)]
+    pub(crate) max_connections: usize,
 }
 
 #[derive(clap::Args)]

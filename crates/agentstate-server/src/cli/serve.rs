@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use agentstate::lifecycle::RefreshOnAppend;
 use agentstate::{SessionKey, SessionService};
-use agentstate_server::{AppState, Expiry, Limits, Tokens, app};
+use agentstate_server::{AppState, Connections, Expiry, Limits, Tokens, app};
 use anyhow::{Context, bail};
 
 use super::args::ServeArgs;
@@ -79,7 +79,13 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         "agentstate serving"
     );
     let sweeper = tokio::spawn(state.sweeper());
-    axum::serve(listener, app(state)).with_graceful_shutdown(shutdown_signal()).await?;
+    let connections = Connections {
+        header_read_timeout: Duration::from_secs(args.header_read_timeout_secs),
+        body_read_timeout: Duration::from_secs(args.body_read_timeout_secs),
+        max_connections: args.max_connections,
+        ..Connections::default()
+    };
+    agentstate_server::serve(listener, app(state), connections, shutdown_signal()).await?;
     sweeper.abort();
     tracing::info!("stopped");
     Ok(())

@@ -335,3 +335,78 @@ fn sessions_in_use_live_on_with_refresh_on_append() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// Reads until the peer closes (or `limit` passes); what arrived.
+fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> Option<String> {
+    stream.set_read_timeout(Some(limit)).unwrap();
+    let mut got = Vec::new();
+    match stream.read_to_end(&mut got) {
+        Ok(_) => Some(String::from_utf8_lossy(&got).into_owned()),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => Some(String::from_utf8_lossy(&got).into_owned()),
+        Err(_) => None, // still open at the limit
+    }
+}
+
+#[test]
+fn slow_clients_are_cut_off_and_never_hold_up_others() {
+    let options = [
+        "--db",
+        "sqlite::memory:",
+        "--addr",
+        "127.0.0.1:0",
+        "--header-read-timeout-secs",
+        "1",
+        "--body-read-timeout-secs",
+        "1",
+    ];
+    let (child, addr) = serve_with(&options);
+    let _server = Running(child);
+    // 200 connections trickling their headers, never finishing them.
+    let mut slow: Vec<TcpStream> = (0..200)
+        .map(|_| {
+            let mut s = TcpStream::connect(&addr).unwrap();
+            s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n").unwrap();
+            s
+        })
+        .collect();
+    // Others are served meanwhile.
+    for _ in 0..20 {
+        assert_eq!(http(&addr, "GET", "/healthz", "").0, 200);
+    }
+    assert_eq!(http(&addr, "POST", "/apps/a/users/u/sessions", "{}").0, 200);
+    // The slow ones are closed once their headers are overdue.
+    for s in &mut slow {
+        assert!(read_until_closed(s, Duration::from_secs(10)).is_some(), "a slow connection was never closed");
+    }
+    // A body that stops coming: 408.
+    let mut body = TcpStream::connect(&addr).unwrap();
+    body.write_all(b"POST /apps/a/users/u/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"state\"")
+        .unwrap();
+    let answer = read_until_closed(&mut body, Duration::from_secs(10)).expect("the server answers an overdue body");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+}
+
+#[test]
+fn a_connection_limit_makes_others_wait_not_fail() {
+    let options = [
+        "--db",
+        "sqlite::memory:",
+        "--addr",
+        "127.0.0.1:0",
+        "--header-read-timeout-secs",
+        "1",
+        "--max-connections",
+        "4",
+    ];
+    let (child, addr) = serve_with(&options);
+    let _server = Running(child);
+    let _slow: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let mut s = TcpStream::connect(&addr).unwrap();
+            s.write_all(b"GET /healthz HTTP/1.1\r\n").unwrap();
+            s
+        })
+        .collect();
+    // Every slot is held; the next request waits in the backlog until the slow ones are cut off.
+    assert_eq!(http(&addr, "GET", "/healthz", "").0, 200);
+}

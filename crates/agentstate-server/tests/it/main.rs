@@ -6,11 +6,13 @@
 mod adk_import;
 #[cfg(feature = "cli")]
 mod binary;
+#[cfg(feature = "cli")]
 mod browser;
 #[cfg(all(feature = "agents", feature = "cli"))]
 mod differential;
 mod history_routes;
 mod inspector;
+#[cfg(feature = "cli")]
 mod outage;
 #[cfg(feature = "cli")]
 mod python_package;

@@ -56,6 +56,7 @@ impl From<ApiError> for GoogleError {
             ApiError::BadRequest(_) | ApiError::TooLarge(_) | ApiError::Unprocessable(_) => {
                 (StatusCode::BAD_REQUEST, "INVALID_ARGUMENT")
             }
+            ApiError::Timeout(_) => (StatusCode::REQUEST_TIMEOUT, "DEADLINE_EXCEEDED"),
             ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED"),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "PERMISSION_DENIED"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),

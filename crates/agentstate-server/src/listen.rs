@@ -1,0 +1,91 @@
+//! Serving connections with the protections a public socket needs: a deadline for a request's
+//! headers (a client that trickles them, or holds an idle keep-alive connection open, is cut off),
+//! a deadline for its body, and a limit on open connections (the next ones wait in the kernel's
+//! backlog). `axum::serve` has none of the first and third, so slow clients could hold the server.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tower_http::timeout::RequestBodyTimeoutLayer;
+
+/// How connections are served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Connections {
+    /// The longest a client may take to send a request's headers, and the longest an idle
+    /// keep-alive connection stays open.
+    pub header_read_timeout: Duration,
+    /// The longest a client may take to send a request's body (then 408).
+    pub body_read_timeout: Duration,
+    /// The most connections open at once.
+    pub max_connections: usize,
+    /// How long a shutdown waits for requests in flight.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for Connections {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
+            max_connections: 1024,
+            shutdown_grace: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Serves `router` on `listener` until `shutdown` resolves, then lets requests in flight finish
+/// (up to `connections.shutdown_grace`).
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    connections: Connections,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let router = router.layer(RequestBodyTimeoutLayer::new(connections.body_read_timeout));
+    let slots = Arc::new(Semaphore::new(connections.max_connections.max(1)));
+    let graceful = GracefulShutdown::new();
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(connections.header_read_timeout);
+    tokio::pin!(shutdown);
+    loop {
+        let slot = tokio::select! {
+            slot = Arc::clone(&slots).acquire_owned() => match slot { Ok(slot) => slot, Err(_) => break },
+            () = &mut shutdown => break,
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait a little rather than spin.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(router.clone());
+        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+            drop(slot);
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(connections.shutdown_grace, graceful.shutdown()).await.is_err() {
+        tracing::warn!("requests still in flight after the shutdown grace period were cut off");
+    }
+    Ok(())
+}
