@@ -55,7 +55,10 @@ struct OwnPostgres {
 impl OwnPostgres {
     fn start() -> Self {
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let dir = std::env::temp_dir().join(format!("agentstate-pg-{port}-{}", agentstate::Event::new_id()));
+        // Under /tmp when root: the `postgres` user must be able to reach it (a TMPDIR under a
+        // private home would not be).
+        let base = if is_root() { PathBuf::from("/tmp") } else { std::env::temp_dir() };
+        let dir = base.join(format!("agentstate-pg-{port}-{}", agentstate::Event::new_id()));
         std::fs::create_dir_all(&dir).unwrap();
         if is_root() {
             assert!(Command::new("chown").args(["-R", "postgres"]).arg(&dir).status().unwrap().success());
