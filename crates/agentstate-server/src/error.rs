@@ -116,3 +116,31 @@ impl IntoResponse for ApiError {
         (status, Json(json!({ "detail": detail }))).into_response()
     }
 }
+
+/// Middleware: the framework's own refusals (a query string or path that does not parse, a
+/// missing content type) come as plain text; they are answered as every other error is, JSON in
+/// the surface's shape (`{"detail"}`, or Google's `{"error"}` on the managed-service routes).
+pub(crate) async fn json_rejections(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+    let google = request.uri().path().starts_with("/v1beta1/");
+    let response = next.run(request).await;
+    let status = response.status();
+    let plain =
+        response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/plain"));
+    if !(status.is_client_error() && plain) {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let value = if google {
+        serde_json::json!({"error": {"code": status.as_u16(), "message": text, "status": "INVALID_ARGUMENT"}})
+    } else {
+        serde_json::json!({"detail": text})
+    };
+    parts.headers.insert(CONTENT_TYPE, axum::http::HeaderValue::from_static("application/json"));
+    parts.headers.remove(CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(value.to_string()))
+}

@@ -53,6 +53,7 @@ pub fn app(state: AppState) -> Router {
     let document = serde_json::to_vec(&openapi::document(OPERATIONS)).unwrap_or_default();
     routes::register(&state)
         .route_layer(from_fn_with_state(state.clone(), metrics::track))
+        .layer(axum::middleware::from_fn(error::json_rejections))
         .with_state(state)
         .layer(axum::Extension(routes::OpenApiDocument(document.into())))
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))

@@ -147,12 +147,25 @@ fn history_schemas() -> Value {
     })
 }
 
+/// What an id may be (`agentstate::validate_id`, plus the server's path-safety check): printable
+/// (no C0 or C1 control character), no leading or trailing whitespace, no `/` or `\`, not `.`
+/// or `..`.
+const ID_PATTERN: &str = r"^(?!\.{1,2}$)(?!\s)(?!.*\s$)[^\u0000-\u001F\u007F-\u009F/\\]+$";
+
 fn parameters(op: &Operation) -> Vec<Value> {
     let path = op.path;
     let mut params: Vec<Value> = path
         .split('/')
         .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
-        .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 128}}))
+        .map(|name| {
+            let schema = if name == "file" {
+                json!({"type": "string", "enum": ["inspector.css", "inspector.js"]})
+            } else {
+                json!({"type": "string", "minLength": 1, "maxLength": 128, "pattern": ID_PATTERN})
+            };
+            json!({"name": name, "in": "path", "required": true, "schema": schema,
+                   "description": "1–128 printable characters, no leading or trailing whitespace, no / or \\, not . or .."})
+        })
         .collect();
     let query = |name: &str, schema: Value, description: &str| json!({"name": name, "in": "query", "schema": schema, "description": description});
     let vertex = path.starts_with("/v1beta1/");
@@ -163,19 +176,15 @@ fn parameters(op: &Operation) -> Vec<Value> {
             "user_id=\"<user>\""
         };
         params.push(query("filter", json!({"type": "string"}), what));
-        params.push(query(
-            "pageSize",
-            json!({"type": "integer", "minimum": 1, "maximum": 100, "default": 100}),
-            "Page size",
-        ));
+        params.push(query("pageSize", json!({"type": "integer", "default": 100}), "Page size, clamped to 1–100"));
         params.push(query("pageToken", json!({"type": "string"}), "nextPageToken of the previous page"));
     } else if vertex && path.ends_with("/sessions") {
         params.push(query("sessionId", json!({"type": "string"}), "The id; generated (19 digits) if absent"));
     } else if path.ends_with("/sessions") && op.method == "get" {
         params.push(query(
             "pageSize",
-            json!({"type": "integer", "minimum": 1, "maximum": 1000}),
-            "agentstate extension: answer a page",
+            json!({"type": "integer"}),
+            "agentstate extension: answer a page of this many sessions (clamped to 1–1000)",
         ));
         params.push(query("pageToken", json!({"type": "string"}), "nextPageToken of the previous page"));
     } else if path.ends_with("{session_id}") && op.method == "get" {
@@ -224,7 +233,7 @@ fn parameters(op: &Operation) -> Vec<Value> {
         ));
     }
     if vertex && path.contains("{session}") {
-        params.push(json!({"name": "x-agentstate-user-id", "in": "header", "schema": {"type": "string"},
+        params.push(json!({"name": "x-agentstate-user-id", "in": "header", "schema": {"type": "string", "minLength": 1, "maxLength": 128, "pattern": ID_PATTERN},
             "description": "agentstate extension: the session's user (spares a lookup)"}));
     }
     if vertex && path.ends_with("{session}") && op.method == "post" {
@@ -253,9 +262,29 @@ pub fn document(operations: &[Operation]) -> Value {
     for op in operations {
         let mut responses = Map::new();
         for (status, description, schema) in op.responses {
-            responses.insert(status.to_string(), json!({"description": description, "content": body(schema)}));
+            // A redirect has no body.
+            let response = if *status == 303 {
+                json!({"description": description})
+            } else {
+                json!({"description": description, "content": body(schema)})
+            };
+            responses.insert(status.to_string(), response);
         }
-        let denied = |description: &str| json!({"description": description, "content": body("Error")});
+        let error_schema = if op.path.starts_with("/v1beta1/") { "GoogleError" } else { "Error" };
+        let denied = |description: &str| json!({"description": description, "content": body(error_schema)});
+        // Every id, parameter and body is checked: a malformed one is a 400 (422 for an ADK body,
+        // as FastAPI answers), whatever the route.
+        let checked_schema = if op.access == Access::Ui { "Html" } else { error_schema };
+        if !parameters(op).is_empty() || op.request.is_some() {
+            responses.entry("400").or_insert_with(
+                || json!({"description": "A malformed id, parameter or body", "content": body(checked_schema)}),
+            );
+        }
+        if op.request.is_some() && !op.path.starts_with("/v1beta1/") {
+            responses
+                .entry("422")
+                .or_insert_with(|| json!({"description": "A body of the wrong shape", "content": body("Error")}));
+        }
         if op.access == Access::Ui {
             responses.insert(
                 "303".into(),
@@ -275,7 +304,13 @@ pub fn document(operations: &[Operation]) -> Value {
         if op.access == Access::Admin {
             responses.insert("403".into(), denied("The token is not an admin token for this app"));
         }
-        let security = if op.access == Access::Public { json!([]) } else { json!([{"bearer": []}]) };
+        // The inspector's pages take the login cookie (or a bearer token) and send a browser
+        // without one to the sign-in page: no bearer token is required of them.
+        let security = match op.access {
+            Access::Public => json!([]),
+            Access::Ui => json!([{}, {"bearer": []}]),
+            _ => json!([{"bearer": []}]),
+        };
         let mut operation = json!({
             "summary": op.summary,
             "description": format!("Authentication, when access tokens are configured: {}.", op.access.describe()),

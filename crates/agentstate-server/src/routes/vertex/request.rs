@@ -207,7 +207,9 @@ fn split_and(filter: &str) -> Vec<&str> {
             }
         } else if c == b'"' {
             quoted = true;
-        } else if filter[i..].starts_with(" AND ") {
+        } else if bytes[i..].starts_with(b" AND ") {
+            // Compared as bytes: `i` may be inside a multi-byte character; a match starts at an
+            // ASCII space, so the slices below are on character boundaries.
             terms.push(filter[start..i].trim());
             i += 5;
             start = i;
@@ -243,6 +245,19 @@ fn comparison(term: &str) -> Result<(&str, &str, String), GoogleError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn filters_with_any_characters_never_panic() {
+        for filter in [
+            "\u{7}G\u{f6}\u{bc}\u{c}\u{80}",
+            "\u{bb}\u{377db}\u{6a023}",
+            "}\u{ff}C~m AND \u{e9}=\"\u{e9}\"",
+            "\u{e9}\u{e9} AND x",
+        ] {
+            let _ = session_filter(filter);
+            let _ = event_filter(filter);
+        }
+    }
+
     use super::*;
     use serde_json::json;
 
