@@ -46,17 +46,22 @@ fn schemas() -> Value {
             "sessions": {"type": "integer"}, "events": {"type": "integer"},
             "userStateKeys": {"type": "integer", "description": "Keys of the user's user: state"},
             "dryRun": {"type": "boolean", "description": "True when nothing was removed (only counted)"}}},
+        "SessionListOrPage": {"oneOf": [
+            {"$ref": "#/components/schemas/SessionList"},
+            {"type": "object", "required": ["sessions"], "properties": {
+                "sessions": {"$ref": "#/components/schemas/SessionList"},
+                "nextPageToken": {"type": "string", "description": "Pass as pageToken for the next page; absent on the last"}}}]},
         "SessionList": {"type": "array", "items": {"$ref": "#/components/schemas/Session"}},
-        "CreateSessionRequest": {"type": "object", "properties": {
+        "CreateSessionRequest": {"type": ["object", "null"], "description": "null: a session with a generated id", "properties": {
             "sessionId": {"type": "string", "description": "1–128 printable characters; generated (UUIDv4) if absent"},
             "state": {"type": "object"}, "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
             "options": {"type": "object", "description": "Refused: no session option is supported"},
-            "ttl": {"type": "string", "pattern": "^[0-9.]+s$", "description": "agentstate extension (the managed service's duration): expire this long after creation, e.g. \"3600s\"; not with expireTime"},
-            "expireTime": {"type": "string", "format": "date-time", "description": "agentstate extension: expire at this RFC 3339 time; not with ttl"}}},
-        "State": {"type": "object", "description": "Initial state, keys with their scope prefix"},
-        "UpdateSessionRequest": {"type": "object", "description": "stateDelta, deleteKeys or both", "properties": {
-            "stateDelta": {"type": "object"},
-            "deleteKeys": {"type": "array", "items": {"type": "string"}, "description": "agentstate extension: keys to delete, any scope"}}},
+            "ttl": {"type": ["string", "null"], "pattern": "^[0-9.]+s$", "description": "agentstate extension (the managed service's duration): expire this long after creation, e.g. \"3600s\"; not with expireTime"},
+            "expireTime": {"type": ["string", "null"], "format": "date-time", "description": "agentstate extension: expire at this RFC 3339 time; not with ttl"}}},
+        "State": {"type": ["object", "null"], "description": "Initial state, keys with their scope prefix (null: none)"},
+        "UpdateSessionRequest": {"type": "object", "description": "stateDelta, deleteKeys or both (422 with neither)", "properties": {
+            "stateDelta": {"type": ["object", "null"]},
+            "deleteKeys": {"type": ["array", "null"], "items": {"type": "string"}, "description": "agentstate extension: keys to delete, any scope"}}},
         "EventPage": {"type": "object", "required": ["events"], "properties": {
             "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
             "nextPageToken": {"type": "string", "description": "Pass as `after` for the next page; absent on the last"}}},
@@ -76,8 +81,8 @@ fn schemas() -> Value {
         "VertexCreateSession": {"type": "object", "required": ["userId"], "properties": {
             "userId": {"type": "string"}, "sessionState": {"type": "object"}, "displayName": {"type": "string"},
             "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-            "ttl": {"type": "string", "description": "Seconds, e.g. \"7200s\"; not with expireTime"},
-            "expireTime": {"type": "string", "format": "date-time"}},
+            "ttl": {"type": ["string", "null"], "description": "Seconds, e.g. \"7200s\"; not with expireTime"},
+            "expireTime": {"type": ["string", "null"], "format": "date-time"}},
             "description": "Field names in camelCase or snake_case"},
         "VertexSession": {"type": "object", "required": ["name", "userId", "sessionState", "createTime", "updateTime"], "properties": {
             "name": {"type": "string", "description": "…/reasoningEngines/{engine}/sessions/{id}, in the form asked"},
@@ -133,7 +138,7 @@ fn history_schemas() -> Value {
             "nextPageToken": {"type": "string"}}},
         "AppendRequest": {"type": "object", "required": ["event"], "properties": {
             "event": {"$ref": "#/components/schemas/Event"},
-            "expectedLastUpdateTime": {"type": "number",
+            "expectedLastUpdateTime": {"type": ["number", "null"],
                 "description": "The session's lastUpdateTime the caller's view was loaded at (epoch seconds); without it, a blind append retried on concurrent writers"}}},
         "Appended": {"type": "object", "required": ["event", "lastUpdateTime", "duplicate"], "properties": {
             "event": {"$ref": "#/components/schemas/Event"},
@@ -160,6 +165,9 @@ fn parameters(op: &Operation) -> Vec<Value> {
         .map(|name| {
             let schema = if name == "file" {
                 json!({"type": "string", "enum": ["inspector.css", "inspector.js"]})
+            } else if matches!(name, "project" | "location" | "operation") || path.contains("/operations/") {
+                // Part of the managed service's resource names; agentstate does not use them.
+                json!({"type": "string", "minLength": 1})
             } else {
                 json!({"type": "string", "minLength": 1, "maxLength": 128, "pattern": ID_PATTERN})
             };
@@ -168,6 +176,10 @@ fn parameters(op: &Operation) -> Vec<Value> {
         })
         .collect();
     let query = |name: &str, schema: Value, description: &str| json!({"name": name, "in": "query", "schema": schema, "description": description});
+    if path.starts_with("/ui") {
+        // The inspector's own query parameters are described in each route's summary.
+        return params;
+    }
     let vertex = path.starts_with("/v1beta1/");
     if vertex && (path.ends_with("/events") || (path.ends_with("/sessions") && op.method == "get")) {
         let what = if path.ends_with("/events") {
@@ -207,7 +219,7 @@ fn parameters(op: &Operation) -> Vec<Value> {
             "After the last event at or before this time (epoch seconds)",
         ));
         params.push(query("atCreation", json!({"type": "boolean"}), "As created"));
-    } else if path.ends_with("/events") {
+    } else if path.ends_with("/events") && op.method == "get" {
         params.push(query("after", json!({"type": "string"}), "nextPageToken of the previous page"));
         params.push(query(
             "limit",
@@ -233,7 +245,7 @@ fn parameters(op: &Operation) -> Vec<Value> {
         ));
     }
     if vertex && path.contains("{session}") {
-        params.push(json!({"name": "x-agentstate-user-id", "in": "header", "schema": {"type": "string", "minLength": 1, "maxLength": 128, "pattern": ID_PATTERN},
+        params.push(json!({"name": "x-agentstate-user-id", "in": "header", "schema": {"type": "string"},
             "description": "agentstate extension: the session's user (spares a lookup)"}));
     }
     if vertex && path.ends_with("{session}") && op.method == "post" {
@@ -244,6 +256,9 @@ fn parameters(op: &Operation) -> Vec<Value> {
 }
 
 fn body(schema: &str) -> Value {
+    if schema == "Asset" {
+        return json!({"text/css": {"schema": {"type": "string"}}, "text/javascript": {"schema": {"type": "string"}}});
+    }
     if schema == "Html" {
         return json!({"text/html": {"schema": {"type": "string"}}});
     }
@@ -274,7 +289,12 @@ pub fn document(operations: &[Operation]) -> Value {
         let denied = |description: &str| json!({"description": description, "content": body(error_schema)});
         // Every id, parameter and body is checked: a malformed one is a 400 (422 for an ADK body,
         // as FastAPI answers), whatever the route.
-        let checked_schema = if op.access == Access::Ui { "Html" } else { error_schema };
+        let checked_schema = if op.access == Access::Ui && !op.path.ends_with("/live") { "Html" } else { error_schema };
+        if op.path.starts_with("/ui") && op.method == "post" && op.path != "/ui/logout" {
+            responses.entry("415").or_insert_with(
+                || json!({"description": "Not a form (application/x-www-form-urlencoded)", "content": body("Error")}),
+            );
+        }
         if !parameters(op).is_empty() || op.request.is_some() {
             responses.entry("400").or_insert_with(
                 || json!({"description": "A malformed id, parameter or body", "content": body(checked_schema)}),

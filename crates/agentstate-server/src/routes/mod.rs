@@ -66,10 +66,12 @@ fn guard(route: MethodRouter<AppState>, access: Access, state: &AppState) -> Met
 
 routes! {
     post "/apps/{app_name}/users/{user_id}/sessions" => sessions::create, PathAppUser, "Create a session", Some("CreateSessionRequest"),
-        [200 "The session" "Session", 400 "Invalid id, options or events" "Error", 409 "The id is taken" "Error", 422 "Malformed body" "Error"];
+        [200 "The session" "Session", 400 "Invalid id, options or events" "Error",
+         404 "The session expired (expireTime in the past) before its events were restored" "Error",
+         409 "The id is taken" "Error", 422 "Malformed body" "Error"];
     get "/apps/{app_name}/users/{user_id}/sessions" => sessions::list, PathAppUser,
         "List a user's sessions (merged state, no events); with `pageSize`, a page (agentstate extension)", None,
-        [200 "The sessions, oldest update first (an array; with pageSize, a SessionPage)" "SessionList", 400 "Bad page token" "Error"];
+        [200 "The sessions, oldest update first (an array; with pageSize, a SessionPage)" "SessionListOrPage", 400 "Bad page token" "Error"];
     get "/apps/{app_name}/sessions" => sessions::list_app, PathApp,
         "agentstate extension: every user's sessions of an app, a page at a time (`pageSize`, `pageToken`)", None,
         [200 "A page of sessions, oldest update first" "SessionPage", 400 "Bad page token" "Error"];
@@ -179,18 +181,20 @@ routes! {
         [303 "To the page asked for, or back to the form" "Html"];
     post "/ui/logout" => crate::ui::logout, Public, "Inspector: forget the token", None, [303 "To the sign-in page" "Html"];
     get "/ui/assets/{file}" => crate::ui::asset, Public, "Inspector: its stylesheet and script", None,
-        [200 "CSS or JavaScript" "Html", 404 "No such file" "Html"];
+        [200 "CSS or JavaScript" "Asset", 404 "No such file" "Html"];
     get "/ui/apps/{app_name}" => crate::ui::users, Ui, "Inspector: an app's users (`?page=`), or the sessions with an id (`?session=`)", None,
-        [200 "An HTML page" "Html"];
+        [200 "An HTML page" "Html", 404 "No such app" "Html"];
     get "/ui/apps/{app_name}/users/{user_id}" => crate::ui::sessions, Ui, "Inspector: a user's sessions, newest first", None,
-        [200 "An HTML page" "Html"];
+        [200 "An HTML page" "Html", 404 "No such app or user" "Html"];
     get "/ui/apps/{app_name}/users/{user_id}/sessions/{session_id}" => crate::ui::session, Ui,
         "Inspector: a session's timeline (`?page=`, newest page by default) and its state as of an event (`?at=`)", None,
         [200 "An HTML page" "Html", 404 "No such session" "Html"];
     get "/ui/apps/{app_name}/users/{user_id}/sessions/{session_id}/state" => crate::ui::state, Ui,
-        "Inspector: the state panel as of an event (`?at=`), for the page's script", None, [200 "An HTML fragment" "Html"];
+        "Inspector: the state panel as of an event (`?at=`), for the page's script", None,
+        [200 "An HTML fragment" "Html", 404 "No such session" "Html"];
     get "/ui/apps/{app_name}/users/{user_id}/sessions/{session_id}/live" => crate::ui::live, Ui,
-        "Inspector: events appended after `?after=MICROS:ID`, as timeline rows", None, [200 "`html`, `after`, `count`" "Status"];
+        "Inspector: events appended after `?after=MICROS:ID`, as timeline rows", None,
+        [200 "`html`, `after`, `count`" "Status", 404 "No such session" "Status"];
     post "/ui/apps/{app_name}/users/{user_id}/sessions/{session_id}/delete" => crate::ui::delete, Ui,
         "Inspector: delete the session (a form with the page's secret)", None, [303 "To the user's sessions" "Html", 403 "Stale form" "Html"];
     post "/ui/apps/{app_name}/users/{user_id}/sessions/{session_id}/rewind" => crate::ui::rewind, Ui,

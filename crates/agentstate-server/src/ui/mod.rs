@@ -139,7 +139,7 @@ pub(crate) async fn asset(Path(file): Path<String>) -> Response {
     let (body, kind) = match file.as_str() {
         "inspector.css" => (page::CSS, "text/css; charset=utf-8"),
         "inspector.js" => (page::JS, "text/javascript; charset=utf-8"),
-        _ => return StatusCode::NOT_FOUND.into_response(),
+        _ => return (StatusCode::NOT_FOUND, Html("<p>No such file.</p>")).into_response(),
     };
     ([(header::CONTENT_TYPE, kind), (header::CACHE_CONTROL, "no-cache")], body).into_response()
 }
@@ -495,7 +495,12 @@ pub(crate) async fn live(
     Path((app, user, id)): Path<(String, String, String)>,
     Query(query): Query<AfterQuery>,
 ) -> Response {
-    let Ok(key) = SessionKey::new(app, user, id) else { return StatusCode::BAD_REQUEST.into_response() };
+    let key = match SessionKey::new(app, user, id) {
+        Ok(key) => key,
+        Err(e) => {
+            return (StatusCode::BAD_REQUEST, axum::Json(serde_json::json!({"detail": e.to_string()}))).into_response();
+        }
+    };
     let service = state.service();
     let after =
         query.after.as_deref().and_then(|a| a.split_once(':')).and_then(|(t, id)| Some((t.parse::<i64>().ok()?, id)));
