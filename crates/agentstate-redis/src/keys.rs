@@ -172,6 +172,30 @@ impl SessionKeys {
         AppKeys::new(prefix, key.app_name()).session(key.user_id(), key.session_id())
     }
 
+    /// An invocation of a script that removes the session (`sweep.lua`, `erase.lua`): its own
+    /// keys, then the lists it is in, and the arguments they share (list member, session id,
+    /// user id).
+    pub(crate) fn removal<'s>(
+        &self,
+        script: &'s redis::Script,
+        user: &str,
+        session: &str,
+    ) -> redis::ScriptInvocation<'s> {
+        let mut invocation = script.prepare_invoke();
+        for key in self.own() {
+            invocation.key(key);
+        }
+        invocation
+            .key(&self.sessions)
+            .key(&self.user_sessions)
+            .key(&self.users_with)
+            .key(&self.expiring)
+            .arg(&self.member)
+            .arg(session)
+            .arg(user);
+        invocation
+    }
+
     /// The keys that hold the session itself (not the lists it is in).
     pub(crate) fn own(&self) -> [&str; 7] {
         [&self.meta, &self.state, &self.times, &self.data, &self.invocations, &self.snapshots, &self.snapshot_states]

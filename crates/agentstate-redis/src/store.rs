@@ -143,6 +143,15 @@ impl RedisSessionService {
         SessionKeys::of(&self.prefix, key)
     }
 
+    /// Adds `app` to a registry of apps. The registries live outside every app's slot, so they
+    /// are written apart from the app's scripts, one command each (a cluster refuses a pipeline
+    /// across slots).
+    async fn register(&self, registry: String, app: &str, what: &str) -> Result<()> {
+        let registered: redis::RedisResult<()> =
+            redis::cmd("SADD").arg(registry).arg(app).query_async(&mut self.connection()).await;
+        registered.map_err(|e| backend(what, e))
+    }
+
     /// The hash holding `owner`'s state.
     fn owner_hash(&self, owner: &StateOwner) -> String {
         match owner {
@@ -338,16 +347,9 @@ impl SessionStore for RedisSessionService {
         if text(&reply) == Some("exists") {
             return Err(Error::AlreadyExists { session_id: key.session_id().to_owned() });
         }
-        // The registries of apps live outside every app's slot (so not in the script, and one
-        // command each: a cluster refuses a pipeline across slots).
-        let mut registries = vec![apps(&self.prefix)];
+        self.register(apps(&self.prefix), key.app_name(), "create").await?;
         if attributes.expire_time_micros.is_some() {
-            registries.push(expiring_apps(&self.prefix));
-        }
-        for registry in registries {
-            let registered: redis::RedisResult<()> =
-                redis::cmd("SADD").arg(registry).arg(key.app_name()).query_async(&mut self.connection()).await;
-            registered.map_err(|e| backend("create", e))?;
+            self.register(expiring_apps(&self.prefix), key.app_name(), "create").await?;
         }
         let mut shared = array(reply).into_iter();
         let what = || format!("session {key}");
@@ -598,12 +600,7 @@ impl SessionStore for RedisSessionService {
             .await
             .map_err(|e| backend("expire", e))?;
         if done == 1 && expire_micros.is_some() {
-            let registered: redis::RedisResult<()> = redis::cmd("SADD")
-                .arg(expiring_apps(&self.prefix))
-                .arg(key.app_name())
-                .query_async(&mut self.connection())
-                .await;
-            registered.map_err(|e| backend("expire", e))?;
+            self.register(expiring_apps(&self.prefix), key.app_name(), "expire").await?;
         }
         Ok(done == 1)
     }
@@ -726,18 +723,8 @@ impl SessionStore for RedisSessionService {
             }
             for id in &ids {
                 let keys = app_keys.session(user, id);
-                let mut invocation = scripts::ERASE.prepare_invoke();
-                for key in keys.own() {
-                    invocation.key(key);
-                }
-                let (existed, events): (i64, i64) = invocation
-                    .key(&keys.sessions)
-                    .key(&keys.user_sessions)
-                    .key(&keys.users_with)
-                    .key(&keys.expiring)
-                    .arg(&keys.member)
-                    .arg(id)
-                    .arg(user)
+                let (existed, events): (i64, i64) = keys
+                    .removal(&scripts::ERASE, user, id)
                     .invoke_async(&mut connection)
                     .await
                     .map_err(|e| backend("erase", e))?;
@@ -807,18 +794,8 @@ impl SessionStore for RedisSessionService {
             for member in members {
                 let Some((user, id)) = member.split_once('\0') else { continue };
                 let keys = app_keys.session(user, id);
-                let mut invocation = scripts::SWEEP.prepare_invoke();
-                for key in keys.own() {
-                    invocation.key(key);
-                }
-                let done: i64 = invocation
-                    .key(&keys.sessions)
-                    .key(&keys.user_sessions)
-                    .key(&keys.users_with)
-                    .key(&keys.expiring)
-                    .arg(&member)
-                    .arg(id)
-                    .arg(user)
+                let done: i64 = keys
+                    .removal(&scripts::SWEEP, user, id)
                     .arg(before_micros)
                     .invoke_async(&mut connection)
                     .await
