@@ -530,23 +530,21 @@ pub(crate) struct ActionForm {
     at: Option<String>,
 }
 
+/// The session a form action names, once its CSRF token checks out.
+fn action_key(state: &AppState, form: &ActionForm, app: &str, user: &str, id: &str) -> Result<SessionKey, Refused> {
+    check_csrf(state, &form.csrf)?;
+    key(state, app, user, id)
+}
+
 /// `POST …/sessions/{id}/delete`.
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Path((app, user, id)): Path<(String, String, String)>,
     Form(form): Form<ActionForm>,
-) -> Response {
-    if let Err(refused) = check_csrf(&state, &form.csrf) {
-        return refused.into_response();
-    }
-    let key = match key(&state, &app, &user, &id) {
-        Ok(key) => key,
-        Err(refused) => return refused.into_response(),
-    };
-    match state.service().delete_session(&key).await {
-        Ok(()) => Redirect::to(&format!("/ui/apps/{}/users/{}", seg(&app), seg(&user))).into_response(),
-        Err(e) => backend(&state, &e).into_response(),
-    }
+) -> Result<Response, Refused> {
+    let key = action_key(&state, &form, &app, &user, &id)?;
+    state.service().delete_session(&key).await.map_err(|e| backend(&state, &e))?;
+    Ok(Redirect::to(&format!("/ui/apps/{}/users/{}", seg(&app), seg(&user))).into_response())
 }
 
 /// `POST …/sessions/{id}/rewind`.
@@ -554,14 +552,8 @@ pub(crate) async fn rewind(
     State(state): State<AppState>,
     Path((app, user, id)): Path<(String, String, String)>,
     Form(form): Form<ActionForm>,
-) -> Response {
-    if let Err(refused) = check_csrf(&state, &form.csrf) {
-        return refused.into_response();
-    }
-    let key = match key(&state, &app, &user, &id) {
-        Ok(key) => key,
-        Err(refused) => return refused.into_response(),
-    };
+) -> Result<Response, Refused> {
+    let key = action_key(&state, &form, &app, &user, &id)?;
     let service = state.service();
     let invocation = form.invocation.unwrap_or_default();
     let outcome = async {
@@ -571,10 +563,8 @@ pub(crate) async fn rewind(
             .ok_or_else(|| agentstate::Error::NotFound { session_id: key.session_id().to_owned() })?;
         service.rewind(&mut session, &invocation).await
     };
-    match outcome.await {
-        Ok(event) => Redirect::to(&format!("{}?at={}", session_path(&key), seg(&event.id))).into_response(),
-        Err(e) => backend(&state, &e).into_response(),
-    }
+    let event = outcome.await.map_err(|e| backend(&state, &e))?;
+    Ok(Redirect::to(&format!("{}?at={}", session_path(&key), seg(&event.id))).into_response())
 }
 
 /// `POST …/sessions/{id}/fork`.
@@ -582,17 +572,9 @@ pub(crate) async fn fork(
     State(state): State<AppState>,
     Path((app, user, id)): Path<(String, String, String)>,
     Form(form): Form<ActionForm>,
-) -> Response {
-    if let Err(refused) = check_csrf(&state, &form.csrf) {
-        return refused.into_response();
-    }
-    let key = match key(&state, &app, &user, &id) {
-        Ok(key) => key,
-        Err(refused) => return refused.into_response(),
-    };
-    let request = ForkSession { source: key, at_event_id: form.at.unwrap_or_default(), session_id: None };
-    match state.service().fork_session(request).await {
-        Ok(fork) => Redirect::to(&session_path(fork.key())).into_response(),
-        Err(e) => backend(&state, &e).into_response(),
-    }
+) -> Result<Response, Refused> {
+    let source = action_key(&state, &form, &app, &user, &id)?;
+    let request = ForkSession { source, at_event_id: form.at.unwrap_or_default(), session_id: None };
+    let fork = state.service().fork_session(request).await.map_err(|e| backend(&state, &e))?;
+    Ok(Redirect::to(&session_path(fork.key())).into_response())
 }
