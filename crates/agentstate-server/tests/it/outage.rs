@@ -174,27 +174,48 @@ async fn assert_all_there(url: &str, app: &str, acked: &[String]) {
     assert!(lost.is_empty(), "{} of {} acknowledged writes lost: {lost:?}", lost.len(), acked.len());
 }
 
-#[test]
-fn postgres_going_down_answers_503_and_the_server_recovers_by_itself() {
-    let own = OwnPostgres::start();
+/// A database server a test can take down and bring back.
+trait Outage {
+    fn url(&self) -> String;
+    /// Takes it down the way `how` names (a `pg_ctl` mode, a signal).
+    fn go_down(&mut self, how: &str);
+    fn come_back(&mut self);
+}
+
+impl Outage for OwnPostgres {
+    fn url(&self) -> String {
+        OwnPostgres::url(self)
+    }
+    fn go_down(&mut self, mode: &str) {
+        self.stop(mode);
+    }
+    fn come_back(&mut self) {
+        self.pg_ctl_start();
+    }
+}
+
+/// `agentstate serve` on `own` under four PATCHing writers while the database goes down twice,
+/// once each way in `hows`: every outage answers 503 quickly with a `detail` and fails `/readyz`,
+/// the server recovers by itself, nothing hangs and every acknowledged write is there.
+fn survives_two_outages(own: &mut impl Outage, hows: [&str; 2]) {
     let (child, addr) = serve(&own.url());
     let _server = Running(child);
     assert_eq!(http(&addr, "POST", "/apps/outage/users/u/sessions", r#"{"sessionId": "s"}"#).0, 200);
     let acked = Arc::new(Mutex::new(Vec::new()));
     let stop = Arc::new(AtomicBool::new(false));
     let running = writers(&addr, "outage", &stop, &acked);
-    for mode in ["fast", "immediate"] {
+    for how in hows {
         let before = acked.lock().unwrap().len();
         wait_for("some writes", Duration::from_secs(20), || acked.lock().unwrap().len() > before + 50);
-        own.stop(mode);
+        own.go_down(how);
         std::thread::sleep(Duration::from_millis(500));
         let started = Instant::now();
         let (status, body) = http(&addr, "PATCH", "/apps/outage/users/u/sessions/s", r#"{"stateDelta": {"k": 1}}"#);
-        assert_eq!(status, 503, "{mode}: {body}");
-        assert!(body.contains("detail"), "{mode}: {body}");
-        assert!(started.elapsed() < Duration::from_secs(8), "{mode}: answered in {:?}", started.elapsed());
-        assert_eq!(http(&addr, "GET", "/readyz", "").0, 503, "{mode}: readiness fails during the outage");
-        own.pg_ctl_start();
+        assert_eq!(status, 503, "{how}: {body}");
+        assert!(body.contains("detail"), "{how}: {body}");
+        assert!(started.elapsed() < Duration::from_secs(8), "{how}: answered in {:?}", started.elapsed());
+        assert_eq!(http(&addr, "GET", "/readyz", "").0, 503, "{how}: readiness fails during the outage");
+        own.come_back();
         wait_for("recovery", Duration::from_secs(30), || http(&addr, "GET", "/readyz", "").0 == 200);
     }
     let before = acked.lock().unwrap().len();
@@ -209,6 +230,11 @@ fn postgres_going_down_answers_503_and_the_server_recovers_by_itself() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(assert_all_there(&own.url(), "outage", &acked));
     eprintln!("{} writes acknowledged, {} refused during two outages, none lost", acked.len(), refused.len());
+}
+
+#[test]
+fn postgres_going_down_answers_503_and_the_server_recovers_by_itself() {
+    survives_two_outages(&mut OwnPostgres::start(), ["fast", "immediate"]);
 }
 
 /// A MariaDB server of the test's own (`mariadbd` on a spare port and data directory); killed
@@ -282,6 +308,18 @@ impl Drop for OwnMariadb {
     }
 }
 
+impl Outage for OwnMariadb {
+    fn url(&self) -> String {
+        OwnMariadb::url(self)
+    }
+    fn go_down(&mut self, signal: &str) {
+        self.stop(signal);
+    }
+    fn come_back(&mut self) {
+        self.run();
+    }
+}
+
 #[test]
 fn mariadb_going_down_answers_503_and_the_server_recovers_by_itself() {
     let mut own = OwnMariadb::start();
@@ -292,37 +330,7 @@ fn mariadb_going_down_answers_503_and_the_server_recovers_by_itself() {
         let mut conn = sqlx::MySqlConnection::connect(&admin).await.unwrap();
         sqlx::raw_sql("CREATE DATABASE outage").execute(&mut conn).await.unwrap();
     });
-    let (child, addr) = serve(&own.url());
-    let _server = Running(child);
-    assert_eq!(http(&addr, "POST", "/apps/outage/users/u/sessions", r#"{"sessionId": "s"}"#).0, 200);
-    let acked = Arc::new(Mutex::new(Vec::new()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let running = writers(&addr, "outage", &stop, &acked);
-    for signal in ["TERM", "KILL"] {
-        let before = acked.lock().unwrap().len();
-        wait_for("some writes", Duration::from_secs(20), || acked.lock().unwrap().len() > before + 50);
-        own.stop(signal);
-        std::thread::sleep(Duration::from_millis(500));
-        let started = Instant::now();
-        let (status, body) = http(&addr, "PATCH", "/apps/outage/users/u/sessions/s", r#"{"stateDelta": {"k": 1}}"#);
-        assert_eq!(status, 503, "{signal}: {body}");
-        assert!(body.contains("detail"), "{signal}: {body}");
-        assert!(started.elapsed() < Duration::from_secs(8), "{signal}: answered in {:?}", started.elapsed());
-        assert_eq!(http(&addr, "GET", "/readyz", "").0, 503, "{signal}: readiness fails during the outage");
-        own.run();
-        wait_for("recovery", Duration::from_secs(30), || http(&addr, "GET", "/readyz", "").0 == 200);
-    }
-    let before = acked.lock().unwrap().len();
-    wait_for("writes after recovery", Duration::from_secs(20), || acked.lock().unwrap().len() > before + 50);
-    stop.store(true, Ordering::Relaxed);
-    let refused: Vec<_> = running.into_iter().flat_map(|w| w.join().unwrap()).collect();
-    for (status, body, took) in &refused {
-        assert!(matches!(status, 503 | 409), "refused with {status}: {body}");
-        assert!(*took < Duration::from_secs(8), "a request hung for {took:?}");
-    }
-    let acked = acked.lock().unwrap().clone();
-    runtime.block_on(assert_all_there(&own.url(), "outage", &acked));
-    eprintln!("{} writes acknowledged, {} refused during two outages, none lost", acked.len(), refused.len());
+    survives_two_outages(&mut own, ["TERM", "KILL"]);
 }
 
 #[test]
