@@ -77,10 +77,10 @@ pub(crate) fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, St
     (status, body)
 }
 
-#[test]
-fn serves_sqlite_and_keeps_data_across_restarts() {
-    let db = format!("sqlite://{}/server.db", scratch().display());
-    let (mut child, addr) = serve(&db);
+/// Serves `db`, writes, kills the server (no clean shutdown), serves `db` again and reads it all
+/// back; then deletes the session (the Redis test shares its server).
+fn keeps_data_across_restarts(db: &str) {
+    let (mut child, addr) = serve(db);
     let (status, body) =
         http(&addr, "POST", "/apps/a/users/u/sessions", r#"{"sessionId": "s", "state": {"user:n": 1}}"#);
     assert_eq!(status, 200, "{body}");
@@ -89,13 +89,19 @@ fn serves_sqlite_and_keeps_data_across_restarts() {
     child.kill().unwrap();
     child.wait().unwrap();
 
-    let (mut child, addr) = serve(&db);
+    let (mut child, addr) = serve(db);
     let (status, body) = http(&addr, "GET", "/apps/a/users/u/sessions/s", "");
     assert_eq!(status, 200);
     let session: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(session["state"], serde_json::json!({"k": 2, "user:n": 1}));
+    assert_eq!(http(&addr, "DELETE", "/apps/a/users/u/sessions/s", "").0, 200);
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+#[test]
+fn serves_sqlite_and_keeps_data_across_restarts() {
+    keeps_data_across_restarts(&format!("sqlite://{}/server.db", scratch().display()));
 }
 
 #[test]
@@ -189,24 +195,7 @@ fn sigterm_lets_an_in_flight_request_finish() {
 
 #[test]
 fn serves_redis_and_keeps_data_across_restarts() {
-    let db = format!("redis://127.0.0.1:6379/0?prefix=agentstate-test-{}:", uuid_like());
-    let (mut child, addr) = serve(&db);
-    let (status, body) =
-        http(&addr, "POST", "/apps/a/users/u/sessions", r#"{"sessionId": "s", "state": {"user:n": 1}}"#);
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(http(&addr, "PATCH", "/apps/a/users/u/sessions/s", r#"{"stateDelta": {"k": 2}}"#).0, 200);
-    assert_eq!(http(&addr, "GET", "/readyz", "").0, 200);
-    child.kill().unwrap();
-    child.wait().unwrap();
-
-    let (mut child, addr) = serve(&db);
-    let (status, body) = http(&addr, "GET", "/apps/a/users/u/sessions/s", "");
-    assert_eq!(status, 200);
-    let session: serde_json::Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(session["state"], serde_json::json!({"k": 2, "user:n": 1}));
-    assert_eq!(http(&addr, "DELETE", "/apps/a/users/u/sessions/s", "").0, 200);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    keeps_data_across_restarts(&format!("redis://127.0.0.1:6379/0?prefix=agentstate-test-{}:", uuid_like()));
 }
 
 #[test]
