@@ -12,10 +12,12 @@
 //! ]}
 //! ```
 //!
-//! Tokens never show in `Debug`, logs or error messages.
+//! Tokens never show in `Debug`, logs or error messages. Refused attempts are logged (without
+//! the token) and counted in `agentstate_auth_failures_total`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, header};
@@ -99,6 +101,9 @@ enum Apps {
 #[serde(deny_unknown_fields)]
 pub struct Tokens {
     tokens: Vec<Grant>,
+    /// Requests refused so far: without a token, and with an unknown one (shared by clones).
+    #[serde(skip)]
+    failures: Arc<[AtomicU64; 2]>,
 }
 
 /// Why a token configuration is unusable. Its messages never contain a token.
@@ -232,13 +237,23 @@ impl Tokens {
             headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
         let api_key = headers.get("x-goog-api-key").and_then(|v| v.to_str().ok());
         let presented = bearer.or(api_key).map(str::trim);
-        match presented.and_then(|t| self.find(t)) {
-            Some(grant) => Ok(Permit::of(grant)),
-            None => Err(ApiError::Unauthorized(
-                "Missing or unknown access token: send `Authorization: Bearer <token>` (or `x-goog-api-key: <token>`)."
-                    .into(),
-            )),
+        match presented.map(|t| self.find(t)) {
+            Some(Some(grant)) => Ok(Permit::of(grant)),
+            refused => {
+                let (reason, slot) = if refused.is_some() { ("unknown token", 1) } else { ("no token", 0) };
+                self.failures[slot].fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(reason, "authentication failed");
+                Err(ApiError::Unauthorized(
+                    "Missing or unknown access token: send `Authorization: Bearer <token>` (or `x-goog-api-key: <token>`)."
+                        .into(),
+                ))
+            }
         }
+    }
+
+    /// Requests refused so far, as `(without a token, with an unknown token)`.
+    pub fn failures(&self) -> (u64, u64) {
+        (self.failures[0].load(Ordering::Relaxed), self.failures[1].load(Ordering::Relaxed))
     }
 }
 

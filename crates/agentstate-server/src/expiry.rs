@@ -111,13 +111,30 @@ pub(crate) fn requested_expire(ttl: Option<&Value>, expire_time: Option<&Value>)
     }
 }
 
-/// The ADK JSON of a session, with `expireTime` (agentstate's extension) when it expires.
-pub(crate) fn session_body(session: &Session) -> Value {
-    let mut body = agentstate::wire::session_to_wire(session);
-    if let (Some(at), Value::Object(map)) = (session.attributes().expire_time_micros, &mut body) {
-        map.insert("expireTime".to_owned(), Value::String(rfc3339(at)));
+/// The ADK JSON of a session, with `expireTime` (agentstate's extension) when it expires:
+/// written straight from the session (no JSON tree), for a response body.
+pub(crate) struct SessionBody<'a>(&'a Session);
+
+impl serde::Serialize for SessionBody<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        agentstate::wire::WireSession(self.0).write_fields(&mut map)?;
+        if let Some(at) = self.0.attributes().expire_time_micros {
+            map.serialize_entry("expireTime", &rfc3339(at))?;
+        }
+        map.end()
     }
-    body
+}
+
+/// The body of `session`.
+pub(crate) fn session_body(session: &Session) -> SessionBody<'_> {
+    SessionBody(session)
+}
+
+/// The body of `session` as a JSON tree, for a route that changes it before answering.
+pub(crate) fn session_value(session: &Session) -> Value {
+    serde_json::to_value(SessionBody(session)).unwrap_or(Value::Null)
 }
 
 /// Removes every expired session now, a batch at a time; returns how many. Between batches it

@@ -97,30 +97,47 @@ pub(crate) fn event_data(event: &Event) -> Result<String> {
 /// the column timestamp is used when `event_data` has none (as the reference reads it).
 pub(crate) fn decode_event(data: Value, id: String, invocation_id: String, column_micros: i64) -> Result<Event> {
     let has_timestamp = data.get("timestamp").is_some_and(Value::is_number);
-    let mut event: Event =
+    let event: Event =
         serde_json::from_value(data).map_err(|e| corrupt(format!("event {id} has unreadable event_data: {e}")))?;
-    event.id = id;
-    event.invocation_id = invocation_id;
-    if !has_timestamp {
-        event.timestamp = agentstate::store::micros_to_secs(column_micros);
-    }
-    Ok(event)
+    with_columns(event, id, invocation_id, has_timestamp, || Ok(column_micros))
 }
 
 /// Like [`decode_event`], for `event_data` stored as text (SQLite, MySQL); a NULL column is an
-/// event with no other fields.
+/// event with no other fields. The text becomes the event directly, with no JSON tree in between,
+/// and the timestamp column is read only when the text has no timestamp of its own.
 pub(crate) fn decode_event_text(
     data: Option<&str>,
     id: String,
     invocation_id: String,
-    column_micros: i64,
+    column_micros: impl FnOnce() -> Result<i64>,
 ) -> Result<Event> {
-    let data = match data {
-        Some(text) => serde_json::from_str(text)
-            .map_err(|e| corrupt(format!("event {id} has event_data that is not JSON: {e}")))?,
-        None => Value::Object(Map::new()),
-    };
-    decode_event(data, id, invocation_id, column_micros)
+    /// Whether the text has a `timestamp`: a scan that skips every value.
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        timestamp: Option<serde::de::IgnoredAny>,
+    }
+    let Some(text) = data else { return with_columns(Event::default(), id, invocation_id, false, column_micros) };
+    let probe: Probe = serde_json::from_str(text)
+        .map_err(|e| corrupt(format!("event {id} has event_data that is not a JSON object: {e}")))?;
+    let event: Event =
+        serde_json::from_str(text).map_err(|e| corrupt(format!("event {id} has unreadable event_data: {e}")))?;
+    with_columns(event, id, invocation_id, probe.timestamp.is_some(), column_micros)
+}
+
+/// `event` with its row's id and invocation id, and the row's timestamp unless `event_data` had one.
+fn with_columns(
+    mut event: Event,
+    id: String,
+    invocation_id: String,
+    has_timestamp: bool,
+    column_micros: impl FnOnce() -> Result<i64>,
+) -> Result<Event> {
+    if !has_timestamp {
+        event.timestamp = agentstate::store::micros_to_secs(column_micros()?);
+    }
+    event.id = id;
+    event.invocation_id = invocation_id;
+    Ok(event)
 }
 
 /// A session's attributes as stored: `labels` is a JSON object of strings.

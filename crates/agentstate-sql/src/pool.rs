@@ -65,17 +65,20 @@ impl PoolOptions {
 }
 
 /// `url` with the password of its user part and any `password=` query parameter replaced by
-/// `***`.
+/// `***`. The user part runs from `://` to the *last* `@`: a password may hold `?`, `/` or `#`
+/// unescaped, and hiding too much is better than showing any of it.
 pub(crate) fn redact(url: &str) -> String {
-    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
-    let mut out = match base.split_once("://").and_then(|(scheme, rest)| {
-        let (userinfo, host) = rest.rsplit_once('@')?;
-        let (user, _) = userinfo.split_once(':')?;
-        Some(format!("{scheme}://{user}:***@{host}"))
+    let (mut out, rest) = match url.split_once("://").and_then(|(scheme, rest)| {
+        let (userinfo, after) = rest.rsplit_once('@')?;
+        let user =
+            userinfo.split_once(':').map(|(user, _)| format!("{user}:***")).unwrap_or_else(|| userinfo.to_owned());
+        Some((format!("{scheme}://{user}@"), after))
     }) {
-        Some(redacted) => redacted,
-        None => base.to_owned(),
+        Some(split) => split,
+        None => (String::new(), url),
     };
+    let (base, query) = rest.split_once('?').map_or((rest, None), |(b, q)| (b, Some(q)));
+    out.push_str(base);
     if let Some(query) = query {
         let pairs: Vec<String> = query
             .split('&')

@@ -85,6 +85,16 @@ impl fmt::Debug for DatabaseUrl {
     }
 }
 
+/// A query part for an error message: itself if it reads as an option name, else nothing of it
+/// (the URL may be mistyped, and what follows `?` may hold a password).
+fn name(part: &str) -> String {
+    if !part.is_empty() && part.len() <= 40 && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        format!("{part:?}")
+    } else {
+        "(not an option name)".to_owned()
+    }
+}
+
 fn parse_sqlite(url: &str, rest: &str) -> Result<SqliteOptions> {
     let mut options = SqliteOptions::default();
     let (location, query) = rest.split_once('?').unwrap_or((rest, ""));
@@ -94,7 +104,8 @@ fn parse_sqlite(url: &str, rest: &str) -> Result<SqliteOptions> {
         p => Some(PathBuf::from(p)),
     };
     for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let (k, v) = pair.split_once('=').ok_or_else(|| bad(url, format!("query part {pair:?} is not key=value")))?;
+        let (k, v) =
+            pair.split_once('=').ok_or_else(|| bad(url, format!("query part {} is not key=value", name(pair))))?;
         match k {
             "synchronous" => {
                 options.synchronous = match v.to_ascii_lowercase().as_str() {
@@ -113,7 +124,7 @@ fn parse_sqlite(url: &str, rest: &str) -> Result<SqliteOptions> {
             other => {
                 return Err(bad(
                     url,
-                    format!("unknown option {other:?}; known: synchronous, busy_timeout_ms, readers"),
+                    format!("unknown option {}; known: synchronous, busy_timeout_ms, readers", name(other)),
                 ));
             }
         }
@@ -165,6 +176,21 @@ mod tests {
             let parsed = DatabaseUrl::parse(url).unwrap();
             let shown = format!("{parsed} {parsed:?} {:?}", parsed.database());
             assert!(!shown.contains("secret"), "{shown}");
+        }
+        // Unescaped `?`, `/` or `#` in a password (found by fuzzing: the part after `?` was
+        // taken for the query and shown), and a mistyped scheme, whose error echoes the URL.
+        for url in [
+            "postgres://u:sec?ret@h/db",
+            "mysql://u:se/cr#et@h/db",
+            "postgre://u:sec?ret@h/db",
+            "sqlite:?x://u:sec?ret@h",
+            "sqlite:db?a://u:sec?ret@h=1",
+        ] {
+            let shown = match DatabaseUrl::parse(url) {
+                Ok(parsed) => format!("{parsed} {parsed:?} {:?}", parsed.database()),
+                Err(e) => e.to_string(),
+            };
+            assert!(!shown.contains("ret@") && !shown.contains("cr#"), "{shown}");
         }
     }
 }

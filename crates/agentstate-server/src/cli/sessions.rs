@@ -13,6 +13,19 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::args::{DbArg, SessionsCommand};
 use super::backend::{Backend, is_redis, open, open_sql};
 
+/// A spinner on standard error when it is a terminal (else the caller prints lines, for a log).
+fn spinner() -> Option<ProgressBar> {
+    std::io::stderr().is_terminal().then(|| {
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.enable_steady_tick(Duration::from_millis(120));
+        bar
+    })
+}
+
 /// Progress of a long copy on standard error: a spinner with counts on a terminal, a line every
 /// 1,000 sessions otherwise (a log).
 struct Shown {
@@ -22,16 +35,7 @@ struct Shown {
 
 impl Shown {
     fn new(verb: &'static str) -> Self {
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = ProgressBar::new_spinner();
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            bar.enable_steady_tick(Duration::from_millis(120));
-            bar
-        });
-        Self { verb, bar }
+        Self { verb, bar: spinner() }
     }
 
     fn update(&self, done: &Progress) {
@@ -76,15 +80,7 @@ pub(crate) async fn rekey(db: &DbArg) -> anyhow::Result<()> {
     let Backend::Encrypted(store) = backend else {
         anyhow::bail!("{url}: give the keys to re-encrypt with (--encryption-keys-file, the new key first)");
     };
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let bar = ProgressBar::new_spinner();
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        bar.enable_steady_tick(Duration::from_millis(120));
-        bar
-    });
+    let bar = spinner();
     let line = |p: &agentstate::crypt::Rekeyed| {
         format!(
             "{} sessions of {} apps: {} values, {} events, {} snapshots re-encrypted",

@@ -148,7 +148,7 @@ pub(crate) async fn rewind(
         match state.service().rewind(&mut session, &invocation).await {
             Ok(_) => {
                 let session = state.service().get_session(&key, GetSessionConfig::default()).await?;
-                return Ok(Json(crate::expiry::session_body(&session.ok_or_else(not_found)?)));
+                return Ok(Json(crate::expiry::session_value(&session.ok_or_else(not_found)?)));
             }
             Err(Error::Conflict { kind: agentstate::ConflictKind::StaleSession }) => state.metrics().conflict(),
             Err(e) => return Err(e.into()),
@@ -172,5 +172,5 @@ pub(crate) async fn fork(
     let request = ForkSession { source, at_event_id, session_id };
     let fork = state.service().fork_session(request).await?;
     let fork = state.service().get_session(fork.key(), GetSessionConfig::default()).await?.ok_or_else(not_found)?;
-    Ok(Json(crate::expiry::session_body(&fork)))
+    Ok(Json(crate::expiry::session_value(&fork)))
 }

@@ -8,11 +8,12 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::append;
 use crate::error::ApiError;
-use crate::expiry::{requested_expire, session_body};
+use crate::expiry::{requested_expire, session_body, session_value};
 use crate::limits::{Body, check_path_safe};
 use crate::state::AppState;
 
@@ -98,7 +99,7 @@ pub(crate) async fn create(
         state.service().append_event(&mut session, mark_restored(event)).await?;
         state.metrics().appended(1);
     }
-    Ok(Json(session_body(&session)))
+    Ok(Json(session_value(&session)))
 }
 
 /// `POST /apps/{app}/users/{user}/sessions/{id}` (deprecated by the reference): the body, if
@@ -117,7 +118,7 @@ pub(crate) async fn create_with_id(
         state.limits().check_state("state", &request.state)?;
     }
     let session = state.service().create_session(request).await?;
-    Ok(Json(session_body(&session)))
+    Ok(Json(session_value(&session)))
 }
 
 fn check_options(options: &Map<String, Value>) -> Result<(), ApiError> {
@@ -180,13 +181,14 @@ pub(crate) async fn get(
     State(state): State<AppState>,
     Path((app, user, id)): Path<(String, String, String)>,
     query: Result<Query<WindowQuery>, QueryRejection>,
-) -> Reply {
+) -> Result<Response, ApiError> {
     let Query(window) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let config =
         GetSessionConfig { num_recent_events: window.num_recent_events, after_timestamp: window.after_timestamp };
     let session = state.service().get_session(&key(&app, &user, &id)?, config).await?;
     let session = session.ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
-    Ok(Json(session_body(&session)))
+    // Written straight from the session: no JSON tree for its events.
+    Ok(Json(session_body(&session)).into_response())
 }
 
 /// The event window of `GET …/sessions/{id}` (agentstate's extension; the reference answers every
@@ -207,7 +209,7 @@ pub(crate) struct PageQuery {
 }
 
 fn page_body(page: agentstate::SessionPage) -> Value {
-    let sessions: Vec<Value> = page.sessions.iter().map(session_body).collect();
+    let sessions: Vec<_> = page.sessions.iter().map(session_body).collect();
     let mut body = json!({ "sessions": sessions });
     if let Some(token) = page.next_page_token {
         body["nextPageToken"] = Value::String(token);
@@ -294,13 +296,13 @@ pub(crate) async fn list(
         return Ok(Json(page_body(state.service().list_sessions(request).await?)));
     }
     let page = state.service().list_sessions(ListSessions::user(app, user)).await?;
-    let sessions: Vec<Value> = page
+    let sessions: Vec<_> = page
         .sessions
         .iter()
         .filter(|s| !EVAL_PREFIXES.iter().any(|p| s.id().starts_with(p)))
         .map(session_body)
         .collect();
-    Ok(Json(Value::Array(sessions)))
+    Ok(Json(serde_json::to_value(sessions).unwrap_or(Value::Null)))
 }
 
 /// `DELETE /apps/{app}/users/{user}/sessions/{id}`: `null`, whether or not it existed.
@@ -369,7 +371,7 @@ pub(crate) async fn patch(
         .get_session(&key, GetSessionConfig::default())
         .await?
         .ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
-    let mut wire = session_body(&session);
+    let mut wire = session_value(&session);
     if let Some(Value::Object(shown)) = wire.get_mut("state") {
         shown.extend(temp);
         for key in deleted.iter().filter(|k| k.starts_with("temp:")) {
@@ -402,7 +404,8 @@ pub(crate) async fn events(
         .list_events(&key(&app, &user, &id)?, request)
         .await?
         .ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
-    let mut body = json!({ "events": page.events.iter().map(wire::event_to_wire).collect::<Vec<_>>() });
+    let events: Vec<_> = page.events.iter().map(wire::WireEvent).collect();
+    let mut body = json!({ "events": events });
     if let Some(token) = page.next_page_token {
         body["nextPageToken"] = Value::String(token);
     }

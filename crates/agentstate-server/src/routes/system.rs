@@ -1,5 +1,6 @@
 //! The routes about the server itself: liveness, readiness, metrics and the OpenAPI document.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use agentstate::{GetSessionConfig, SessionKey, SessionService};
@@ -10,6 +11,7 @@ use axum::response::IntoResponse;
 use axum::{Extension, Json};
 use serde_json::{Value, json};
 
+use crate::auth::Tokens;
 use crate::metrics::Metrics;
 
 /// `GET /healthz`: the process answers.
@@ -30,8 +32,19 @@ pub(crate) async fn readyz(State(service): State<Arc<dyn SessionService>>) -> im
 }
 
 /// `GET /metrics`: Prometheus' text format.
-pub(crate) async fn metrics(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], metrics.render())
+pub(crate) async fn metrics(
+    State(metrics): State<Arc<Metrics>>,
+    State(tokens): State<Arc<Tokens>>,
+) -> impl IntoResponse {
+    let mut text = metrics.render();
+    let (missing, unknown) = tokens.failures();
+    text.push_str(
+        "# HELP agentstate_auth_failures_total Requests refused for a missing or unknown access token.\n\
+         # TYPE agentstate_auth_failures_total counter\n",
+    );
+    let _ = writeln!(text, "agentstate_auth_failures_total{{reason=\"missing\"}} {missing}");
+    let _ = writeln!(text, "agentstate_auth_failures_total{{reason=\"unknown\"}} {unknown}");
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }
 
 /// The OpenAPI document as JSON text, made once with the router.

@@ -93,9 +93,11 @@ pub(crate) async fn authorize(
     {
         headers.insert(header::AUTHORIZATION, value);
     }
-    let permit = match tokens.authenticate(&headers) {
-        Ok(permit) => permit,
-        Err(_) => {
+    // Not signed in yet is not a failed attempt: straight to the sign-in page, unasked.
+    let asks = headers.contains_key(header::AUTHORIZATION) || !tokens.is_enabled();
+    let permit = match asks.then(|| tokens.authenticate(&headers)) {
+        Some(Ok(permit)) => permit,
+        _ => {
             let next = request.uri().path().to_owned();
             return Redirect::to(&format!("/ui/login?next={}", seg(&next))).into_response();
         }

@@ -123,6 +123,44 @@ fn refuses_a_public_address_without_tokens() {
 }
 
 #[test]
+fn failed_authentication_is_logged_without_the_token() {
+    let log = scratch().join("auth.log");
+    let tokens = r#"{"tokens": [{"token": "the-real-token-0123456789", "apps": "*"}]}"#;
+    let child = Command::new(BIN)
+        .args(["serve", "--db", "sqlite::memory:", "--addr", "127.0.0.1:0", "--tokens", tokens])
+        .env("RUST_LOG", "info")
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let _running = Running(child);
+    let addr = (0..300)
+        .find_map(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            let text = std::fs::read_to_string(&log).unwrap();
+            text.split("addr=").nth(1).and_then(|rest| rest.split_whitespace().next()).map(str::to_owned)
+        })
+        .expect("the server reports its address");
+    let guessed = "guessed-secret-9876543210";
+    let mut stream = TcpStream::connect(&addr).unwrap();
+    let request = format!(
+        "GET /apps/a/users/u/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {guessed}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    let logged = (0..50)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            std::fs::read_to_string(&log).unwrap()
+        })
+        .find(|text| text.contains("authentication failed"))
+        .expect("the refusal is logged");
+    assert!(logged.contains("unknown token"), "{logged}");
+    assert!(!logged.contains(guessed) && !logged.contains("the-real-token"), "{logged}");
+}
+
+#[test]
 fn migrate_reports_the_schema_version() {
     let db = format!("sqlite://{}/m.db", scratch().display());
     let out = Command::new(BIN).args(["migrate", "--db", &db]).output().unwrap();

@@ -263,6 +263,52 @@ async fn limits_are_enforced_with_messages_naming_them() {
     assert_eq!((session["state"].clone(), session["events"].as_array().unwrap().len()), (json!({}), 0));
 }
 
+/// Each limit at its bound is accepted, and one past it refused with a message naming it.
+#[tokio::test]
+async fn every_limit_holds_at_its_bound_and_refuses_one_past() {
+    use agentstate_server::Limits;
+    let limits = Limits { max_body_bytes: 2000, max_key_chars: 8, max_json_depth: 3, max_state_bytes: 500 };
+    let r = app(AppState::new(Arc::new(InMemorySessionService::new())).with_limits(limits));
+    call(&r, Method::POST, S, Some(r#"{"sessionId": "l"}"#)).await;
+    let patch = |delta: Value| json!({"stateDelta": delta}).to_string();
+    // A body of exactly `n` bytes: a small delta padded with JSON whitespace.
+    let padded = |n: usize| {
+        let body = patch(json!({"p": 1}));
+        format!("{body}{}", " ".repeat(n - body.len()))
+    };
+    // `{"k":"xx…"}` of exactly `n` bytes of JSON.
+    let sized = |n: usize| json!({"k": "x".repeat(n - r#"{"k":""}"#.len())});
+    let cases = [
+        ("--max-key-chars", patch(json!({"12345678": 1})), patch(json!({"123456789": 1})), StatusCode::BAD_REQUEST),
+        ("--max-json-depth", patch(json!({"k": [[[1]]]})), patch(json!({"k": [[[[1]]]]})), StatusCode::BAD_REQUEST),
+        ("--max-state-bytes", patch(sized(500)), patch(sized(501)), StatusCode::PAYLOAD_TOO_LARGE),
+        ("--max-body-bytes", padded(2000), padded(2001), StatusCode::PAYLOAD_TOO_LARGE),
+    ];
+    for (option, at, past, refusal) in cases {
+        let (status, body) = call(&r, Method::PATCH, &format!("{S}/l"), Some(&at)).await;
+        assert_eq!(status, StatusCode::OK, "{option} at its bound: {body}");
+        let (status, body) = call(&r, Method::PATCH, &format!("{S}/l"), Some(&past)).await;
+        assert_eq!(status, refusal, "{option} one past: {body}");
+        assert!(body["detail"].as_str().unwrap().contains(option), "{body}");
+    }
+    // Initial state on create: the same checks.
+    let create = |state: Value| json!({"state": state}).to_string();
+    assert_eq!(call(&r, Method::POST, S, Some(&create(sized(500)))).await.0, StatusCode::OK);
+    assert_eq!(call(&r, Method::POST, S, Some(&create(sized(501)))).await.0, StatusCode::PAYLOAD_TOO_LARGE);
+    // Pages: at most 1,000 sessions a page; a larger pageSize is clamped to it, as documented.
+    for i in 0..1001 {
+        let body = json!({"sessionId": format!("p{i}")}).to_string();
+        call(&r, Method::POST, "/apps/myapp/users/pages/sessions", Some(&body)).await;
+    }
+    for size in [1000, 1001] {
+        let (status, page) =
+            call(&r, Method::GET, &format!("/apps/myapp/users/pages/sessions?pageSize={size}"), None).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(page["sessions"].as_array().unwrap().len(), 1000, "pageSize={size}");
+        assert!(page["nextPageToken"].is_string(), "pageSize={size}: the 1,001st is on the next page");
+    }
+}
+
 #[tokio::test]
 async fn tokens_limit_access_to_their_apps_and_users() {
     use agentstate_server::Tokens;
@@ -460,6 +506,14 @@ async fn metrics_and_the_openapi_document_need_a_token_when_tokens_are_configure
         let allowed = r.clone().oneshot(request.body(Body::empty()).unwrap()).await.unwrap();
         assert_eq!(allowed.status(), StatusCode::OK, "{path}");
     }
+    // Failed attempts are counted, by reason.
+    let wrong = Request::get("/metrics").header("authorization", "Bearer guessed-token-0123456789");
+    assert_eq!(r.clone().oneshot(wrong.body(Body::empty()).unwrap()).await.unwrap().status(), StatusCode::UNAUTHORIZED);
+    let request = Request::get("/metrics").header("authorization", "Bearer support-token-0123456789");
+    let metrics = r.clone().oneshot(request.body(Body::empty()).unwrap()).await.unwrap();
+    let text = String::from_utf8(metrics.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
+    assert!(text.contains("agentstate_auth_failures_total{reason=\"missing\"} 2\n"), "{text}");
+    assert!(text.contains("agentstate_auth_failures_total{reason=\"unknown\"} 1\n"), "{text}");
     assert_eq!(r.oneshot(Request::get("/readyz").body(Body::empty()).unwrap()).await.unwrap().status(), StatusCode::OK);
 }
 

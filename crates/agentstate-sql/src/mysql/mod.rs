@@ -230,7 +230,7 @@ fn event_of(row: &MySqlRow) -> Step<Event> {
     let id: String = row.try_get("id").map_err(sql_step("read event"))?;
     let invocation: String = row.try_get("invocation_id").map_err(sql_step("read event"))?;
     let time: NaiveDateTime = row.try_get("timestamp").map_err(sql_step("read event"))?;
-    Ok(codec::decode_event_text(data, id, invocation, micros(time))?)
+    Ok(codec::decode_event_text(data, id, invocation, || Ok(micros(time)))?)
 }
 
 /// The session row's state and marker.

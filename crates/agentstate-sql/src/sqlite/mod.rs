@@ -52,9 +52,22 @@ impl Default for SqliteOptions {
 }
 
 pub(crate) fn sqlite_error(context: &str, e: &rusqlite::Error) -> Error {
-    let retryable =
-        matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked));
-    Error::Backend { message: format!("SQLite {context} failed: {e}"), retryable, source: Some(e.to_string().into()) }
+    use rusqlite::ErrorCode::{CannotOpen, DatabaseBusy, DatabaseLocked, DiskFull, ReadOnly};
+    let code = e.sqlite_error_code();
+    // A full disk is retryable: the transaction was rolled back whole, and the same write
+    // succeeds once space is freed.
+    let retryable = matches!(code, Some(DatabaseBusy | DatabaseLocked | DiskFull));
+    let hint = match code {
+        Some(DiskFull) => " (the disk is full: nothing was written; retry once space is freed)",
+        Some(ReadOnly) => " (the database file or its directory is read-only)",
+        Some(CannotOpen) => " (is its directory missing, or the file or its directory read-only?)",
+        _ => "",
+    };
+    Error::Backend {
+        message: format!("SQLite {context} failed: {e}{hint}"),
+        retryable,
+        source: Some(e.to_string().into()),
+    }
 }
 
 /// The SQLite session store.
@@ -66,14 +79,19 @@ pub struct SqliteStore {
 }
 
 #[derive(Debug)]
+/// At most `permits`' count of read-only connections, opened as first needed and kept. A read
+/// takes a permit before it moves to a blocking thread, so concurrent reads queue on the runtime
+/// rather than each holding a thread (and, past the limit, a connection of its own).
 struct ReaderPool {
     path: PathBuf,
     busy_timeout: Duration,
-    max: usize,
+    permits: Arc<tokio::sync::Semaphore>,
     idle: Mutex<Vec<Connection>>,
 }
 
 impl ReaderPool {
+    /// An idle connection, or a new one: only under a permit, so there are never more than
+    /// the permits.
     fn take(&self) -> Result<Connection> {
         if let Some(conn) = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop() {
             return Ok(conn);
@@ -85,10 +103,7 @@ impl ReaderPool {
     }
 
     fn give_back(&self, conn: Connection) {
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        if idle.len() < self.max {
-            idle.push(conn);
-        }
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner).push(conn);
     }
 }
 
@@ -104,7 +119,7 @@ impl SqliteStore {
             Arc::new(ReaderPool {
                 path,
                 busy_timeout: options.busy_timeout,
-                max: options.readers.max(1),
+                permits: Arc::new(tokio::sync::Semaphore::new(options.readers.max(1))),
                 idle: Mutex::new(Vec::new()),
             })
         });
@@ -151,10 +166,15 @@ impl SqliteStore {
     {
         let Some(pool) = &self.readers else { return self.writer.read(f).await };
         let pool = Arc::clone(pool);
+        let permit = Arc::clone(&pool.permits)
+            .acquire_owned()
+            .await
+            .map_err(|e| Error::backend("the SQLite readers are closed", false, e))?;
         tokio::task::spawn_blocking(move || {
             let conn = pool.take()?;
             let result = f(&conn);
             pool.give_back(conn);
+            drop(permit);
             result
         })
         .await
@@ -179,7 +199,7 @@ fn open_writer(options: &SqliteOptions) -> Result<(Connection, Schema)> {
         "{journal} PRAGMA synchronous = {synchronous}; PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON;"
     ))
     .and_then(|()| conn.busy_timeout(options.busy_timeout))
-    .map_err(|e| sqlite_error("configure", &e))?;
+    .map_err(|e| sqlite_error(&format!("configure {location}"), &e))?;
     let schema = schema::prepare(&conn, &location)?;
     Ok((conn, schema))
 }

@@ -173,7 +173,7 @@ fn event_of(row: &Row<'_>) -> rusqlite::Result<(String, String, String, Option<S
 }
 
 fn decode((id, invocation_id, time, data): (String, String, String, Option<String>)) -> Result<Event> {
-    codec::decode_event_text(data.as_deref(), id, invocation_id, parse_sqlite_text(&time)?)
+    codec::decode_event_text(data.as_deref(), id, invocation_id, || parse_sqlite_text(&time))
 }
 
 fn stored_event(conn: &Connection, key: &SessionKey, id: &str) -> Result<Option<Event>> {
@@ -192,17 +192,27 @@ pub(super) fn commit(conn: &Connection, commit: EventCommit) -> Result<CommitOut
     let Some(SessionRow { state: session_state, update_micros, .. }) = session_row(conn, &key)? else {
         return Err(Error::NotFound { session_id: key.session_id().to_owned() });
     };
-    if let Some(existing) = stored_event(conn, &key, &event.id)? {
-        return if existing.same_as_retry(&event) {
-            Ok(CommitOutcome::Duplicate(Box::new(existing)))
-        } else {
-            Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { event_id: event.id.clone() } })
+    if update_micros != expected_last_update_micros {
+        // A retry of an event stored already (which moved the marker), or a stale handle.
+        return match stored_event(conn, &key, &event.id)? {
+            Some(existing) => duplicate_or_conflict(existing, &event),
+            None => Err(Error::stale()),
         };
     }
-    if update_micros != expected_last_update_micros {
-        return Err(Error::stale());
-    }
+    // Every commit moves the marker, so nothing was stored since the caller's handle was loaded:
+    // the only id this event can clash with is one the handle already held, and the primary key
+    // catches that. So the event goes in first, and is looked up only if the insert fails (this
+    // savepoint has written nothing then).
     let now = sqlite_text(timestamp_micros)?;
+    let data = codec::event_data(&event)?;
+    let params = params![key.app_name(), key.user_id(), key.session_id(), event.id, event.invocation_id, now, data];
+    if let Err(e) = conn.prepare_cached(sql!("event_insert")).and_then(|mut stmt| stmt.execute(params)) {
+        let clash = e.sqlite_error().is_some_and(|e| e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY);
+        return match stored_event(conn, &key, &event.id)? {
+            Some(existing) if clash => duplicate_or_conflict(existing, &event),
+            _ => Err(sqlite_error("insert event", &e)),
+        };
+    }
     let session_state = codec::merged_text(session_state, &delta.session, &deleted.session)?;
     let params = params![key.app_name(), key.user_id(), key.session_id(), session_state, now];
     execute(conn, "update session", sql!("session_update"), params)?;
@@ -212,10 +222,16 @@ pub(super) fn commit(conn: &Connection, commit: EventCommit) -> Result<CommitOut
     if !delta.user.is_empty() {
         Shared::User(&key).merge(conn, &delta.user, &deleted.user, &now)?;
     }
-    let data = codec::event_data(&event)?;
-    let params = params![key.app_name(), key.user_id(), key.session_id(), event.id, event.invocation_id, now, data];
-    execute(conn, "insert event", sql!("event_insert"), params)?;
     Ok(CommitOutcome::Committed)
+}
+
+/// An append whose event id is stored already: the same event again (a retry), or a clash.
+fn duplicate_or_conflict(existing: Event, event: &Event) -> Result<CommitOutcome> {
+    if existing.same_as_retry(event) {
+        Ok(CommitOutcome::Duplicate(Box::new(existing)))
+    } else {
+        Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { event_id: event.id.clone() } })
+    }
 }
 
 fn put_snapshot(conn: &Connection, key: &SessionKey, snapshot: &HistorySnapshot) -> Result<()> {

@@ -68,6 +68,7 @@ macro_rules! sql_backend_tests {
 
 mod durability;
 mod erasure;
+mod full_disk;
 mod interop;
 mod mysql;
 mod postgres;

@@ -1,0 +1,468 @@
+//! The wire form written straight from the event, with no JSON tree in between: a serde
+//! `Serializer` adapter that renames model field names to camelCase as they pass, leaves
+//! free-form maps as they are, drops ADK's internal metadata and adds the reference's default
+//! fields. It writes what `to_value` followed by the tree conversion would, a few times faster
+//! (the conversion allocated every key and every node twice).
+
+use std::borrow::Cow;
+
+use serde::ser::{
+    self, Serialize, SerializeMap, SerializeSeq, SerializeStruct, SerializeStructVariant, SerializeTuple,
+    SerializeTupleStruct, SerializeTupleVariant, Serializer,
+};
+
+use super::{FREE_FORM, INTERNAL_METADATA_PREFIX, MAP_OF_MODELS, snake_eq, to_camel};
+use crate::{Event, Map, Value};
+
+/// Where in an event a value sits, which decides what happens to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// The event itself: a model, plus `node_info` by default and internal metadata dropped.
+    Event,
+    /// Its `actions`: a model, plus the reference's two empty maps by default.
+    Actions,
+    /// A model: field names renamed, values by their field.
+    Model,
+    /// A map from user keys to models: keys kept, values models.
+    MapOfModels,
+    /// User data: written as it is.
+    FreeForm,
+}
+
+impl Mode {
+    /// The mode of the value of field `key` (as stored) in a map of this mode.
+    fn child(self, key: &str) -> Self {
+        match self {
+            Self::FreeForm => Self::FreeForm,
+            Self::MapOfModels => Self::Model,
+            _ if FREE_FORM.iter().any(|f| snake_eq(key, f)) => Self::FreeForm,
+            _ if MAP_OF_MODELS.iter().any(|f| snake_eq(key, f)) => Self::MapOfModels,
+            Self::Event if key == "actions" => Self::Actions,
+            _ => Self::Model,
+        }
+    }
+
+    /// The mode of the elements of an array in this mode (`MapOfModels` leaves non-maps alone).
+    fn element(self) -> Self {
+        match self {
+            Self::MapOfModels | Self::FreeForm => Self::FreeForm,
+            _ => Self::Model,
+        }
+    }
+
+    /// The defaults a map in this mode gets when it lacks them.
+    fn defaults(self) -> &'static [DefaultField] {
+        match self {
+            Self::Event => &[("node_info", "nodeInfo", || serde_json::json!({"path": ""}))],
+            Self::Actions => &[
+                ("requested_auth_configs", "requestedAuthConfigs", || Value::Object(Map::new())),
+                ("requested_tool_confirmations", "requestedToolConfirmations", || Value::Object(Map::new())),
+            ],
+            _ => &[],
+        }
+    }
+}
+
+/// A field a map gets when it lacks it: its key as stored, as written, and its value.
+type DefaultField = (&'static str, &'static str, fn() -> Value);
+
+/// `value` written in `mode`.
+struct Wire<'a, T: ?Sized>(&'a T, Mode);
+
+impl<T: Serialize + ?Sized> Serialize for Wire<'_, T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.1 {
+            Mode::FreeForm => self.0.serialize(serializer),
+            mode => self.0.serialize(Adapter { inner: serializer, mode }),
+        }
+    }
+}
+
+/// An event as the API shows it, written without building a JSON tree: see [`super::event_to_wire`].
+#[derive(Debug, Clone, Copy)]
+pub struct WireEvent<'a>(pub &'a Event);
+
+impl Serialize for WireEvent<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Wire(self.0, Mode::Event).serialize(serializer)
+    }
+}
+
+/// An event in camelCase exactly as stored (see [`super::event_to_camel`]): renamed, nothing
+/// added or dropped.
+pub(super) struct CamelEvent<'a>(pub(super) &'a Event);
+
+impl Serialize for CamelEvent<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Wire(self.0, Mode::Model).serialize(serializer)
+    }
+}
+
+struct Adapter<S> {
+    inner: S,
+    mode: Mode,
+}
+
+/// A map (or struct) being written: renames keys, tracks the defaults it has seen.
+struct MapAdapter<M> {
+    inner: M,
+    mode: Mode,
+    /// The key (as stored) waiting for its value, between serialize_key and serialize_value.
+    key: Option<String>,
+    /// Which of the mode's defaults appeared.
+    seen: [bool; 2],
+}
+
+impl<M: SerializeMap> MapAdapter<M> {
+    fn new(inner: M, mode: Mode) -> Self {
+        Self { inner, mode, key: None, seen: [false; 2] }
+    }
+
+    /// `stored` as written: renamed in models, as it is elsewhere (and when nothing changes).
+    fn written<'k>(&self, stored: &'k str) -> Cow<'k, str> {
+        match self.mode {
+            Mode::MapOfModels | Mode::FreeForm => Cow::Borrowed(stored),
+            _ if stored.bytes().skip(1).any(|b| b == b'_') => Cow::Owned(to_camel(stored)),
+            _ => Cow::Borrowed(stored),
+        }
+    }
+
+    fn entry<T: Serialize + ?Sized>(&mut self, stored: &str, value: &T) -> Result<(), M::Error> {
+        for (i, (key, _, _)) in self.mode.defaults().iter().enumerate() {
+            if *key == stored {
+                self.seen[i] = true;
+            }
+        }
+        let written = self.written(stored);
+        if self.mode == Mode::Event && stored == "custom_metadata" {
+            // Internal metadata is stored, never shown; an emptied map is left out.
+            let mut meta = serde_json::to_value(value).map_err(ser::Error::custom)?;
+            if let Value::Object(map) = &mut meta {
+                map.retain(|k, _| !k.starts_with(INTERNAL_METADATA_PREFIX));
+                if map.is_empty() {
+                    return Ok(());
+                }
+            }
+            return self.inner.serialize_entry(&*written, &meta);
+        }
+        self.inner.serialize_entry(&*written, &Wire(value, self.mode.child(stored)))
+    }
+
+    fn finish(mut self) -> Result<M::Ok, M::Error> {
+        for (i, (_, written, value)) in self.mode.defaults().iter().enumerate() {
+            if !self.seen[i] {
+                self.inner.serialize_entry(written, &value())?;
+            }
+        }
+        self.inner.end()
+    }
+}
+
+impl<M: SerializeMap> SerializeMap for MapAdapter<M> {
+    type Ok = M::Ok;
+    type Error = M::Error;
+
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Self::Error> {
+        self.key = Some(key.serialize(KeyText).map_err(ser::Error::custom)?);
+        Ok(())
+    }
+
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        let stored = self.key.take().ok_or_else(|| ser::Error::custom("a map value without its key"))?;
+        self.entry(&stored, value)
+    }
+
+    fn serialize_entry<K: Serialize + ?Sized, V: Serialize + ?Sized>(
+        &mut self,
+        key: &K,
+        value: &V,
+    ) -> Result<(), Self::Error> {
+        let stored = key.serialize(KeyText).map_err(ser::Error::custom)?;
+        self.entry(&stored, value)
+    }
+
+    fn end(self) -> Result<Self::Ok, Self::Error> {
+        self.finish()
+    }
+}
+
+impl<M: SerializeMap> SerializeStruct for MapAdapter<M> {
+    type Ok = M::Ok;
+    type Error = M::Error;
+
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Self::Error> {
+        self.entry(key, value)
+    }
+
+    fn end(self) -> Result<Self::Ok, Self::Error> {
+        self.finish()
+    }
+}
+
+/// A sequence (or tuple) being written: each element in the element mode.
+struct SeqAdapter<Q> {
+    inner: Q,
+    mode: Mode,
+}
+
+macro_rules! seq_like {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl<Q: $trait> $trait for SeqAdapter<Q> {
+            type Ok = Q::Ok;
+            type Error = Q::Error;
+
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+                self.inner.$method(&Wire(value, self.mode.element()))
+            }
+
+            fn end(self) -> Result<Self::Ok, Self::Error> {
+                self.inner.end()
+            }
+        }
+    )*};
+}
+
+seq_like!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
+
+/// A struct variant: its fields renamed only if their names need nothing new (the models have
+/// none; kept for completeness, written as they are).
+struct VariantAdapter<V> {
+    inner: V,
+    mode: Mode,
+}
+
+impl<V: SerializeStructVariant> SerializeStructVariant for VariantAdapter<V> {
+    type Ok = V::Ok;
+    type Error = V::Error;
+
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Self::Error> {
+        self.inner.serialize_field(key, &Wire(value, self.mode.child(key)))
+    }
+
+    fn end(self) -> Result<Self::Ok, Self::Error> {
+        self.inner.end()
+    }
+}
+
+macro_rules! forward {
+    ($($method:ident($($arg:ident: $ty:ty),*)),* $(,)?) => {$(
+        fn $method(self, $($arg: $ty),*) -> Result<Self::Ok, Self::Error> {
+            self.inner.$method($($arg),*)
+        }
+    )*};
+}
+
+impl<S: Serializer> Serializer for Adapter<S> {
+    type Ok = S::Ok;
+    type Error = S::Error;
+    type SerializeSeq = SeqAdapter<S::SerializeSeq>;
+    type SerializeTuple = SeqAdapter<S::SerializeTuple>;
+    type SerializeTupleStruct = SeqAdapter<S::SerializeTupleStruct>;
+    type SerializeTupleVariant = SeqAdapter<S::SerializeTupleVariant>;
+    type SerializeMap = MapAdapter<S::SerializeMap>;
+    type SerializeStruct = MapAdapter<S::SerializeMap>;
+    type SerializeStructVariant = VariantAdapter<S::SerializeStructVariant>;
+
+    forward!(
+        serialize_bool(v: bool), serialize_i8(v: i8), serialize_i16(v: i16), serialize_i32(v: i32),
+        serialize_i64(v: i64), serialize_i128(v: i128), serialize_u8(v: u8), serialize_u16(v: u16),
+        serialize_u32(v: u32), serialize_u64(v: u64), serialize_u128(v: u128), serialize_f32(v: f32),
+        serialize_f64(v: f64), serialize_char(v: char), serialize_str(v: &str), serialize_bytes(v: &[u8]),
+        serialize_none(), serialize_unit(), serialize_unit_struct(name: &'static str),
+        serialize_unit_variant(name: &'static str, index: u32, variant: &'static str),
+    );
+
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<Self::Ok, Self::Error> {
+        value.serialize(self)
+    }
+
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> Result<Self::Ok, Self::Error> {
+        value.serialize(self)
+    }
+
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        name: &'static str,
+        index: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<Self::Ok, Self::Error> {
+        self.inner.serialize_newtype_variant(name, index, variant, &Wire(value, self.mode))
+    }
+
+    fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, Self::Error> {
+        Ok(SeqAdapter { inner: self.inner.serialize_seq(len)?, mode: self.mode })
+    }
+
+    fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, Self::Error> {
+        Ok(SeqAdapter { inner: self.inner.serialize_tuple(len)?, mode: self.mode })
+    }
+
+    fn serialize_tuple_struct(self, name: &'static str, len: usize) -> Result<Self::SerializeTupleStruct, Self::Error> {
+        Ok(SeqAdapter { inner: self.inner.serialize_tuple_struct(name, len)?, mode: self.mode })
+    }
+
+    fn serialize_tuple_variant(
+        self,
+        name: &'static str,
+        index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeTupleVariant, Self::Error> {
+        Ok(SeqAdapter { inner: self.inner.serialize_tuple_variant(name, index, variant, len)?, mode: self.mode })
+    }
+
+    fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, Self::Error> {
+        Ok(MapAdapter::new(self.inner.serialize_map(len)?, self.mode))
+    }
+
+    fn serialize_struct(self, _name: &'static str, len: usize) -> Result<Self::SerializeStruct, Self::Error> {
+        // A struct is written as a map, so renamed field names need not be `'static`.
+        Ok(MapAdapter::new(self.inner.serialize_map(Some(len))?, self.mode))
+    }
+
+    fn serialize_struct_variant(
+        self,
+        name: &'static str,
+        index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeStructVariant, Self::Error> {
+        Ok(VariantAdapter { inner: self.inner.serialize_struct_variant(name, index, variant, len)?, mode: self.mode })
+    }
+}
+
+/// Reads a map key as text (JSON keys are strings; numbers and booleans as their text).
+struct KeyText;
+
+#[derive(Debug)]
+struct NotText;
+
+impl std::fmt::Display for NotText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a map key that is not text")
+    }
+}
+
+impl std::error::Error for NotText {}
+
+impl ser::Error for NotText {
+    fn custom<T: std::fmt::Display>(_msg: T) -> Self {
+        Self
+    }
+}
+
+macro_rules! key_as_text {
+    ($($method:ident($ty:ty)),*) => {$(
+        fn $method(self, v: $ty) -> Result<String, NotText> {
+            Ok(v.to_string())
+        }
+    )*};
+}
+
+impl Serializer for KeyText {
+    type Ok = String;
+    type Error = NotText;
+    type SerializeSeq = ser::Impossible<String, NotText>;
+    type SerializeTuple = ser::Impossible<String, NotText>;
+    type SerializeTupleStruct = ser::Impossible<String, NotText>;
+    type SerializeTupleVariant = ser::Impossible<String, NotText>;
+    type SerializeMap = ser::Impossible<String, NotText>;
+    type SerializeStruct = ser::Impossible<String, NotText>;
+    type SerializeStructVariant = ser::Impossible<String, NotText>;
+
+    key_as_text!(
+        serialize_bool(bool),
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_i64(i64),
+        serialize_i128(i128),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_u64(u64),
+        serialize_u128(u128),
+        serialize_char(char),
+        serialize_str(&str)
+    );
+
+    fn serialize_f32(self, _v: f32) -> Result<String, NotText> {
+        Err(NotText)
+    }
+    fn serialize_f64(self, _v: f64) -> Result<String, NotText> {
+        Err(NotText)
+    }
+    fn serialize_bytes(self, _v: &[u8]) -> Result<String, NotText> {
+        Err(NotText)
+    }
+    fn serialize_none(self) -> Result<String, NotText> {
+        Err(NotText)
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, _v: &T) -> Result<String, NotText> {
+        Err(NotText)
+    }
+    fn serialize_unit(self) -> Result<String, NotText> {
+        Err(NotText)
+    }
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<String, NotText> {
+        Err(NotText)
+    }
+    fn serialize_unit_variant(self, _n: &'static str, _i: u32, variant: &'static str) -> Result<String, NotText> {
+        Ok(variant.to_owned())
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _n: &'static str, v: &T) -> Result<String, NotText> {
+        v.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _n: &'static str,
+        _i: u32,
+        _variant: &'static str,
+        _v: &T,
+    ) -> Result<String, NotText> {
+        Err(NotText)
+    }
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, NotText> {
+        Err(NotText)
+    }
+    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, NotText> {
+        Err(NotText)
+    }
+    fn serialize_tuple_struct(self, _n: &'static str, _len: usize) -> Result<Self::SerializeTupleStruct, NotText> {
+        Err(NotText)
+    }
+    fn serialize_tuple_variant(
+        self,
+        _n: &'static str,
+        _i: u32,
+        _v: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleVariant, NotText> {
+        Err(NotText)
+    }
+    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, NotText> {
+        Err(NotText)
+    }
+    fn serialize_struct(self, _n: &'static str, _len: usize) -> Result<Self::SerializeStruct, NotText> {
+        Err(NotText)
+    }
+    fn serialize_struct_variant(
+        self,
+        _n: &'static str,
+        _i: u32,
+        _v: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeStructVariant, NotText> {
+        Err(NotText)
+    }
+}
