@@ -1,11 +1,18 @@
-//! What agentstate's benchmarks share: the workload's event, medians, criterion's results, and
-//! the table of figures with their ratio to the floor measured in the same run.
+//! What agentstate's benchmarks share: the workload's event, medians, criterion's results, the
+//! table of figures with their ratio to the floor measured in the same run, and throwaway
+//! databases ([`databases`]).
 //!
+//! The side-by-side harness, `bench/side-by-side [quick|full]`, runs agentstate's SQL, Redis and
+//! in-memory services, their floors and ADK for Python 2.13.0 on one workload, and both HTTP
+//! servers under load (`src/bin/side_by_side.rs` is agentstate's half; `side_by_side/` the rest).
 //! The benchmarks: `cargo bench -p agentstate-bench --bench in_memory` (the in-memory service),
-//! `--bench sql` (SQLite and PostgreSQL), `--bench runner` (the agent runtime), `--bench vertex`
-//! (the managed-service API over HTTP), `--bench history` (history questions on a long session),
-//! `--bench redis` (the Redis service, its floor and ADK for Python's Redis service), `--bench lifecycle`
-//! (encryption at rest on and off; an expiry sweep under load).
+//! `--bench runner` (the agent runtime), `--bench vertex` (the managed-service API over HTTP),
+//! `--bench history` (history questions on a long session), `--bench lifecycle` (encryption at
+//! rest on and off; an expiry sweep under load), `--bench wire` (the body of a session GET: the
+//! streaming writer, the tree conversion it replaced, and the floor). `src/bin/soak.rs` is the
+//! soak run.
+
+pub mod databases;
 
 use std::path::PathBuf;
 use std::time::Duration;
