@@ -102,8 +102,8 @@ pub(crate) fn decode_event(data: Value, id: String, invocation_id: String, colum
     with_columns(event, id, invocation_id, has_timestamp, || Ok(column_micros))
 }
 
-/// Like [`decode_event`], for `event_data` stored as text (SQLite, MySQL); a NULL column is an
-/// event with no other fields. The text becomes the event directly, with no JSON tree in between,
+/// Like [`decode_event`], for `event_data` read as text (SQLite, MySQL, and PostgreSQL's jsonb
+/// cast to text); a NULL column is an event with no other fields. The text becomes the event directly, with no JSON tree in between,
 /// and the timestamp column is read only when the text has no timestamp of its own.
 pub(crate) fn decode_event_text(
     data: Option<&str>,

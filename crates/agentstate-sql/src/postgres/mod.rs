@@ -188,21 +188,26 @@ impl SessionStore for PostgresStore {
     async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
         let after = window.after_micros.map(naive).transpose()?;
         let limit = window.recent.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
-        let row = keyed(sql!("session_load"), key)
+        let rows = keyed(sql!("session_load"), key)
             .bind(after)
             .bind(limit)
-            .fetch_optional(&self.pool)
+            .fetch_all(&self.pool)
             .await
             .map_err(|e| sqlx_error("loading a session", e))?;
-        let Some(row) = row else { return Ok(None) };
-        let session = object(get_json(&row, "state")?, "sessions.state")?;
-        let app = object(get_json(&row, "app_state")?, "app_states.state")?;
-        let user = object(get_json(&row, "user_state")?, "user_states.state")?;
-        // The window is read newest first (so LIMIT keeps the most recent).
-        let mut events = decode_events(get_json(&row, "events")?)?;
-        events.reverse();
+        let Some(first) = rows.first() else { return Ok(None) };
+        let session = object(get_json(first, "state")?, "sessions.state")?;
+        let app = object(get_json(first, "app_state")?, "app_states.state")?;
+        let user = object(get_json(first, "user_state")?, "user_states.state")?;
+        // One row per event, newest first (so LIMIT keeps the most recent); none for an empty window.
+        let mut events = Vec::with_capacity(rows.len());
+        for row in rows.iter().rev() {
+            let Some(id) = get::<Option<String>>(row, "id")? else { continue };
+            let invocation_id = get::<Option<String>>(row, "invocation_id")?.unwrap_or_default();
+            let micros = get::<Option<i64>>(row, "micros")?.unwrap_or_default();
+            events.push(codec::decode_event_text(get(row, "event_data")?, id, invocation_id, || Ok(micros))?);
+        }
         let merged = merge_scopes(&session, &app, &user);
-        Ok(Some(stored_session(&row, key.clone(), merged, events)?))
+        Ok(Some(stored_session(first, key.clone(), merged, events)?))
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
