@@ -250,11 +250,13 @@ def fmt_us(us: float) -> str:
 
 
 def ratio(a, b) -> str:
-    """a / b, to two significant figures past any leading zeros (0.0028×, 1.4×, 12×)."""
+    """a / b: two decimals, whole above 10, two significant figures below 0.1 (0.0028×)."""
     if not (a and b):
         return "—"
     r = a / b
-    return f"{r:.2f}×" if 0.1 <= r < 10 else f"{r:.2g}×"
+    if r >= 10:
+        return f"{r:.0f}×"
+    return f"{r:.2f}×" if r >= 0.1 else f"{r:.2g}×"
 
 
 def report(doc: dict) -> str:
