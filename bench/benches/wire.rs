@@ -1,8 +1,11 @@
 //! The body of `GET …/sessions/{id}`: a session in the camelCase JSON of ADK's HTTP API, at 100,
 //! 2,000 and 10,000 events, against the floor of writing the same events' stored JSON (the bytes
-//! a database hands back) into one array: no renaming, no tree. Also measured, as the baseline of
-//! the change that replaced it: the JSON tree conversion the server used before (`tree`: every
-//! event to a `Value`, every key converted into a new tree, then written).
+//! a database hands back) into one array: no renaming, no tree. `stored` is what the server does
+//! for the SQL stores: each event written from its stored text in one pass
+//! (`agentstate::wire::write_stored_event`); `body` writes decoded events (the other stores).
+//! Also measured, as the baseline of the change that replaced it: the JSON tree conversion the
+//! server used before (`tree`: every event to a `Value`, every key converted into a new tree,
+//! then written).
 //!
 //! Run: `cargo bench -p agentstate-bench --bench wire`
 
@@ -10,7 +13,8 @@
 
 use std::hint::black_box;
 
-use agentstate::wire::{WireSession, to_camel, to_snake};
+use agentstate::store::{RawSession, StoredEvent, secs_to_micros};
+use agentstate::wire::{RawWireSession, WireSession, to_camel, to_snake};
 use agentstate::{CreateSession, GetSessionConfig, InMemorySessionService, Session, SessionService};
 use agentstate::{Event, Value};
 use agentstate_bench::{criterion_rows, make_event, print_ratios, run_criterion};
@@ -40,6 +44,30 @@ fn bench(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("body", n), &session, |b, s| {
             b.iter(|| black_box(serde_json::to_vec(&WireSession(s)).unwrap()));
         });
+        let raw = RawSession {
+            session: Session::from_storage(
+                session.key().clone(),
+                session.state().all().clone(),
+                Vec::<Event>::new(),
+                session.last_update_micros(),
+            ),
+            stored_events: Some(
+                session
+                    .events()
+                    .iter()
+                    .zip(&stored)
+                    .map(|(e, text)| StoredEvent {
+                        id: e.id.clone(),
+                        invocation_id: e.invocation_id.clone(),
+                        timestamp_micros: secs_to_micros(e.timestamp).unwrap(),
+                        data: Some(text.clone()),
+                    })
+                    .collect(),
+            ),
+        };
+        group.bench_with_input(BenchmarkId::new("stored", n), &raw, |b, raw| {
+            b.iter(|| black_box(RawWireSession(raw).to_vec().unwrap()));
+        });
         group.bench_with_input(BenchmarkId::new("tree", n), &session, |b, s| {
             b.iter(|| black_box(serde_json::to_vec(&tree::session(s)).unwrap()));
         });
@@ -68,6 +96,12 @@ fn summary() {
             .map(|n| (vec![format!("{n} events")], "wire".to_owned(), format!("body/{n}"), format!("floor/{n}"))),
     );
     print_ratios(&["GET body"], "agentstate", &rows);
+    let rows = criterion_rows(
+        SIZES
+            .iter()
+            .map(|n| (vec![format!("{n} events")], "wire".to_owned(), format!("stored/{n}"), format!("floor/{n}"))),
+    );
+    print_ratios(&["from stored"], "agentstate", &rows);
     let rows = criterion_rows(
         SIZES
             .iter()

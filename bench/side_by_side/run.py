@@ -7,6 +7,8 @@ one run on one machine. `bench/side-by-side` sets up what it needs and runs this
 2. HTTP: `agentstate serve` and `adk api_server` in turn, on copies of one SQLite database, under
    wrk: PATCH `stateDelta` over 100 sessions (1 and 32 connections), GET of a 100-event session (1
    and 32), GET of a 2,000-event session (1), POST create (32), list (32). Non-2xx answers counted.
+   The GETs again against their floor (`side_by_side floor-server`): the same server stack reading
+   the same rows and writing agentstate's answer from memory.
 3. Lost writes: after 32 concurrent PATCHes each writing its own `user:` key, every key whose
    PATCH was answered 2xx must be in the user's state.
 4. Resident memory of each server, idle and after its runs.
@@ -74,6 +76,7 @@ class Server:
     """A server process on a spare loopback port, stopped on exit."""
 
     def __init__(self, name: str, argv: list[str], port: int, log_path: Path, env=None):
+        """Starts `argv` and waits until it answers the session list of app `bench`, user `u`."""
         self.name, self.port = name, port
         self.base = f"http://127.0.0.1:{port}"
         self.log = open(log_path, "w")
@@ -229,13 +232,36 @@ def http_side(args, tmp: Path, agentstate: Path, python: Path, side_by_side: Pat
                     f"p50 {r['p50_us'] / 1e3:.2f} ms, p99 {r['p99_us'] / 1e3:.2f} ms, non-2xx {r['non2xx']}, "
                     f"socket errors {r['socket_errors']}")
                 runs.append(r)
+            if name == "agentstate":
+                for session in ("e100", "e2000"):
+                    with urllib.request.urlopen(f"{server.base}/apps/bench/users/u/sessions/{session}") as r:
+                        (tmp / f"{session}.json").write_bytes(r.read())
             check = asyncio.run(lost_writes(server.base, args.lost_write_patches))
             log(f"  {name}: lost-write check: {check['acknowledged']} of {check['sent']} PATCHes acknowledged, "
                 f"{check['refused']} refused, {check['lost']} acknowledged writes lost")
             after = resident_kib(server.process.pid)
             log(f"  {name}: resident {after / 1024:.1f} MiB after the runs")
         results[name] = {"runs": runs, "lost_writes": check, "rss_idle_kib": idle, "rss_after_kib": after}
+    results["floor"] = http_floor(args, tmp, side_by_side)
     return results
+
+
+def http_floor(args, tmp: Path, side_by_side: Path) -> dict:
+    """The GET runs against their floor, on agentstate's database, answering agentstate's bytes."""
+    port = spare_port()
+    argv = [str(side_by_side), "floor-server", "--db", str(tmp / "agentstate.db"), "--addr", f"127.0.0.1:{port}",
+            "--body", f"e100={tmp / 'e100.json'}", "--body", f"e2000={tmp / 'e2000.json'}"]
+    runs = []
+    with Server("floor", argv, port, tmp / "floor.log") as server:
+        for label, scenario, connections in RUNS:
+            if not scenario.startswith("get"):
+                continue
+            r = wrk(server.base, scenario, connections, args.duration, tmp)
+            r.update(label=label, scenario=scenario, connections=connections)
+            log(f"  floor: {label}, {connections} connection(s): {r['per_second']:.0f}/s, "
+                f"p50 {r['p50_us'] / 1e3:.2f} ms, p99 {r['p99_us'] / 1e3:.2f} ms, non-2xx {r['non2xx']}")
+            runs.append(r)
+    return {"runs": runs}
 
 
 # ---------------------------------------------------------------- report
@@ -259,19 +285,22 @@ def ratio(a, b) -> str:
     return f"{r:.2f}×" if r >= 0.1 else f"{r:.2g}×"
 
 
+STORES = ["memory", "sqlite", "sqlite-normal", "postgres", "mysql", "redis"]
+NAMES = {"memory": "in-memory", "sqlite": "SQLite", "sqlite-normal": "SQLite, synchronous=NORMAL",
+         "postgres": "PostgreSQL", "mysql": "MariaDB", "redis": "Redis"}
+
+
 def report(doc: dict) -> str:
     services = doc["services"]
     by = {(m["implementation"], m["store"]): m for m in services}
-    stores = [s for s in ["memory", "sqlite", "postgres", "mysql", "redis"] if ("agentstate", s) in by]
+    stores = [s for s in STORES if ("agentstate", s) in by]
     out = [f"# Side by side: agentstate and ADK for Python {doc['reference_version']}", "",
            f"{doc['started']}, mode `{doc['mode']}`, {doc['machine']}.", "",
            "Times are medians; the ratios are agentstate's time divided by the other's (below 1: agentstate "
            "is faster), and for throughput agentstate's rate divided by the other's.", ""]
-    names = {"memory": "in-memory", "sqlite": "SQLite", "postgres": "PostgreSQL", "mysql": "MariaDB",
-             "redis": "Redis"}
     for store in stores:
         ours, floor, ref = by.get(("agentstate", store)), by.get(("floor", store)), by.get(("adk-python", store))
-        out += [f"## {names[store]}", "",
+        out += [f"## {NAMES[store]}", "",
                 "| operation | events | agentstate | floor | ADK for Python | agentstate / floor | agentstate / ADK |",
                 "|---|---|---|---|---|---|---|"]
         out.append(f"| create | | {fmt_us(ours['create_us'])} | {fmt_us(floor['create_us']) if floor else '—'} | "
@@ -312,6 +341,20 @@ def report(doc: dict) -> str:
         out.append(f"| resident memory, after the runs | {ours['rss_after_kib'] / 1024:.1f} MiB | "
                    f"{ref['rss_after_kib'] / 1024:.1f} MiB |")
         out.append("")
+        floor = http.get("floor")
+        if floor:
+            out += ["### GET against its floor", "",
+                    "The floor: the same server stack reading the same rows as text and answering agentstate's "
+                    "bytes from memory.", "",
+                    "| request | connections | agentstate: req/s, p50 | floor: req/s, p50 | p50 / floor | "
+                    "floor req/s / agentstate req/s |", "|---|---|---|---|---|---|"]
+            gets = {(r["scenario"], r["connections"]): r for r in ours["runs"]}
+            for f in floor["runs"]:
+                a = gets[(f["scenario"], f["connections"])]
+                out.append(f"| {f['label']} | {f['connections']} | {a['per_second']:,.0f}, {fmt_us(a['p50_us'])} | "
+                           f"{f['per_second']:,.0f}, {fmt_us(f['p50_us'])} | {ratio(a['p50_us'], f['p50_us'])} | "
+                           f"{ratio(f['per_second'], a['per_second'])} |")
+            out.append("")
     out += ["![get latency against session size](get_latency.svg)", ""]
     return "\n".join(out)
 
@@ -325,8 +368,8 @@ def chart(doc: dict, path: Path) -> None:
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 5))
     styles = {"agentstate": "-", "floor": ":", "adk-python": "--"}
-    colors = {"memory": "tab:blue", "sqlite": "tab:orange", "postgres": "tab:green", "mysql": "tab:purple",
-              "redis": "tab:red"}
+    colors = {"memory": "tab:blue", "sqlite": "tab:orange", "sqlite-normal": "tab:brown", "postgres": "tab:green",
+              "mysql": "tab:purple", "redis": "tab:red"}
     for m in doc["services"]:
         xs = [r["events"] for r in m["sizes"]]
         for ax, key in zip(axes, ["full_us", "recent20_us"]):
@@ -358,7 +401,7 @@ def main() -> None:
     parser.add_argument("mode", choices=MODES, nargs="?", default="quick")
     parser.add_argument("--sizes", help="session sizes in events, e.g. 10,100,1000")
     parser.add_argument("--duration", type=int, help="seconds per HTTP scenario")
-    parser.add_argument("--stores", default="memory,sqlite,postgres,mysql,redis")
+    parser.add_argument("--stores", default=",".join(STORES))
     parser.add_argument("--skip", default="", help="parts to skip: services, reference, http")
     parser.add_argument("--out", type=Path, default=ROOT / "target" / "side-by-side")
     parser.add_argument("--python", type=Path, required=True, help="the virtualenv's python (with google-adk)")
@@ -383,8 +426,9 @@ def main() -> None:
             subprocess.run([str(side_by_side), "services", "--sizes", args.sizes, "--stores", args.stores,
                             "--per-writer", str(per_writer), "--out", str(tmp / "ours.json")], check=True)
             doc["services"] += json.loads((tmp / "ours.json").read_text())["results"]
-        if "services" not in skip and "reference" not in skip:
-            stores = ",".join(s for s in args.stores.split(",") if s != "mysql")
+        # The reference has no MySQL service in the harness, and one SQLite setting.
+        stores = ",".join(s for s in args.stores.split(",") if s not in ("mysql", "sqlite-normal"))
+        if "services" not in skip and "reference" not in skip and stores:
             log(f"services: ADK for Python {version} ({stores}; sizes {args.sizes})")
             subprocess.run([str(args.python), str(HERE / "adk_workload.py"), "--sizes", args.sizes, "--stores", stores,
                             "--per-writer", str(per_writer), "--out", str(tmp / "adk.json")], check=True)
@@ -404,6 +448,9 @@ def main() -> None:
         bad = [r["label"] for r in ours["runs"] if r["non2xx"] or r["socket_errors"]]
         if bad or ours["lost_writes"]["lost"] or ours["lost_writes"]["refused"]:
             raise SystemExit(f"agentstate failed requests ({', '.join(bad) or 'the lost-write check'}) or lost writes")
+        floor = doc["http"].get("floor", {}).get("runs", [])
+        if any(r["non2xx"] or r["socket_errors"] for r in floor):
+            raise SystemExit("the HTTP floor failed requests: its figures mean nothing")
 
 
 if __name__ == "__main__":
