@@ -2,10 +2,13 @@
 //! form (camelCase, unknown fields kept). Whatever decodes, encodes, and decodes again to the
 //! same event and the same bytes. (The HTTP form shows the reference's default fields, such as
 //! `nodeInfo`, which then come back as fields of the event: so it is stable from the first
-//! encoding on.)
+//! encoding on.) And the stored text written straight to the HTTP form (what a GET does on the
+//! SQL stores): refused exactly when it is not JSON, always JSON when written, and, where the
+//! text decodes as an event, the JSON of that event.
 #![no_main]
 
-use agentstate::wire::{event_from_wire, event_to_wire};
+use agentstate::store::StoredEvent;
+use agentstate::wire::{event_from_wire, event_to_wire, write_stored_event};
 use agentstate::{Event, Value};
 use libfuzzer_sys::fuzz_target;
 
@@ -16,6 +19,35 @@ fuzz_target!(|data: &[u8]| {
         let again: Event = serde_json::from_slice(&once).expect("an encoded event decodes");
         assert_eq!(again, event, "storage form: decode → encode → decode changed the event");
         assert_eq!(serde_json::to_vec(&again).expect("an event encodes"), once, "storage form: unstable bytes");
+    }
+    // Stored text written straight to the HTTP form.
+    if let Ok(text) = std::str::from_utf8(data) {
+        let stored = StoredEvent {
+            id: "row".into(),
+            invocation_id: "inv".into(),
+            timestamp_micros: 1_700_000_000_000_000,
+            data: Some(text.to_owned()),
+        };
+        let mut out = Vec::new();
+        let written = write_stored_event(&stored, &mut out);
+        match serde_json::from_str::<Value>(text) {
+            // serde_json refuses numbers it cannot hold; copied as text, they are still JSON.
+            Err(e) if e.to_string().contains("out of range") => {}
+            Err(_) => assert!(written.is_err(), "not JSON, yet written"),
+            Ok(Value::Object(_)) => {
+                written.expect("a JSON object is written");
+                let shown: Value = serde_json::from_slice(&out).expect("what is written is JSON");
+                if let Ok((mut event, own_time)) = Event::from_stored_json(text) {
+                    event.id = stored.id.clone();
+                    event.invocation_id = stored.invocation_id.clone();
+                    if !own_time {
+                        event.timestamp = 1_700_000_000.0;
+                    }
+                    assert_eq!(shown, event_to_wire(&event), "the stored text shows another event");
+                }
+            }
+            Ok(_) => assert!(written.is_err(), "not an object, yet written"),
+        }
     }
     // HTTP form.
     if let Ok(value) = serde_json::from_slice::<Value>(data)

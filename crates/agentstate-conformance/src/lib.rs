@@ -158,6 +158,7 @@ macro_rules! session_service_tests {
             scopes_are_isolated_between_users_and_apps,
             get_missing_is_none,
             get_selects_event_windows,
+            raw_reads_show_what_decoded_reads_do,
             handles_are_independent_copies,
             event_pages_walk_history_in_order,
             event_pages_start_at_a_time,

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentstate::store::RawSession;
 use agentstate::{ListSessions, Retention, Session, SessionService, Value};
 use chrono::{DateTime, SecondsFormat, Utc};
 
@@ -125,6 +126,21 @@ impl serde::Serialize for SessionBody<'_> {
         }
         map.end()
     }
+}
+
+/// The bytes of [`SessionBody`] for a session read raw: its stored events written from their
+/// text.
+pub(crate) fn raw_session_body(session: &RawSession) -> Result<Vec<u8>, serde_json::Error> {
+    let wire = agentstate::wire::RawWireSession(session);
+    let mut out = Vec::with_capacity(wire.size_hint());
+    out.push(b'{');
+    wire.write_fields(&mut out)?;
+    if let Some(at) = session.session.attributes().expire_time_micros {
+        out.extend_from_slice(b",\"expireTime\":");
+        serde_json::to_writer(&mut out, &rfc3339(at))?;
+    }
+    out.push(b'}');
+    Ok(out)
 }
 
 /// The body of `session`.

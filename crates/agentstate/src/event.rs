@@ -59,7 +59,8 @@ pub struct Event {
     #[serde(default)]
     pub id: String,
     /// Epoch seconds. Stored to the microsecond and kept strictly increasing within a session.
-    #[serde(default = "now_secs")]
+    /// Now, when the JSON read has none.
+    #[serde(default = "defaulted_timestamp")]
     pub timestamp: f64,
     /// Keys this event deletes from the state, after `actions.state_delta` is applied (each
     /// also appears there as `null`, the value ADK for Python sees: it ignores this field). A
@@ -70,6 +71,17 @@ pub struct Event {
     /// Fields not modelled here, kept as received.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+thread_local! {
+    /// Set when an event read from JSON on this thread had no `timestamp` (see
+    /// [`Event::from_stored_json`]).
+    static TIMESTAMP_DEFAULTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn defaulted_timestamp() -> f64 {
+    TIMESTAMP_DEFAULTED.set(true);
+    now_secs()
 }
 
 impl Default for Event {
@@ -97,6 +109,24 @@ impl Event {
     /// An event of `invocation_id`, timestamped now.
     pub fn new(invocation_id: impl Into<String>) -> Self {
         Self { invocation_id: invocation_id.into(), ..Self::default() }
+    }
+
+    /// Reads an event as stored (its JSON text, snake_case or camelCase), and says whether the
+    /// text had a `timestamp` of its own: a store falls back to its row's time when it had none,
+    /// as the reference does. One pass over the text.
+    ///
+    /// ```
+    /// use agentstate::Event;
+    /// let (event, own) = Event::from_stored_json(r#"{"author": "a", "timestamp": 1.5}"#)?;
+    /// assert!(own && event.timestamp == 1.5);
+    /// let (_, own) = Event::from_stored_json(r#"{"author": "a", "actions": {"state_delta": {"timestamp": 2}}}"#)?;
+    /// assert!(!own, "a nested `timestamp` is not the event's");
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn from_stored_json(text: &str) -> serde_json::Result<(Self, bool)> {
+        TIMESTAMP_DEFAULTED.set(false);
+        let event = serde_json::from_str(text)?;
+        Ok((event, !TIMESTAMP_DEFAULTED.replace(false)))
     }
 
     /// A fresh event id (a UUIDv4, as the reference uses).

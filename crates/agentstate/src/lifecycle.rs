@@ -11,7 +11,7 @@ use crate::key::SessionKey;
 use crate::session::Session;
 use crate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
-    SessionStore, StateOwner, UserData, ValueSwap, now_micros,
+    RawSession, SessionStore, StateOwner, UserData, ValueSwap, now_micros,
 };
 use serde_json::{Map, Value};
 
@@ -88,6 +88,10 @@ impl<S: SessionStore> SessionStore for RefreshOnAppend<S> {
 
     async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
         self.inner.get(key, window).await
+    }
+
+    async fn get_raw(&self, key: &SessionKey, window: EventWindow) -> Result<Option<RawSession>> {
+        self.inner.get_raw(key, window).await
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {

@@ -79,6 +79,22 @@ impl ScopedState {
         out
     }
 
+    /// Like [`split`](Self::split), copying from a map that stays as it is.
+    pub fn split_copy(flat: &Map<String, Value>) -> Self {
+        let mut out = Self::default();
+        for (key, value) in flat {
+            let (scope, rest) = Scope::of(key);
+            let target = match scope {
+                Scope::App => &mut out.app,
+                Scope::User => &mut out.user,
+                Scope::Session => &mut out.session,
+                Scope::Temp => continue,
+            };
+            target.insert(rest.to_owned(), value.clone());
+        }
+        out
+    }
+
     /// True when no scope has a key.
     pub fn is_empty(&self) -> bool {
         self.app.is_empty() && self.user.is_empty() && self.session.is_empty()

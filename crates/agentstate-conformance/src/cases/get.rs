@@ -161,3 +161,42 @@ pub(super) async fn sessions_are_found_by_app_and_id(svc: Svc) {
     assert!(svc.find_sessions(&app, "s1").await.unwrap().is_empty(), "deleted");
     assert_eq!(svc.find_sessions(&app, " bad").await.unwrap_err().kind(), agentstate::ErrorKind::InvalidArgument);
 }
+
+/// A raw read (`get_session_raw`, what an API GET answers from) writes the same JSON as the
+/// decoded read, for every window; expired or missing sessions are none either way.
+pub(super) async fn raw_reads_show_what_decoded_reads_do(svc: Svc) {
+    use agentstate::wire::{RawWireSession, WireSession};
+    use agentstate::{Content, Event};
+
+    let app = unique("app");
+    let mut s = create(&svc, &app, "u", "s", json!({"k": 1, "app:a": "A", "user:u": [1]})).await;
+    let call: agentstate::Part = serde_json::from_value(
+        json!({"function_call": {"id": "c1", "name": "lookup", "args": {"city_name": "Paris", "n": 2.5}}}),
+    )
+    .unwrap();
+    let events = [
+        event("inv-1", json!({"k": 2, "user:u": {"nested": null}, "app:a": "B"}))
+            .content(Content::text("user", "héllo \"quoted\"\n")),
+        Event {
+            content: Some(Content { parts: Some(vec![call]), role: Some("model".into()), ..Content::default() }),
+            ..event("inv-1", json!({}))
+        },
+        event("inv-2", json!({"k": null})).delete("k"),
+    ];
+    for mut e in events {
+        e.extra.insert("custom_metadata".into(), json!({"__adk_internal_x": 1, "shown": {"a_b": 1}}));
+        svc.append_event(&mut s, e).await.unwrap();
+    }
+    for (recent, after) in [(None, None), (Some(0), None), (Some(2), None), (None, Some(s.last_update_time()))] {
+        let config = GetSessionConfig { num_recent_events: recent, after_timestamp: after };
+        let decoded = svc.get_session(s.key(), config).await.unwrap().unwrap();
+        let raw = svc.get_session_raw(s.key(), config).await.unwrap().unwrap();
+        assert_eq!(raw.event_count(), decoded.events().len(), "window {recent:?} {after:?}");
+        assert_eq!(
+            serde_json::from_slice::<serde_json::Value>(&RawWireSession(&raw).to_vec().unwrap()).unwrap(),
+            serde_json::to_value(WireSession(&decoded)).unwrap(),
+            "window {recent:?} {after:?}"
+        );
+    }
+    assert!(svc.get_session_raw(&key(&app, "u", "missing"), GetSessionConfig::default()).await.unwrap().is_none());
+}

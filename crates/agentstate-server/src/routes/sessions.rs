@@ -13,7 +13,7 @@ use serde_json::json;
 
 use super::append;
 use crate::error::ApiError;
-use crate::expiry::{requested_expire, session_body, session_value};
+use crate::expiry::{raw_session_body, requested_expire, session_body, session_value};
 use crate::limits::{Body, check_path_safe};
 use crate::state::AppState;
 
@@ -185,10 +185,13 @@ pub(crate) async fn get(
     let Query(window) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let config =
         GetSessionConfig { num_recent_events: window.num_recent_events, after_timestamp: window.after_timestamp };
-    let session = state.service().get_session(&key(&app, &user, &id)?, config).await?;
+    let session = state.service().get_session_raw(&key(&app, &user, &id)?, config).await?;
     let session = session.ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
-    // Written straight from the session: no JSON tree for its events.
-    Ok(Json(session_body(&session)).into_response())
+    // Written straight from the stored events' text: no `Event`, no JSON tree.
+    // Text no JSON reader takes is corrupt data, as when decoding it.
+    let corrupt = |e: serde_json::Error| Error::Backend { message: e.to_string(), retryable: false, source: None };
+    let body = raw_session_body(&session).map_err(corrupt)?;
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
 /// The event window of `GET …/sessions/{id}` (agentstate's extension; the reference answers every

@@ -5,7 +5,7 @@
 
 use agentstate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
-    SessionStore, StateOwner, ValueSwap, merge_scopes,
+    RawSession, SessionStore, StateOwner, StoredEvent, ValueSwap, merge_scopes,
 };
 use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionKey, UserData, Value};
 use std::sync::Arc;
@@ -233,6 +233,18 @@ fn event_of(row: &MySqlRow) -> Step<Event> {
     Ok(codec::decode_event_text(data, id, invocation, || Ok(micros(time)))?)
 }
 
+/// An event row as stored.
+fn stored_of(row: &MySqlRow) -> Step<StoredEvent> {
+    let data: Option<&str> = row.try_get("event_data").map_err(sql_step("read event"))?;
+    let time: NaiveDateTime = row.try_get("timestamp").map_err(sql_step("read event"))?;
+    Ok(StoredEvent {
+        id: row.try_get("id").map_err(sql_step("read event"))?,
+        invocation_id: row.try_get("invocation_id").map_err(sql_step("read event"))?,
+        timestamp_micros: micros(time),
+        data: data.map(str::to_owned),
+    })
+}
+
 /// The session row's state and marker.
 fn session_of(row: &MySqlRow) -> Step<(String, i64)> {
     let state: String = row.try_get("state").map_err(sql_step("read session"))?;
@@ -349,6 +361,24 @@ fn finish<T>(what: &str, step: Step<T>) -> Result<T> {
 }
 
 async fn get_in(conn: &mut MySqlConnection, key: &SessionKey, window: EventWindow) -> Step<Option<Session>> {
+    let Some((row, merged, events)) = load(conn, key, window, event_of).await? else { return Ok(None) };
+    Ok(Some(stored_session(&row, key.clone(), merged, events)?))
+}
+
+async fn get_raw_in(conn: &mut MySqlConnection, key: &SessionKey, window: EventWindow) -> Step<Option<RawSession>> {
+    let Some((row, merged, events)) = load(conn, key, window, stored_of).await? else { return Ok(None) };
+    let session = stored_session(&row, key.clone(), merged, Vec::new())?;
+    Ok(Some(RawSession { session, stored_events: Some(events) }))
+}
+
+/// A session's row, merged state and window of events (each read by `event`, oldest first), in
+/// one snapshot.
+async fn load<E>(
+    conn: &mut MySqlConnection,
+    key: &SessionKey,
+    window: EventWindow,
+    event: fn(&MySqlRow) -> Step<E>,
+) -> Step<Option<(MySqlRow, Map<String, Value>, Vec<E>)>> {
     let mut tx = snapshot(conn).await.map_err(sql_step("begin"))?;
     let row = keyed(sql!("session_get"), key).fetch_optional(&mut *tx).await.map_err(sql_step("read session"))?;
     let Some(row) = row else { return Ok(None) };
@@ -366,14 +396,13 @@ async fn get_in(conn: &mut MySqlConnection, key: &SessionKey, window: EventWindo
             .map_err(sql_step("read events"))?;
         // Read newest first, so the limit keeps the most recent.
         for r in rows.iter().rev() {
-            events.push(event_of(r)?);
+            events.push(event(r)?);
         }
     }
     let app = Shared::App(key.app_name()).read(&mut tx, false).await?.unwrap_or_default();
     let user = Shared::User(key).read(&mut tx, false).await?.unwrap_or_default();
     tx.commit().await.map_err(sql_step("end read"))?;
-    let merged = merge_scopes(&parse_state(&state)?, &app, &user);
-    Ok(Some(stored_session(&row, key.clone(), merged, events)?))
+    Ok(Some((row, merge_scopes(&parse_state(&state)?, &app, &user), events)))
 }
 
 async fn list_in(conn: &mut MySqlConnection, query: &ListQuery) -> Step<Vec<Session>> {
@@ -508,6 +537,11 @@ impl SessionStore for MySqlStore {
     async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
         let mut conn = self.pool.acquire().await.map_err(|e| sqlx_error("loading a session", e))?;
         finish("loading a session", get_in(&mut conn, key, window).await)
+    }
+
+    async fn get_raw(&self, key: &SessionKey, window: EventWindow) -> Result<Option<RawSession>> {
+        let mut conn = self.pool.acquire().await.map_err(|e| sqlx_error("loading a session", e))?;
+        finish("loading a session", get_raw_in(&mut conn, key, window).await)
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use agentstate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
-    SessionStore, StateOwner, ValueSwap, merge_scopes,
+    RawSession, SessionStore, StateOwner, StoredEvent, ValueSwap, merge_scopes,
 };
 use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionKey, UserData, Value};
 use async_trait::async_trait;
@@ -44,6 +44,45 @@ fn delta_or_null(delta: &Map<String, Value>) -> Option<Json<&Map<String, Value>>
 }
 
 impl PostgresStore {
+    /// A session's row, merged state and window of events (each made by `event` from the row's
+    /// id, invocation id, time and `event_data` text, oldest first), in one statement.
+    async fn load<E>(
+        &self,
+        key: &SessionKey,
+        window: EventWindow,
+        event: impl Fn(String, String, i64, Option<&str>) -> Result<E>,
+    ) -> Result<Option<(PgRow, Map<String, Value>, Vec<E>)>> {
+        let after = window.after_micros.map(naive).transpose()?;
+        let limit = window.recent.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+        let rows = keyed(sql!("session_load"), key)
+            .bind(after)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| sqlx_error("loading a session", e))?;
+        // One row for the session (the one with a marker), one per event, in any order.
+        let mut session_row = None;
+        let mut events = Vec::with_capacity(rows.len());
+        for row in rows {
+            let Some(id) = get::<Option<String>>(&row, "id")? else {
+                session_row = Some(row);
+                continue;
+            };
+            let invocation_id = get::<Option<String>>(&row, "invocation_id")?.unwrap_or_default();
+            let micros = get::<Option<chrono::NaiveDateTime>>(&row, "event_time")?.map_or(0, codec::micros);
+            let made = event(id.clone(), invocation_id, micros, get(&row, "event_data")?)?;
+            events.push((micros, id, made));
+        }
+        let Some(first) = session_row else { return Ok(None) };
+        // Oldest first; the rows came newest first, which this sort reverses in one pass.
+        events.sort_by(|(a, x, _), (b, y, _)| a.cmp(b).then_with(|| x.cmp(y)));
+        let session = object(get_json(&first, "state")?, "sessions.state")?;
+        let app = object(get_json(&first, "app_state")?, "app_states.state")?;
+        let user = object(get_json(&first, "user_state")?, "user_states.state")?;
+        let events = events.into_iter().map(|(_, _, event)| event).collect();
+        Ok(Some((first, merge_scopes(&session, &app, &user), events)))
+    }
+
     /// Connects and prepares the schema (created if absent; serialised across processes by an
     /// advisory lock).
     pub async fn connect(options: &PoolOptions) -> Result<Self> {
@@ -186,28 +225,20 @@ impl SessionStore for PostgresStore {
     }
 
     async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
-        let after = window.after_micros.map(naive).transpose()?;
-        let limit = window.recent.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
-        let rows = keyed(sql!("session_load"), key)
-            .bind(after)
-            .bind(limit)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| sqlx_error("loading a session", e))?;
-        let Some(first) = rows.first() else { return Ok(None) };
-        let session = object(get_json(first, "state")?, "sessions.state")?;
-        let app = object(get_json(first, "app_state")?, "app_states.state")?;
-        let user = object(get_json(first, "user_state")?, "user_states.state")?;
-        // One row per event, newest first (so LIMIT keeps the most recent); none for an empty window.
-        let mut events = Vec::with_capacity(rows.len());
-        for row in rows.iter().rev() {
-            let Some(id) = get::<Option<String>>(row, "id")? else { continue };
-            let invocation_id = get::<Option<String>>(row, "invocation_id")?.unwrap_or_default();
-            let micros = get::<Option<i64>>(row, "micros")?.unwrap_or_default();
-            events.push(codec::decode_event_text(get(row, "event_data")?, id, invocation_id, || Ok(micros))?);
-        }
-        let merged = merge_scopes(&session, &app, &user);
-        Ok(Some(stored_session(first, key.clone(), merged, events)?))
+        let decode = |id, invocation_id, micros, data: Option<&str>| {
+            codec::decode_event_text(data, id, invocation_id, || Ok(micros))
+        };
+        let Some((row, merged, events)) = self.load(key, window, decode).await? else { return Ok(None) };
+        Ok(Some(stored_session(&row, key.clone(), merged, events)?))
+    }
+
+    async fn get_raw(&self, key: &SessionKey, window: EventWindow) -> Result<Option<RawSession>> {
+        let stored = |id, invocation_id, timestamp_micros, data: Option<&str>| {
+            Ok(StoredEvent { id, invocation_id, timestamp_micros, data: data.map(str::to_owned) })
+        };
+        let Some((row, merged, events)) = self.load(key, window, stored).await? else { return Ok(None) };
+        let session = stored_session(&row, key.clone(), merged, Vec::<Event>::new())?;
+        Ok(Some(RawSession { session, stored_events: Some(events) }))
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {

@@ -1,6 +1,7 @@
 //! SQLite, the embedded default: the reference's v1 schema in a file (or in memory), WAL, a
 //! group-committing writer thread and pooled readers.
 
+mod edit;
 mod ops;
 mod schema;
 mod worker;
@@ -11,13 +12,13 @@ use std::time::Duration;
 
 use agentstate::store::{
     CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
-    SessionStore, StateOwner, ValueSwap,
+    RawSession, SessionStore, StateOwner, ValueSwap,
 };
 use agentstate::{Error, Event, Map, Result, Session, SessionKey, UserData, Value};
 use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags};
 
-use worker::Writer;
+use worker::{Writer, WriterOptions};
 
 use crate::schema::Schema;
 
@@ -70,6 +71,10 @@ pub(crate) fn sqlite_error(context: &str, e: &rusqlite::Error) -> Error {
     }
 }
 
+/// Prepared statements kept per connection: every statement of the dialect, and the state edits
+/// of commits (one statement per number of keys changed).
+const STATEMENT_CACHE: usize = 96;
+
 /// The SQLite session store.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
@@ -99,6 +104,7 @@ impl ReaderPool {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(&self.path, flags).map_err(|e| sqlite_error("open reader", &e))?;
         conn.busy_timeout(self.busy_timeout).map_err(|e| sqlite_error("configure reader", &e))?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         Ok(conn)
     }
 
@@ -114,7 +120,12 @@ impl SqliteStore {
         let (conn, schema) = tokio::task::spawn_blocking(move || open_writer(&opened))
             .await
             .map_err(|e| Error::backend("opening SQLite panicked", false, e))??;
-        let writer = Writer::spawn(conn)?;
+        // A commit that does not wait for the disk may run on its caller's thread.
+        let inline = options.synchronous == Synchronous::Normal || options.path.is_none();
+        let writer = Writer::spawn(
+            conn,
+            WriterOptions { inline, busy_timeout: options.busy_timeout, wal: options.path.is_some() },
+        )?;
         let readers = options.path.map(|path| {
             Arc::new(ReaderPool {
                 path,
@@ -201,6 +212,7 @@ fn open_writer(options: &SqliteOptions) -> Result<(Connection, Schema)> {
     .and_then(|()| conn.busy_timeout(options.busy_timeout))
     .map_err(|e| sqlite_error(&format!("configure {location}"), &e))?;
     let schema = schema::prepare(&conn, &location)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok((conn, schema))
 }
 
@@ -213,6 +225,11 @@ impl SessionStore for SqliteStore {
     async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
         let key = key.clone();
         self.read(move |conn| ops::get(conn, &key, window)).await
+    }
+
+    async fn get_raw(&self, key: &SessionKey, window: EventWindow) -> Result<Option<RawSession>> {
+        let key = key.clone();
+        self.read(move |conn| ops::get_raw(conn, &key, window)).await
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {

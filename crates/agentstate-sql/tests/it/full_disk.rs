@@ -62,6 +62,16 @@ fn integrity(path: &Path) -> String {
 
 #[test]
 fn a_full_disk_fails_appends_retryably_and_loses_nothing() {
+    full_disk("");
+}
+
+/// The same where commits run on the caller's thread when the writer is idle.
+#[test]
+fn a_full_disk_fails_appends_retryably_and_loses_nothing_with_synchronous_normal() {
+    full_disk("?synchronous=normal");
+}
+
+fn full_disk(options: &str) {
     let disk = Tmpfs::mount("4m");
     let db = disk.0.join("sessions.db");
     // Most of the space goes to a file that is removed later to free it.
@@ -69,7 +79,7 @@ fn a_full_disk_fails_appends_retryably_and_loses_nothing() {
     std::fs::write(&filler, vec![7u8; 3 << 20]).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let acked = runtime.block_on(async {
-        let service = SqlSessionService::connect(&format!("sqlite://{}", db.display())).await.unwrap();
+        let service = SqlSessionService::connect(&format!("sqlite://{}{options}", db.display())).await.unwrap();
         let mut session = service.create_session(CreateSession::new("disk", "u").id("s")).await.unwrap();
         let mut acked = Vec::new();
         let mut refused = 0;

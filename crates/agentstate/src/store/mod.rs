@@ -14,6 +14,7 @@
 //!
 //! [`SessionService`]: crate::SessionService
 
+mod raw;
 pub mod replay;
 
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use async_trait::async_trait;
 
 pub use crate::scope::{ScopedKeys, ScopedState, merge_scopes};
 pub use crate::time::{micros_to_secs, now_micros, now_secs, secs_to_micros};
+pub use raw::{RawSession, StoredEvent};
 
 use serde_json::{Map, Value};
 
@@ -220,6 +222,14 @@ pub trait SessionStore: Send + Sync + 'static {
     /// Loads a session with the events in `window`, its creation time and attributes, or `None`
     /// if it does not exist. The state is the merged view read in one consistent snapshot.
     async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>>;
+
+    /// Like [`get`](Self::get), with the events as the store keeps them when that is their JSON
+    /// text, undecoded, for writing them out. The provided implementation decodes (calls `get`):
+    /// right for any store, and the only right one for a store whose text is not the event's
+    /// (encrypted, say). Stores of `event_data` text override it.
+    async fn get_raw(&self, key: &SessionKey, window: EventWindow) -> Result<Option<RawSession>> {
+        Ok(self.get(key, window).await?.map(|session| RawSession { session, stored_events: None }))
+    }
 
     /// Lists sessions in the order (last update time, user id, session id), with merged state,
     /// creation time and attributes, and no events.
@@ -528,6 +538,10 @@ impl<T: DelegatingStore> SessionStore for T {
 
     async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
         self.delegate().get(key, window).await
+    }
+
+    async fn get_raw(&self, key: &SessionKey, window: EventWindow) -> Result<Option<RawSession>> {
+        self.delegate().get_raw(key, window).await
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {

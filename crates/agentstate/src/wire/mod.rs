@@ -6,11 +6,16 @@
 //! and results) are user data and keep their keys; maps from ids to models keep their keys and
 //! have their values converted.
 
+use crate::store::RawSession;
+use std::borrow::Cow;
+
 use crate::{Event, Session, Value};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
+mod stored;
 mod stream;
 
+pub use stored::write_stored_event;
 pub use stream::WireEvent;
 
 /// Fields (snake_case) whose values are user data, never renamed inside.
@@ -20,6 +25,56 @@ const FREE_FORM: &[&str] =
 const MAP_OF_MODELS: &[&str] = &["requested_auth_configs", "requested_tool_confirmations"];
 /// `custom_metadata` keys only ADK may write; stored, never shown.
 const INTERNAL_METADATA_PREFIX: &str = "__adk_internal_";
+
+/// `key` in snake_case, borrowed when it already is.
+fn snake(key: &str) -> Cow<'_, str> {
+    if key.bytes().any(|b| b.is_ascii_uppercase()) { Cow::Owned(to_snake(key)) } else { Cow::Borrowed(key) }
+}
+
+/// `key` in camelCase ([`to_camel`]), borrowed when nothing changes or it is a field name of
+/// ADK's models (written on every event: no allocation for those).
+fn camel(key: &str) -> Cow<'_, str> {
+    if !key.bytes().skip(1).any(|b| b == b'_') {
+        return Cow::Borrowed(key);
+    }
+    let known = match key {
+        "invocation_id" => "invocationId",
+        "turn_complete" => "turnComplete",
+        "error_code" => "errorCode",
+        "error_message" => "errorMessage",
+        "long_running_tool_ids" => "longRunningToolIds",
+        "deleted_keys" => "deletedKeys",
+        "custom_metadata" => "customMetadata",
+        "node_info" => "nodeInfo",
+        "usage_metadata" => "usageMetadata",
+        "grounding_metadata" => "groundingMetadata",
+        "finish_reason" => "finishReason",
+        "model_version" => "modelVersion",
+        "skip_summarization" => "skipSummarization",
+        "state_delta" => "stateDelta",
+        "artifact_delta" => "artifactDelta",
+        "transfer_to_agent" => "transferToAgent",
+        "requested_auth_configs" => "requestedAuthConfigs",
+        "requested_tool_confirmations" => "requestedToolConfirmations",
+        "rewind_before_invocation_id" => "rewindBeforeInvocationId",
+        "end_of_agent" => "endOfAgent",
+        "agent_state" => "agentState",
+        "function_call" => "functionCall",
+        "function_response" => "functionResponse",
+        "inline_data" => "inlineData",
+        "file_data" => "fileData",
+        "mime_type" => "mimeType",
+        "file_uri" => "fileUri",
+        "thought_signature" => "thoughtSignature",
+        "prompt_token_count" => "promptTokenCount",
+        "candidates_token_count" => "candidatesTokenCount",
+        "total_token_count" => "totalTokenCount",
+        "thoughts_token_count" => "thoughtsTokenCount",
+        "run_id" => "runId",
+        _ => return Cow::Owned(to_camel(key)),
+    };
+    Cow::Borrowed(known)
+}
 
 /// `snake_case` → `camelCase`, as pydantic's `to_camel` for ADK's field names: an `_` (not the
 /// first character) before an ASCII lowercase letter goes, and the letter is capitalised; any
@@ -150,6 +205,76 @@ impl WireSession<'_> {
     }
 }
 
+/// A session read with [`get_session_raw`](crate::SessionService::get_session_raw) as the API
+/// shows it: the JSON of [`WireSession`], written as bytes, its stored events from their text
+/// ([`write_stored_event`]).
+#[derive(Debug, Clone, Copy)]
+pub struct RawWireSession<'a>(pub &'a RawSession);
+
+impl RawWireSession<'_> {
+    /// The JSON object.
+    pub fn to_vec(&self) -> Result<Vec<u8>, serde_json::Error> {
+        let mut out = Vec::with_capacity(self.size_hint());
+        out.push(b'{');
+        self.write_fields(&mut out)?;
+        out.push(b'}');
+        Ok(out)
+    }
+
+    /// About how many bytes it takes.
+    pub fn size_hint(&self) -> usize {
+        let events = self.0.stored_events.as_deref().unwrap_or_default();
+        256 + events.iter().map(|e| e.data.as_ref().map_or(0, String::len) + 160).sum::<usize>()
+    }
+
+    /// Writes the session's fields (no braces) at the end of `out`, for a body that adds its own.
+    pub fn write_fields(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        let session = &self.0.session;
+        let field = |out: &mut Vec<u8>, name: &str, value: &dyn erased::Json| -> Result<(), serde_json::Error> {
+            out.extend_from_slice(name.as_bytes());
+            value.write(out)
+        };
+        field(out, "\"id\":", &session.id())?;
+        field(out, ",\"appName\":", &session.app_name())?;
+        field(out, ",\"userId\":", &session.user_id())?;
+        field(out, ",\"state\":", session.state().all())?;
+        out.extend_from_slice(b",\"events\":[");
+        match &self.0.stored_events {
+            Some(stored) => {
+                for (i, event) in stored.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_stored_event(event, out)?;
+                }
+            }
+            None => {
+                for (i, event) in session.events().iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    serde_json::to_writer(&mut *out, &WireEvent(event))?;
+                }
+            }
+        }
+        out.push(b']');
+        field(out, ",\"lastUpdateTime\":", &session.last_update_time())
+    }
+}
+
+/// A value written as JSON, whatever its type.
+mod erased {
+    pub(super) trait Json {
+        fn write(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error>;
+    }
+
+    impl<T: serde::Serialize + ?Sized> Json for T {
+        fn write(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+            serde_json::to_writer(out, self)
+        }
+    }
+}
+
 impl Serialize for WireSession<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(6))?;
@@ -161,6 +286,7 @@ impl Serialize for WireSession<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::StoredEvent;
     use serde_json::json;
 
     /// `key` in camelCase, the same `String` back when nothing changes (the oracle's renaming).
@@ -228,6 +354,125 @@ mod tests {
         }
     }
 
+    /// What a store's typed read gives for a row: the text decoded, the row's ids winning, the
+    /// row's time when the text has none. The oracle of the stored-text writer.
+    fn decoded(stored: &StoredEvent) -> Event {
+        let (mut event, own_time) = match &stored.data {
+            Some(text) => Event::from_stored_json(text).unwrap(),
+            None => (Event::default(), false),
+        };
+        event.id = stored.id.clone();
+        event.invocation_id = stored.invocation_id.clone();
+        if !own_time {
+            event.timestamp = crate::time::micros_to_secs(stored.timestamp_micros);
+        }
+        event
+    }
+
+    fn row(data: Option<String>) -> StoredEvent {
+        StoredEvent {
+            id: "row-id".into(),
+            invocation_id: "row-inv".into(),
+            timestamp_micros: 1_700_000_000_123_456,
+            data,
+        }
+    }
+
+    #[test]
+    fn stored_text_is_written_as_the_decoded_event_would_be() {
+        let mut texts: Vec<String> = varied_events().iter().map(|e| serde_json::to_string(e).unwrap()).collect();
+        texts.extend(
+            [
+                // As ADK for Python stores it.
+                json!({"content": {"parts": [{"text": "hello"}], "role": "user"}, "invocation_id": "inv1", "author": "user",
+                       "actions": {"state_delta": {"k": 2, "none": null}, "artifact_delta": {}, "requested_auth_configs": {},
+                                   "requested_tool_confirmations": {}},
+                       "node_info": {"path": ""}, "id": "57616c03", "timestamp": 1795318375.2811546}),
+                // Fields an event always has, missing; no time of its own; an integer time.
+                json!({}),
+                json!({"content": {"role": "model"}}),
+                json!({"author": "a", "actions": {"escalate": true}, "timestamp": 1795318375}),
+                // camelCase as stored by another writer; escapes in keys and values.
+                json!({"invocationId": "text-inv", "turnComplete": true, "actions": {"stateDelta": {"k\"q": "\u{e9}\n"}},
+                       "longRunningToolIds": ["t"], "custom_metadata": {"__adk_internal_x": 1}}),
+            ]
+            .iter()
+            .map(Value::to_string),
+        );
+        texts.push(
+            r#"{"author":"caf\u00e9","actions":{"state_delta":{"x":1.0,"y":1e300,"z":-0.0}},"id":"text-id"}"#.into(),
+        );
+        // Escaped names in models: renamed, and escaped again where they must be.
+        texts.push(
+            r#"{"we\"ird_key":1,"caf\u00e9_x":{"inner_key":"v","tab\tkey":[{"deep_key":true}]},"author":"a"}"#.into(),
+        );
+        let mut rows: Vec<StoredEvent> = texts.into_iter().map(|t| row(Some(t))).collect();
+        rows.push(row(None));
+        for stored in rows {
+            let mut out = Vec::new();
+            write_stored_event(&stored, &mut out).unwrap();
+            let written: Value = serde_json::from_slice(&out).unwrap();
+            assert_eq!(written, event_to_wire(&decoded(&stored)), "{:?}", stored.data);
+        }
+    }
+
+    /// Mutated texts: whatever is not JSON is refused, as serde_json refuses it; whatever is
+    /// written is JSON; and where the text decodes as an event, the writing is its wire form.
+    #[test]
+    fn stored_text_is_checked_as_json_is() {
+        let seeds: Vec<String> = varied_events().iter().map(|e| serde_json::to_string(e).unwrap()).collect();
+        let alphabet = b"{}[]\":,.-+eE0123456789 tfnrua\\\x7f\x01x_";
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        let (mut refused, mut as_events) = (0, 0);
+        for round in 0..30_000 {
+            let mut bytes = seeds[round % seeds.len()].clone().into_bytes();
+            for _ in 0..1 + next(3) {
+                let at = next(bytes.len() + 1);
+                match next(3) {
+                    0 if at < bytes.len() => drop(bytes.remove(at)),
+                    1 if at < bytes.len() => bytes[at] = alphabet[next(alphabet.len())],
+                    _ => bytes.insert(at, alphabet[next(alphabet.len())]),
+                }
+            }
+            let Ok(text) = String::from_utf8(bytes) else { continue };
+            let stored = row(Some(text.clone()));
+            let mut out = Vec::new();
+            let written = write_stored_event(&stored, &mut out);
+            match serde_json::from_str::<Value>(&text) {
+                Err(e) if e.to_string().contains("out of range") => continue,
+                Err(_) => {
+                    assert!(written.is_err(), "not JSON, yet written: {text}");
+                    refused += 1;
+                }
+                Ok(Value::Object(_)) => {
+                    assert!(written.is_ok(), "JSON refused: {text}: {written:?}");
+                    let value: Value =
+                        serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{text} → invalid JSON: {e}"));
+                    if Event::from_stored_json(&text).is_ok() {
+                        assert_eq!(value, event_to_wire(&decoded(&stored)), "{text}");
+                        as_events += 1;
+                    }
+                }
+                Ok(_) => assert!(written.is_err(), "not an object, yet written: {text}"),
+            }
+        }
+        assert!(refused > 1_000 && as_events > 1_000, "{refused} refused, {as_events} decoded");
+    }
+
+    #[test]
+    fn unreadable_stored_text_is_an_error_naming_the_event() {
+        for text in ["{", "[]", r#"{"timestamp": "noon"}"#, r#"{"a": 1} trailing"#] {
+            let err = write_stored_event(&row(Some(text.into())), &mut Vec::new()).unwrap_err();
+            assert!(err.to_string().contains("event row-id is unreadable"), "{text}: {err}");
+        }
+    }
+
     #[test]
     fn snake_eq_is_comparing_the_snake_case_form() {
         for key in [
@@ -264,6 +509,53 @@ mod tests {
         let again = event_from_wire(event_to_wire(&event)).unwrap();
         assert_eq!(again.actions.state_delta, event.actions.state_delta);
         assert_eq!(event_to_wire(&again), event_to_wire(&event));
+    }
+
+    #[test]
+    fn known_names_are_camelcased_as_to_camel_does() {
+        let names = [
+            "invocation_id",
+            "turn_complete",
+            "error_code",
+            "error_message",
+            "long_running_tool_ids",
+            "deleted_keys",
+            "custom_metadata",
+            "node_info",
+            "usage_metadata",
+            "grounding_metadata",
+            "finish_reason",
+            "model_version",
+            "skip_summarization",
+            "state_delta",
+            "artifact_delta",
+            "transfer_to_agent",
+            "requested_auth_configs",
+            "requested_tool_confirmations",
+            "rewind_before_invocation_id",
+            "end_of_agent",
+            "agent_state",
+            "function_call",
+            "function_response",
+            "inline_data",
+            "file_data",
+            "mime_type",
+            "file_uri",
+            "thought_signature",
+            "prompt_token_count",
+            "candidates_token_count",
+            "total_token_count",
+            "thoughts_token_count",
+            "run_id",
+            "unknown_field",
+            "plain",
+            "_x",
+            "a__b",
+        ];
+        for name in names {
+            assert_eq!(camel(name), to_camel(name), "{name}");
+        }
+        assert!(matches!(camel("state_delta"), Cow::Borrowed(_)));
     }
 
     #[test]

@@ -11,12 +11,12 @@ use serde::ser::{
     SerializeTupleStruct, SerializeTupleVariant, Serializer,
 };
 
-use super::{FREE_FORM, INTERNAL_METADATA_PREFIX, MAP_OF_MODELS, snake_eq, to_camel};
+use super::{FREE_FORM, INTERNAL_METADATA_PREFIX, MAP_OF_MODELS, camel, snake, snake_eq};
 use crate::{Event, Map, Value};
 
 /// Where in an event a value sits, which decides what happens to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
+pub(super) enum Mode {
     /// The event itself: a model, plus `node_info` by default and internal metadata dropped.
     Event,
     /// Its `actions`: a model, plus the reference's two empty maps by default.
@@ -31,32 +31,56 @@ enum Mode {
 
 impl Mode {
     /// The mode of the value of field `key` (as stored) in a map of this mode.
-    fn child(self, key: &str) -> Self {
+    pub(super) fn child(self, key: &str) -> Self {
+        self.child_of(key, &snake(key))
+    }
+
+    /// [`child`](Self::child), given the key in snake_case too.
+    pub(super) fn child_of(self, key: &str, snake: &str) -> Self {
         match self {
             Self::FreeForm => Self::FreeForm,
             Self::MapOfModels => Self::Model,
-            _ if FREE_FORM.iter().any(|f| snake_eq(key, f)) => Self::FreeForm,
-            _ if MAP_OF_MODELS.iter().any(|f| snake_eq(key, f)) => Self::MapOfModels,
+            _ if FREE_FORM.contains(&snake) => Self::FreeForm,
+            _ if MAP_OF_MODELS.contains(&snake) => Self::MapOfModels,
             Self::Event if key == "actions" => Self::Actions,
             _ => Self::Model,
         }
     }
 
+    /// `stored`, a field name in a map of this mode, as written: renamed in models, as it is
+    /// elsewhere.
+    pub(super) fn written(self, stored: &str) -> Cow<'_, str> {
+        match self {
+            Self::MapOfModels | Self::FreeForm => Cow::Borrowed(stored),
+            _ => camel(stored),
+        }
+    }
+
     /// The mode of the elements of an array in this mode (`MapOfModels` leaves non-maps alone).
-    fn element(self) -> Self {
+    pub(super) fn element(self) -> Self {
         match self {
             Self::MapOfModels | Self::FreeForm => Self::FreeForm,
             _ => Self::Model,
         }
     }
 
-    /// The defaults a map in this mode gets when it lacks them.
-    fn defaults(self) -> &'static [DefaultField] {
+    /// The defaults a map in this mode gets when it lacks them: the reference's, and the fields
+    /// an `Event` always has (which only stored text can lack: see `stored`).
+    pub(super) fn defaults(self) -> &'static [DefaultField] {
         match self {
-            Self::Event => &[("node_info", "nodeInfo", || serde_json::json!({"path": ""}))],
+            Self::Event => &[
+                ("node_info", "nodeInfo", || serde_json::json!({"path": ""})),
+                ("author", "author", || Value::String(String::new())),
+                ("actions", "actions", || {
+                    serde_json::json!({"stateDelta": {}, "artifactDelta": {}, "requestedAuthConfigs": {},
+                                       "requestedToolConfirmations": {}})
+                }),
+            ],
             Self::Actions => &[
                 ("requested_auth_configs", "requestedAuthConfigs", || Value::Object(Map::new())),
                 ("requested_tool_confirmations", "requestedToolConfirmations", || Value::Object(Map::new())),
+                ("state_delta", "stateDelta", || Value::Object(Map::new())),
+                ("artifact_delta", "artifactDelta", || Value::Object(Map::new())),
             ],
             _ => &[],
         }
@@ -64,7 +88,7 @@ impl Mode {
 }
 
 /// A field a map gets when it lacks it: its key as stored, as written, and its value.
-type DefaultField = (&'static str, &'static str, fn() -> Value);
+pub(super) type DefaultField = (&'static str, &'static str, fn() -> Value);
 
 /// `value` written in `mode`.
 struct Wire<'a, T: ?Sized>(&'a T, Mode);
@@ -110,30 +134,22 @@ struct MapAdapter<M> {
     /// The key (as stored) waiting for its value, between serialize_key and serialize_value.
     key: Option<String>,
     /// Which of the mode's defaults appeared.
-    seen: [bool; 2],
+    seen: [bool; 4],
 }
 
 impl<M: SerializeMap> MapAdapter<M> {
     fn new(inner: M, mode: Mode) -> Self {
-        Self { inner, mode, key: None, seen: [false; 2] }
-    }
-
-    /// `stored` as written: renamed in models, as it is elsewhere (and when nothing changes).
-    fn written<'k>(&self, stored: &'k str) -> Cow<'k, str> {
-        match self.mode {
-            Mode::MapOfModels | Mode::FreeForm => Cow::Borrowed(stored),
-            _ if stored.bytes().skip(1).any(|b| b == b'_') => Cow::Owned(to_camel(stored)),
-            _ => Cow::Borrowed(stored),
-        }
+        Self { inner, mode, key: None, seen: [false; 4] }
     }
 
     fn entry<T: Serialize + ?Sized>(&mut self, stored: &str, value: &T) -> Result<(), M::Error> {
         for (i, (key, _, _)) in self.mode.defaults().iter().enumerate() {
-            if *key == stored {
+            // Stored text may have a field camelCased already.
+            if snake_eq(stored, key) {
                 self.seen[i] = true;
             }
         }
-        let written = self.written(stored);
+        let written = self.mode.written(stored);
         if self.mode == Mode::Event && stored == "custom_metadata" {
             // Internal metadata is stored, never shown; an emptied map is left out.
             let mut meta = serde_json::to_value(value).map_err(ser::Error::custom)?;

@@ -5,10 +5,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentstate::store::{
-    CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
-    StateOwner, ValueSwap, merge_scopes,
+    EventCursor, EventQuery, HistorySnapshot, ListQuery, NewSession, StateOwner, ValueSwap, merge_scopes,
 };
-use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionAttributes, SessionKey, UserData, Value};
+use agentstate::{Error, Event, Map, Result, Session, SessionAttributes, SessionKey, UserData, Value};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::sqlite_error;
@@ -16,9 +15,16 @@ use crate::codec::{self, merge_row, parse_sqlite_text, parse_state, sqlite_text,
 
 macro_rules! sql {
     ($name:literal) => {
-        include_str!(concat!("../../sql/sqlite/", $name, ".sql"))
+        include_str!(concat!("../../../sql/sqlite/", $name, ".sql"))
     };
 }
+
+mod commit;
+mod load;
+
+pub(in crate::sqlite) use commit::commit;
+use load::query_events;
+pub(in crate::sqlite) use load::{get, get_raw};
 
 fn execute(conn: &Connection, what: &str, sql: &str, params: impl rusqlite::Params) -> Result<usize> {
     conn.prepare_cached(sql).and_then(|mut stmt| stmt.execute(params)).map_err(|e| sqlite_error(what, &e))
@@ -167,71 +173,9 @@ pub(super) fn create(conn: &Connection, new: NewSession) -> Result<Session> {
         .with_attributes((!attributes.is_empty()).then(|| Arc::new(attributes))))
 }
 
-/// The columns of an event row: `id`, `invocation_id`, `timestamp`, `event_data`.
-fn event_of(row: &Row<'_>) -> rusqlite::Result<(String, String, String, Option<String>)> {
-    Ok((row.get("id")?, row.get("invocation_id")?, row.get("timestamp")?, row.get("event_data")?))
-}
-
-fn decode((id, invocation_id, time, data): (String, String, String, Option<String>)) -> Result<Event> {
-    codec::decode_event_text(data.as_deref(), id, invocation_id, || parse_sqlite_text(&time))
-}
-
 fn stored_event(conn: &Connection, key: &SessionKey, id: &str) -> Result<Option<Event>> {
-    let row = conn
-        .prepare_cached(sql!("event_get"))
-        .and_then(|mut stmt| {
-            let params = params![key.app_name(), key.user_id(), key.session_id(), id];
-            stmt.query_row(params, event_of).optional()
-        })
-        .map_err(|e| sqlite_error("read event", &e))?;
-    row.map(decode).transpose()
-}
-
-pub(super) fn commit(conn: &Connection, commit: EventCommit) -> Result<CommitOutcome> {
-    let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta, deleted } = commit;
-    let Some(SessionRow { state: session_state, update_micros, .. }) = session_row(conn, &key)? else {
-        return Err(Error::NotFound { session_id: key.session_id().to_owned() });
-    };
-    if update_micros != expected_last_update_micros {
-        // A retry of an event stored already (which moved the marker), or a stale handle.
-        return match stored_event(conn, &key, &event.id)? {
-            Some(existing) => duplicate_or_conflict(existing, &event),
-            None => Err(Error::stale()),
-        };
-    }
-    // Every commit moves the marker, so nothing was stored since the caller's handle was loaded:
-    // the only id this event can clash with is one the handle already held, and the primary key
-    // catches that. So the event goes in first, and is looked up only if the insert fails (this
-    // savepoint has written nothing then).
-    let now = sqlite_text(timestamp_micros)?;
-    let data = codec::event_data(&event)?;
-    let params = params![key.app_name(), key.user_id(), key.session_id(), event.id, event.invocation_id, now, data];
-    if let Err(e) = conn.prepare_cached(sql!("event_insert")).and_then(|mut stmt| stmt.execute(params)) {
-        let clash = e.sqlite_error().is_some_and(|e| e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY);
-        return match stored_event(conn, &key, &event.id)? {
-            Some(existing) if clash => duplicate_or_conflict(existing, &event),
-            _ => Err(sqlite_error("insert event", &e)),
-        };
-    }
-    let session_state = codec::merged_text(session_state, &delta.session, &deleted.session)?;
-    let params = params![key.app_name(), key.user_id(), key.session_id(), session_state, now];
-    execute(conn, "update session", sql!("session_update"), params)?;
-    if !delta.app.is_empty() {
-        Shared::App(key.app_name()).merge(conn, &delta.app, &deleted.app, &now)?;
-    }
-    if !delta.user.is_empty() {
-        Shared::User(&key).merge(conn, &delta.user, &deleted.user, &now)?;
-    }
-    Ok(CommitOutcome::Committed)
-}
-
-/// An append whose event id is stored already: the same event again (a retry), or a clash.
-fn duplicate_or_conflict(existing: Event, event: &Event) -> Result<CommitOutcome> {
-    if existing.same_as_retry(event) {
-        Ok(CommitOutcome::Duplicate(Box::new(existing)))
-    } else {
-        Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { event_id: event.id.clone() } })
-    }
+    let params = params![key.app_name(), key.user_id(), key.session_id(), id];
+    query_events(conn, sql!("event_get"), params).map(|mut events| events.pop())
 }
 
 fn put_snapshot(conn: &Connection, key: &SessionKey, snapshot: &HistorySnapshot) -> Result<()> {
@@ -306,14 +250,8 @@ pub(super) fn event(conn: &Connection, key: &SessionKey, id: &str) -> Result<Opt
 
 /// The oldest event of `invocation_id` in the session.
 pub(super) fn first_of_invocation(conn: &Connection, key: &SessionKey, invocation_id: &str) -> Result<Option<Event>> {
-    let row = conn
-        .prepare_cached(sql!("invocation_first"))
-        .and_then(|mut stmt| {
-            let params = params![key.app_name(), key.user_id(), key.session_id(), invocation_id];
-            stmt.query_row(params, event_of).optional()
-        })
-        .map_err(|e| sqlite_error("read an invocation", &e))?;
-    row.map(decode).transpose()
+    let params = params![key.app_name(), key.user_id(), key.session_id(), invocation_id];
+    query_events(conn, sql!("invocation_first"), params).map(|mut events| events.pop())
 }
 
 /// Deletes events, then the session (the job's savepoint makes the pair atomic).
@@ -493,36 +431,6 @@ fn snapshot<T>(conn: &Connection, f: impl FnOnce() -> Result<T>) -> Result<T> {
     let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
     conn.execute_batch(end).map_err(|e| sqlite_error("end read", &e))?;
     result
-}
-
-pub(super) fn get(conn: &Connection, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
-    snapshot(conn, || {
-        let Some(row) = session_row(conn, key)? else { return Ok(None) };
-        let events = if window.recent == Some(0) { Vec::new() } else { events_window(conn, key, window)? };
-        let app = Shared::App(key.app_name()).read(conn)?.unwrap_or_default();
-        let user = Shared::User(key).read(conn)?.unwrap_or_default();
-        let merged = merge_scopes(&parse_state(&row.state)?, &app, &user);
-        Ok(Some(row.session(key.clone(), merged, events)))
-    })
-}
-
-/// Runs an event query; the rows as events, in the order read.
-fn query_events(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<Vec<Event>> {
-    let rows = conn
-        .prepare_cached(sql)
-        .and_then(|mut stmt| stmt.query_map(params, event_of)?.collect::<rusqlite::Result<Vec<_>>>())
-        .map_err(|e| sqlite_error("read events", &e))?;
-    rows.into_iter().map(decode).collect()
-}
-
-fn events_window(conn: &Connection, key: &SessionKey, window: EventWindow) -> Result<Vec<Event>> {
-    let after = window.after_micros.map(sqlite_text).transpose()?.unwrap_or_default();
-    let limit = window.recent.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-    let params = params![key.app_name(), key.user_id(), key.session_id(), after, limit];
-    // Read newest first, so the limit keeps the most recent.
-    let mut events = query_events(conn, sql!("events_window"), params)?;
-    events.reverse();
-    Ok(events)
 }
 
 pub(super) fn events(conn: &Connection, query: &EventQuery) -> Result<Option<Vec<Event>>> {

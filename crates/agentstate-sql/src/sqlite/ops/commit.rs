@@ -1,0 +1,148 @@
+//! An append: the event, the marker, the state changes, in the writer's transaction.
+
+use std::sync::LazyLock;
+
+use agentstate::store::{CommitOutcome, EventCommit};
+use agentstate::{ConflictKind, Error, Event, Map, Result, SessionKey, Value};
+use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
+
+use super::{Shared, execute, stored_event};
+use crate::codec::{self, parse_sqlite_text, sqlite_text};
+use crate::sqlite::edit::StateEdit;
+use crate::sqlite::sqlite_error;
+
+/// `$name.sql` with its `/*state*/` replaced by `$with` and its comments dropped (the statement
+/// cache hashes the text on every use), built once.
+macro_rules! edited_sql {
+    ($name:literal, $with:literal) => {{
+        static SQL: LazyLock<String> = LazyLock::new(|| {
+            let lines = sql!($name).lines().filter(|line| !line.trim_start().starts_with("--"));
+            lines.collect::<Vec<_>>().join("\n").replace("/*state*/", $with)
+        });
+        SQL.as_str()
+    }};
+}
+
+impl Shared<'_> {
+    /// Merges `delta` into the row in place and removes `deleted` ([`StateEdit`]); a missing row
+    /// is created with the merged state.
+    fn edit(self, conn: &Connection, delta: &Map<String, Value>, deleted: &[String], now: &str) -> Result<()> {
+        let edit = StateEdit::new(delta, deleted);
+        let fixed: Vec<&str> = match self {
+            Self::App(app) => vec![app, now],
+            Self::User(key) => vec![key.app_name(), key.user_id(), now],
+        };
+        let run = |sql: &str, extra: &[&str]| -> Result<bool> {
+            Ok(execute(conn, "write shared state", sql, params_from_iter(fixed.iter().chain(extra)))? > 0)
+        };
+        let found = match (&edit, self) {
+            (StateEdit::Nothing, _) => return Ok(()),
+            (StateEdit::Patch(patch), Self::App(_)) => {
+                run(edited_sql!("app_state_edit", "json_patch(state, ?3)"), &[patch])?
+            }
+            (StateEdit::Patch(patch), Self::User(_)) => {
+                run(edited_sql!("user_state_edit", "json_patch(state, ?4)"), &[patch])?
+            }
+            (StateEdit::Paths { .. }, _) => {
+                let template = match self {
+                    Self::App(_) => sql!("app_state_edit"),
+                    Self::User(_) => sql!("user_state_edit"),
+                };
+                let mut found = true;
+                for chunk in edit.chunks(fixed.len() + 1) {
+                    found = run(&template.replace("/*state*/", &chunk.expression), &chunk.params)?;
+                    if !found {
+                        break;
+                    }
+                }
+                found
+            }
+        };
+        if !found {
+            self.merge(conn, delta, deleted, now)?;
+        }
+        Ok(())
+    }
+}
+
+pub(in crate::sqlite) fn commit(conn: &Connection, commit: EventCommit) -> Result<CommitOutcome> {
+    let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta, deleted } = commit;
+    let now = sqlite_text(timestamp_micros)?;
+    // The event goes in first: an id clash is a retry (or a conflict) whatever the marker says,
+    // and nothing is written then. A missing session fails the insert's foreign key.
+    let data = codec::event_data(&event)?;
+    let params = params![key.app_name(), key.user_id(), key.session_id(), event.id, event.invocation_id, now, data];
+    if let Err(e) = conn.prepare_cached(sql!("event_insert")).and_then(|mut stmt| stmt.execute(params)) {
+        let code = e.sqlite_error().map(|e| e.extended_code);
+        if code == Some(rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY) {
+            return Err(Error::NotFound { session_id: key.session_id().to_owned() });
+        }
+        return match stored_event(conn, &key, &event.id)? {
+            Some(existing) if code == Some(rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY) => {
+                duplicate_or_conflict(existing, &event)
+            }
+            _ => Err(sqlite_error("insert event", &e)),
+        };
+    }
+    // Then the marker moves, only from where the caller's handle saw it (any error from here on
+    // rolls the event back with the rest).
+    let edit = StateEdit::new(&delta.session, &deleted.session);
+    if !move_marker(conn, &key, &edit, &sqlite_text(expected_last_update_micros)?, &now)? {
+        let marker: Option<String> = conn
+            .prepare_cached(sql!("session_marker_get"))
+            .and_then(|mut stmt| {
+                stmt.query_row(params![key.app_name(), key.user_id(), key.session_id()], |r| r.get(0)).optional()
+            })
+            .map_err(|e| sqlite_error("read session", &e))?;
+        let Some(marker) = marker else { return Err(Error::NotFound { session_id: key.session_id().to_owned() }) };
+        // The same time in another text form (written by another program) moves it too.
+        if parse_sqlite_text(&marker)? != expected_last_update_micros || !move_marker(conn, &key, &edit, &marker, &now)?
+        {
+            return Err(Error::stale());
+        }
+    }
+    if !delta.app.is_empty() {
+        Shared::App(key.app_name()).edit(conn, &delta.app, &deleted.app, &now)?;
+    }
+    if !delta.user.is_empty() {
+        Shared::User(&key).edit(conn, &delta.user, &deleted.user, &now)?;
+    }
+    Ok(CommitOutcome::Committed)
+}
+
+/// Moves the session's marker from `expected` to `now` and applies `edit` to its state; whether
+/// the session was there with that marker.
+fn move_marker(conn: &Connection, key: &SessionKey, edit: &StateEdit, expected: &str, now: &str) -> Result<bool> {
+    let fixed: [&str; 5] = [key.app_name(), key.user_id(), key.session_id(), now, expected];
+    let run = |sql: &str, extra: &[&str]| -> Result<bool> {
+        Ok(execute(conn, "update session", sql, params_from_iter(fixed.iter().chain(extra)))? > 0)
+    };
+    match edit {
+        StateEdit::Nothing => run(edited_sql!("session_commit", ""), &[]),
+        StateEdit::Patch(patch) => run(edited_sql!("session_commit", "state = json_patch(state, ?6),"), &[patch]),
+        StateEdit::Paths { .. } => {
+            let mut chunks = edit.chunks(fixed.len() + 1).into_iter();
+            let Some(first) = chunks.next() else { return run(edited_sql!("session_commit", ""), &[]) };
+            let moved = run(
+                &sql!("session_commit").replace("/*state*/", &format!("state = {},", first.expression)),
+                &first.params,
+            )?;
+            if moved {
+                for chunk in chunks {
+                    let sql = sql!("session_state_edit").replace("/*state*/", &chunk.expression);
+                    execute(conn, "update session", &sql, params_from_iter(fixed[..3].iter().chain(&chunk.params)))?;
+                }
+            }
+            Ok(moved)
+        }
+    }
+}
+
+/// An append whose event id is stored already: the same event again (a retry), or a clash.
+fn duplicate_or_conflict(existing: Event, event: &Event) -> Result<CommitOutcome> {
+    if existing.same_as_retry(event) {
+        Ok(CommitOutcome::Duplicate(Box::new(existing)))
+    } else {
+        Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { event_id: event.id.clone() } })
+    }
+}

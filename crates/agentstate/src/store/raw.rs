@@ -1,0 +1,37 @@
+//! Sessions read to be written out, not changed: their events as the store keeps them, so an
+//! answer of many events is written from the stored text instead of decoded and encoded again
+//! (see [`StoredWireEvent`](crate::wire::StoredWireEvent)).
+
+use crate::session::Session;
+
+/// An event as a store keeps it: the JSON text of the reference's `event_data` (snake_case) and
+/// its row's own columns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    /// The row's event id; it wins over one in the text.
+    pub id: String,
+    /// The row's invocation id; it wins over one in the text.
+    pub invocation_id: String,
+    /// The row's time, epoch microseconds: the event's when the text has no `timestamp`.
+    pub timestamp_micros: i64,
+    /// The JSON text; `None` for a row without one.
+    pub data: Option<String>,
+}
+
+/// A session read to be written out: the handle, and its events as stored text when the store
+/// keeps them so (the handle then holds none of them). See
+/// [`SessionService::get_session_raw`](crate::SessionService::get_session_raw).
+#[derive(Debug, Clone)]
+pub struct RawSession {
+    /// The session; with its events when `stored_events` is `None`.
+    pub session: Session,
+    /// The events as stored, oldest first, if the store keeps them as text.
+    pub stored_events: Option<Vec<StoredEvent>>,
+}
+
+impl RawSession {
+    /// How many events it carries, in either form.
+    pub fn event_count(&self) -> usize {
+        self.stored_events.as_ref().map_or_else(|| self.session.events().len(), Vec::len)
+    }
+}
