@@ -416,11 +416,14 @@ mod tests {
         }
     }
 
-    /// Mutated texts: whatever is not JSON is refused, as serde_json refuses it; whatever is
-    /// written is JSON; and where the text decodes as an event, the writing is its wire form.
+    /// Mutated texts: whatever is not JSON is refused, as serde_json refuses it; a JSON object only
+    /// when no event can be read from it either; whatever is written is JSON; and where the text
+    /// decodes as an event, the writing is its wire form.
     #[test]
     fn stored_text_is_checked_as_json_is() {
-        let seeds: Vec<String> = varied_events().iter().map(|e| serde_json::to_string(e).unwrap()).collect();
+        let mut seeds: Vec<String> = varied_events().iter().map(|e| serde_json::to_string(e).unwrap()).collect();
+        // Found by fuzzing: a JSON object whose timestamp is not a number.
+        seeds.push(r#"{"author":"a","timestamp":{"x":1},"actions":{"stateDelta":{"x":null}}}"#.into());
         let alphabet = b"{}[]\":,.-+eE0123456789 tfnrua\\\x7f\x01x_";
         let mut x: u64 = 0x2545_f491_4f6c_dd1d;
         let mut next = |n: usize| {
@@ -450,8 +453,11 @@ mod tests {
                     assert!(written.is_err(), "not JSON, yet written: {text}");
                     refused += 1;
                 }
+                // Refused only where no event can be read either (a timestamp not a number).
+                Ok(Value::Object(_)) if written.is_err() => {
+                    assert!(Event::from_stored_json(&text).is_err(), "an event's text refused: {text}: {written:?}");
+                }
                 Ok(Value::Object(_)) => {
-                    assert!(written.is_ok(), "JSON refused: {text}: {written:?}");
                     let value: Value =
                         serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{text} → invalid JSON: {e}"));
                     if Event::from_stored_json(&text).is_ok() {
