@@ -1,5 +1,5 @@
 """ADK for Python's half of the side-by-side service workload: the same operations, sizes and
-event as `side_by_side services` (bench/src/bin/side_by_side.rs) against google-adk 2.13.0's
+event as `side_by_side services` (bench/src/bin/side_by_side/) against google-adk 2.13.0's
 InMemorySessionService, DatabaseSessionService (SQLite and PostgreSQL) and RedisSessionService.
 Writes the same JSON shape; prints progress on stderr.
 

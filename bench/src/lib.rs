@@ -4,7 +4,7 @@
 //!
 //! The side-by-side harness, `bench/side-by-side [quick|full]`, runs agentstate's SQL, Redis and
 //! in-memory services, their floors and ADK for Python 2.13.0 on one workload, and both HTTP
-//! servers under load (`src/bin/side_by_side.rs` is agentstate's half; `side_by_side/` the rest).
+//! servers under load (`src/bin/side_by_side/` is agentstate's half; `side_by_side/` the rest).
 //! The benchmarks: `cargo bench -p agentstate-bench --bench in_memory` (the in-memory service),
 //! `--bench runner` (the agent runtime), `--bench vertex` (the managed-service API over HTTP),
 //! `--bench history` (history questions on a long session), `--bench lifecycle` (encryption at

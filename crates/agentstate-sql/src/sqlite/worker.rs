@@ -226,7 +226,7 @@ struct Lent<'a> {
 
 impl Lent<'_> {
     fn get(&self) -> &Connection {
-        // Only `finish` and `drop` take it.
+        // Only `drop` takes it.
         self.conn.as_ref().unwrap_or_else(|| unreachable!("the lent connection is held until dropped"))
     }
 }
