@@ -63,17 +63,8 @@ impl ScopedState {
     pub fn split(flat: Map<String, Value>) -> Self {
         let mut out = Self::default();
         for (key, value) in flat {
-            match Scope::of(&key) {
-                (Scope::App, rest) => {
-                    out.app.insert(rest.to_owned(), value);
-                }
-                (Scope::User, rest) => {
-                    out.user.insert(rest.to_owned(), value);
-                }
-                (Scope::Session, _) => {
-                    out.session.insert(key, value);
-                }
-                (Scope::Temp, _) => {}
+            if let Some((scope, rest)) = out.scope_of(&key) {
+                scope.insert(rest.to_owned(), value);
             }
         }
         out
@@ -83,16 +74,21 @@ impl ScopedState {
     pub fn split_copy(flat: &Map<String, Value>) -> Self {
         let mut out = Self::default();
         for (key, value) in flat {
-            let (scope, rest) = Scope::of(key);
-            let target = match scope {
-                Scope::App => &mut out.app,
-                Scope::User => &mut out.user,
-                Scope::Session => &mut out.session,
-                Scope::Temp => continue,
-            };
-            target.insert(rest.to_owned(), value.clone());
+            if let Some((scope, rest)) = out.scope_of(key) {
+                scope.insert(rest.to_owned(), value.clone());
+            }
         }
         out
+    }
+
+    /// The map `key` belongs in and its name there (prefix removed); `None` for `temp:` keys.
+    fn scope_of<'k>(&mut self, key: &'k str) -> Option<(&mut Map<String, Value>, &'k str)> {
+        match Scope::of(key) {
+            (Scope::App, rest) => Some((&mut self.app, rest)),
+            (Scope::User, rest) => Some((&mut self.user, rest)),
+            (Scope::Session, rest) => Some((&mut self.session, rest)),
+            (Scope::Temp, _) => None,
+        }
     }
 
     /// True when no scope has a key.

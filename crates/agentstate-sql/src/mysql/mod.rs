@@ -224,25 +224,28 @@ impl Shared<'_> {
     }
 }
 
-/// An event row (`id`, `invocation_id`, `timestamp`, `event_data`) → an event.
+/// An event row's columns: `id`, `invocation_id`, its time (epoch µs) and `event_data`.
+fn columns(row: &MySqlRow) -> Step<(String, String, i64, Option<&str>)> {
+    let read = |e| Failure::Sql("read event", e);
+    let time: NaiveDateTime = row.try_get("timestamp").map_err(read)?;
+    Ok((
+        row.try_get("id").map_err(read)?,
+        row.try_get("invocation_id").map_err(read)?,
+        micros(time),
+        row.try_get("event_data").map_err(read)?,
+    ))
+}
+
+/// An event row → an event.
 fn event_of(row: &MySqlRow) -> Step<Event> {
-    let data: Option<&str> = row.try_get("event_data").map_err(sql_step("read event"))?;
-    let id: String = row.try_get("id").map_err(sql_step("read event"))?;
-    let invocation: String = row.try_get("invocation_id").map_err(sql_step("read event"))?;
-    let time: NaiveDateTime = row.try_get("timestamp").map_err(sql_step("read event"))?;
-    Ok(codec::decode_event_text(data, id, invocation, || Ok(micros(time)))?)
+    let (id, invocation, time, data) = columns(row)?;
+    Ok(codec::decode_event_text(data, id, invocation, || Ok(time))?)
 }
 
 /// An event row as stored.
 fn stored_of(row: &MySqlRow) -> Step<StoredEvent> {
-    let data: Option<&str> = row.try_get("event_data").map_err(sql_step("read event"))?;
-    let time: NaiveDateTime = row.try_get("timestamp").map_err(sql_step("read event"))?;
-    Ok(StoredEvent {
-        id: row.try_get("id").map_err(sql_step("read event"))?,
-        invocation_id: row.try_get("invocation_id").map_err(sql_step("read event"))?,
-        timestamp_micros: micros(time),
-        data: data.map(str::to_owned),
-    })
+    let (id, invocation_id, timestamp_micros, data) = columns(row)?;
+    Ok(StoredEvent { id, invocation_id, timestamp_micros, data: data.map(str::to_owned) })
 }
 
 /// The session row's state and marker.

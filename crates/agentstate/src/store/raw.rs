@@ -1,6 +1,6 @@
 //! Sessions read to be written out, not changed: their events as the store keeps them, so an
 //! answer of many events is written from the stored text instead of decoded and encoded again
-//! (see [`StoredWireEvent`](crate::wire::StoredWireEvent)).
+//! (see [`write_stored_event`](crate::wire::write_stored_event)).
 
 use crate::session::Session;
 

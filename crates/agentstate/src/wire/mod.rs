@@ -230,13 +230,9 @@ impl RawWireSession<'_> {
     /// Writes the session's fields (no braces) at the end of `out`, for a body that adds its own.
     pub fn write_fields(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         let session = &self.0.session;
-        let field = |out: &mut Vec<u8>, name: &str, value: &dyn erased::Json| -> Result<(), serde_json::Error> {
-            out.extend_from_slice(name.as_bytes());
-            value.write(out)
-        };
-        field(out, "\"id\":", &session.id())?;
-        field(out, ",\"appName\":", &session.app_name())?;
-        field(out, ",\"userId\":", &session.user_id())?;
+        field(out, "\"id\":", session.id())?;
+        field(out, ",\"appName\":", session.app_name())?;
+        field(out, ",\"userId\":", session.user_id())?;
         field(out, ",\"state\":", session.state().all())?;
         out.extend_from_slice(b",\"events\":[");
         match &self.0.stored_events {
@@ -262,17 +258,11 @@ impl RawWireSession<'_> {
     }
 }
 
-/// A value written as JSON, whatever its type.
-mod erased {
-    pub(super) trait Json {
-        fn write(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error>;
-    }
-
-    impl<T: serde::Serialize + ?Sized> Json for T {
-        fn write(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-            serde_json::to_writer(out, self)
-        }
-    }
+/// Writes `name` (a member's name, quoted, with its `:`, and `,` before it but for the first)
+/// and `value` as JSON at the end of `out`.
+fn field<T: Serialize + ?Sized>(out: &mut Vec<u8>, name: &str, value: &T) -> Result<(), serde_json::Error> {
+    out.extend_from_slice(name.as_bytes());
+    serde_json::to_writer(out, value)
 }
 
 impl Serialize for WireSession<'_> {
