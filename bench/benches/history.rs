@@ -12,14 +12,13 @@
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentstate::history::HistoryAt;
-use agentstate::store::{EventCursor, EventQuery, SessionStore};
-use agentstate::{CreateSession, Event, InMemorySessionService, SessionService};
+use agentstate::store::{EventCursor, EventQuery, EventSelect};
+use agentstate::{CreateSession, Event, SessionService};
 use agentstate_bench::{make_event, median};
-use agentstate_sql::SqlSessionService;
+use agentstate_sql::SqlStore;
 
 const EVENTS: usize = 10_000;
 const AT: usize = 9_000;
@@ -29,7 +28,7 @@ fn micros(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-async fn measure<S: SessionStore + SessionService>(name: &str, service: Arc<S>) {
+async fn measure(name: &str, service: SessionService) {
     let mut session =
         service.create_session(CreateSession::new("bench", "u").state("k", serde_json::json!(0))).await.unwrap();
     let mut events: Vec<Event> = Vec::with_capacity(EVENTS);
@@ -42,33 +41,32 @@ async fn measure<S: SessionStore + SessionService>(name: &str, service: Arc<S>) 
     let target = events[AT - 1].id.clone();
 
     let t = Instant::now();
-    let first =
-        SessionService::state_at(&*service, &key, HistoryAt::AfterEvent(target.clone())).await.unwrap().unwrap();
+    let first = service.state_at(&key, HistoryAt::AfterEvent(target.clone())).await.unwrap().unwrap();
     let cold = t.elapsed();
     assert_eq!(first.state["step"], serde_json::json!(AT - 1));
 
-    let snapshot =
-        service.history_snapshot(&key, EventCursor::of(&events[AT - 1]).timestamp_micros).await.unwrap().unwrap();
+    let store = service.store().as_ref();
+    let history = store.capabilities().history.expect("the store keeps history");
+    let snapshot = history.snapshot(&key, EventCursor::of(&events[AT - 1]).timestamp_micros).await.unwrap().unwrap();
     let replayed = events.iter().position(|e| e.id == snapshot.at.event_id).map_or(AT, |i| AT - 1 - i);
     let (mut state, mut diff, mut floor) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..SAMPLES {
         let t = Instant::now();
-        SessionService::state_at(&*service, &key, HistoryAt::AfterEvent(target.clone())).await.unwrap().unwrap();
+        service.state_at(&key, HistoryAt::AfterEvent(target.clone())).await.unwrap().unwrap();
         state.push(t.elapsed());
         let t = Instant::now();
-        SessionService::event_diff(&*service, &key, &target).await.unwrap().unwrap();
+        service.event_diff(&key, &target).await.unwrap().unwrap();
         diff.push(t.elapsed());
         let t = Instant::now();
-        let found =
-            service.history_snapshot(&key, EventCursor::of(&events[AT - 1]).timestamp_micros).await.unwrap().unwrap();
-        let query = EventQuery { key: key.clone(), after: Some(found.at), since_micros: None, limit: replayed };
-        service.events(&query).await.unwrap().unwrap();
+        let found = history.snapshot(&key, EventCursor::of(&events[AT - 1]).timestamp_micros).await.unwrap().unwrap();
+        let select = EventSelect::Page { after: Some(found.at), since_micros: None, limit: replayed };
+        store.events(&EventQuery { key: key.clone(), select, now_micros: i64::MIN }).await.unwrap().unwrap();
         floor.push(t.elapsed());
     }
     let t = Instant::now();
     let request =
         agentstate::history::ForkSession { source: key.clone(), at_event_id: target.clone(), session_id: None };
-    let fork = SessionService::fork_session(&*service, request).await.unwrap();
+    let fork = service.fork_session(request).await.unwrap();
     let forked = t.elapsed();
     assert_eq!(fork.last_update_micros(), EventCursor::of(&events[AT - 1]).timestamp_micros);
     let (state, diff, floor) = (median(state), median(diff), median(floor));
@@ -95,13 +93,13 @@ fn main() {
         );
         println!("|---|---|---|---|---|---|---|");
         if wants("memory") {
-            measure("in-memory", Arc::new(InMemorySessionService::new())).await;
+            measure("in-memory", SessionService::in_memory()).await;
         }
         let dir = std::env::temp_dir().join(format!("agentstate-bench-history-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         if wants("sqlite") {
             let url = format!("sqlite://{}/history.db?synchronous=normal", dir.display());
-            measure("SQLite (synchronous=normal)", Arc::new(SqlSessionService::connect(&url).await.unwrap())).await;
+            measure("SQLite (synchronous=normal)", SessionService::new(SqlStore::connect(&url).await.unwrap())).await;
         }
         if wants("postgres") {
             use sqlx::Connection;
@@ -111,7 +109,7 @@ fn main() {
             let mut conn = sqlx::PgConnection::connect(&admin).await.unwrap();
             sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db}"))).execute(&mut conn).await.unwrap();
             let url = format!("{}/{db}", admin.rsplit_once('/').unwrap().0);
-            measure("PostgreSQL", Arc::new(SqlSessionService::connect(&url).await.unwrap())).await;
+            measure("PostgreSQL", SessionService::new(SqlStore::connect(&url).await.unwrap())).await;
             if std::env::var_os("AGENTSTATE_BENCH_KEEP").is_some() {
                 println!("kept {url}");
                 return;

@@ -15,13 +15,13 @@ use std::hint::black_box;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use agentstate::{CreateSession, Event, GetSessionConfig, InMemorySessionService, Map, Session, SessionService, Value};
+use agentstate::{CreateSession, Event, GetSessionConfig, Map, Session, SessionService, Value};
 use agentstate_bench::{criterion_rows, make_event, print_ratios};
 use criterion::{BenchmarkId, Criterion};
 
 const SIZES: [usize; 4] = [10, 100, 1_000, 10_000];
 
-async fn grown(service: &InMemorySessionService, n: usize) -> Session {
+async fn grown(service: &SessionService, n: usize) -> Session {
     let mut session = service.create_session(CreateSession::new("bench_app", "bench_user")).await.unwrap();
     for i in 0..n {
         service.append_event(&mut session, make_event(i)).await.unwrap();
@@ -66,7 +66,7 @@ fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
 
     let mut group = c.benchmark_group("create");
-    let service = InMemorySessionService::new();
+    let service = SessionService::in_memory();
     group.bench_function("service", |b| {
         b.to_async(&rt).iter(|| async { service.create_session(CreateSession::new("bench_app", "u")).await.unwrap() });
     });
@@ -87,7 +87,7 @@ fn bench(c: &mut Criterion) {
                     let mut total = Duration::ZERO;
                     let mut done = 0;
                     while done < iters {
-                        let service = InMemorySessionService::new();
+                        let service = SessionService::in_memory();
                         let mut session = grown(&service, n).await;
                         // Build exactly the events that will be timed: dropping unused ones
                         // inside the timed region would be charged to the appends.
@@ -129,7 +129,7 @@ fn bench(c: &mut Criterion) {
     for (name, recent) in [("get_full", None), ("get_recent20", Some(20))] {
         let mut group = c.benchmark_group(name);
         for n in SIZES {
-            let service = InMemorySessionService::new();
+            let service = SessionService::in_memory();
             let session = rt.block_on(grown(&service, n));
             let config = GetSessionConfig { num_recent_events: recent, after_timestamp: None };
             group.bench_with_input(BenchmarkId::new("service", n), &n, |b, _| {

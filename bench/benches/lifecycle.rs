@@ -17,9 +17,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use agentstate::crypt::{EncryptedStore, KeyRing};
-use agentstate::{CreateSession, GetSessionConfig, InMemorySessionService, SessionService};
+use agentstate::{CreateSession, GetSessionConfig, InMemoryStore, SessionService};
 use agentstate_bench::{make_event, median};
-use agentstate_sql::SqlSessionService;
+use agentstate_sql::SqlStore;
 
 const EVENTS: usize = 1_000;
 const READS: usize = 100;
@@ -35,7 +35,7 @@ fn us(d: Duration) -> f64 {
 }
 
 /// Appends, then reads, on `plain` and `encrypted` interleaved; prints a row per operation.
-async fn encryption(name: &str, plain: Arc<dyn SessionService>, encrypted: Arc<dyn SessionService>) {
+async fn encryption(name: &str, plain: SessionService, encrypted: SessionService) {
     let mut a = plain.create_session(CreateSession::new("bench", "u")).await.unwrap();
     let mut b = encrypted.create_session(CreateSession::new("bench", "u")).await.unwrap();
     let (mut append_plain, mut append_enc) = (Vec::new(), Vec::new());
@@ -69,7 +69,7 @@ async fn encryption(name: &str, plain: Arc<dyn SessionService>, encrypted: Arc<d
 }
 
 /// One writer appending to a live session until `stop`; its latencies.
-async fn writer(service: Arc<dyn SessionService>, stop: Arc<AtomicBool>) -> Vec<Duration> {
+async fn writer(service: SessionService, stop: Arc<AtomicBool>) -> Vec<Duration> {
     let mut session = service.create_session(CreateSession::new("bench", "writer")).await.unwrap();
     let mut latencies = Vec::new();
     let mut i = 0;
@@ -86,12 +86,12 @@ async fn sweep(sessions: usize, batch: usize) {
     let dir = std::env::temp_dir().join(format!("agentstate-bench-lifecycle-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let url = format!("sqlite://{}/sweep.db?synchronous=normal", dir.display());
-    let service: Arc<dyn SessionService> = Arc::new(SqlSessionService::connect(&url).await.unwrap());
+    let service: SessionService = SessionService::new(SqlStore::connect(&url).await.unwrap());
     let expired_at = agentstate::store::now_secs() - 60.0;
     let start = Instant::now();
     let mut tasks = Vec::new();
     for part in 0..4 {
-        let service = Arc::clone(&service);
+        let service = service.clone();
         tasks.push(tokio::spawn(async move {
             for i in (part..sessions).step_by(4) {
                 let request = CreateSession::new("bench", format!("user{}", i % 1000))
@@ -111,16 +111,16 @@ async fn sweep(sessions: usize, batch: usize) {
 
     // The writer alone, then the writer with the sweep.
     let stop = Arc::new(AtomicBool::new(false));
-    let alone = tokio::spawn(writer(Arc::clone(&service), Arc::clone(&stop)));
+    let alone = tokio::spawn(writer(service.clone(), Arc::clone(&stop)));
     tokio::time::sleep(Duration::from_secs(3)).await;
     stop.store(true, Ordering::Relaxed);
     let before = alone.await.unwrap();
 
     let stop = Arc::new(AtomicBool::new(false));
-    let during = tokio::spawn(writer(Arc::clone(&service), Arc::clone(&stop)));
+    let during = tokio::spawn(writer(service.clone(), Arc::clone(&stop)));
     let t = Instant::now();
     let metrics = agentstate_server::Metrics::default();
-    let removed = agentstate_server::sweep(service.as_ref(), batch, &metrics).await.unwrap();
+    let removed = agentstate_server::sweep(&service, batch, &metrics).await.unwrap();
     let took = t.elapsed();
     stop.store(true, Ordering::Relaxed);
     let during = during.await.unwrap();
@@ -161,17 +161,16 @@ fn main() {
         let keys = || KeyRing::parse(&KeyRing::generate("k1").unwrap()).unwrap();
         println!("| store | operation | plain | encrypted | ratio |");
         println!("|---|---|---|---|---|");
-        let plain: Arc<dyn SessionService> = Arc::new(InMemorySessionService::new());
-        let encrypted: Arc<dyn SessionService> =
-            Arc::new(EncryptedStore::open(InMemorySessionService::new(), keys()).await.unwrap());
+        let plain = SessionService::in_memory();
+        let encrypted = SessionService::new(EncryptedStore::open(InMemoryStore::new(), keys()).await.unwrap());
         encryption("in-memory", plain, encrypted).await;
 
         let dir = std::env::temp_dir().join(format!("agentstate-bench-enc-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let url = |name: &str| format!("sqlite://{}/{name}.db?synchronous=normal", dir.display());
-        let plain: Arc<dyn SessionService> = Arc::new(SqlSessionService::connect(&url("plain")).await.unwrap());
-        let inner = SqlSessionService::connect(&url("encrypted")).await.unwrap();
-        let encrypted: Arc<dyn SessionService> = Arc::new(EncryptedStore::open(inner, keys()).await.unwrap());
+        let plain = SessionService::new(SqlStore::connect(&url("plain")).await.unwrap());
+        let inner = SqlStore::connect(&url("encrypted")).await.unwrap();
+        let encrypted = SessionService::new(EncryptedStore::open(inner, keys()).await.unwrap());
         encryption("SQLite", plain, encrypted).await;
         let _ = std::fs::remove_dir_all(&dir);
 

@@ -20,7 +20,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentstate::{Content, CreateSession, Event, GetSessionConfig, InMemorySessionService, SessionKey, SessionService};
+use agentstate::{Content, CreateSession, Event, GetSessionConfig, SessionKey, SessionService};
 use agentstate_bench::{criterion_rows, print_ratios};
 use agentstate_runtime::model::{LlmRequest, LlmResponse, Model, ModelError, ResponseStream};
 use agentstate_runtime::{FunctionTool, LlmAgent, Runner};
@@ -69,7 +69,7 @@ fn agent(with_tool: bool) -> LlmAgent {
 }
 
 /// The storage work of one invocation, done directly.
-async fn floor(service: &dyn SessionService, key: &SessionKey, appends: usize) {
+async fn floor(service: &SessionService, key: &SessionKey, appends: usize) {
     let mut session = service.get_session(key, GetSessionConfig::recent(20)).await.unwrap().unwrap();
     let invocation = format!("e-{}", uuid::Uuid::new_v4());
     let user = Event::new(&invocation).author("user").content(Content::text("user", "What about it?"));
@@ -85,14 +85,14 @@ async fn floor(service: &dyn SessionService, key: &SessionKey, appends: usize) {
     }
 }
 
-async fn services(dir: &std::path::Path) -> Vec<(&'static str, Arc<dyn SessionService>)> {
+async fn services(dir: &std::path::Path) -> Vec<(&'static str, SessionService)> {
     let url = format!("sqlite://{}?synchronous=normal", dir.join("bench.db").display());
-    let sqlite = agentstate_sql::SqlSessionService::connect(&url).await.unwrap();
-    vec![("memory", Arc::new(InMemorySessionService::new())), ("sqlite", Arc::new(sqlite))]
+    let sqlite = SessionService::new(agentstate_sql::SqlStore::connect(&url).await.unwrap());
+    vec![("memory", SessionService::in_memory()), ("sqlite", sqlite)]
 }
 
 /// A session with the agent's state and 20 earlier events, for one measured turn.
-async fn fresh(service: &dyn SessionService, id: &str) -> SessionKey {
+async fn fresh(service: &SessionService, id: &str) -> SessionKey {
     let create =
         CreateSession::new("bench", "u").id(id).state("user:name", json!("Ann")).state("topic", json!("tides"));
     let mut session = service.create_session(create).await.unwrap();
@@ -107,14 +107,14 @@ async fn fresh(service: &dyn SessionService, id: &str) -> SessionKey {
 
 /// Times `turn` on fresh sessions (made and deleted outside the timing), so no run sees a
 /// history grown by the runs before it.
-async fn timed<F, Fut>(service: &Arc<dyn SessionService>, iters: u64, turn: F) -> Duration
+async fn timed<F, Fut>(service: &SessionService, iters: u64, turn: F) -> Duration
 where
     F: Fn(SessionKey) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
     let mut total = Duration::ZERO;
     for i in 0..iters {
-        let key = fresh(&**service, &format!("s{i}")).await;
+        let key = fresh(service, &format!("s{i}")).await;
         let start = std::time::Instant::now();
         turn(key.clone()).await;
         total += start.elapsed();
@@ -130,10 +130,10 @@ fn bench(c: &mut Criterion) {
     for (backend, service) in rt.block_on(services(&dir)) {
         for (kind, with_tool, appends) in [("text", false, 2), ("tool", true, 4)] {
             let mut group = c.benchmark_group(format!("{kind}_{backend}"));
-            let runner = Runner::new("bench", agent(with_tool), Arc::clone(&service));
+            let runner = Runner::new("bench", agent(with_tool), service.clone());
             group.bench_function(BenchmarkId::new("runner", backend), |b| {
                 b.to_async(&rt).iter_custom(|iters| {
-                    let (service, runner) = (Arc::clone(&service), runner.clone());
+                    let (service, runner) = (service.clone(), runner.clone());
                     async move {
                         timed(&service, iters, |key| {
                             let runner = runner.clone();
@@ -151,12 +151,12 @@ fn bench(c: &mut Criterion) {
             });
             group.bench_function(BenchmarkId::new("floor", backend), |b| {
                 b.to_async(&rt).iter_custom(|iters| {
-                    let service = Arc::clone(&service);
+                    let service = service.clone();
                     async move {
-                        let direct = Arc::clone(&service);
+                        let direct = service.clone();
                         timed(&service, iters, |key| {
-                            let direct = Arc::clone(&direct);
-                            async move { floor(&*direct, &key, appends).await }
+                            let direct = direct.clone();
+                            async move { floor(&direct, &key, appends).await }
                         })
                         .await
                     }

@@ -13,14 +13,13 @@
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentstate::{CreateSession, GetSessionConfig, SessionKey, SessionService};
 use agentstate_bench::{make_event, median};
 use agentstate_server::{AppState, app};
-use agentstate_sql::SqlSessionService;
-use agentstate_vertex::VertexAiSessionService;
+use agentstate_sql::SqlStore;
+use agentstate_vertex::VertexAiStore;
 use serde_json::json;
 
 const EVENTS: usize = 1_000;
@@ -41,13 +40,14 @@ fn main() {
         let dir = std::env::temp_dir().join(format!("agentstate-bench-vertex-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let url = format!("sqlite://{}/bench.db?synchronous=normal", dir.display());
-        let direct = Arc::new(SqlSessionService::connect(&url).await.unwrap());
+        let direct = SessionService::new(SqlStore::connect(&url).await.unwrap());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
-        let served: Arc<dyn SessionService> = direct.clone();
+        let served: SessionService = direct.clone();
         tokio::spawn(async move { axum::serve(listener, app(AppState::new(served))).await.unwrap() });
-        let client = VertexAiSessionService::builder().endpoint(&base).build().unwrap();
-        let plain = VertexAiSessionService::builder().endpoint(&base).agentstate_extensions(false).build().unwrap();
+        let client = SessionService::new(VertexAiStore::builder().endpoint(&base).build().unwrap());
+        let plain =
+            SessionService::new(VertexAiStore::builder().endpoint(&base).agentstate_extensions(false).build().unwrap());
         let http = reqwest::Client::new();
 
         // Appends: three sessions, one per way, grown together.

@@ -13,9 +13,9 @@
 
 use std::hint::black_box;
 
-use agentstate::store::{RawSession, StoredEvent, secs_to_micros};
-use agentstate::wire::{RawWireSession, WireSession, to_camel, to_snake};
-use agentstate::{CreateSession, GetSessionConfig, InMemorySessionService, Session, SessionService};
+use agentstate::store::{LoadedSession, StoredEvent, secs_to_micros};
+use agentstate::wire::{StoredWireSession, WireSession, to_camel, to_snake};
+use agentstate::{CreateSession, GetSessionConfig, Session, SessionService};
 use agentstate::{Event, Value};
 use agentstate_bench::{criterion_rows, make_event, print_ratios, run_criterion};
 use criterion::{BenchmarkId, Criterion};
@@ -26,7 +26,7 @@ const SIZES: [usize; 3] = [100, 2_000, 10_000];
 fn grown(n: usize) -> Session {
     let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
     runtime.block_on(async {
-        let service = InMemorySessionService::new();
+        let service = SessionService::in_memory();
         let mut session = service.create_session(CreateSession::new("bench_app", "bench_user")).await.unwrap();
         for i in 0..n {
             service.append_event(&mut session, make_event(i)).await.unwrap();
@@ -44,7 +44,7 @@ fn bench(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("body", n), &session, |b, s| {
             b.iter(|| black_box(serde_json::to_vec(&WireSession(s)).unwrap()));
         });
-        let raw = RawSession {
+        let raw = LoadedSession {
             session: Session::from_storage(
                 session.key().clone(),
                 session.state().all().clone(),
@@ -66,7 +66,7 @@ fn bench(c: &mut Criterion) {
             ),
         };
         group.bench_with_input(BenchmarkId::new("stored", n), &raw, |b, raw| {
-            b.iter(|| black_box(RawWireSession(raw).to_vec().unwrap()));
+            b.iter(|| black_box(StoredWireSession(raw).to_vec().unwrap()));
         });
         group.bench_with_input(BenchmarkId::new("tree", n), &session, |b, s| {
             b.iter(|| black_box(serde_json::to_vec(&tree::session(s)).unwrap()));

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use agentstate::{CreateSession, InMemorySessionService, SessionService};
+use agentstate::{CreateSession, SessionService};
 use agentstate_server::{AppState, OPERATIONS, app};
 use axum::Router;
 use axum::body::Body;
@@ -43,7 +43,7 @@ fn harness() -> &'static Harness {
     static HARNESS: OnceLock<Harness> = OnceLock::new();
     HARNESS.get_or_init(|| {
         let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
-        let service: Arc<dyn SessionService> = Arc::new(InMemorySessionService::new());
+        let service: SessionService = Arc::new(SessionService::in_memory());
         runtime.block_on(async {
             service.create_session(CreateSession::new("a", "u").id("s0")).await.expect("the session");
         });

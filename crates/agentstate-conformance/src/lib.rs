@@ -1,22 +1,28 @@
-//! The conformance suite every agentstate backend must pass, written once.
+//! The conformance suite every agentstate store must pass, written once.
 //!
-//! A backend's test file only says how to make a service; the macro expands to one `#[test]` per
-//! case of the behaviour contract (scopes, create, get, list, delete, append, concurrency):
+//! A backend's test file only says how to make its store; the macro expands to one `#[test]` per
+//! case of the behaviour contract, on every wrapper stack the server can build ([`Stack`]: plain,
+//! encrypted, refreshing expiry on append, both), each with the model test:
 //!
 //! ```ignore
 //! use std::sync::Arc;
-//! use agentstate::{InMemorySessionService, SessionService};
+//! use agentstate::clock::ManualClock;
+//! use agentstate::store::SessionStore;
 //!
-//! agentstate_conformance::session_service_tests!(|| async {
-//!     Arc::new(InMemorySessionService::new()) as Arc<dyn SessionService>
-//! });
+//! async fn store(_clock: ManualClock) -> Arc<dyn SessionStore> {
+//!     Arc::new(agentstate::InMemoryStore::new())
+//! }
+//! agentstate_conformance::session_store_tests!(store);
 //! ```
 //!
-//! Every case works in apps of its own (random names), so one database can serve every case and
-//! every concurrent run. [`check_against_model`] runs random operation sequences against the
-//! service and a deliberately simple model of the contract, comparing every observable result.
-//! [`Alternating`] turns every case into a multi-process one. With the `databases` feature,
-//! the `databases` module makes throwaway PostgreSQL and MySQL databases for the SQL backends' runs;
+//! The service each case runs against reads a [`ManualClock`]:
+//! expiry and retention cases move it instead of sleeping. A store whose server keeps time of its
+//! own (the managed-service client's test server) is given that clock. Every case works in apps
+//! of its own (random names), so one database can serve every case and every concurrent run.
+//! [`check_against_model`] runs random operation sequences against the service and a
+//! deliberately simple model of the contract, comparing every observable result.
+//! [`Alternating`] turns every case into a multi-process one. With the `databases` feature, the
+//! `databases` module makes throwaway PostgreSQL and MySQL databases for the SQL backends' runs;
 //! with the `reference` feature, the `reference` module finds ADK for Python for the tests that
 //! run it next to agentstate.
 //!
@@ -26,64 +32,86 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use agentstate::SessionService;
+use agentstate::clock::ManualClock;
+use agentstate::store::SessionStore;
 
 mod alternating;
 mod cases;
 #[cfg(feature = "databases")]
 pub mod databases;
+mod harness;
 mod model;
 #[cfg(feature = "reference")]
 pub mod reference;
+mod rekey;
 
 pub use alternating::Alternating;
+pub use harness::{Harness, REFRESH_TTL, Stack, StoreFuture, TEST_KEYS};
 pub use model::{check_against_model, check_against_model_lacking};
+pub use rekey::check_rekey;
 
-/// Runs one case on a fresh two-worker runtime (real parallelism for the concurrency cases)
-/// against a service made by `factory`.
-pub fn run<F, FF, C, CF>(factory: F, case: C)
+/// Runs one case on a fresh runtime against a service over the store `factory` makes, on `stack`.
+pub fn run<F, FF, C, CF>(factory: F, stack: Stack, case: C)
 where
-    F: FnOnce() -> FF,
-    FF: Future<Output = Arc<dyn SessionService>>,
-    C: FnOnce(Arc<dyn SessionService>) -> CF,
+    F: FnOnce(ManualClock) -> FF,
+    FF: Future<Output = Arc<dyn SessionStore>>,
+    C: FnOnce(Harness) -> CF,
     CF: Future<Output = ()>,
 {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("build a tokio runtime");
-    runtime.block_on(async move { case(factory().await).await });
+    harness::block_on(async move { case(Harness::new(factory, stack).await).await });
 }
 
-/// Runs the conformance case called `name` against a service made by `factory` (what each test
-/// of [`session_service_tests!`] does).
-pub fn run_case<F, FF>(factory: F, name: &str)
+/// Runs the conformance case called `name` (what each test of [`session_store_tests!`] does).
+pub fn run_case<F, FF>(factory: F, stack: Stack, name: &str)
 where
-    F: FnOnce() -> FF,
-    FF: Future<Output = Arc<dyn SessionService>>,
+    F: FnOnce(ManualClock) -> FF,
+    FF: Future<Output = Arc<dyn SessionStore>>,
 {
-    run(factory, cases::named(name));
+    run(factory, stack, cases::named(name));
 }
 
 /// The names of every conformance case, in the table's order: for a run that cannot be one
 /// `#[test]` per case (one that starts servers of its own and must stop them), with [`run_case`].
 pub fn case_names() -> impl Iterator<Item = &'static str> {
-    cases::ALL.iter().map(|(name, _)| *name)
+    cases::ALL.iter().map(|(name, ..)| *name)
 }
 
-/// Keys for the runs through encryption at rest: a rotation in progress (new writes with `k2`,
-/// `k1` still read).
-#[cfg(feature = "encryption")]
-pub const TEST_KEYS: &str =
-    "k2:c2Vjb25kIHRlc3Qga2V5IGZvciBhZ2VudHN0YXRlISE=,k1:Zmlyc3QgdGVzdCBrZXkgZm9yIGFnZW50c3RhdGUhISE=";
+/// What [`check_store`] ran.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Checked {
+    /// Cases run (on every stack the store allows), all passed.
+    pub ran: usize,
+    /// Cases not run: they need a capability the store lacks.
+    pub skipped: usize,
+}
 
-/// `store` behind encryption at rest with [`TEST_KEYS`], as a service: the suite run through it
-/// proves every guarantee holds on ciphertext (per-key merges of `user:`/`app:` keys included).
-#[cfg(feature = "encryption")]
-pub async fn encrypted<S: agentstate::store::SessionStore>(store: S) -> Arc<dyn SessionService> {
-    let keys = agentstate::crypt::KeyRing::parse(TEST_KEYS).expect("the test keys parse");
-    Arc::new(agentstate::crypt::EncryptedStore::open(store, keys).await.expect("the store takes the test keys"))
+/// The whole suite for a store of one's own, in one call (a doctest, a `main`): every case its
+/// capabilities allow, on the plain stack, and on the encrypted and refreshing stacks when the
+/// store has what they need (admin, lifecycle), then the model test. Panics on the first
+/// failure. For a test file, [`session_store_tests!`] gives one `#[test]` per case instead.
+pub fn check_store<F, FF>(factory: F) -> Checked
+where
+    F: Fn(ManualClock) -> FF + Clone,
+    FF: Future<Output = Arc<dyn SessionStore>>,
+{
+    let lacked = harness::block_on(async { Capability::lacked_by(factory(ManualClock::new()).await.as_ref()) });
+    let has = |name: &str| !lacked.contains(&Capability::from_name(name));
+    let mut stacks = vec![Stack::Plain];
+    stacks.extend(has("lifecycle").then_some(Stack::Refresh));
+    stacks.extend(has("admin").then_some(Stack::Encrypted));
+    let mut checked = Checked::default();
+    for stack in stacks {
+        for (name, needs, _) in cases::ALL {
+            if needs.is_none_or(has) {
+                run_case(factory.clone(), stack, name);
+                checked.ran += 1;
+            } else {
+                checked.skipped += 1;
+            }
+        }
+    }
+    check_against_model_lacking(factory, Stack::Plain, 16, &lacked);
+    checked
 }
 
 /// A name no other case or run uses: `prefix-<uuid>`.
@@ -91,58 +119,138 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", agentstate::Event::new_id())
 }
 
-/// What a backend may be unable to guarantee. A case that needs a capability the backend says
-/// it lacks is still generated, but ignored with its reason: `cargo test` lists it as ignored,
-/// never silently passed.
+/// What a store may lack. A case that needs it is still generated, but ignored with its reason:
+/// `cargo test` lists it as ignored, never silently passed. A test of the macro checks that what
+/// a backend declares is what its store's [capabilities](agentstate::store::capability) say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Capability {
     /// Session ids are unique per user, so two users may each have a session `s1`
     /// (`session_ids_per_user` in the macro). The managed service keeps them unique per app.
     SessionIdsPerUser,
-    /// The service removes expired sessions when asked
-    /// ([`SessionService::sweep_expired`];
-    /// `sweeps_expired_sessions` in the macro). A client of a remote service cannot: the service
-    /// sweeps itself.
-    SweepsExpiredSessions,
-    /// The service erases a user's data
-    /// ([`SessionService::erase_user`]; `erases_users` in
-    /// the macro). The managed service's API has no such operation.
-    ErasesUsers,
-    /// The service drops old events by a retention policy
-    /// ([`SessionService::apply_retention`]; `drops_old_events` in the macro). The managed
-    /// service's API has no such operation.
-    DropsOldEvents,
-    /// The service moves a session's expire time
-    /// ([`SessionService::set_expire_time`]; `moves_expire_times` in the macro). The client of
-    /// the managed service does not (yet).
-    MovesExpireTimes,
-    /// The service lists its apps and an app's users
-    /// ([`SessionService::list_apps`]; `lists_apps` in the macro). The managed service's API
-    /// addresses one app (engine) at a time.
-    ListsApps,
+    /// History reads are exact, creation state included: the store keeps history snapshots
+    /// ([`HistoryStore`](agentstate::store::HistoryStore)) or answers history itself
+    /// ([`RemoteHistory`](agentstate::store::RemoteHistory)) (`history` in the macro).
+    History,
+    /// The store drops old events by a retention policy
+    /// ([`HistoryStore`](agentstate::store::HistoryStore); `retention` in the macro).
+    Retention,
+    /// The store sweeps expired sessions, moves expire times and erases users
+    /// ([`LifecycleStore`](agentstate::store::LifecycleStore); `lifecycle` in the macro).
+    Lifecycle,
+    /// The store lists its apps and an app's users
+    /// ([`AdminStore`](agentstate::store::AdminStore); `admin` in the macro).
+    Admin,
 }
 
-/// Expands to one `#[test]` per conformance case, each calling `$factory` (a closure returning a
-/// future of `Arc<dyn SessionService>`) for its service. A backend that lacks a
-/// [`Capability`] names it: `session_service_tests!(factory, lacks: [session_ids_per_user])`.
+impl Capability {
+    /// The capabilities (of those the store can declare) that `store` lacks.
+    pub fn lacked_by(store: &dyn SessionStore) -> Vec<Capability> {
+        let has = store.capabilities();
+        [
+            (Capability::History, has.history.is_some() || has.remote_history.is_some()),
+            (Capability::Retention, has.history.is_some()),
+            (Capability::Lifecycle, has.lifecycle.is_some()),
+            (Capability::Admin, has.admin.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(capability, present)| (!present).then_some(capability))
+        .collect()
+    }
+
+    /// The macro's name for it.
+    pub fn from_name(name: &str) -> Capability {
+        match name {
+            "session_ids_per_user" => Capability::SessionIdsPerUser,
+            "history" => Capability::History,
+            "retention" => Capability::Retention,
+            "lifecycle" => Capability::Lifecycle,
+            "admin" => Capability::Admin,
+            other => panic!("no conformance capability is called {other}"),
+        }
+    }
+}
+
+/// Checks that a backend declares what its store lacks: the `lacks` of its
+/// [`session_store_tests!`] against the store's own capabilities.
+pub fn check_declared_capabilities<F, FF>(factory: F, lacks: &[&str])
+where
+    F: FnOnce(ManualClock) -> FF,
+    FF: Future<Output = Arc<dyn SessionStore>>,
+{
+    harness::block_on(async move {
+        let store = factory(ManualClock::new()).await;
+        let mut declared: Vec<Capability> = lacks
+            .iter()
+            .map(|name| Capability::from_name(name))
+            .filter(|c| *c != Capability::SessionIdsPerUser)
+            .collect();
+        let mut lacked = Capability::lacked_by(store.as_ref());
+        declared.sort_by_key(|c| format!("{c:?}"));
+        lacked.sort_by_key(|c| format!("{c:?}"));
+        assert_eq!(declared, lacked, "the capabilities the tests declare missing are not the ones the store lacks");
+    });
+}
+
+/// Expands to the whole suite for a store: a module per [`Stack`] (`plain`, `encrypted`,
+/// `refresh`, `encrypted_refresh`), each with one `#[test]` per conformance case and the model
+/// test, and a test that the declared capabilities are the store's. `$factory` is a function or
+/// closure taking the case's [`ManualClock`](agentstate::clock::ManualClock) and returning a
+/// future of `Arc<dyn SessionStore>`. A store that lacks a [`Capability`] names it:
+/// `session_store_tests!(store, lacks: [lifecycle])`; `model_cases: N` sets the model test's
+/// sequences on the plain stack (the others run a quarter, at least 8).
 ///
 /// The list below is the one table of cases: it also builds the registry the tests run from, so
 /// a case function cannot exist without being listed (it would be dead code) nor be listed
 /// without existing. A case that needs a capability says which, in brackets.
 #[macro_export]
-macro_rules! session_service_tests {
+macro_rules! session_store_tests {
     ($factory:expr) => {
-        $crate::session_service_tests!($factory, lacks: []);
+        $crate::session_store_tests!($factory, lacks: []);
     };
     ($factory:expr, lacks: [$($lack:ident),* $(,)?]) => {
-        $crate::session_service_tests!(@cases (tests $factory; [$($lack)*]));
+        $crate::session_store_tests!($factory, lacks: [$($lack),*], model_cases: 32);
+    };
+    ($factory:expr, lacks: [$($lack:ident),* $(,)?], model_cases: $cases:expr) => {
+        fn conformance_store(clock: ::agentstate::clock::ManualClock) -> $crate::StoreFuture {
+            ::std::boxed::Box::pin(($factory)(clock))
+        }
+
+        #[test]
+        fn capabilities_are_as_declared() {
+            $crate::check_declared_capabilities(conformance_store, &[$(stringify!($lack)),*]);
+        }
+
+        $crate::session_store_tests!(@stack plain, Plain, $cases, [$($lack)*]);
+        // Encryption at rest records its keys in the store's metadata (the admin capability); the
+        // refresh policy moves expire times in the store (the lifecycle capability).
+        $crate::__conformance_stack! { ($) refresh, Refresh, ($cases / 4).max(8), [lifecycle], [$($lack)*] }
+        $crate::__conformance_stack! { ($) encrypted, Encrypted, ($cases / 4).max(8), [admin], [$($lack)*] }
+        $crate::__conformance_stack! {
+            ($) encrypted_refresh, EncryptedRefresh, ($cases / 4).max(8), [admin lifecycle], [$($lack)*]
+        }
+    };
+    (@unbuildable $module:ident, $stack:ident) => {
+        mod $module {
+            $crate::session_store_tests!(@cases (unbuildable $stack));
+        }
+    };
+    (@stack $module:ident, $stack:ident, $cases:expr, [$($lack:ident)*]) => {
+        mod $module {
+            #[test]
+            fn agrees_with_the_model() {
+                let lacks: &[$crate::Capability] = &[$($crate::Capability::from_name(stringify!($lack))),*];
+                $crate::check_against_model_lacking(super::conformance_store, $crate::Stack::$stack, $cases, lacks);
+            }
+
+            $crate::session_store_tests!(@cases (tests $stack; [$($lack)*]));
+        }
     };
     (@registry) => {
-        $crate::session_service_tests!(@cases (registry));
+        $crate::session_store_tests!(@cases (registry));
     };
     (@cases $mode:tt) => {
-        $crate::session_service_tests!(@each $mode;
+        $crate::session_store_tests!(@each $mode;
             create_splits_state_by_scope,
             create_generates_missing_ids,
             create_existing_id_is_already_exists,
@@ -158,7 +266,7 @@ macro_rules! session_service_tests {
             scopes_are_isolated_between_users_and_apps,
             get_missing_is_none,
             get_selects_event_windows,
-            raw_reads_show_what_decoded_reads_do,
+            stored_reads_show_what_decoded_reads_do,
             handles_are_independent_copies,
             event_pages_walk_history_in_order,
             event_pages_start_at_a_time,
@@ -166,10 +274,11 @@ macro_rules! session_service_tests {
             list_orders_merges_and_omits_events,
             list_unknown_app_or_user_is_empty,
             list_pages_cover_every_session_once,
-            apps_users_and_event_counts_are_listed [lists_apps],
+            apps_users_and_event_counts_are_listed [admin],
             delete_removes_session_and_keeps_shared_state,
             append_to_missing_session_is_not_found,
             append_applies_delta_by_scope,
+            append_at_a_marker_is_an_append_without_a_handle,
             partial_events_are_not_stored,
             temp_keys_live_only_on_the_handle,
             stale_handle_is_rejected_and_left_unchanged,
@@ -179,48 +288,96 @@ macro_rules! session_service_tests {
             unknown_event_fields_round_trip,
             invalid_events_are_rejected_without_changes,
             deleted_keys_are_gone_in_every_scope,
-            state_at_any_event_or_time,
-            event_diffs_name_each_change,
-            rewind_restores_session_keys,
-            fork_copies_history_up_to_an_event,
+            state_at_any_event_or_time [history],
+            event_diffs_name_each_change [history],
+            rewind_restores_session_keys [history],
+            fork_copies_history_up_to_an_event [history],
             expired_sessions_behave_as_deleted,
-            expire_times_move_both_ways [moves_expire_times],
-            sweeps_remove_expired_sessions_in_batches [sweeps_expired_sessions],
-            erasing_a_user_removes_everything_of_theirs [erases_users],
-            retention_drops_old_events_and_history_stops_there [drops_old_events],
+            expired_ids_are_taken_again_at_once,
+            appends_refresh_expiry_by_the_policy,
+            expire_times_move_both_ways [lifecycle],
+            sweeps_remove_expired_sessions_in_batches [lifecycle],
+            erasing_a_user_removes_everything_of_theirs [lifecycle],
+            retention_drops_old_events_and_history_stops_there [retention],
             concurrent_deletion_and_setting_of_a_user_key,
             concurrent_shared_scope_writers_lose_nothing,
             concurrent_handles_conflict_exactly_once,
             serialised_appends_through_one_handle_keep_order,
         );
     };
-    (@each (tests $factory:expr; $lacks:tt); $($case:ident $([$needs:ident])?),* $(,)?) => {
-        $( $crate::__conformance_case! { ($) $factory; $case; [$($needs)?]; $lacks } )*
+    (@each (tests $stack:ident; $lacks:tt); $($case:ident $([$needs:ident])?),* $(,)?) => {
+        $( $crate::__conformance_case! { ($) $stack; $case; [$($needs)?]; $lacks } )*
+    };
+    (@each (unbuildable $stack:ident); $($case:ident $([$needs:ident])?),* $(,)?) => {
+        $(
+            #[test]
+            #[ignore = "the server cannot build this stack over the store (encryption needs the admin capability, the refresh policy the lifecycle one)"]
+            fn $case() {
+                $crate::run_case(super::conformance_store, $crate::Stack::$stack, stringify!($case));
+            }
+        )*
     };
     (@each (registry); $($case:ident $([$needs:ident])?),* $(,)?) => {
-        /// Every case, by name, in the table's order.
-        pub(crate) const ALL: &[(&str, CaseFn)] = &[$((stringify!($case), |svc| Box::pin($case(svc)))),*];
+        /// Every case, by name, with the capability it needs, in the table's order.
+        pub(crate) const ALL: &[(&str, Option<&str>, CaseFn)] =
+            &[$((stringify!($case), $crate::__needs!($($needs)?), |svc| Box::pin($case(svc)))),*];
     };
 }
 
-/// One test of [`session_service_tests!`]: plain, or ignored when the case needs a capability the
-/// backend lacks. (`$d` is a `$`, so the inner macro can have variables of its own.)
+/// A stack of [`session_store_tests!`] that needs capabilities of the store (`[$needs…]`): its
+/// tests, or all of them ignored when the store lacks one.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_stack {
+    (($d:tt) $module:ident, $stack:ident, $cases:expr, [], [$($lack:ident)*]) => {
+        $crate::session_store_tests!(@stack $module, $stack, $cases, [$($lack)*]);
+    };
+    (($d:tt) $module:ident, $stack:ident, $cases:expr, [$needs:ident $($more:ident)*], [$($lack:ident)*]) => {
+        macro_rules! __with_stack {
+            ($needs $d($d rest:ident)*) => {
+                $crate::session_store_tests!(@unbuildable $module, $stack);
+            };
+            ($d first:ident $d($d rest:ident)*) => {
+                __with_stack!($d($d rest)*);
+            };
+            () => {
+                $crate::__conformance_stack! { ($d) $module, $stack, $cases, [$($more)*], [$($lack)*] }
+            };
+        }
+        __with_stack!($($lack)*);
+    };
+}
+
+/// The capability a case of the table needs, by name.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __needs {
+    () => {
+        None
+    };
+    ($needs:ident) => {
+        Some(stringify!($needs))
+    };
+}
+
+/// One test of [`session_store_tests!`]: plain, or ignored when the case needs a capability the
+/// store lacks. (`$d` is a `$`, so the inner macro can have variables of its own.)
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __conformance_case {
-    (($d:tt) $factory:expr; $case:ident; []; [$($lack:ident)*]) => {
+    (($d:tt) $stack:ident; $case:ident; []; [$($lack:ident)*]) => {
         #[test]
         fn $case() {
-            $crate::run_case($factory, stringify!($case));
+            $crate::run_case(super::conformance_store, $crate::Stack::$stack, stringify!($case));
         }
     };
-    (($d:tt) $factory:expr; $case:ident; [$needs:ident]; [$($lack:ident)*]) => {
+    (($d:tt) $stack:ident; $case:ident; [$needs:ident]; [$($lack:ident)*]) => {
         macro_rules! __with_capability {
             ($needs $d($d rest:ident)*) => {
                 #[test]
-                #[ignore = "the backend lacks the capability this case needs (agentstate_conformance::Capability)"]
+                #[ignore = "the store lacks the capability this case needs (agentstate_conformance::Capability)"]
                 fn $case() {
-                    $crate::run_case($factory, stringify!($case));
+                    $crate::run_case(super::conformance_store, $crate::Stack::$stack, stringify!($case));
                 }
             };
             ($d first:ident $d($d rest:ident)*) => {
@@ -229,86 +386,10 @@ macro_rules! __conformance_case {
             () => {
                 #[test]
                 fn $case() {
-                    $crate::run_case($factory, stringify!($case));
+                    $crate::run_case(super::conformance_store, $crate::Stack::$stack, stringify!($case));
                 }
             };
         }
         __with_capability!($($lack)*);
     };
-}
-
-/// Re-encryption on a backend: data written with one key (and some before encryption was on) is
-/// re-encrypted by [`agentstate::crypt::EncryptedStore::rekey`], after which the new key alone
-/// reads every session, state value, event and history answer. `open` makes a new handle to the
-/// same storage each time it is called (each with the same key prefix or database).
-#[cfg(feature = "encryption")]
-pub async fn check_rekey<S, F, Fut>(open: F)
-where
-    S: agentstate::store::SessionStore,
-    F: Fn() -> Fut,
-    Fut: Future<Output = S>,
-{
-    use agentstate::crypt::{EncryptedStore, KeyRing};
-    use agentstate::history::HistoryAt;
-    use agentstate::{CreateSession, Event, GetSessionConfig};
-    use serde_json::json;
-
-    let app = unique("rekey");
-    let old = KeyRing::generate("old").unwrap();
-    let new = KeyRing::generate("new").unwrap();
-    // Before encryption: plaintext.
-    let plain = open().await;
-    let mut legacy =
-        plain.create_session(CreateSession::new(&app, "u").id("legacy").state("k", json!("plain"))).await.unwrap();
-    plain.append_event(&mut legacy, Event::new("inv").author("user").delta("user:plain", json!(1))).await.unwrap();
-    // Then with the old key.
-    let first = EncryptedStore::open(open().await, KeyRing::parse(&old).unwrap()).await.unwrap();
-    let request =
-        CreateSession::new(&app, "u").id("s").state("secret", json!({"n": 1})).state("app:shared", json!("a"));
-    let mut session = first.create_session(request).await.unwrap();
-    let mut ids = Vec::new();
-    for i in 0..70 {
-        let event = Event::new("inv").author("agent").delta("secret", json!({"n": i})).delta("user:seen", json!(i));
-        ids.push(first.append_event(&mut session, event).await.unwrap().id);
-    }
-    // History snapshots exist (a replay keeps them), written with the old key.
-    first.state_at(session.key(), HistoryAt::AfterEvent(ids[68].clone())).await.unwrap();
-    // A user with state and no session left.
-    let mut orphan = first
-        .create_session(CreateSession::new(&app, "orphan").id("o").state("user:mail", json!("o@x")))
-        .await
-        .unwrap();
-    first.append_event(&mut orphan, Event::new("inv")).await.unwrap();
-    first.delete_session(orphan.key()).await.unwrap();
-
-    // Rotate: the new key writes, both read; rekey.
-    let rotating = EncryptedStore::open(open().await, KeyRing::parse(&format!("{new},{old}")).unwrap()).await.unwrap();
-    let mut seen = 0;
-    let done = rotating.rekey(|p| seen = p.sessions).await.unwrap();
-    assert!(done.sessions >= 2 && seen == done.sessions, "{done:?}");
-    assert!(done.values >= 5, "session, app and user values, the plaintext ones too: {done:?}");
-    assert!(done.events >= 71, "{done:?}");
-    assert!(done.snapshots >= 2, "the creation snapshot and a replay's: {done:?}");
-    let again = rotating.rekey(|_| {}).await.unwrap();
-    assert_eq!((again.values, again.events, again.snapshots), (0, 0, 0), "nothing left: {again:?}");
-
-    // The new key alone reads everything.
-    let only_new = EncryptedStore::open(open().await, KeyRing::parse(&new).unwrap()).await.unwrap();
-    let read = only_new.get_session(session.key(), GetSessionConfig::default()).await.unwrap().unwrap();
-    assert_eq!(read.state().get("secret"), Some(&json!({"n": 69})));
-    assert_eq!(read.state().get("app:shared"), Some(&json!("a")));
-    assert_eq!(read.events().len(), 70);
-    let at = only_new.state_at(session.key(), HistoryAt::AfterEvent(ids[10].clone())).await.unwrap().unwrap();
-    assert_eq!(at.state.get("secret"), Some(&json!({"n": 10})));
-    let creation = only_new.state_at(session.key(), HistoryAt::Creation).await.unwrap().unwrap();
-    assert_eq!(creation.state.get("secret"), Some(&json!({"n": 1})));
-    let legacy = only_new.get_session(legacy.key(), GetSessionConfig::default()).await.unwrap().unwrap();
-    assert_eq!((legacy.state().get("k"), legacy.events().len()), (Some(&json!("plain")), 1));
-    let back = only_new.create_session(CreateSession::new(&app, "orphan")).await.unwrap();
-    assert_eq!(back.state().get("user:mail"), Some(&json!("o@x")), "a user's state without sessions too");
-    // And what is stored is sealed with it.
-    let raw = open().await.get_session(session.key(), GetSessionConfig::default()).await.unwrap().unwrap();
-    assert!(raw.state().get("secret").unwrap().as_str().unwrap().starts_with("$as1$new$"));
-    let raw_legacy = open().await.get_session(legacy.key(), GetSessionConfig::default()).await.unwrap().unwrap();
-    assert!(raw_legacy.state().get("k").unwrap().as_str().unwrap().starts_with("$as1$new$"), "plaintext got encrypted");
 }

@@ -1,5 +1,7 @@
-//! A Redis backend for agentstate: every [`SessionStore`](agentstate::store::SessionStore)
+//! A Redis store for agentstate: every [`SessionStore`](agentstate::store::SessionStore)
 //! operation is one atomic step on the server (a script or a `MULTI` block), in one round trip.
+//! It has every capability (history, lifecycle, administration); expired sessions are judged by
+//! the caller's clock in every script and removed by Redis itself (`PEXPIREAT`).
 //!
 //! - **Layout for the operations** (see the key table in the `keys` module's source): a session's
 //!   metadata and state are hashes; its events are a sorted set of ids scored by time beside a
@@ -19,9 +21,9 @@
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use agentstate::{CreateSession, SessionService};
-//! use agentstate_redis::RedisSessionService;
+//! use agentstate_redis::RedisStore;
 //!
-//! let service = RedisSessionService::connect("redis://127.0.0.1:6379/0?prefix=myagents:").await?;
+//! let service = SessionService::new(RedisStore::connect("redis://127.0.0.1:6379/0?prefix=myagents:").await?);
 //! let session = service.create_session(CreateSession::new("app", "alice")).await?;
 //! # Ok(()) }
 //! ```
@@ -51,7 +53,7 @@ pub use crate::url::{RedisUrl, RedisUrlError};
 /// The key prefix used when none is given.
 pub const DEFAULT_PREFIX: &str = "agentstate:";
 
-/// How a [`RedisSessionService`] talks to Redis.
+/// How a [`RedisStore`] talks to Redis.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedisOptions {
     /// Prepended to every key, so several deployments (or test runs) share one Redis. Must not
@@ -80,19 +82,19 @@ impl Default for RedisOptions {
 /// by itself after Redis restarts or the network drops (the call that saw the failure gets a
 /// retryable [`agentstate::Error::Backend`]).
 #[derive(Clone)]
-pub struct RedisSessionService {
+pub struct RedisStore {
     connection: Connection,
     prefix: String,
     shown: String,
 }
 
-impl fmt::Debug for RedisSessionService {
+impl fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RedisSessionService").field("url", &self.shown).field("prefix", &self.prefix).finish()
+        f.debug_struct("RedisStore").field("url", &self.shown).field("prefix", &self.prefix).finish()
     }
 }
 
-/// Why a [`RedisSessionService`] could not be opened.
+/// Why a [`RedisStore`] could not be opened.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectError {
@@ -110,7 +112,7 @@ pub enum ConnectError {
     },
 }
 
-impl RedisSessionService {
+impl RedisStore {
     /// Connects to the Redis named by `url` (`redis://[user:password@]host[:port][/db]`, or
     /// `rediss://` for TLS), with the URL's options (`?prefix=…&timeout_ms=…`).
     pub async fn connect(url: &str) -> Result<Self, ConnectError> {

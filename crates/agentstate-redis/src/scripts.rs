@@ -17,7 +17,6 @@ script!(GET, "lua/get.lua");
 script!(EVENTS, "lua/events.lua");
 script!(SNAPSHOT, "lua/snapshot.lua");
 script!(PUT_SNAPSHOTS, "lua/put_snapshots.lua");
-script!(INVOCATION, "lua/invocation.lua");
 script!(SWEEP, "lua/sweep.lua");
 script!(ERASE, "lua/erase.lua");
 script!(DROP, "lua/drop.lua");

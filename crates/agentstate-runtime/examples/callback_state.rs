@@ -6,9 +6,7 @@
 
 mod common;
 
-use std::sync::Arc;
-
-use agentstate::{Content, CreateSession, GetSessionConfig, InMemorySessionService, SessionService};
+use agentstate::{Content, CreateSession, GetSessionConfig, SessionService};
 use agentstate_runtime::model::LlmResponse;
 use agentstate_runtime::testing::ScriptedModel;
 use agentstate_runtime::{CallbackContext, LlmAgent, Runner};
@@ -35,7 +33,7 @@ async fn main() -> anyhow::Result<()> {
         .instruction("Last operation: {temp:last_operation_status?}. Actions so far: {user_action_count}.")
         .before_agent_callback(count_action)
         .build()?;
-    let service = Arc::new(InMemorySessionService::new());
+    let service = SessionService::in_memory();
     let runner = Runner::new("app", agent, service.clone());
     let session = service.create_session(CreateSession::new("app", "u").id("s")).await?;
 

@@ -4,9 +4,7 @@
 
 mod common;
 
-use std::sync::Arc;
-
-use agentstate::{Content, CreateSession, GetSessionConfig, InMemorySessionService, SessionService};
+use agentstate::{Content, CreateSession, GetSessionConfig, SessionService};
 use agentstate_runtime::model::LlmResponse;
 use agentstate_runtime::{LlmAgent, Runner};
 use futures_util::TryStreamExt;
@@ -20,7 +18,7 @@ async fn main() -> anyhow::Result<()> {
         .build()?;
 
     let (app_name, user_id, session_id) = ("state_app", "user1", "session1");
-    let session_service = Arc::new(InMemorySessionService::new());
+    let session_service = SessionService::in_memory();
     let runner = Runner::new(app_name, greeting_agent, session_service.clone());
     let session = session_service.create_session(CreateSession::new(app_name, user_id).id(session_id)).await?;
     println!("Initial state: {}", serde_json::to_string(session.state())?);

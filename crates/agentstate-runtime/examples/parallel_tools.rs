@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use agentstate::{Content, CreateSession, GetSessionConfig, SessionService};
 use agentstate_runtime::model::LlmResponse;
 use agentstate_runtime::{FunctionTool, LlmAgent, Runner};
@@ -48,7 +46,7 @@ async fn main() -> anyhow::Result<()> {
         .build()?;
 
     // On the embedded default, SQLite, in a throwaway database.
-    let service = Arc::new(agentstate_sql::SqlSessionService::connect("sqlite::memory:").await?);
+    let service = SessionService::new(agentstate_sql::SqlStore::connect("sqlite::memory:").await?);
     let runner = Runner::new("briefings", agent, service.clone());
     let session = service.create_session(CreateSession::new("briefings", "u").id("s")).await?;
     let started = std::time::Instant::now();

@@ -8,7 +8,7 @@ mod common;
 
 use std::sync::Arc;
 
-use agentstate::{Content, CreateSession, GetSessionConfig, InMemorySessionService, SessionService};
+use agentstate::{Content, CreateSession, GetSessionConfig, SessionService};
 use agentstate_runtime::model::LlmResponse;
 use agentstate_runtime::{LlmAgent, Runner, SequentialAgent};
 use futures_util::TryStreamExt;
@@ -27,7 +27,7 @@ async fn main() -> anyhow::Result<()> {
             .build()?;
     let pipeline = SequentialAgent::new("poem_pipeline", vec![Arc::new(writer), Arc::new(editor)])?;
 
-    let service = Arc::new(InMemorySessionService::new());
+    let service = SessionService::in_memory();
     let runner = Runner::new("poems", pipeline, service.clone());
     let session = service.create_session(CreateSession::new("poems", "u").id("s")).await?;
     let events: Vec<_> = runner.run("u", "s", Content::text("user", "state management")).try_collect().await?;

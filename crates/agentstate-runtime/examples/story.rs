@@ -5,9 +5,7 @@
 
 mod common;
 
-use std::sync::Arc;
-
-use agentstate::{Content, CreateSession, InMemorySessionService, SessionService};
+use agentstate::{Content, CreateSession, SessionService};
 use agentstate_runtime::model::LlmResponse;
 use agentstate_runtime::testing::ScriptedModel;
 use agentstate_runtime::{LlmAgent, RunRequest, Runner};
@@ -27,7 +25,7 @@ async fn main() -> anyhow::Result<()> {
     let placeholders: Vec<_> = story_agent.instruction_template().into_iter().flat_map(|t| t.placeholders()).collect();
     println!("placeholders: {:?}", placeholders.iter().map(|p| (&p.name, p.optional)).collect::<Vec<_>>());
 
-    let service = Arc::new(InMemorySessionService::new());
+    let service = SessionService::in_memory();
     let runner = Runner::new("stories", story_agent, service.clone());
     service.create_session(CreateSession::new("stories", "u").id("s").state("topic", json!("friendship"))).await?;
 

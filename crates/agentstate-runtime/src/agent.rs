@@ -141,7 +141,7 @@ pub struct InvocationContext {
 
 struct Shared {
     invocation_id: String,
-    service: Arc<dyn SessionService>,
+    service: SessionService,
     live: Mutex<Live>,
     events: mpsc::Sender<Event>,
     root: Arc<dyn Agent>,
@@ -162,7 +162,7 @@ impl Live {
         Arc::clone(self.state.get_or_insert_with(|| Arc::new(session.state().all().clone())))
     }
 
-    async fn append(&mut self, service: &dyn SessionService, event: Event) -> Result<Event, RuntimeError> {
+    async fn append(&mut self, service: &SessionService, event: Event) -> Result<Event, RuntimeError> {
         let stored = service.append_event(&mut self.session, event).await?;
         self.state = None;
         Ok(stored)
@@ -181,7 +181,7 @@ impl std::fmt::Debug for InvocationContext {
 /// How an invocation is set up (the [`Runner`](crate::Runner) fills it in).
 pub(crate) struct InvocationSetup {
     pub(crate) invocation_id: String,
-    pub(crate) service: Arc<dyn SessionService>,
+    pub(crate) service: SessionService,
     pub(crate) session: Session,
     pub(crate) events: mpsc::Sender<Event>,
     pub(crate) root: Arc<dyn Agent>,
@@ -286,7 +286,7 @@ impl InvocationContext {
     }
 
     async fn store(&self, event: Event) -> Result<Event, RuntimeError> {
-        self.shared.live.lock().await.append(&*self.shared.service, event).await
+        self.shared.live.lock().await.append(&self.shared.service, event).await
     }
 
     /// Counts one model call against the invocation's limit.

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use agentstate::{BoxError, Content, CreateSession, InMemorySessionService, Map, SessionService, Value};
+use agentstate::{BoxError, Content, CreateSession, Map, SessionService, Value};
 use async_trait::async_trait;
 use futures_util::StreamExt;
 use serde_json::json;
@@ -69,7 +69,7 @@ impl Tool for AgentTool {
 
     async fn call(&self, args: Map<String, Value>, ctx: &mut ToolContext) -> Result<Value, BoxError> {
         let request = args.get("request").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let service: Arc<dyn SessionService> = Arc::new(InMemorySessionService::new());
+        let service = SessionService::in_memory();
         let (app, user, session) = ("agent_tool", "caller", "call");
         let create = CreateSession::new(app, user).id(session).with_state(ctx.state());
         service.create_session(create).await?;

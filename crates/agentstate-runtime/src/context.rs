@@ -15,13 +15,13 @@
 //! them together.
 //!
 //! ```
-//! use agentstate::{CreateSession, InMemorySessionService, SessionService};
+//! use agentstate::{CreateSession, SessionService};
 //! use agentstate_runtime::CallbackContext;
 //! use serde_json::json;
 //!
 //! # fn main() { tokio::runtime::Runtime::new().unwrap().block_on(run()).unwrap() }
 //! # async fn run() -> agentstate::Result<()> {
-//! let service = InMemorySessionService::new();
+//! let service = SessionService::in_memory();
 //! let mut session = service.create_session(CreateSession::new("app", "u")).await?;
 //!
 //! // In an agent callback, as in the ADK state guide:
@@ -312,12 +312,12 @@ pub fn inject_session_state(template: &str, ctx: &ReadonlyContext<'_>) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentstate::{CreateSession, GetSessionConfig, InMemorySessionService, SessionService};
+    use agentstate::{CreateSession, GetSessionConfig, SessionService};
     use serde_json::json;
 
     #[tokio::test]
     async fn writes_are_visible_in_the_context_and_travel_on_the_event() {
-        let service = InMemorySessionService::new();
+        let service = SessionService::in_memory();
         let mut session =
             service.create_session(CreateSession::new("app", "u").state("user_action_count", json!(4))).await.unwrap();
         let mut ctx = CallbackContext::new("inv", "agent", session.state());
@@ -366,7 +366,7 @@ mod tests {
 
     #[tokio::test]
     async fn removed_keys_are_gone_for_the_context_its_siblings_and_storage() {
-        let service = InMemorySessionService::new();
+        let service = SessionService::in_memory();
         let state = json!({"k": 1, "user:u": 2, "keep": 3}).as_object().unwrap().clone();
         let mut session = service.create_session(CreateSession::new("app", "u").with_state(state)).await.unwrap();
         let turn = CallbackContext::new("inv", "agent", session.state());

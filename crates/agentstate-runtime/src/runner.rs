@@ -33,7 +33,7 @@ pub const DEFAULT_MAX_LLM_CALLS: usize = 500;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use agentstate::{Content, CreateSession, GetSessionConfig, InMemorySessionService, SessionService};
+/// use agentstate::{Content, CreateSession, GetSessionConfig, SessionService};
 /// use agentstate_runtime::model::LlmResponse;
 /// use agentstate_runtime::testing::ScriptedModel;
 /// use agentstate_runtime::{LlmAgent, Runner};
@@ -41,7 +41,7 @@ pub const DEFAULT_MAX_LLM_CALLS: usize = 500;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> anyhow::Result<()> {
-/// let service = Arc::new(InMemorySessionService::new());
+/// let service = SessionService::in_memory();
 /// let model = ScriptedModel::new("scripted").reply(LlmResponse::text("Hello there!"));
 /// let agent = LlmAgent::builder("Greeter", model)
 ///     .instruction("Generate a short, friendly greeting.")
@@ -61,7 +61,7 @@ pub const DEFAULT_MAX_LLM_CALLS: usize = 500;
 pub struct Runner {
     app_name: String,
     agent: Arc<dyn Agent>,
-    service: Arc<dyn SessionService>,
+    service: SessionService,
     auto_create_session: bool,
     history: Option<History>,
     max_llm_calls: usize,
@@ -114,11 +114,7 @@ impl RunRequest {
 
 impl Runner {
     /// A runner of `agent` for `app_name`, storing sessions in `service`.
-    pub fn new(
-        app_name: impl Into<String>,
-        agent: impl Into<Arc<dyn Agent>>,
-        service: Arc<dyn SessionService>,
-    ) -> Self {
+    pub fn new(app_name: impl Into<String>, agent: impl Into<Arc<dyn Agent>>, service: SessionService) -> Self {
         Self {
             app_name: app_name.into(),
             agent: agent.into(),
@@ -158,7 +154,7 @@ impl Runner {
     }
 
     /// The session service.
-    pub fn service(&self) -> &Arc<dyn SessionService> {
+    pub fn service(&self) -> &SessionService {
         &self.service
     }
 

@@ -1,15 +1,13 @@
 //! Session expiry and retention as the server applies them: the `ttl` / `expireTime` a create
-//! request gives, else a default per app or for the whole server; `expireTime` on the sessions it
-//! answers; per-app retention policies; and the background sweep that removes expired sessions
-//! and old events in bounded, paced batches.
+//! request gives (else the service's default for the app); `expireTime` on the sessions it
+//! answers; and the background sweep that removes expired sessions and, by the service's
+//! per-app retention policies, old events, in bounded, paced batches.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentstate::store::RawSession;
+use agentstate::store::LoadedSession;
 use agentstate::{ListSessions, Retention, Session, SessionService, Value};
-use chrono::{DateTime, SecondsFormat, Utc};
 
 use crate::metrics::Metrics;
 
@@ -17,59 +15,26 @@ use crate::metrics::Metrics;
 /// batch waits a few milliseconds at most (see `cargo bench -p agentstate-bench --bench lifecycle`).
 pub const SWEEP_BATCH: usize = 10;
 
-/// How sessions expire on this server.
+/// The background sweep: how often it runs and how much each batch removes. What expires and
+/// what is retained are the service's [`Policies`](agentstate::Policies).
 ///
 /// ```
 /// use std::time::Duration;
-/// use agentstate_server::Expiry;
-/// let expiry = Expiry { default_ttl: Some(Duration::from_secs(86_400)), ..Expiry::default() }
-///     .app_ttl("support_bot", Duration::from_secs(3_600));
-/// assert_eq!(expiry.ttl_for("support_bot"), Some(Duration::from_secs(3_600)));
-/// assert_eq!(expiry.ttl_for("other"), Some(Duration::from_secs(86_400)));
+/// use agentstate_server::Sweep;
+/// let sweep = Sweep { every: Some(Duration::from_secs(30)), ..Sweep::default() };
+/// assert_eq!(sweep.batch, agentstate_server::SWEEP_BATCH);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Expiry {
-    /// The time to live of a session created without one; `None` for sessions that never expire.
-    pub default_ttl: Option<Duration>,
-    /// Per-app defaults, over `default_ttl`.
-    pub app_ttls: BTreeMap<String, Duration>,
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sweep {
     /// How often the sweep runs; `None` for never.
-    pub sweep_every: Option<Duration>,
+    pub every: Option<Duration>,
     /// Sessions removed per batch (each batch one bounded store call).
-    pub sweep_batch: usize,
-    /// Per-app retention policies, applied to every session of the app by the sweep.
-    pub retention: BTreeMap<String, Retention>,
+    pub batch: usize,
 }
 
-impl Default for Expiry {
+impl Default for Sweep {
     fn default() -> Self {
-        Self {
-            default_ttl: None,
-            app_ttls: BTreeMap::new(),
-            sweep_every: Some(Duration::from_secs(60)),
-            sweep_batch: SWEEP_BATCH,
-            retention: BTreeMap::new(),
-        }
-    }
-}
-
-impl Expiry {
-    /// Sets `app`'s default time to live.
-    #[must_use]
-    pub fn app_ttl(mut self, app: impl Into<String>, ttl: Duration) -> Self {
-        self.app_ttls.insert(app.into(), ttl);
-        self
-    }
-
-    /// The default time to live of `app`'s sessions.
-    pub fn ttl_for(&self, app: &str) -> Option<Duration> {
-        self.app_ttls.get(app).copied().or(self.default_ttl)
-    }
-
-    /// The expire time (epoch µs) of a session of `app` created now without one.
-    pub(crate) fn default_expire_micros(&self, app: &str) -> Option<i64> {
-        let ttl = i64::try_from(self.ttl_for(app)?.as_micros()).unwrap_or(i64::MAX);
-        Some(agentstate::store::now_micros().saturating_add(ttl))
+        Self { every: Some(Duration::from_secs(60)), batch: SWEEP_BATCH }
     }
 }
 
@@ -84,32 +49,26 @@ pub(crate) fn parse_duration(text: &str, field: &str) -> Result<Duration, String
     Duration::try_from_secs_f64(seconds).map_err(|_| bad())
 }
 
-/// An RFC 3339 time → epoch microseconds.
-pub(crate) fn parse_rfc3339(text: &str, field: &str) -> Result<i64, String> {
-    DateTime::parse_from_rfc3339(text.trim())
-        .map(|t| t.timestamp_micros())
-        .map_err(|e| format!("{field}: {text:?} is not an RFC 3339 time ({e})"))
-}
+pub(crate) use agentstate::wire::engine::{parse_rfc3339, rfc3339};
 
-/// Epoch microseconds → RFC 3339 (UTC, microseconds, `Z`).
-pub(crate) fn rfc3339(micros: i64) -> String {
-    DateTime::<Utc>::from_timestamp_micros(micros).unwrap_or_default().to_rfc3339_opts(SecondsFormat::Micros, true)
-}
-
-/// The expire time of a create request's `ttl` or `expireTime` (one of them), epoch µs.
-pub(crate) fn requested_expire(ttl: Option<&Value>, expire_time: Option<&Value>) -> Result<Option<i64>, String> {
+/// A create request's `ttl` or `expireTime` (one of them, at most) on `request`: the time to live
+/// is counted by the service's clock when it creates the session.
+pub(crate) fn request_expiry(
+    request: &mut agentstate::CreateSession,
+    ttl: Option<&Value>,
+    expire_time: Option<&Value>,
+) -> Result<(), String> {
     let text =
         |v: &Value, field: &str| v.as_str().map(str::to_owned).ok_or_else(|| format!("{field} must be a string"));
     match (ttl, expire_time) {
-        (Some(_), Some(_)) => Err("give ttl or expireTime, not both".to_owned()),
-        (Some(ttl), None) => {
-            let ttl = parse_duration(&text(ttl, "ttl")?, "ttl")?;
-            let ttl = i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX);
-            Ok(Some(agentstate::store::now_micros().saturating_add(ttl)))
+        (Some(_), Some(_)) => return Err("give ttl or expireTime, not both".to_owned()),
+        (Some(ttl), None) => request.ttl = Some(parse_duration(&text(ttl, "ttl")?, "ttl")?),
+        (None, Some(time)) => {
+            request.attributes.expire_time_micros = Some(parse_rfc3339(&text(time, "expireTime")?, "expireTime")?);
         }
-        (None, Some(time)) => parse_rfc3339(&text(time, "expireTime")?, "expireTime").map(Some),
-        (None, None) => Ok(None),
+        (None, None) => {}
     }
+    Ok(())
 }
 
 /// The ADK JSON of a session, with `expireTime` (agentstate's extension) when it expires:
@@ -128,10 +87,10 @@ impl serde::Serialize for SessionBody<'_> {
     }
 }
 
-/// The bytes of [`SessionBody`] for a session read raw: its stored events written from their
-/// text.
-pub(crate) fn raw_session_body(session: &RawSession) -> Result<Vec<u8>, serde_json::Error> {
-    let wire = agentstate::wire::RawWireSession(session);
+/// The bytes of [`SessionBody`] for a session read with its events as stored: written from
+/// their text.
+pub(crate) fn stored_session_body(session: &LoadedSession) -> Result<Vec<u8>, serde_json::Error> {
+    let wire = agentstate::wire::StoredWireSession(session);
     let mut out = Vec::with_capacity(wire.size_hint());
     out.push(b'{');
     wire.write_fields(&mut out)?;
@@ -156,7 +115,7 @@ pub(crate) fn session_value(session: &Session) -> Value {
 /// Removes every expired session now, a batch at a time; returns how many. Between batches it
 /// pauses as long as the batch took, so it never holds the database more than half the time and
 /// requests queued behind a batch run before the next one.
-pub async fn sweep(service: &dyn SessionService, batch: usize, metrics: &Metrics) -> agentstate::Result<usize> {
+pub async fn sweep(service: &SessionService, batch: usize, metrics: &Metrics) -> agentstate::Result<usize> {
     let batch = batch.max(1);
     let mut removed = 0;
     loop {
@@ -174,7 +133,7 @@ pub async fn sweep(service: &dyn SessionService, batch: usize, metrics: &Metrics
 /// Applies `policy` to every session of `app`, a page at a time, pausing between pages as long
 /// as each took; returns how many events it dropped.
 pub async fn retain(
-    service: &dyn SessionService,
+    service: &SessionService,
     app: &str,
     policy: Retention,
     metrics: &Metrics,
@@ -227,21 +186,21 @@ pub fn parse_retention(text: &str) -> Result<Retention, String> {
     Ok(policy)
 }
 
-/// Runs [`sweep`] every `expiry.sweep_every` until the task is dropped; failures are logged and
-/// retried at the next tick.
-pub(crate) async fn sweeper(service: Arc<dyn SessionService>, expiry: Arc<Expiry>, metrics: Arc<Metrics>) {
-    let Some(every) = expiry.sweep_every else { return };
+/// Runs [`sweep`] every `sweep.every`, and each app's retention policy, until the task is
+/// dropped; failures are logged and retried at the next tick.
+pub(crate) async fn sweeper(service: SessionService, sweep_every: Sweep, metrics: Arc<Metrics>) {
+    let Some(every) = sweep_every.every else { return };
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
-        match sweep(service.as_ref(), expiry.sweep_batch, &metrics).await {
+        match sweep(&service, sweep_every.batch, &metrics).await {
             Ok(0) => {}
             Ok(removed) => tracing::info!(removed, "removed expired sessions"),
             Err(e) => tracing::warn!(error = %e, "sweeping expired sessions failed; retrying at the next tick"),
         }
-        for (app, policy) in &expiry.retention {
-            match retain(service.as_ref(), app, *policy, &metrics).await {
+        for (app, policy) in &service.policies().retention {
+            match retain(&service, app, *policy, &metrics).await {
                 Ok(0) => {}
                 Ok(dropped) => tracing::info!(app = %app, dropped, "dropped events by the app's retention policy"),
                 Err(e) => {
@@ -258,14 +217,17 @@ mod tests {
 
     #[test]
     fn create_requests_name_their_expiry() {
-        let now = agentstate::store::now_micros();
-        let ttl = requested_expire(Some(&Value::from("60s")), None).unwrap().unwrap();
-        assert!((now + 59_000_000..now + 61_000_000).contains(&ttl));
-        let at = requested_expire(None, Some(&Value::from("2030-01-01T00:00:00Z"))).unwrap();
-        assert_eq!(at, Some(1_893_456_000_000_000));
-        assert!(requested_expire(Some(&Value::from("60")), None).unwrap_err().contains("duration"));
-        assert!(requested_expire(Some(&Value::from("-1s")), None).unwrap_err().contains("positive"));
-        assert!(requested_expire(Some(&Value::from("1s")), Some(&Value::from("x"))).unwrap_err().contains("not both"));
+        let expiry = |ttl: Option<&str>, at: Option<&str>| {
+            let mut request = agentstate::CreateSession::new("app", "u");
+            let (ttl, at) = (ttl.map(Value::from), at.map(Value::from));
+            request_expiry(&mut request, ttl.as_ref(), at.as_ref()).map(|()| (request.ttl, request.attributes))
+        };
+        assert_eq!(expiry(Some("60s"), None).unwrap().0, Some(Duration::from_secs(60)));
+        let at = expiry(None, Some("2030-01-01T00:00:00Z")).unwrap().1;
+        assert_eq!(at.expire_time_micros, Some(1_893_456_000_000_000));
+        assert!(expiry(Some("60"), None).unwrap_err().contains("duration"));
+        assert!(expiry(Some("-1s"), None).unwrap_err().contains("positive"));
+        assert!(expiry(Some("1s"), Some("x")).unwrap_err().contains("not both"));
         assert_eq!(rfc3339(1_893_456_000_000_000), "2030-01-01T00:00:00.000000Z");
     }
 

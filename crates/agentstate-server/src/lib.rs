@@ -4,12 +4,12 @@
 //! OpenAPI document. The `agentstate` binary serves it.
 //!
 //! ```no_run
-//! use std::sync::Arc;
+//! use agentstate::SessionService;
 //! use agentstate_server::{AppState, app};
 //!
 //! # async fn f() -> anyhow::Result<()> {
-//! let service = agentstate_sql::SqlSessionService::connect("sqlite://agentstate.db").await?;
-//! let router = app(AppState::new(Arc::new(service)));
+//! let service = SessionService::new(agentstate_sql::SqlStore::connect("sqlite://agentstate.db").await?);
+//! let router = app(AppState::new(service));
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
 //! axum::serve(listener, router).await?;
 //! # Ok(()) }
@@ -39,7 +39,7 @@ use tower_http::trace::TraceLayer;
 
 pub use auth::{Access, Tokens, TokensError};
 pub use error::ApiError;
-pub use expiry::{Expiry, SWEEP_BATCH, parse_retention, retain, sweep};
+pub use expiry::{SWEEP_BATCH, Sweep, parse_retention, retain, sweep};
 pub use limits::Limits;
 pub use listen::{Connections, serve};
 pub use metrics::Metrics;

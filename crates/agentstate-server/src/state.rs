@@ -7,29 +7,28 @@ use agentstate::SessionService;
 use axum::extract::FromRef;
 
 use crate::auth::Tokens;
-use crate::expiry::Expiry;
+use crate::expiry::Sweep;
 use crate::limits::Limits;
 use crate::metrics::Metrics;
 
 /// The service behind the API and how the API is served.
 ///
 /// ```
-/// use std::sync::Arc;
-/// use agentstate::InMemorySessionService;
+/// use agentstate::SessionService;
 /// use agentstate_server::{AppState, Limits, app};
 ///
-/// let state = AppState::new(Arc::new(InMemorySessionService::new()))
+/// let state = AppState::new(SessionService::in_memory())
 ///     .with_limits(Limits { max_key_chars: 64, ..Limits::default() });
 /// let router = app(state);
 /// # let _ = router;
 /// ```
 #[derive(Clone)]
 pub struct AppState {
-    service: Arc<dyn SessionService>,
+    service: SessionService,
     limits: Limits,
     tokens: Arc<Tokens>,
     metrics: Arc<Metrics>,
-    expiry: Arc<Expiry>,
+    sweep: Sweep,
     ui_secret: Arc<str>,
     #[cfg(feature = "agents")]
     runners: Arc<std::collections::BTreeMap<String, agentstate_runtime::Runner>>,
@@ -47,23 +46,23 @@ impl std::fmt::Debug for AppState {
 
 impl AppState {
     /// Serves `service` with the default limits, no access tokens and no agents.
-    pub fn new(service: Arc<dyn SessionService>) -> Self {
+    pub fn new(service: SessionService) -> Self {
         Self {
             service,
             limits: Limits::default(),
             tokens: Arc::default(),
             metrics: Arc::default(),
-            expiry: Arc::default(),
+            sweep: Sweep::default(),
             ui_secret: uuid::Uuid::new_v4().simple().to_string().into(),
             #[cfg(feature = "agents")]
             runners: Arc::default(),
         }
     }
 
-    /// How sessions expire: default times to live, the sweep.
+    /// How often the background sweep runs (the service's policies say what it removes).
     #[must_use]
-    pub fn with_expiry(mut self, expiry: Expiry) -> Self {
-        self.expiry = Arc::new(expiry);
+    pub fn with_sweep(mut self, sweep: Sweep) -> Self {
+        self.sweep = sweep;
         self
     }
 
@@ -72,15 +71,10 @@ impl AppState {
         &self.ui_secret
     }
 
-    /// How sessions expire.
-    pub fn expiry(&self) -> &Expiry {
-        &self.expiry
-    }
-
-    /// The background sweep of expired sessions, to spawn beside the server (it runs until
-    /// dropped; it returns at once when the sweep is off).
+    /// The background sweep of expired sessions and old events, to spawn beside the server (it
+    /// runs until dropped; it returns at once when the sweep is off).
     pub fn sweeper(&self) -> impl Future<Output = ()> + Send + 'static {
-        crate::expiry::sweeper(Arc::clone(&self.service), Arc::clone(&self.expiry), Arc::clone(&self.metrics))
+        crate::expiry::sweeper(self.service.clone(), self.sweep, Arc::clone(&self.metrics))
     }
 
     /// Request limits.
@@ -107,7 +101,7 @@ impl AppState {
         agent: impl Into<Arc<dyn agentstate_runtime::agent::Agent>>,
     ) -> Self {
         let app_name = app_name.into();
-        let runner = agentstate_runtime::Runner::new(&app_name, agent, Arc::clone(&self.service));
+        let runner = agentstate_runtime::Runner::new(&app_name, agent, self.service.clone());
         Arc::make_mut(&mut self.runners).insert(app_name, runner);
         self
     }
@@ -125,7 +119,7 @@ impl AppState {
     }
 
     /// The session service.
-    pub fn service(&self) -> &Arc<dyn SessionService> {
+    pub fn service(&self) -> &SessionService {
         &self.service
     }
 
@@ -163,8 +157,8 @@ impl FromRef<AppState> for Limits {
     }
 }
 
-impl FromRef<AppState> for Arc<dyn SessionService> {
+impl FromRef<AppState> for SessionService {
     fn from_ref(state: &AppState) -> Self {
-        Arc::clone(&state.service)
+        state.service.clone()
     }
 }

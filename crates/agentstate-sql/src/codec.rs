@@ -133,17 +133,6 @@ pub(crate) fn state_text(state: &Map<String, Value>) -> String {
     Value::Object(state.clone()).to_string()
 }
 
-/// Sets each key of `delta` in `state` (the reference's `dict.update`: top-level keys replace,
-/// `null` is a value), then removes the `deleted` keys.
-pub(crate) fn merge(state: &mut Map<String, Value>, delta: &Map<String, Value>, deleted: &[String]) {
-    for (k, v) in delta {
-        state.insert(k.clone(), v.clone());
-    }
-    for k in deleted {
-        state.shift_remove(k);
-    }
-}
-
 /// A shared scope's row (app or user state) after merging `delta`: its state, and whether the
 /// row must be written because it was missing (the reference keeps a row for every app and user
 /// that has sessions) or the delta changes it. Every dialect merges through this.
@@ -154,7 +143,7 @@ pub(crate) fn merge_row(
 ) -> (Map<String, Value>, bool) {
     let write = existing.is_none() || !delta.is_empty() || !deleted.is_empty();
     let mut state = existing.unwrap_or_default();
-    merge(&mut state, delta, deleted);
+    agentstate::store::apply_changes(&mut state, delta, deleted);
     (state, write)
 }
 
@@ -165,7 +154,7 @@ pub(crate) fn merged_text(text: String, delta: &Map<String, Value>, deleted: &[S
         return Ok(text);
     }
     let mut state = parse_state(&text)?;
-    merge(&mut state, delta, deleted);
+    agentstate::store::apply_changes(&mut state, delta, deleted);
     Ok(state_text(&state))
 }
 

@@ -1,20 +1,21 @@
-//! Persistent agentstate session services on SQL databases: SQLite (the embedded default),
+//! Persistent agentstate session stores on SQL databases: SQLite (the embedded default),
 //! PostgreSQL and MySQL/MariaDB, on the schema of ADK for Python's `DatabaseSessionService` (v1),
-//! so a database written by either can be served by the other.
+//! so a database written by either can be served by the other. Every store has every capability
+//! (history, lifecycle, administration).
 //!
 //! ```no_run
 //! use agentstate::SessionService;
-//! use agentstate_sql::SqlSessionService;
+//! use agentstate_sql::SqlStore;
 //!
 //! # async fn f() -> agentstate::Result<()> {
-//! let service = SqlSessionService::connect("sqlite://agentstate.db").await?;
+//! let service = SessionService::new(SqlStore::connect("sqlite://agentstate.db").await?);
 //! # Ok(()) }
 //! ```
 //!
-//! [`SqlSessionService`] picks the store by URL ([`DatabaseUrl`]); each store can also be opened
-//! on its own ([`SqliteStore`], [`PostgresStore`], [`MySqlStore`]). The statements are plain SQL,
-//! one folder per dialect (`sql/<dialect>/*.sql`). [`adk_web`] copies the local store of
-//! `adk web` (another schema) into any agentstate store.
+//! [`SqlStore`] picks the store by URL ([`DatabaseUrl`]); each store can also be opened on its own
+//! ([`SqliteStore`], [`PostgresStore`], [`MySqlStore`]). The statements are plain SQL, one folder
+//! per dialect (`sql/<dialect>/*.sql`). [`adk_web`] copies the local store of `adk web` (another
+//! schema) into any agentstate store.
 
 pub mod adk_web;
 mod codec;
@@ -22,6 +23,7 @@ mod mysql;
 mod pool;
 mod postgres;
 mod schema;
+mod shared;
 mod sqlite;
 mod url;
 
@@ -35,9 +37,9 @@ pub use schema::{SCHEMA_VERSION, Schema, SchemaError};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 pub use url::{Database, DatabaseUrl};
 
-/// A session service on any supported SQL database, chosen by URL.
+/// A session store on any supported SQL database, chosen by URL.
 #[derive(Debug, Clone)]
-pub enum SqlSessionService {
+pub enum SqlStore {
     /// SQLite.
     Sqlite(SqliteStore),
     /// PostgreSQL.
@@ -46,7 +48,7 @@ pub enum SqlSessionService {
     MySql(MySqlStore),
 }
 
-impl SqlSessionService {
+impl SqlStore {
     /// Connects to the database named by `url` (see [`DatabaseUrl`]), creating the schema if the
     /// database has none.
     pub async fn connect(url: &str) -> Result<Self> {
@@ -72,7 +74,7 @@ impl SqlSessionService {
     }
 }
 
-impl DelegatingStore for SqlSessionService {
+impl DelegatingStore for SqlStore {
     fn delegate(&self) -> &dyn SessionStore {
         match self {
             Self::Sqlite(s) => s,

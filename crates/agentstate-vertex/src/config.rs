@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use reqwest::Url;
 
-use crate::VertexAiSessionService;
+use crate::VertexAiStore;
 use crate::auth::Credentials;
 use crate::http::Client;
 
@@ -44,7 +44,7 @@ pub enum ConfigError {
     Client(#[source] reqwest::Error),
 }
 
-/// Configures a [`VertexAiSessionService`].
+/// Configures a [`VertexAiStore`].
 ///
 /// Three ways to point it:
 /// - **Google, with a project**: [`project`](Self::project) and [`location`](Self::location),
@@ -157,7 +157,7 @@ impl Builder {
     ///
     /// # Errors
     /// When the options contradict each other or the endpoint is not a URL.
-    pub fn build(self) -> Result<VertexAiSessionService, ConfigError> {
+    pub fn build(self) -> Result<VertexAiStore, ConfigError> {
         let (mut project, mut location) = (self.project, self.location);
         let engine = match self.engine {
             Some(name) if name.contains('/') => {
@@ -207,10 +207,7 @@ impl Builder {
         let extensions = self.extensions.unwrap_or(self.endpoint.is_some());
         let timeout = self.timeout.unwrap_or(DEFAULT_TIMEOUT);
         let http = reqwest::Client::builder().timeout(timeout).build().map_err(ConfigError::Client)?;
-        Ok(VertexAiSessionService {
-            client: Arc::new(Client::new(http, base, prefix, self.credentials, extensions)),
-            engine,
-        })
+        Ok(VertexAiStore { client: Arc::new(Client::new(http, base, prefix, self.credentials, extensions)), engine })
     }
 }
 

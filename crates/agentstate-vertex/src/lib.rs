@@ -1,21 +1,24 @@
 //! agentstate sessions kept by the **Vertex AI Agent Engine Sessions API** (`v1beta1`): Google's
 //! managed service, or an agentstate server, which speaks the same API.
 //!
-//! [`VertexAiSessionService`] is a [`SessionService`](agentstate::SessionService) like every
-//! other backend: the same calls, the same errors, the same conformance suite (run against an
+//! [`VertexAiStore`] is a store like every other: a [`SessionService`](agentstate::SessionService)
+//! over it has the same calls, the same errors, the same conformance suite (run against an
 //! agentstate server). Each app name is the id of the Agent Engine that keeps its sessions,
-//! unless [`Builder::engine`] names one engine for all.
+//! unless [`Builder::engine`] names one engine for all. With agentstate's extensions (an
+//! agentstate server) it answers history itself ([`RemoteHistory`](agentstate::store::RemoteHistory));
+//! expiry, erasure and listings of apps are the server's, so it has no other capability.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use agentstate::{CreateSession, SessionService};
-//! use agentstate_vertex::{Credentials, VertexAiSessionService};
+//! use agentstate_vertex::{Credentials, VertexAiStore};
 //!
 //! // An agentstate server (`agentstate serve`), with an access token if it has any.
-//! let sessions = VertexAiSessionService::builder()
+//! let store = VertexAiStore::builder()
 //!     .endpoint("http://127.0.0.1:8000")
 //!     .credentials(Credentials::bearer(std::env::var("AGENTSTATE_TOKEN")?))
 //!     .build()?;
+//! let sessions = SessionService::new(store);
 //! // Or Google's service, in express mode: `.credentials(Credentials::api_key(key))` alone;
 //! // with a project: `.project(p).location(l)` and OAuth credentials.
 //! let session = sessions.create_session(CreateSession::new("4242", "alice").display_name("Trip")).await?;
@@ -51,13 +54,13 @@ pub use store::{LAST_UPDATE_HEADER, USER_HEADER};
 /// Sessions kept by the Agent Engine Sessions API. Cheap to clone: clones share one connection
 /// pool.
 #[derive(Debug, Clone)]
-pub struct VertexAiSessionService {
+pub struct VertexAiStore {
     client: Arc<http::Client>,
     /// The one engine of every app, if configured.
     engine: Option<String>,
 }
 
-impl VertexAiSessionService {
+impl VertexAiStore {
     /// Configures a service.
     pub fn builder() -> Builder {
         Builder::default()

@@ -4,14 +4,14 @@ use std::time::{Duration, Instant};
 
 use agentstate::history::{EventDiff, ForkSession, HistoryAt, KeyChange, StateAt};
 use agentstate::store::{
-    CommitOutcome, EventCommit, EventQuery, EventWindow, ListQuery, NewSession, SessionStore, merge_scopes,
-    secs_to_micros,
+    Capabilities, CommitOutcome, EventCommit, EventCursor, EventQuery, EventSelect, EventWindow, ListQuery,
+    LoadedSession, NewSession, RemoteHistory, SessionRead, SessionStore, merge_scopes, replay,
 };
 use agentstate::{ConflictKind, Error, Event, Result, Session, SessionKey, Value};
 use async_trait::async_trait;
 use reqwest::{Method, StatusCode};
 
-use crate::VertexAiSessionService;
+use crate::VertexAiStore;
 use crate::http::{Call, Failure, Retry};
 use crate::resource::{self, rfc3339};
 
@@ -56,7 +56,7 @@ fn quoted(value: &str) -> String {
     format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
-impl VertexAiSessionService {
+impl VertexAiStore {
     /// The engine that keeps `app`'s sessions.
     fn engine<'a>(&'a self, app: &'a str) -> &'a str {
         self.engine.as_deref().unwrap_or(app)
@@ -204,7 +204,7 @@ fn history_error(failure: Failure, doing: &str, field: &'static str) -> Error {
     error(failure, doing)
 }
 
-impl VertexAiSessionService {
+impl VertexAiStore {
     /// `apps/{engine}/users/{user}/sessions/{id}/{tail…}`: the session on agentstate's own
     /// routes, where its history is served.
     fn agentstate_path(&self, key: &SessionKey, tail: &[&str]) -> Vec<String> {
@@ -257,13 +257,13 @@ fn read_diff(body: &Value) -> Result<EventDiff> {
 }
 
 #[async_trait]
-impl SessionStore for VertexAiSessionService {
+impl RemoteHistory for VertexAiStore {
     /// With the extensions, the server's history (its snapshots, the session's creation state);
     /// without, a replay of the events from an empty state (the managed service keeps no
-    /// creation state).
+    /// creation state). Expiry is the server's to judge.
     async fn state_at(&self, key: &SessionKey, at: &HistoryAt) -> Result<Option<StateAt>> {
         if !self.client.extensions() {
-            return agentstate::store::replay::state_at(self, key, at).await;
+            return replay::state_at(self, key, at, i64::MIN).await;
         }
         let call = Call::agentstate(Method::GET, self.agentstate_path(key, &["state"]), Retry::Idempotent);
         let call = match at {
@@ -281,7 +281,7 @@ impl SessionStore for VertexAiSessionService {
 
     async fn event_diff(&self, key: &SessionKey, event_id: &str) -> Result<Option<EventDiff>> {
         if !self.client.extensions() {
-            return agentstate::store::replay::event_diff(self, key, event_id).await;
+            return replay::event_diff(self, key, event_id, i64::MIN).await;
         }
         let path = self.agentstate_path(key, &["events", event_id, "diff"]);
         match self.client.send(&Call::agentstate(Method::GET, path, Retry::Idempotent)).await {
@@ -296,7 +296,7 @@ impl SessionStore for VertexAiSessionService {
 
     async fn fork(&self, request: &ForkSession) -> Result<Session> {
         if !self.client.extensions() {
-            return agentstate::store::replay::fork(self, request).await;
+            return replay::fork(self, request, i64::MIN).await;
         }
         let source = &request.source;
         let mut body = serde_json::json!({ "atEventId": request.at_event_id });
@@ -318,11 +318,14 @@ impl SessionStore for VertexAiSessionService {
         };
         let id = fork.get("id").and_then(Value::as_str).unwrap_or_default();
         let key = SessionKey::from_storage(source.app_name(), source.user_id(), id);
-        self.get(&key, EventWindow { recent: Some(0), after_micros: None })
-            .await?
-            .ok_or_else(|| Error::NotFound { session_id: id.to_owned() })
+        let read = SessionRead::decoded(EventWindow::NONE, i64::MIN);
+        let forked = self.get(&key, &read).await?.ok_or_else(|| Error::NotFound { session_id: id.to_owned() })?;
+        Ok(forked.session)
     }
+}
 
+#[async_trait]
+impl SessionStore for VertexAiStore {
     async fn create(&self, new: NewSession) -> Result<Session> {
         let key = &new.key;
         let state = merge_scopes(&new.state.session, &new.state.app, &new.state.user);
@@ -357,7 +360,9 @@ impl SessionStore for VertexAiSessionService {
         })
     }
 
-    async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
+    /// Events come decoded; expiry is judged by the service, at its own time.
+    async fn get(&self, key: &SessionKey, read: &SessionRead) -> Result<Option<LoadedSession>> {
+        let window = read.window;
         if self.client.extensions() {
             // One request, one snapshot: the session and its events as they were together.
             let mut call =
@@ -365,8 +370,8 @@ impl SessionStore for VertexAiSessionService {
             if let Some(n) = window.recent {
                 call = call.query("agentstateNumRecentEvents", n.to_string());
             }
-            if let Some(after) = window.after_micros {
-                call = call.query("agentstateAfter", rfc3339(after));
+            if let Some(since) = window.since_micros {
+                call = call.query("agentstateAfter", rfc3339(since));
             }
             let mut body = match self.client.send(&call).await {
                 Ok(body) => body,
@@ -377,17 +382,15 @@ impl SessionStore for VertexAiSessionService {
                 .into_iter()
                 .map(resource::event)
                 .collect::<Result<Vec<_>>>()?;
-            return resource::session(&body, key.app_name(), events).map(Some);
+            return resource::session(&body, key.app_name(), events).map(|s| Some(LoadedSession::decoded(s)));
         }
         // The plain API, as ADK for Python's client reads it: the session and its event pages
         // at once (two reads, so not one snapshot), the window applied here.
         let (body, events) =
-            tokio::join!(self.resource(key), self.event_pages(key, window.after_micros, None, usize::MAX));
-        let (Some(body), Some(mut events)) = (body?, events?) else { return Ok(None) };
-        if let Some(n) = window.recent {
-            events.drain(..events.len().saturating_sub(n));
-        }
-        resource::session(&body, key.app_name(), events).map(Some)
+            tokio::join!(self.resource(key), self.event_pages(key, window.since_micros, None, usize::MAX));
+        let (Some(body), Some(events)) = (body?, events?) else { return Ok(None) };
+        let events = window.slice(&events).to_vec();
+        resource::session(&body, key.app_name(), events).map(|s| Some(LoadedSession::decoded(s)))
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
@@ -428,7 +431,7 @@ impl SessionStore for VertexAiSessionService {
         let delta = merge_scopes(&commit.delta.session, &commit.delta.app, &commit.delta.user);
         let mut call = self
             .session_call(Method::POST, &commit.key, ":appendEvent", None, retry)
-            .body(resource::append_body(&commit.event, delta, commit.timestamp_micros));
+            .body(resource::append_body(&commit.event, &delta, commit.timestamp_micros));
         if extensions {
             call = call.header(LAST_UPDATE_HEADER, commit.expected_last_update_micros.to_string());
         }
@@ -455,24 +458,25 @@ impl SessionStore for VertexAiSessionService {
     }
 
     async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
-        if self.client.extensions() {
-            let token = query.after.as_ref().map(agentstate::store::EventCursor::to_page_token);
-            return self.event_pages(&query.key, query.since_micros, token, query.limit).await;
+        let EventQuery { key, select, .. } = query;
+        match select {
+            EventSelect::Page { after, since_micros, limit } if self.client.extensions() => {
+                let token = after.as_ref().map(EventCursor::to_page_token);
+                self.event_pages(key, *since_micros, token, *limit).await
+            }
+            // Without a lookup in the API: the session's events, the query applied here.
+            select => {
+                let Some(events) = self.event_pages(key, None, None, usize::MAX).await? else { return Ok(None) };
+                Ok(Some(select.pick(&events)))
+            }
         }
-        let window = EventWindow { recent: None, after_micros: query.since_micros };
-        let Some(session) = self.get(&query.key, window).await? else { return Ok(None) };
-        let after = query.after.as_ref().map(|c| (c.timestamp_micros, c.event_id.as_str()));
-        let events = session
-            .events()
-            .iter()
-            .filter(|e| after.is_none_or(|after| (secs_to_micros(e.timestamp).unwrap_or(0), e.id.as_str()) > after))
-            .take(query.limit)
-            .cloned()
-            .collect();
-        Ok(Some(events))
     }
 
-    async fn users_with_session(&self, app: &str, session_id: &str) -> Result<Vec<String>> {
+    async fn count_events(&self, key: &SessionKey, _now_micros: i64) -> Result<Option<usize>> {
+        Ok(self.event_pages(key, None, None, usize::MAX).await?.map(|events| events.len()))
+    }
+
+    async fn users_with_session(&self, app: &str, session_id: &str, _now_micros: i64) -> Result<Vec<String>> {
         let path = {
             let mut path = self.sessions_path(app);
             path.push(session_id.to_owned());
@@ -484,12 +488,24 @@ impl SessionStore for VertexAiSessionService {
             // An agentstate server whose sessions of one id belong to several users (made
             // through its ADK routes) says so: find them in the list.
             Err(f) if f.is(StatusCode::BAD_REQUEST, "") && f.message().contains("several users") => {
-                let query = ListQuery { app_name: app.to_owned(), user_id: None, after: None, limit: None };
+                let query = ListQuery {
+                    app_name: app.to_owned(),
+                    user_id: None,
+                    after: None,
+                    limit: None,
+                    now_micros: i64::MIN,
+                };
                 let sessions = self.list(&query).await?;
                 Ok(sessions.iter().filter(|s| s.id() == session_id).map(|s| s.user_id().to_owned()).collect())
             }
             Err(f) => Err(error(f, "looking a session up")),
         }
+    }
+
+    /// History answered here: by the server (with agentstate's extensions), or replayed from
+    /// the events (without).
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities::none().with_remote_history(self)
     }
 }
 

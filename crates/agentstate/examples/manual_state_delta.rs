@@ -6,13 +6,13 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use agentstate::{CreateSession, Event, GetSessionConfig, InMemorySessionService, SessionService};
+use agentstate::{CreateSession, Event, GetSessionConfig, SessionService};
 use serde_json::json;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     // --- Setup ---
-    let session_service = InMemorySessionService::new();
+    let session_service = SessionService::in_memory();
     let (app_name, user_id, session_id) = ("state_app_manual", "user2", "session2");
     let mut session = session_service
         .create_session(

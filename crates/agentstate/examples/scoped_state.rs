@@ -3,12 +3,12 @@
 //!
 //! Run: `cargo run -p agentstate --example scoped_state`
 
-use agentstate::{APP_PREFIX, CreateSession, InMemorySessionService, SessionService, USER_PREFIX};
+use agentstate::{APP_PREFIX, CreateSession, SessionService, USER_PREFIX};
 use serde_json::json;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let service = InMemorySessionService::new();
+    let service = SessionService::in_memory();
 
     // Create the first session with initial state.
     let session1 = service

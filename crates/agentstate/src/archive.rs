@@ -8,12 +8,12 @@
 //!
 //! ```
 //! use agentstate::archive::{self, ImportOptions};
-//! use agentstate::{CreateSession, Event, InMemorySessionService, SessionService};
+//! use agentstate::{CreateSession, Event, InMemoryStore, SessionService};
 //! use serde_json::json;
 //!
 //! # fn main() { tokio::runtime::Runtime::new().unwrap().block_on(run()).unwrap() }
 //! async fn run() -> Result<(), archive::ArchiveError> {
-//!     let source = InMemorySessionService::new();
+//!     let source = SessionService::new(InMemoryStore::new());
 //!     let mut session = source.create_session(CreateSession::new("app", "alice").id("s1")).await?;
 //!     source.append_event(&mut session, Event::new("inv").delta("user:name", json!("Alice"))).await?;
 //!
@@ -21,7 +21,7 @@
 //!     let exported = archive::export(&source, "app", None, &mut lines, |_| {}).await?;
 //!     assert_eq!((exported.sessions, exported.events), (1, 1));
 //!
-//!     let target = InMemorySessionService::new();
+//!     let target = InMemoryStore::new();
 //!     let records = archive::read_lines(lines.as_slice());
 //!     let imported = archive::import(&target, records, ImportOptions::default(), |_| {}).await?;
 //!     assert_eq!(imported, exported);
@@ -130,7 +130,7 @@ const EXPORT_PAGE: usize = 500;
 /// Writes every session of `app_name` (or of one user) to `out`, one JSON line each, calling
 /// `progress` after each. Returns what was written.
 pub async fn export(
-    service: &dyn SessionService,
+    service: &SessionService,
     app_name: &str,
     user_id: Option<&str>,
     out: &mut impl Write,
@@ -250,6 +250,9 @@ async fn import_one(store: &dyn SessionStore, record: Record) -> Result<usize, E
             timestamp_micros,
             delta: ScopedState::default(),
             deleted: ScopedKeys::default(),
+            // Stored as archived, expired or not (a sweep removes what expired).
+            now_micros: i64::MIN,
+            extend_expiry_to: None,
         };
         store.commit(commit).await?;
         marker = timestamp_micros;

@@ -56,6 +56,15 @@ pub enum Error {
         /// What is wrong and what is allowed.
         message: String,
     },
+    /// The backend cannot do this: its store lacks the capability the operation needs (see
+    /// [`store::capability`](crate::store::capability)). Nothing was done.
+    #[error("this backend cannot {operation} (its store has no {capability} capability)")]
+    Unsupported {
+        /// What was asked, e.g. `erase a user's data`.
+        operation: &'static str,
+        /// The capability it needs: `history`, `lifecycle` or `admin`.
+        capability: &'static str,
+    },
     /// The storage backend failed. `retryable` is true when the same call may succeed if repeated
     /// (a dropped connection, a busy database), false when it will not (corrupt data, bad schema).
     #[error("storage backend error: {message}")]
@@ -103,6 +112,7 @@ impl Error {
             Self::AlreadyExists { .. } => ErrorKind::AlreadyExists,
             Self::Conflict { .. } => ErrorKind::Conflict,
             Self::InvalidArgument { .. } => ErrorKind::InvalidArgument,
+            Self::Unsupported { .. } => ErrorKind::Unsupported,
             Self::Backend { .. } => ErrorKind::Backend,
         }
     }
@@ -125,6 +135,8 @@ pub enum ErrorKind {
     Conflict,
     /// See [`Error::InvalidArgument`].
     InvalidArgument,
+    /// See [`Error::Unsupported`].
+    Unsupported,
     /// See [`Error::Backend`].
     Backend,
 }

@@ -19,12 +19,12 @@
 //!
 //! ```
 //! use agentstate::history::HistoryAt;
-//! use agentstate::{CreateSession, Event, InMemorySessionService, SessionService};
+//! use agentstate::{CreateSession, Event, SessionService};
 //! use serde_json::json;
 //!
 //! # fn main() { tokio::runtime::Runtime::new().unwrap().block_on(run()).unwrap() }
 //! # async fn run() -> agentstate::Result<()> {
-//! let service = InMemorySessionService::new();
+//! let service = SessionService::in_memory();
 //! let mut session = service.create_session(CreateSession::new("app", "u").state("step", json!(0))).await?;
 //! let first = service.append_event(&mut session, Event::new("inv-1").delta("step", json!(1))).await?;
 //! service.append_event(&mut session, Event::new("inv-2").delta("step", json!(2)).delete("gone")).await?;

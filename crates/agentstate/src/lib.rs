@@ -15,12 +15,12 @@
 //! | `temp:` | the current invocation | never |
 //!
 //! ```
-//! use agentstate::{CreateSession, Event, GetSessionConfig, InMemorySessionService, SessionService};
+//! use agentstate::{CreateSession, Event, GetSessionConfig, InMemoryStore, SessionService};
 //! use serde_json::json;
 //!
 //! # fn main() { tokio::runtime::Runtime::new().unwrap().block_on(run()).unwrap() }
 //! async fn run() -> agentstate::Result<()> {
-//!     let service = InMemorySessionService::new();
+//!     let service = SessionService::new(InMemoryStore::new());
 //!     let mut session = service
 //!         .create_session(CreateSession::new("my_app", "alice").state("user:name", json!("Alice")))
 //!         .await?;
@@ -39,23 +39,24 @@
 //! }
 //! ```
 //!
-//! What an application uses is at the root. Two modules serve other needs:
-//! - [`store`]: the backend interface ([`store::SessionStore`] and what it works with). Persistent
-//!   backends live in other crates and pass the same conformance suite
-//!   (`agentstate-conformance`); the rules every backend shares are implemented once, for every
-//!   store, as its [`SessionService`].
+//! What an application uses is at the root: a [`SessionService`] owns a store (here the
+//! [`InMemoryStore`]), its [`Policies`] and a [`clock`]. Two modules serve other needs:
+//! - [`store`]: the backend interface, a small core ([`store::SessionStore`]) and the
+//!   [capabilities](store::capability) a store may add. Persistent stores live in other crates
+//!   and pass the same conformance suite (`agentstate-conformance`); the rules every backend
+//!   shares are implemented once, in the service.
 //! - [`archive`]: sessions as JSON Lines, to copy them between services.
 
 pub mod archive;
+pub mod clock;
 mod content;
 #[cfg(feature = "encryption")]
 pub mod crypt;
 mod error;
 mod event;
 pub mod history;
+mod in_memory;
 mod key;
-pub mod lifecycle;
-mod memory;
 mod page;
 mod scope;
 mod service;
@@ -68,16 +69,16 @@ pub mod wire;
 pub use content::{Blob, Content, FunctionCall, FunctionResponse, Part};
 pub use error::{BoxError, ConflictKind, Error, ErrorKind, Result, STALE_SESSION_MESSAGE};
 pub use event::{Event, EventActions};
+pub use in_memory::InMemoryStore;
 pub use key::{MAX_ID_CHARS, SessionKey, validate_id};
-pub use memory::InMemorySessionService;
 pub use scope::{APP_PREFIX, Scope, TEMP_PREFIX, USER_PREFIX};
 pub use service::{
-    CreateSession, EventPage, GetSessionConfig, ListEvents, ListSessions, MAX_EVENT_PAGE, MAX_INVOCATION_ID_CHARS,
-    Retention, SessionPage, SessionService,
+    Appended, CreateSession, EventPage, GetSessionConfig, ListEvents, ListSessions, MAX_EVENT_PAGE,
+    MAX_INVOCATION_ID_CHARS, Policies, Retention, SessionPage, SessionService, SessionServiceBuilder,
 };
 pub use session::{Events, MAX_DISPLAY_NAME_CHARS, MAX_LABEL_CHARS, MAX_LABELS, Session, SessionAttributes};
 pub use state::State;
-pub use store::UserData;
+pub use store::UserDataCounts;
 
 /// The same JSON map type the model uses (insertion-ordered).
 pub use serde_json::{Map, Value};

@@ -129,6 +129,17 @@ impl ScopedKeys {
     }
 }
 
+/// Applies a change to a state map as a commit does: sets each key of `set` (the reference's
+/// `dict.update`: top-level keys replace, `null` is a value), then removes the `deleted` keys.
+pub fn apply_changes(state: &mut Map<String, Value>, set: &Map<String, Value>, deleted: &[String]) {
+    for (k, v) in set {
+        state.insert(k.clone(), v.clone());
+    }
+    for k in deleted {
+        state.shift_remove(k);
+    }
+}
+
 /// Builds the merged view a session exposes: session keys, then `app:` keys, then `user:` keys.
 pub fn merge_scopes(
     session: &Map<String, Value>,

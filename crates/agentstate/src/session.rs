@@ -30,11 +30,11 @@ pub struct Session {
 /// expires. All optional; the managed service's `displayName`, `labels` and `expireTime`.
 ///
 /// ```
-/// use agentstate::{CreateSession, InMemorySessionService, SessionService};
+/// use agentstate::{CreateSession, SessionService};
 ///
 /// # fn main() { tokio::runtime::Runtime::new().unwrap().block_on(run()).unwrap() }
 /// # async fn run() -> agentstate::Result<()> {
-/// let service = InMemorySessionService::new();
+/// let service = SessionService::in_memory();
 /// let request = CreateSession::new("app", "alice").display_name("Trip planning").label("team", "travel");
 /// let session = service.create_session(request).await?;
 /// assert_eq!(session.attributes().display_name.as_deref(), Some("Trip planning"));
@@ -67,6 +67,12 @@ impl SessionAttributes {
     /// Whether it carries nothing.
     pub fn is_empty(&self) -> bool {
         self.display_name.is_none() && self.labels.is_empty() && self.expire_time_micros.is_none()
+    }
+
+    /// Whether a session with these attributes has expired at `now_micros` (epoch µs): its
+    /// expire time is at or before then.
+    pub fn expired_at(&self, now_micros: i64) -> bool {
+        self.expire_time_micros.is_some_and(|t| t <= now_micros)
     }
 
     /// Checks the sizes: a display name of at most [`MAX_DISPLAY_NAME_CHARS`], at most
@@ -186,7 +192,7 @@ impl Session {
     /// Whether it has expired at `now_micros` (epoch microseconds): its expire time is at or
     /// before then.
     pub fn is_expired_at(&self, now_micros: i64) -> bool {
-        self.attributes().expire_time_micros.is_some_and(|t| t <= now_micros)
+        self.attributes().expired_at(now_micros)
     }
 
     /// Its display name, labels and expiry (all empty when it has none).
@@ -210,8 +216,16 @@ impl Session {
     }
 
     /// Records an append that storage has committed: the invocation's `temp:` changes, then the
-    /// persisted delta and deletions, then the event.
-    pub(crate) fn record_commit(&mut self, event: Arc<Event>, temp: &TempChanges) {
+    /// persisted delta and deletions, then the event; and the expire time the append moved to
+    /// `extended_expiry` (as the store did: only an expiring session, only later).
+    pub(crate) fn record_commit(&mut self, event: Arc<Event>, temp: &TempChanges, extended_expiry: Option<i64>) {
+        if let (Some(to), Some(expire)) = (extended_expiry, self.attributes().expire_time_micros)
+            && to > expire
+        {
+            let mut attributes = self.attributes().clone();
+            attributes.expire_time_micros = Some(to);
+            self.attributes = Some(Arc::new(attributes));
+        }
         self.state.apply(&temp.set);
         self.state.remove(&temp.deleted);
         self.state.apply(&event.actions.state_delta);

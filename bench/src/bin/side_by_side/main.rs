@@ -21,10 +21,9 @@ mod floors;
 mod http_floor;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentstate::{CreateSession, Event, GetSessionConfig, InMemorySessionService, SessionService};
+use agentstate::{CreateSession, Event, GetSessionConfig, SessionService};
 use agentstate_bench::databases::{Backend, Database};
 use agentstate_bench::{make_event, median};
 use anyhow::Context;
@@ -153,7 +152,7 @@ async fn measure(
 // ---------------------------------------------------------------- agentstate
 
 struct Service {
-    svc: Arc<dyn SessionService>,
+    svc: SessionService,
     session: Option<agentstate::Session>,
 }
 
@@ -182,11 +181,11 @@ impl Subject for Service {
     }
 }
 
-async fn concurrent(svc: &Arc<dyn SessionService>, per_writer: usize) -> anyhow::Result<f64> {
+async fn concurrent(svc: &SessionService, per_writer: usize) -> anyhow::Result<f64> {
     let start = Instant::now();
     let tasks: Vec<_> = (0..WRITERS)
         .map(|w| {
-            let svc = Arc::clone(svc);
+            let svc = svc.clone();
             tokio::spawn(async move {
                 let mut s = svc.create_session(CreateSession::new("bench_app", format!("writer{w}"))).await?;
                 for i in 0..per_writer {
@@ -202,11 +201,11 @@ async fn concurrent(svc: &Arc<dyn SessionService>, per_writer: usize) -> anyhow:
     Ok((WRITERS * per_writer) as f64 / start.elapsed().as_secs_f64())
 }
 
-async fn open(backend: Option<Backend>, db: Option<&Database>) -> anyhow::Result<Arc<dyn SessionService>> {
+async fn open(backend: Option<Backend>, db: Option<&Database>) -> anyhow::Result<SessionService> {
     Ok(match (backend, db) {
-        (Some(Backend::Redis), Some(db)) => Arc::new(agentstate_redis::RedisSessionService::connect(&db.url).await?),
-        (Some(_), Some(db)) => Arc::new(agentstate_sql::SqlSessionService::connect(&db.url).await?),
-        _ => Arc::new(InMemorySessionService::new()),
+        (Some(Backend::Redis), Some(db)) => SessionService::new(agentstate_redis::RedisStore::connect(&db.url).await?),
+        (Some(_), Some(db)) => SessionService::new(agentstate_sql::SqlStore::connect(&db.url).await?),
+        _ => SessionService::in_memory(),
     })
 }
 
@@ -271,7 +270,7 @@ async fn store(store: &str, args: &ServicesArgs, dir: &Path) -> anyhow::Result<V
     let outcome = async {
         let svc = open(backend, db.as_ref()).await?;
         let mut measured =
-            measure("agentstate", store, &mut Service { svc: Arc::clone(&svc), session: None }, &args.sizes).await?;
+            measure("agentstate", store, &mut Service { svc: svc.clone(), session: None }, &args.sizes).await?;
         let rate = concurrent(&svc, args.per_writer).await?;
         eprintln!("  agentstate {store}: {WRITERS} writers on {WRITERS} users, {rate:.0} appends/s");
         measured.concurrent_appends_per_s = Some(rate);
@@ -307,10 +306,10 @@ async fn services(args: ServicesArgs) -> anyhow::Result<()> {
 
 /// The HTTP load test's data: 100 empty sessions to PATCH, and sessions of 100 and 2,000 events.
 async fn seed(url: &str) -> anyhow::Result<()> {
-    let svc: Arc<dyn SessionService> = if url.starts_with("redis") {
-        Arc::new(agentstate_redis::RedisSessionService::connect(url).await?)
+    let svc: SessionService = if url.starts_with("redis") {
+        SessionService::new(agentstate_redis::RedisStore::connect(url).await?)
     } else {
-        Arc::new(agentstate_sql::SqlSessionService::connect(url).await?)
+        SessionService::new(agentstate_sql::SqlStore::connect(url).await?)
     };
     for i in 0..100 {
         svc.create_session(CreateSession::new("bench", "u").id(format!("s{i}"))).await?;

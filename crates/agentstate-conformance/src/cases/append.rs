@@ -31,6 +31,39 @@ pub(super) async fn append_applies_delta_by_scope(svc: Svc) {
     assert_eq!(loaded.last_update_micros(), s.last_update_micros());
 }
 
+/// An append at a marker (a server holding no handle) is an append through a handle loaded at
+/// that marker: stored and applied at the marker it saw, a retry answered as the stored event,
+/// a marker that moved refused as stale with nothing written, a missing session not found.
+pub(super) async fn append_at_a_marker_is_an_append_without_a_handle(svc: Svc) {
+    let app = unique("app");
+    let s = create(&svc, &app, "u", "s", json!({"k": 1})).await;
+    let marker = s.last_update_micros();
+    let first = event("inv", json!({"k": 2, "user:u": 1, "temp:t": 1}));
+    let appended = svc.append_at(s.key(), marker, first.clone()).await.unwrap();
+    assert!(!appended.duplicate);
+    assert!(!appended.event.actions.state_delta.contains_key("temp:t"), "temp: keys are not stored");
+    let loaded = load(&svc, &s).await;
+    assert_eq!(state_of(&loaded), json!({"k": 2, "user:u": 1}));
+    assert_eq!(loaded.last_update_micros(), agentstate::store::secs_to_micros(appended.event.timestamp).unwrap());
+
+    // The same event again at the same marker: a retry, answered as stored, nothing changed.
+    let retry = Event { id: appended.event.id.clone(), ..first };
+    let again = svc.append_at(s.key(), marker, retry).await.unwrap();
+    assert!(again.duplicate);
+    assert_eq!(again.event, appended.event);
+    // Another event at the old marker: stale, nothing written.
+    let stale = svc.append_at(s.key(), marker, event("inv", json!({"k": 3}))).await.unwrap_err();
+    assert!(matches!(stale, Error::Conflict { kind: ConflictKind::StaleSession }), "{stale}");
+    assert_eq!(state_of(&load(&svc, &s).await), json!({"k": 2, "user:u": 1}));
+    // A partial event is answered, never stored.
+    let partial = svc.append_at(s.key(), loaded.last_update_micros(), event("inv", json!({})).partial(true));
+    assert!(!partial.await.unwrap().duplicate);
+    assert_eq!(load(&svc, &s).await.events().len(), 1);
+    let missing = super::key(&app, "u", "missing");
+    let error = svc.append_at(&missing, marker, event("inv", json!({}))).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NotFound);
+}
+
 /// A partial event is returned untouched; nothing is stored or applied.
 pub(super) async fn partial_events_are_not_stored(svc: Svc) {
     let app = unique("app");

@@ -20,7 +20,7 @@ pub(super) async fn concurrent_shared_scope_writers_lose_nothing(svc: Svc) {
         let barrier = Arc::new(Barrier::new(WRITERS));
         let mut tasks = Vec::new();
         for (i, mut session) in sessions.drain(..).enumerate() {
-            let (svc, barrier) = (Arc::clone(&svc), Arc::clone(&barrier));
+            let (svc, barrier) = (svc.clone(), Arc::clone(&barrier));
             tasks.push(tokio::spawn(async move {
                 let delta = json!({ format!("user:k{i}_r{round}"): i, format!("app:k{i}_r{round}"): i, "own": i });
                 barrier.wait().await;
@@ -62,7 +62,7 @@ pub(super) async fn concurrent_handles_conflict_exactly_once(svc: Svc) {
         let mut tasks = Vec::new();
         for who in ["a", "b"] {
             let mut handle = load(&svc, &created).await;
-            let (svc, barrier) = (Arc::clone(&svc), Arc::clone(&barrier));
+            let (svc, barrier) = (svc.clone(), Arc::clone(&barrier));
             tasks.push(tokio::spawn(async move {
                 let e = Event {
                     id: format!("from-{who}"),
@@ -97,7 +97,7 @@ pub(super) async fn serialised_appends_through_one_handle_keep_order(svc: Svc) {
     let session = Arc::new(Mutex::new(create(&svc, &app, "u", "s", json!({})).await));
     let mut tasks = Vec::new();
     for _ in 0..N {
-        let (svc, session) = (Arc::clone(&svc), Arc::clone(&session));
+        let (svc, session) = (svc.clone(), Arc::clone(&session));
         tasks.push(tokio::spawn(async move {
             let mut handle = session.lock().await;
             let n = handle.events().len();

@@ -12,7 +12,7 @@ pub(super) async fn create_splits_state_by_scope(svc: Svc) {
     assert_eq!(state_of(&s), expected, "returned state");
     assert!(s.events().is_empty());
     assert_eq!((s.app_name(), s.user_id(), s.id()), (app.as_str(), "u1", "s1"));
-    let now = agentstate::store::now_secs();
+    let now = svc.now_secs();
     assert!((s.last_update_time() - now).abs() < 60.0, "last_update_time is the creation time");
     assert_eq!(state_of(&reload(&svc, s.key()).await), expected, "reloaded state");
 }
@@ -141,11 +141,12 @@ pub(super) async fn attributes_are_kept(svc: Svc) {
     svc.append_event(&mut loaded, event("inv", json!({"k": 1}))).await.unwrap();
     assert_eq!(reload(&svc, created.key()).await.attributes(), &expected, "appends keep them");
     let plain = create(&svc, &app, "u", "plain", json!({})).await;
-    assert!(plain.attributes().is_empty());
+    let defaults = SessionAttributes { expire_time_micros: svc.default_expiry(), ..SessionAttributes::default() };
+    assert_eq!(plain.attributes(), &defaults, "none, or the stack's default time to live");
     let listed = svc.list_sessions(ListSessions::user(&app, "u")).await.unwrap().sessions;
     let by_id = |id: &str| listed.iter().find(|s| s.id() == id).unwrap().attributes().clone();
     assert_eq!(by_id("named"), expected);
-    assert!(by_id("plain").is_empty());
+    assert_eq!(by_id("plain"), defaults);
 
     let too_long = CreateSession::new(&app, "u").display_name("x".repeat(agentstate::MAX_DISPLAY_NAME_CHARS + 1));
     assert_eq!(svc.create_session(too_long).await.unwrap_err().kind(), ErrorKind::InvalidArgument);
@@ -154,8 +155,8 @@ pub(super) async fn attributes_are_kept(svc: Svc) {
 
     svc.delete_session(created.key()).await.unwrap();
     let again = create(&svc, &app, "u", "named", json!({})).await;
-    assert!(again.attributes().is_empty());
-    assert!(reload(&svc, again.key()).await.attributes().is_empty());
+    assert_eq!(again.attributes(), &defaults);
+    assert_eq!(reload(&svc, again.key()).await.attributes(), &defaults);
 }
 
 /// A session's creation time is set once: the handle's first marker, kept by every append.
@@ -164,7 +165,7 @@ pub(super) async fn create_time_is_kept(svc: Svc) {
     let mut s = create(&svc, &app, "u", "s", json!({})).await;
     let created = s.create_time_micros();
     assert_eq!(created, s.last_update_micros());
-    assert!((s.create_time() - agentstate::store::now_secs()).abs() < 60.0, "about now");
+    assert!((s.create_time() - svc.now_secs()).abs() < 60.0, "about now");
     svc.append_event(&mut s, event("inv", json!({}))).await.unwrap();
     assert!(s.last_update_micros() > created);
     let loaded = reload(&svc, s.key()).await;

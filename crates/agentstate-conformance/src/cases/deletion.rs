@@ -62,7 +62,7 @@ pub(super) async fn concurrent_deletion_and_setting_of_a_user_key(svc: Svc) {
     let barrier = Arc::new(Barrier::new(WRITERS));
     let mut tasks = Vec::new();
     for (i, mut session) in sessions.drain(..).enumerate() {
-        let (svc, barrier) = (Arc::clone(&svc), Arc::clone(&barrier));
+        let (svc, barrier) = (svc.clone(), Arc::clone(&barrier));
         tasks.push(tokio::spawn(async move {
             let mut event = Event::new("inv").author("agent").delta(format!("user:own{i}"), json!(i));
             event = if i % 2 == 0 { event.delete("user:shared") } else { event.delta("user:shared", json!(i)) };

@@ -1,7 +1,7 @@
 //! Erasure of a user's data: every session, event and `user:` key of that user in that app, and
 //! nothing else (not `app:` state, not other users, not the same user in other apps).
 
-use agentstate::{CreateSession, GetSessionConfig, ListSessions, UserData};
+use agentstate::{CreateSession, GetSessionConfig, ListSessions, UserDataCounts};
 use serde_json::json;
 
 use super::{Svc, event, key};
@@ -9,8 +9,8 @@ use crate::unique;
 
 pub(crate) async fn erasing_a_user_removes_everything_of_theirs(svc: Svc) {
     let (app, other_app) = (unique("erase"), unique("erase-other"));
-    let nothing = UserData::default();
-    assert_eq!(svc.user_data(&app, "gone").await.unwrap(), nothing, "a user with nothing");
+    let nothing = UserDataCounts::default();
+    assert_eq!(svc.count_user_data(&app, "gone").await.unwrap(), nothing, "a user with nothing");
     assert_eq!(svc.erase_user(&app, "gone").await.unwrap(), nothing, "erasing nothing is not an error");
 
     let mut events = 0;
@@ -31,8 +31,8 @@ pub(crate) async fn erasing_a_user_removes_everything_of_theirs(svc: Svc) {
     let elsewhere = CreateSession::new(&other_app, "gone").id("s1").state("user:email", json!("gone@example.com"));
     svc.create_session(elsewhere).await.unwrap();
 
-    let expected = UserData { sessions: 2, events, user_state_keys: 2 };
-    assert_eq!(svc.user_data(&app, "gone").await.unwrap(), expected, "counted before erasing");
+    let expected = UserDataCounts { sessions: 2, events, user_state_keys: 2 };
+    assert_eq!(svc.count_user_data(&app, "gone").await.unwrap(), expected, "counted before erasing");
     assert_eq!(svc.erase_user(&app, "gone").await.unwrap(), expected, "what it removed");
 
     for id in ["s1", "s2"] {
@@ -40,7 +40,7 @@ pub(crate) async fn erasing_a_user_removes_everything_of_theirs(svc: Svc) {
     }
     assert!(svc.list_sessions(ListSessions::user(&app, "gone")).await.unwrap().sessions.is_empty());
     assert!(svc.find_sessions(&app, "s2").await.unwrap().is_empty());
-    assert_eq!(svc.user_data(&app, "gone").await.unwrap(), nothing, "nothing left");
+    assert_eq!(svc.count_user_data(&app, "gone").await.unwrap(), nothing, "nothing left");
     // A new session of that user starts with no user: state; app: state is the app's and stays.
     let fresh = svc.create_session(CreateSession::new(&app, "gone").id("s1")).await.unwrap();
     assert_eq!(fresh.state().get("user:email"), None);

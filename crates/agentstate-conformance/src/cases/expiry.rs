@@ -39,13 +39,15 @@ async fn gone(svc: &Svc, app: &str, id: &str, live_ids: &[&str]) {
 
 pub(crate) async fn expired_sessions_behave_as_deleted(svc: Svc) {
     let app = unique("expiry");
-    let now = agentstate::store::now_secs();
+    let now = svc.now_secs();
     // Expired at creation, expiring soon, never expiring.
     let past = CreateSession::new(&app, "u").id("past").state("k", json!(1)).expire_time(now - 1.0);
     svc.create_session(past).await.unwrap();
-    let soon = CreateSession::new(&app, "u").id("soon").state("user:shared", json!(1)).ttl(Duration::from_millis(700));
+    let soon = CreateSession::new(&app, "u").id("soon").state("user:shared", json!(1)).ttl(Duration::from_secs(60));
     let mut soon = svc.create_session(soon).await.unwrap();
-    let mut kept = svc.create_session(CreateSession::new(&app, "u").id("kept")).await.unwrap();
+    svc.clock().advance(Duration::from_millis(1));
+    let kept = CreateSession::new(&app, "u").id("kept").expire_time(now + 10.0 * 365.0 * 86_400.0);
+    let mut kept = svc.create_session(kept).await.unwrap();
     gone(&svc, &app, "past", &["soon", "kept"]).await;
 
     // Alive until its time: readable, appendable, and its expire time is kept.
@@ -54,7 +56,7 @@ pub(crate) async fn expired_sessions_behave_as_deleted(svc: Svc) {
     assert_eq!(loaded.attributes().expire_time_micros, soon.attributes().expire_time_micros);
     assert!(loaded.attributes().expire_time_micros.is_some());
 
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    svc.outlive(Duration::from_secs(60));
     gone(&svc, &app, "soon", &["kept"]).await;
     let late = svc.append_event(&mut soon, event("inv-2", json!({"a": 2}))).await.unwrap_err();
     assert_eq!(late.kind(), ErrorKind::NotFound, "append to an expired session");
@@ -70,14 +72,14 @@ pub(crate) async fn expired_sessions_behave_as_deleted(svc: Svc) {
     // Its id is free again: a new session, not the old one.
     let again = svc.create_session(CreateSession::new(&app, "u").id("soon")).await.unwrap();
     assert!(again.state().get("a").is_none() && again.events().is_empty());
-    assert!(again.attributes().expire_time_micros.is_none());
+    assert_eq!(again.attributes().expire_time_micros, svc.default_expiry(), "the stack's default, not the old one's");
     let reloaded = svc.get_session(again.key(), GetSessionConfig::default()).await.unwrap().expect("recreated");
     assert!(reloaded.events().is_empty(), "the expired session's events are not the new one's");
 }
 
 pub(crate) async fn sweeps_remove_expired_sessions_in_batches(svc: Svc) {
     let app = unique("sweep");
-    let now = agentstate::store::now_secs();
+    let now = svc.now_secs();
     for i in 0..3 {
         let request = CreateSession::new(&app, "u").id(format!("old-{i}")).expire_time(now - 10.0 + f64::from(i));
         svc.create_session(request).await.unwrap();
@@ -112,8 +114,8 @@ pub(crate) async fn sweeps_remove_expired_sessions_in_batches(svc: Svc) {
 
 pub(crate) async fn expire_times_move_both_ways(svc: Svc) {
     let app = unique("expire-move");
-    let now = agentstate::store::now_secs();
-    let soon = CreateSession::new(&app, "u").id("soon").ttl(Duration::from_millis(300));
+    let now = svc.now_secs();
+    let soon = CreateSession::new(&app, "u").id("soon").ttl(Duration::from_secs(60));
     let mut soon = svc.create_session(soon).await.unwrap();
     svc.append_event(&mut soon, event("inv", json!({"k": 1}))).await.unwrap();
     let later = CreateSession::new(&app, "u").id("later").ttl(Duration::from_secs(3600));
@@ -123,7 +125,7 @@ pub(crate) async fn expire_times_move_both_ways(svc: Svc) {
     svc.set_expire_time(soon.key(), Some(now + 3600.0)).await.unwrap();
     // Shortened into the past: gone at once.
     svc.set_expire_time(&key(&app, "u", "later"), Some(now - 1.0)).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    svc.clock().advance(Duration::from_secs(61));
     let alive = svc.get_session(soon.key(), GetSessionConfig::default()).await.unwrap().expect("extended");
     assert_eq!(alive.events().len(), 1);
     let moved = alive.attributes().expire_time_micros.unwrap();
@@ -139,4 +141,71 @@ pub(crate) async fn expire_times_move_both_ways(svc: Svc) {
         let error = svc.set_expire_time(&key(&app, "u", id), Some(now + 60.0)).await.unwrap_err();
         assert_eq!(error.kind(), ErrorKind::NotFound, "{id}");
     }
+}
+
+/// Creating a session under the id of an expired one replaces it in one step: a new session,
+/// nothing of the old one's events or history, even before any sweep, and a concurrent create
+/// of the same id wins once.
+pub(crate) async fn expired_ids_are_taken_again_at_once(svc: Svc) {
+    let app = unique("expiry-again");
+    let first = CreateSession::new(&app, "u").id("s").state("old", json!(1)).ttl(Duration::from_secs(60));
+    let mut first = svc.create_session(first).await.unwrap();
+    let old = svc.append_event(&mut first, event("inv-old", json!({"old": 2}))).await.unwrap();
+    let taken = svc.create_session(CreateSession::new(&app, "u").id("s")).await.unwrap_err();
+    assert_eq!(taken.kind(), ErrorKind::AlreadyExists, "alive: taken");
+    svc.outlive(Duration::from_secs(60));
+
+    let create = || svc.create_session(CreateSession::new(&app, "u").id("s").state("new", json!(true)));
+    let (a, b) = tokio::join!(create(), create());
+    let kinds = [a.as_ref().map(|_| ()).map_err(|e| e.kind()), b.as_ref().map(|_| ()).map_err(|e| e.kind())];
+    assert!(kinds.contains(&Ok(())) && kinds.contains(&Err(ErrorKind::AlreadyExists)), "one wins: {kinds:?}");
+    let again = svc.get_session(first.key(), GetSessionConfig::default()).await.unwrap().expect("the new one");
+    assert_eq!(again.state().get("old"), None);
+    assert_eq!(again.state().get("new"), Some(&json!(true)));
+    assert!(again.events().is_empty(), "the old events went with it");
+    assert!(svc.list_events(first.key(), ListEvents::default()).await.unwrap().unwrap().events.is_empty());
+    assert_eq!(svc.count_events(first.key()).await.unwrap(), Some(0));
+    let error = svc.event_diff(first.key(), &old.id).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidArgument, "the old event is not the new session's");
+    if let Some(creation) = svc.state_at(first.key(), HistoryAt::Creation).await.ok().flatten() {
+        assert_eq!(creation.state.get("old"), None, "its history is its own");
+    }
+}
+
+/// With the refresh policy, an append to an expiring session moves its expire time to now plus
+/// its app's time to live (never earlier); without it, expire times stay. Either way sessions
+/// that never expire keep not expiring, and a duplicate append moves nothing.
+pub(crate) async fn appends_refresh_expiry_by_the_policy(svc: Svc) {
+    let app = unique("refresh");
+    let ttl = Duration::from_secs(3600);
+    let request = CreateSession::new(&app, "u").id("s").ttl(ttl);
+    let mut session = svc.create_session(request).await.unwrap();
+    let created = session.attributes().expire_time_micros.unwrap();
+    let mut forever = svc.create_session(CreateSession::new(&app, "u").id("f")).await.unwrap();
+    svc.set_expire_time(forever.key(), None).await.ok();
+    let forever_expiry = svc.get_session(forever.key(), GetSessionConfig::recent(0)).await.unwrap().unwrap();
+    let forever_expiry = forever_expiry.attributes().expire_time_micros;
+
+    svc.clock().advance(Duration::from_secs(1800));
+    let appended = svc.append_event(&mut session, event("inv", json!({"k": 1}))).await.unwrap();
+    svc.append_event(&mut forever, event("inv", json!({}))).await.unwrap();
+    let expiry = |s: &agentstate::Session| s.attributes().expire_time_micros;
+    let reloaded = svc.get_session(session.key(), GetSessionConfig::recent(0)).await.unwrap().unwrap();
+    let refreshed = svc.expire_after(crate::REFRESH_TTL);
+    match svc.policies().refresh_ttl_on_append {
+        true => assert_eq!(expiry(&reloaded), Some(refreshed.max(created)), "moved to now plus the app's ttl"),
+        false => assert_eq!(expiry(&reloaded), Some(created), "no policy: the expire time stays"),
+    }
+    let moved = expiry(&reloaded);
+    let unchanged = svc.get_session(forever.key(), GetSessionConfig::recent(0)).await.unwrap().unwrap();
+    if forever_expiry.is_none() {
+        assert_eq!(expiry(&unchanged), None, "a session that never expires is not given an expire time");
+    }
+    // A retry stores nothing and moves nothing.
+    svc.clock().advance(Duration::from_secs(60));
+    let mut handle = svc.get_session(session.key(), GetSessionConfig::recent(0)).await.unwrap().unwrap();
+    let retried = svc.append_event(&mut handle, appended.clone()).await.unwrap();
+    assert_eq!(retried, appended);
+    let after = svc.get_session(session.key(), GetSessionConfig::recent(0)).await.unwrap().unwrap();
+    assert_eq!(expiry(&after), moved);
 }

@@ -162,10 +162,10 @@ pub(super) async fn sessions_are_found_by_app_and_id(svc: Svc) {
     assert_eq!(svc.find_sessions(&app, " bad").await.unwrap_err().kind(), agentstate::ErrorKind::InvalidArgument);
 }
 
-/// A raw read (`get_session_raw`, what an API GET answers from) writes the same JSON as the
-/// decoded read, for every window; expired or missing sessions are none either way.
-pub(super) async fn raw_reads_show_what_decoded_reads_do(svc: Svc) {
-    use agentstate::wire::{RawWireSession, WireSession};
+/// A read of stored events (`get_session_stored`, what an API GET answers from) writes the same
+/// JSON as the decoded read, for every window; expired or missing sessions are none either way.
+pub(super) async fn stored_reads_show_what_decoded_reads_do(svc: Svc) {
+    use agentstate::wire::{StoredWireSession, WireSession};
     use agentstate::{Content, Event};
 
     let app = unique("app");
@@ -190,13 +190,14 @@ pub(super) async fn raw_reads_show_what_decoded_reads_do(svc: Svc) {
     for (recent, after) in [(None, None), (Some(0), None), (Some(2), None), (None, Some(s.last_update_time()))] {
         let config = GetSessionConfig { num_recent_events: recent, after_timestamp: after };
         let decoded = svc.get_session(s.key(), config).await.unwrap().unwrap();
-        let raw = svc.get_session_raw(s.key(), config).await.unwrap().unwrap();
-        assert_eq!(raw.event_count(), decoded.events().len(), "window {recent:?} {after:?}");
+        let stored = svc.get_session_stored(s.key(), config).await.unwrap().unwrap();
+        assert_eq!(stored.event_count(), decoded.events().len(), "window {recent:?} {after:?}");
         assert_eq!(
-            serde_json::from_slice::<serde_json::Value>(&RawWireSession(&raw).to_vec().unwrap()).unwrap(),
+            serde_json::from_slice::<serde_json::Value>(&StoredWireSession(&stored).to_vec().unwrap()).unwrap(),
             serde_json::to_value(WireSession(&decoded)).unwrap(),
             "window {recent:?} {after:?}"
         );
     }
-    assert!(svc.get_session_raw(&key(&app, "u", "missing"), GetSessionConfig::default()).await.unwrap().is_none());
+    let missing = svc.get_session_stored(&key(&app, "u", "missing"), GetSessionConfig::default()).await.unwrap();
+    assert!(missing.is_none());
 }

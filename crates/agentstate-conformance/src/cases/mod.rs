@@ -1,6 +1,6 @@
 //! The cases, by topic. Each takes a fresh service and panics on a contract violation.
 //!
-//! The case functions are private: the table in [`session_service_tests!`](crate::session_service_tests)
+//! The case functions are private: the table in [`session_store_tests!`](crate::session_store_tests)
 //! is their only user, through [`ALL`]. A case missing from the table is dead code, which the
 //! workspace's lints refuse.
 
@@ -32,22 +32,21 @@ use scopes::*;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 
-use agentstate::{CreateSession, Event, GetSessionConfig, Map, Session, SessionKey, SessionService, Value};
+use agentstate::{CreateSession, Event, GetSessionConfig, Map, Session, SessionKey, Value};
 
-/// The service under test.
-pub(crate) type Svc = Arc<dyn SessionService>;
+/// The service under test, with its clock.
+pub(crate) type Svc = crate::Harness;
 
 /// A case: runs against a fresh service, panics on a contract violation.
 pub(crate) type CaseFn = fn(Svc) -> Pin<Box<dyn Future<Output = ()>>>;
 
-crate::session_service_tests!(@registry);
+crate::session_store_tests!(@registry);
 
 /// The case called `name`.
 pub(crate) fn named(name: &str) -> CaseFn {
-    match ALL.iter().find(|(n, _)| *n == name) {
-        Some((_, case)) => *case,
+    match ALL.iter().find(|(n, ..)| *n == name) {
+        Some((.., case)) => *case,
         None => panic!("no conformance case is called {name}"),
     }
 }

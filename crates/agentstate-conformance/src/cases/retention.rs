@@ -66,13 +66,13 @@ pub(crate) async fn retention_drops_old_events_and_history_stops_there(svc: Svc)
 
     // Appending goes on; by age, everything older than now goes (the state stays again).
     svc.append_event(&mut session, event("inv-10", json!({"k": 10}))).await.unwrap();
-    let keep_young = Retention { keep_last: None, max_age: Some(Duration::from_millis(1)) };
-    tokio::time::sleep(Duration::from_millis(5)).await;
+    let keep_young = Retention { keep_last: None, max_age: Some(Duration::from_secs(60)) };
+    svc.clock().advance(Duration::from_secs(3600));
     assert_eq!(svc.apply_retention(session.key(), keep_young).await.unwrap(), 5);
     let emptied = reload(&svc, session.key()).await;
     assert!(emptied.events().is_empty());
     assert_eq!(emptied.state().get("k"), Some(&json!(10)));
-    let now = svc.state_at(session.key(), HistoryAt::Time(agentstate::store::now_secs())).await.unwrap().unwrap();
+    let now = svc.state_at(session.key(), HistoryAt::Time(svc.now_secs())).await.unwrap().unwrap();
     assert_eq!(now.state.get("k"), Some(&json!(10)), "the boundary holds the latest history state");
 
     assert_eq!(svc.apply_retention(&super::key(&app, "u", "missing"), keep_4).await.unwrap(), 0);

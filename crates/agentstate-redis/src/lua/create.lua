@@ -1,13 +1,21 @@
 -- Creates a session, atomically: refuses a taken id, merges the shared scopes field by field,
 -- writes the session's metadata and state, its list entries and its creation snapshot.
 -- KEYS: 1 meta, 2 state, 3 app, 4 user, 5 sessions, 6 user's sessions, 7 users with this id,
---       8 snapshot positions, 9 snapshot states, 10 expiring sessions, 11 the app's users
+--       8 snapshot positions, 9 snapshot states, 10 expiring sessions, 11 the app's users,
+--       12 event times, 13 event data, 14 first event of each invocation
 -- ARGV: 1 create time (µs), 2 list member, 3 session id, 4 user id, 5 creation snapshot ('' none),
 --       6 display name ('' none), 7 labels JSON ('' none), 8 expire time ('' none),
 --       9 session fields, 10 app fields, 11 user fields (counts of pairs), then the pairs.
 -- Values are JSON text written by the client; this script never decodes them.
+-- A session under this id that expired by the new one's creation time (ARGV 1) goes first, with
+-- its events and history.
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  return 'exists'
+  local expire = redis.call('HGET', KEYS[1], 'expire')
+  if not expire or tonumber(expire) > tonumber(ARGV[1]) then
+    return 'exists'
+  end
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[8], KEYS[9], KEYS[12], KEYS[13], KEYS[14])
+  redis.call('ZREM', KEYS[10], ARGV[2])
 end
 local function hset_pairs(key, from, count)
   local i = from

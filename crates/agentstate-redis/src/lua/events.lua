@@ -1,17 +1,31 @@
--- A page of a session's events, oldest first, from a time bound; nil when there is no such
--- session. A session's event times strictly increase, so a time alone is a position.
--- KEYS: 1 meta, 2 event times, 3 event data
--- ARGV: 1 lower bound (a ZRANGEBYSCORE min: '-inf', 't' or '(t'), 2 at most this many
-if redis.call('EXISTS', KEYS[1]) == 0 then
+-- Events of a session, oldest first: a page from a time bound, the event with an id, or the
+-- first event of an invocation. nil when there is no such session, or it expired. A session's
+-- event times strictly increase, so a time alone is a position.
+-- KEYS: 1 meta, 2 event times, 3 event data, 4 first event of each invocation
+-- ARGV: 1 the time expiry is judged at (µs, '' for not judged), 2 what: 'page', 'id' or
+--       'invocation'; for a page 3 the lower bound (a ZRANGEBYSCORE min: '-inf', 't' or '(t') and
+--       4 at most this many; else 3 the event or invocation id
+local expire = redis.call('HGET', KEYS[1], 'expire')
+if redis.call('EXISTS', KEYS[1]) == 0 or (ARGV[1] ~= '' and expire and tonumber(expire) <= tonumber(ARGV[1])) then
   return false
 end
-local ids = redis.call('ZRANGEBYSCORE', KEYS[2], ARGV[1], '+inf', 'LIMIT', 0, tonumber(ARGV[2]))
+local ids
+if ARGV[2] == 'page' then
+  ids = redis.call('ZRANGEBYSCORE', KEYS[2], ARGV[3], '+inf', 'LIMIT', 0, tonumber(ARGV[4]))
+elseif ARGV[2] == 'id' then
+  ids = {ARGV[3]}
+else
+  local first = redis.call('HGET', KEYS[4], ARGV[3])
+  ids = first and {first} or {}
+end
 local events = {}
 local i = 1
 while i <= #ids do
   local upto = math.min(i + 999, #ids)
   local chunk = redis.call('HMGET', KEYS[3], unpack(ids, i, upto))
-  for j = 1, #chunk do events[#events + 1] = chunk[j] end
+  for j = 1, #chunk do
+    if chunk[j] then events[#events + 1] = chunk[j] end
+  end
   i = upto + 1
 end
 return events

@@ -2,8 +2,10 @@
 -- app's expiring set; 0 if there is no such session.
 -- KEYS: 1 meta, 2 state, 3 event times, 4 event data, 5 invocations, 6 snapshot positions,
 --       7 snapshot states, 8 expiring
--- ARGV: 1 expire time (µs) or '', 2 list member
-if redis.call('EXISTS', KEYS[1]) == 0 then
+-- ARGV: 1 expire time (µs) or '', 2 list member, 3 the time expiry is judged at (µs, '' for
+--       not judged): a session expired then is not there
+local expire = redis.call('HGET', KEYS[1], 'expire')
+if redis.call('EXISTS', KEYS[1]) == 0 or (ARGV[3] ~= '' and expire and tonumber(expire) <= tonumber(ARGV[3])) then
   return 0
 end
 if ARGV[1] == '' then

@@ -2,10 +2,17 @@
 -- from one consistent point in time. Returns nil when there is no such session.
 -- KEYS: 1 meta, 2 state, 3 app, 4 user, 5 event times, 6 event data
 -- ARGV: 1 at most this many of the newest events ('' for all), 2 only at or after this time
---       (µs, '' for any)
+--       (µs, '' for any), 3 the time expiry is judged at (µs, '' for not judged)
 local meta = redis.call('HGETALL', KEYS[1])
 if #meta == 0 then
   return false
+end
+if ARGV[3] ~= '' then
+  for i = 1, #meta, 2 do
+    if meta[i] == 'expire' and tonumber(meta[i + 1]) <= tonumber(ARGV[3]) then
+      return false
+    end
+  end
 end
 local recent, after = ARGV[1], ARGV[2]
 local ids

@@ -6,8 +6,9 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentstate::SessionService;
-use agentstate_redis::RedisSessionService;
+use agentstate::store::SessionStore;
+use agentstate_conformance::Stack;
+use agentstate_redis::RedisStore;
 
 use crate::servers::OwnRedis;
 
@@ -41,17 +42,19 @@ fn start_cluster() -> Vec<OwnRedis> {
 fn the_conformance_suite_passes_on_a_redis_cluster() {
     let nodes = start_cluster();
     let url = format!("redis://127.0.0.1:{}/?cluster=true&prefix=cluster:", nodes[0].port);
-    let factory = || {
+    let factory = |_clock| {
         let url = url.clone();
-        async move { Arc::new(RedisSessionService::connect(&url).await.unwrap()) as Arc<dyn SessionService> }
+        async move { Arc::new(RedisStore::connect(&url).await.unwrap()) as Arc<dyn SessionStore> }
     };
     let mut ran = 0;
-    for name in agentstate_conformance::case_names() {
-        agentstate_conformance::run_case(factory, name);
-        ran += 1;
+    for stack in [Stack::Plain, Stack::EncryptedRefresh] {
+        for name in agentstate_conformance::case_names() {
+            agentstate_conformance::run_case(factory, stack, name);
+            ran += 1;
+        }
+        agentstate_conformance::check_against_model(factory, stack, 8);
     }
-    assert!(ran >= 42, "{ran} cases");
-    agentstate_conformance::check_against_model(factory, 8);
+    assert!(ran >= 2 * 52, "{ran} cases");
 
     let holding: Vec<u64> = nodes
         .iter()

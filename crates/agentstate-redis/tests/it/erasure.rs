@@ -2,7 +2,7 @@
 //! written in the user's state and events is in no key name, field or value.
 
 use agentstate::{CreateSession, Event, SessionService};
-use agentstate_redis::RedisSessionService;
+use agentstate_redis::RedisStore;
 use serde_json::json;
 
 use crate::servers::{fresh_prefix, redis_url, url_with_prefix};
@@ -31,7 +31,7 @@ async fn everything(connection: &mut redis::aio::MultiplexedConnection, prefix: 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_key_holds_anything_of_an_erased_user() {
     let prefix = fresh_prefix().await;
-    let svc = RedisSessionService::connect(&url_with_prefix(&redis_url(), &prefix)).await.unwrap();
+    let svc = SessionService::new(RedisStore::connect(&url_with_prefix(&redis_url(), &prefix)).await.unwrap());
     let (gone, kept) = (format!("GONE-{}", Event::new_id()), format!("KEPT-{}", Event::new_id()));
     for (user, mark) in [(gone.as_str(), gone.as_str()), (kept.as_str(), kept.as_str())] {
         for id in ["s1", "s2"] {
@@ -64,7 +64,7 @@ async fn rekey_reencrypts_everything() {
     let url = url_with_prefix(&redis_url(), &fresh_prefix().await);
     agentstate_conformance::check_rekey(|| {
         let url = url.clone();
-        async move { RedisSessionService::connect(&url).await.unwrap() }
+        async move { RedisStore::connect(&url).await.unwrap() }
     })
     .await;
 }

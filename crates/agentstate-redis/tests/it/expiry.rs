@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use agentstate::{CreateSession, Event, SessionService};
-use agentstate_redis::RedisSessionService;
+use agentstate_redis::RedisStore;
 use serde_json::json;
 
 use crate::servers::{fresh_prefix, redis_url, url_with_prefix};
@@ -16,7 +16,7 @@ async fn keys(connection: &mut redis::aio::MultiplexedConnection, pattern: &str)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expiring_sessions_keys_expire_with_it() {
     let prefix = fresh_prefix().await;
-    let svc = RedisSessionService::connect(&url_with_prefix(&redis_url(), &prefix)).await.unwrap();
+    let svc = SessionService::new(RedisStore::connect(&url_with_prefix(&redis_url(), &prefix)).await.unwrap());
     let request = CreateSession::new("app", "u").id("s").state("k", json!(1)).ttl(Duration::from_millis(800));
     let mut session = svc.create_session(request).await.unwrap();
     let mut event = Event::new("inv").author("agent").delta("k", json!(2)).delta("user:kept", json!(true));

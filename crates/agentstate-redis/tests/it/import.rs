@@ -1,4 +1,4 @@
-//! `import_adk` reads sessions written by ADK for Python's `RedisSessionService` (google-adk
+//! `import_adk` reads sessions written by ADK for Python's `RedisStore` (google-adk
 //! 2.13.0) and stores them as the reference reads them back: state (session, `app:`, `user:`),
 //! events and times, ids with `:` included.
 
@@ -7,7 +7,7 @@ use std::process::Command;
 use agentstate::archive::ImportOptions;
 use agentstate::{GetSessionConfig, SessionKey, SessionService};
 use agentstate_conformance::reference::adk_python;
-use agentstate_redis::RedisSessionService;
+use agentstate_redis::RedisStore;
 use serde_json::Value;
 
 use crate::servers::{fresh_prefix, redis_url, url_with_prefix};
@@ -23,11 +23,19 @@ fn sessions_written_by_the_reference_are_imported_as_it_reads_them() {
         let expected: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
         assert_eq!(expected.len(), 3);
 
-        let target = RedisSessionService::connect(&url_with_prefix(&redis_url(), &fresh_prefix().await)).await.unwrap();
+        let target = SessionService::new(
+            RedisStore::connect(&url_with_prefix(&redis_url(), &fresh_prefix().await)).await.unwrap(),
+        );
         let mut seen = Vec::new();
-        let done = agentstate_redis::import_adk(&target, &redis_url(), &source_prefix, ImportOptions::default(), |p| {
-            seen.push(p.sessions);
-        })
+        let done = agentstate_redis::import_adk(
+            target.store().as_ref(),
+            &redis_url(),
+            &source_prefix,
+            ImportOptions::default(),
+            |p| {
+                seen.push(p.sessions);
+            },
+        )
         .await
         .unwrap();
         assert_eq!((done.sessions, done.events, done.skipped), (3, 12, 0));
@@ -61,12 +69,18 @@ fn sessions_written_by_the_reference_are_imported_as_it_reads_them() {
         }
         // A second run refuses, or skips with --skip-existing.
         assert!(
-            agentstate_redis::import_adk(&target, &redis_url(), &source_prefix, ImportOptions::default(), |_| {})
-                .await
-                .is_err()
+            agentstate_redis::import_adk(
+                target.store().as_ref(),
+                &redis_url(),
+                &source_prefix,
+                ImportOptions::default(),
+                |_| {}
+            )
+            .await
+            .is_err()
         );
         let again = agentstate_redis::import_adk(
-            &target,
+            target.store().as_ref(),
             &redis_url(),
             &source_prefix,
             ImportOptions { skip_existing: true },

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agentstate::{CreateSession, Event, GetSessionConfig, SessionService};
-use agentstate_redis::RedisSessionService;
+use agentstate_redis::RedisStore;
 use serde_json::json;
 
 use crate::servers::{OwnRedis, url_with_prefix};
@@ -22,11 +22,11 @@ fn acknowledged_appends_survive_a_redis_crash_and_the_service_recovers() {
     let redis = Arc::new(Mutex::new(OwnRedis::start(&["--appendonly", "yes", "--appendfsync", "always"])));
     let url = url_with_prefix(&redis.lock().unwrap().url(), "crash:");
     runtime.block_on(async move {
-        let service = Arc::new(RedisSessionService::connect(&format!("{url}&timeout_ms=1000")).await.unwrap());
+        let service = SessionService::new(RedisStore::connect(&format!("{url}&timeout_ms=1000")).await.unwrap());
         let acked = Arc::new(Mutex::new(Vec::new()));
         let mut writers = Vec::new();
         for w in 0..WRITERS {
-            let (service, acked) = (Arc::clone(&service), Arc::clone(&acked));
+            let (service, acked) = (service.clone(), Arc::clone(&acked));
             writers.push(tokio::spawn(async move { write(&service, w, &acked).await }));
         }
         // Crash Redis once a third of the appends are acknowledged.
@@ -65,7 +65,7 @@ fn acknowledged_appends_survive_a_redis_crash_and_the_service_recovers() {
 
 /// Appends `APPENDS` events to its own session, retrying (same event id) through failures;
 /// returns how many calls failed.
-async fn write(service: &RedisSessionService, w: usize, acked: &Mutex<Vec<String>>) -> usize {
+async fn write(service: &SessionService, w: usize, acked: &Mutex<Vec<String>>) -> usize {
     let user = format!("u{w}");
     let mut session = service.create_session(CreateSession::new("crash", &user).id("s")).await.unwrap();
     let mut errors = 0;

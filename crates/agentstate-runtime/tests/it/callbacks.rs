@@ -1,7 +1,5 @@
 //! Agent, model and tool callbacks: what they can answer, replace and write. Each scenario runs on the in-memory service and on SQLite.
 
-use std::sync::Arc;
-
 use agentstate::{Content, Value};
 use agentstate_runtime::model::LlmResponse;
 use agentstate_runtime::testing::ScriptedModel;
@@ -25,7 +23,7 @@ async fn callbacks_count_actions_and_temp_status_lasts_one_invocation() {
             })
             .build()
             .unwrap();
-        let runner = Runner::new("app", agent, Arc::clone(&service));
+        let runner = Runner::new("app", agent, service.clone());
         for round in 1..=2 {
             let events = run_ok(&runner, "s", "go").await;
             // The callback's writes travel on an event of their own, before the answer.
@@ -76,7 +74,7 @@ async fn model_and_tool_callbacks_can_answer_replace_and_write_state() {
             .output_key("answer")
             .build()
             .unwrap();
-        let runner = Runner::new("app", agent, Arc::clone(&service));
+        let runner = Runner::new("app", agent, service.clone());
         let events = run_ok(&runner, "s", "go").await;
         assert_eq!(events.last().unwrap().text(), "RAW ANSWER", "{name}");
         let requests = model.requests();
@@ -100,7 +98,7 @@ async fn model_and_tool_callbacks_can_answer_replace_and_write_state() {
             .build()
             .unwrap();
         create(&service, "s2").await;
-        let events = run_ok(&Runner::new("app", agent, Arc::clone(&service)), "s2", "q").await;
+        let events = run_ok(&Runner::new("app", agent, service.clone()), "s2", "q").await;
         assert_eq!(events.last().unwrap().text(), "cached");
         assert!(silent.requests().is_empty());
         assert_eq!(stored(&service, "s2").await.state().get("cached"), Some(&json!("cached")), "{name}");
@@ -120,7 +118,7 @@ async fn a_before_agent_callback_can_answer_instead_of_the_agent() {
         .output_key("reply")
         .build()
         .unwrap();
-    let events = run_ok(&Runner::new("app", agent, Arc::clone(&service)), "s", "hi").await;
+    let events = run_ok(&Runner::new("app", agent, service.clone()), "s", "hi").await;
     assert_eq!(authors(&events), ["gate"]);
     assert!(model.requests().is_empty());
     let state = stored(&service, "s").await.state().all().clone();

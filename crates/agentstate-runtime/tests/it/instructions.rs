@@ -1,7 +1,5 @@
 //! Instructions: templates over state and instruction providers. Each scenario runs on the in-memory service and on SQLite.
 
-use std::sync::Arc;
-
 use agentstate::Content;
 use agentstate_runtime::model::LlmResponse;
 use agentstate_runtime::testing::ScriptedModel;
@@ -20,7 +18,7 @@ async fn story_instruction_reads_topic_and_optional_user_name() {
             .instruction("Write a short story about {topic} for {user:name?}. Keep {{braces}}.")
             .build()
             .unwrap();
-        let runner = Runner::new("app", agent, Arc::clone(&service));
+        let runner = Runner::new("app", agent, service.clone());
 
         // {topic} is required: the run fails with the reference's message, the user's turn kept.
         let (events, error) = run(&runner, "s", "story please").await;
@@ -61,7 +59,7 @@ async fn an_instruction_provider_bypasses_injection() {
         .build()
         .unwrap();
     let request = RunRequest::new("u", "s", Content::text("user", "x")).state("topic", json!("cats"));
-    let runner = Runner::new("app", agent, Arc::clone(&service));
+    let runner = Runner::new("app", agent, service.clone());
     let events: Vec<_> = runner.run_request(request).collect().await;
     assert!(events.iter().all(Result::is_ok));
     assert_eq!(instruction(&model.requests()[0]), "Literal {topic} stays; topic=cats; agent=a");
@@ -69,6 +67,6 @@ async fn an_instruction_provider_bypasses_injection() {
     create(&service, "s2").await;
     let model = ScriptedModel::new("m").reply(LlmResponse::text("ok"));
     let agent = LlmAgent::builder("b", model.clone()).instruction("Only this.").identity(false).build().unwrap();
-    run_ok(&Runner::new("app", agent, Arc::clone(&service)), "s2", "x").await;
+    run_ok(&Runner::new("app", agent, service.clone()), "s2", "x").await;
     assert_eq!(model.requests()[0].system_instruction.as_deref(), Some("Only this."));
 }

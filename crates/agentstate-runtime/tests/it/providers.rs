@@ -91,7 +91,7 @@ async fn gemini_function_calling_round_trip() {
         .output_key("answer")
         .build()
         .unwrap();
-    let runner = Runner::new("app", agent, Arc::clone(&service));
+    let runner = Runner::new("app", agent, service.clone());
     let request =
         RunRequest::new("u", "s", Content::text("user", "Weather in Paris?")).state("user:name", json!("Ann"));
     let events: Vec<_> = runner.run_request(request).map(Result::unwrap).collect().await;
@@ -148,7 +148,7 @@ async fn provider_errors_name_the_status_and_the_message() {
         Arc::new(OpenAiCompatible::new("o", &server.uri()).retries(0)),
     ] {
         let agent = LlmAgent::builder("a", model).build().unwrap();
-        let runner = Runner::new("app", agent, Arc::clone(&service));
+        let runner = Runner::new("app", agent, service.clone());
         let items: Vec<_> = runner.run("u", "s", Content::text("user", "hi")).collect().await;
         let error = items.into_iter().last().unwrap().unwrap_err();
         assert!(matches!(&error, RuntimeError::Model { source: ModelError::Status { status: 429, .. }, .. }));
@@ -217,7 +217,7 @@ async fn openai_function_calling_round_trip() {
         .output_key("answer")
         .build()
         .unwrap();
-    let runner = Runner::new("app", agent, Arc::clone(&service));
+    let runner = Runner::new("app", agent, service.clone());
     let events = run_ok(&runner, "s", "Weather in Paris?").await;
     let call = events[0].content.as_ref().unwrap().parts()[0].function_call.clone().unwrap();
     assert_eq!(call.id.as_deref(), Some("call_1"), "the provider's call id is kept");

@@ -1,8 +1,6 @@
 //! Rewinding a conversation: the rewound turns leave the model's view and the choice of the
 //! agent that answers next, and the session's own state goes back. On in-memory and SQLite.
 
-use std::sync::Arc;
-
 use agentstate::Content;
 use agentstate_runtime::model::LlmResponse;
 use agentstate_runtime::testing::ScriptedModel;
@@ -27,7 +25,7 @@ async fn a_rewound_turn_is_gone_from_the_model_state_and_agent_choice() {
         let billing = LlmAgent::builder("billing", billing_model).description("Bills.").build().unwrap();
         let desk =
             LlmAgent::builder("front_desk", desk_model.clone()).output_key("last").sub_agent(billing).build().unwrap();
-        let runner = Runner::new("app", desk, Arc::clone(&service));
+        let runner = Runner::new("app", desk, service.clone());
 
         run_ok(&runner, "s", "first").await;
         let second = run_ok(&runner, "s", "second").await;

@@ -18,7 +18,7 @@ async fn streamed_partials_are_yielded_but_never_stored() {
         create(&service, "s").await;
         let model = ScriptedModel::new("m").streamed_text(&["Once ", "upon ", "a time."]);
         let agent = LlmAgent::builder("teller", model).output_key("story").build().unwrap();
-        let runner = Runner::new("app", agent, Arc::clone(&service));
+        let runner = Runner::new("app", agent, service.clone());
         let request = RunRequest::new("u", "s", Content::text("user", "tell")).streaming(true);
         let events: Vec<_> = runner.run_request(request).map(Result::unwrap).collect().await;
         let partial: Vec<bool> = events.iter().map(|e| e.is_partial()).collect();
@@ -40,7 +40,7 @@ async fn missing_sessions_fail_unless_auto_created() {
     for (name, service) in services().await {
         let model = ScriptedModel::new("m").reply(LlmResponse::text("hi"));
         let agent: Arc<dyn Agent> = Arc::new(LlmAgent::builder("a", model).build().unwrap());
-        let runner = Runner::new("app", Arc::clone(&agent), Arc::clone(&service));
+        let runner = Runner::new("app", Arc::clone(&agent), service.clone());
         let (events, error) = run(&runner, "nope", "hi").await;
         assert!(events.is_empty());
         assert_eq!(error.unwrap().to_string(), "Session not found: nope", "{name}");
@@ -59,7 +59,7 @@ async fn only_the_history_the_agent_reads_is_loaded() {
         let script = || (0..4).fold(ScriptedModel::new("m"), |m, i| m.reply(LlmResponse::text(format!("answer {i}"))));
         let full = script();
         let agent = LlmAgent::builder("a", full.clone()).build().unwrap();
-        let runner = Runner::new("app", agent, Arc::clone(&service));
+        let runner = Runner::new("app", agent, service.clone());
         for i in 0..3 {
             run_ok(&runner, "s", &format!("q{i}")).await;
         }
@@ -68,14 +68,14 @@ async fn only_the_history_the_agent_reads_is_loaded() {
         let limited = script();
         let agent = LlmAgent::builder("a", limited.clone()).history_limit(3).build().unwrap();
         assert_eq!(agent.history(), History::Recent(3));
-        run_ok(&Runner::new("app", agent, Arc::clone(&service)), "s", "q3").await;
+        run_ok(&Runner::new("app", agent, service.clone()), "s", "q3").await;
         let texts: Vec<_> = limited.requests()[0].contents.iter().map(|c| c.joined_text()).collect();
         assert_eq!(texts, ["q2", "answer 2", "q3"], "{name}");
 
         let none = script();
         let agent = LlmAgent::builder("a", none.clone()).include_contents(false).build().unwrap();
         assert_eq!(agent.history(), History::Recent(0));
-        run_ok(&Runner::new("app", agent, Arc::clone(&service)), "s", "q4").await;
+        run_ok(&Runner::new("app", agent, service.clone()), "s", "q4").await;
         let texts: Vec<_> = none.requests()[0].contents.iter().map(|c| c.joined_text()).collect();
         assert_eq!(texts, ["q4"], "{name}");
     }
@@ -90,7 +90,7 @@ async fn a_looping_model_hits_the_call_limit() {
         .tool(FunctionTool::new("again", "loops", schema(), |_, _| Ok(json!("ok"))))
         .build()
         .unwrap();
-    let runner = Runner::new("app", agent, Arc::clone(&service)).max_llm_calls(3);
+    let runner = Runner::new("app", agent, service.clone()).max_llm_calls(3);
     let (events, error) = run(&runner, "s", "loop").await;
     assert_eq!(error.unwrap().to_string(), "Max number of llm calls limit of 3 exceeded");
     assert_eq!(model.requests().len(), 3);
@@ -104,7 +104,7 @@ async fn two_runs_of_one_session_never_interleave_silently() {
         let gate = agentstate_runtime::testing::Gate::new();
         let slow_model = ScriptedModel::new("slow").reply(LlmResponse::text("late answer")).gated(gate.clone());
         let slow = LlmAgent::builder("slow", slow_model).output_key("slow_out").build().unwrap();
-        let slow_runner = Runner::new("app", slow, Arc::clone(&service));
+        let slow_runner = Runner::new("app", slow, service.clone());
         let first =
             tokio::spawn(
                 async move { slow_runner.run("u", "s", Content::text("user", "first")).collect::<Vec<_>>().await },
@@ -115,7 +115,7 @@ async fn two_runs_of_one_session_never_interleave_silently() {
             .output_key("fast_out")
             .build()
             .unwrap();
-        run_ok(&Runner::new("app", fast, Arc::clone(&service)), "s", "second").await;
+        run_ok(&Runner::new("app", fast, service.clone()), "s", "second").await;
         gate.release();
         let items = first.await.unwrap();
 

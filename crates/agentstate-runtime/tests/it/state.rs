@@ -1,7 +1,5 @@
 //! The state an agent reads and writes: `output_key`, `output_schema`, `temp:` keys. Each scenario runs on the in-memory service and on SQLite.
 
-use std::sync::Arc;
-
 use agentstate_runtime::model::LlmResponse;
 use agentstate_runtime::testing::ScriptedModel;
 use agentstate_runtime::{LlmAgent, Runner};
@@ -19,7 +17,7 @@ async fn output_key_saves_the_greeting() {
             .output_key("last_greeting")
             .build()
             .unwrap();
-        let runner = Runner::new("app", agent, Arc::clone(&service));
+        let runner = Runner::new("app", agent, service.clone());
         let events = run_ok(&runner, "s1", "Hello").await;
         // The user's message is stored, not yielded (as the reference).
         assert_eq!(authors(&events), ["Greeter"], "{name}");
@@ -54,7 +52,7 @@ async fn temp_keys_are_gone_in_the_next_invocation() {
             .output_key("temp:out")
             .build()
             .unwrap();
-        let runner = Runner::new("app", agent, Arc::clone(&service));
+        let runner = Runner::new("app", agent, service.clone());
         run_ok(&runner, "s", "1").await;
         run_ok(&runner, "s", "2").await;
         let requests = model.requests();
@@ -77,7 +75,7 @@ async fn an_output_schema_saves_the_answer_as_json() {
         .output_key("result")
         .build()
         .unwrap();
-    let runner = Runner::new("app", agent, Arc::clone(&service));
+    let runner = Runner::new("app", agent, service.clone());
     create(&service, "s").await;
     run_ok(&runner, "s", "rate it").await;
     assert_eq!(stored(&service, "s").await.state().get("result"), Some(&json!({"answer": "ok", "score": 0.9})));

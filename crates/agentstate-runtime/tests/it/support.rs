@@ -1,25 +1,21 @@
 //! Services to run on and small helpers.
 
-use std::sync::Arc;
-
-use agentstate::{
-    Content, CreateSession, Event, GetSessionConfig, InMemorySessionService, Session, SessionKey, SessionService,
-};
+use agentstate::{Content, CreateSession, Event, GetSessionConfig, Session, SessionKey, SessionService};
 use agentstate_runtime::{Runner, RuntimeError};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 /// Every scenario runs on the in-memory service and on SQLite (the embedded default).
-pub(crate) async fn services() -> Vec<(&'static str, Arc<dyn SessionService>)> {
-    let sqlite = agentstate_sql::SqlSessionService::connect("sqlite::memory:").await.unwrap();
-    vec![("memory", Arc::new(InMemorySessionService::new())), ("sqlite", Arc::new(sqlite))]
+pub(crate) async fn services() -> Vec<(&'static str, SessionService)> {
+    let sqlite = SessionService::new(agentstate_sql::SqlStore::connect("sqlite::memory:").await.unwrap());
+    vec![("memory", SessionService::in_memory()), ("sqlite", sqlite)]
 }
 
-pub(crate) async fn create(service: &Arc<dyn SessionService>, id: &str) -> Session {
+pub(crate) async fn create(service: &SessionService, id: &str) -> Session {
     service.create_session(CreateSession::new("app", "u").id(id)).await.unwrap()
 }
 
-pub(crate) async fn stored(service: &Arc<dyn SessionService>, id: &str) -> Session {
+pub(crate) async fn stored(service: &SessionService, id: &str) -> Session {
     let key = SessionKey::new("app", "u", id).unwrap();
     service.get_session(&key, GetSessionConfig::default()).await.unwrap().unwrap()
 }

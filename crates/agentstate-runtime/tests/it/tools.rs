@@ -46,7 +46,7 @@ async fn parallel_tools_lose_no_write() {
             .tool(writer_tool("user_pref", "user:pref", 20))
             .build()
             .unwrap();
-        let runner = Runner::new("app", agent, Arc::clone(&service));
+        let runner = Runner::new("app", agent, service.clone());
         let events = run_ok(&runner, "s", "everything").await;
         assert_eq!(authors(&events), ["assistant", "assistant", "assistant"], "{name}");
 
@@ -89,7 +89,7 @@ async fn tool_failures_go_back_to_the_model() {
             .tool(FunctionTool::new("fails", "fails", schema(), |_, _| Err("the database is down".into())))
             .build()
             .unwrap();
-        let runner = Runner::new("app", agent, Arc::clone(&service));
+        let runner = Runner::new("app", agent, service.clone());
         let events = run_ok(&runner, "s", "try").await;
         let parts = events[1].content.as_ref().unwrap().parts().to_vec();
         let errors: Vec<_> = parts
@@ -122,7 +122,7 @@ async fn arguments_that_do_not_fit_the_schema_never_reach_the_tool() {
         },
     );
     let agent = LlmAgent::builder("a", model.clone()).tool(tool).build().unwrap();
-    let events = run_ok(&Runner::new("app", agent, Arc::clone(&service)), "s", "weather?").await;
+    let events = run_ok(&Runner::new("app", agent, service.clone()), "s", "weather?").await;
     let first_answer = events[1].content.as_ref().unwrap().parts()[0].function_response.clone().unwrap();
     assert_eq!(
         first_answer.response.unwrap()["error"],
@@ -159,7 +159,7 @@ async fn agent_tools_called_together_keep_every_output_key() {
             .build()
             .unwrap();
         let request = RunRequest::new("u", "s", Content::text("user", "briefing")).state("topic", json!("markets"));
-        let runner = Runner::new("app", root, Arc::clone(&service));
+        let runner = Runner::new("app", root, service.clone());
         let events: Vec<_> = runner.run_request(request).map(Result::unwrap).collect().await;
         let answers: Vec<Value> = events[1]
             .content

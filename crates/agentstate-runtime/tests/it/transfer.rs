@@ -19,7 +19,7 @@ async fn the_model_can_transfer_to_a_sub_agent() {
     let root_model =
         ScriptedModel::new("r").reply(LlmResponse::call("transfer_to_agent", json!({"agent_name": "billing"})));
     let root = LlmAgent::builder("front_desk", root_model.clone()).sub_agent(billing).build().unwrap();
-    let events = run_ok(&Runner::new("app", root, Arc::clone(&service)), "s", "my bill?").await;
+    let events = run_ok(&Runner::new("app", root, service.clone()), "s", "my bill?").await;
     assert_eq!(authors(&events), ["front_desk", "front_desk", "billing"]);
     assert_eq!(events[1].actions.transfer_to_agent.as_deref(), Some("billing"));
     let tool = &root_model.requests()[0].tools[0];
@@ -34,7 +34,7 @@ async fn the_model_can_transfer_to_a_sub_agent() {
         .reply(LlmResponse::text("Let me help myself."));
     let helper = LlmAgent::builder("helper", ScriptedModel::new("h")).build().unwrap();
     let root = LlmAgent::builder("front_desk", lost).sub_agent(helper).build().unwrap();
-    let events = run_ok(&Runner::new("app", root, Arc::clone(&service)), "s2", "?").await;
+    let events = run_ok(&Runner::new("app", root, service.clone()), "s2", "?").await;
     let answer = events[1].content.as_ref().unwrap().parts()[0].function_response.clone().unwrap();
     assert_eq!(
         answer.response.unwrap()["error"],
@@ -50,7 +50,7 @@ async fn the_model_can_transfer_to_a_sub_agent() {
     });
     let model = ScriptedModel::new("r").reply(LlmResponse::call("escalate", json!({})));
     let root = LlmAgent::builder("front_desk", model).tool(ghost).build().unwrap();
-    let (_, error) = run(&Runner::new("app", root, Arc::clone(&service)), "s3", "?").await;
+    let (_, error) = run(&Runner::new("app", root, service.clone()), "s3", "?").await;
     assert_eq!(error.unwrap().to_string(), "Agent not found: ghost");
 }
 
@@ -69,7 +69,7 @@ async fn the_next_turn_resumes_with_the_agent_the_conversation_was_handed_to() {
         let support = LlmAgent::builder("support", ScriptedModel::new("s")).description("Support.").build().unwrap();
         let desk =
             LlmAgent::builder("front_desk", desk_model.clone()).sub_agent(billing).sub_agent(support).build().unwrap();
-        let runner = Runner::new("app", desk, Arc::clone(&service));
+        let runner = Runner::new("app", desk, service.clone());
 
         let first = run_ok(&runner, "s", "my bill?").await;
         assert_eq!(authors(&first), ["front_desk", "front_desk", "billing"], "{name}");
@@ -102,7 +102,7 @@ async fn a_workflow_restarts_from_its_root_every_turn() {
     let extra_model = ScriptedModel::new("x").reply(LlmResponse::text("extra")).reply(LlmResponse::text("extra 2"));
     let extra = LlmAgent::builder("extra", extra_model).build().unwrap();
     let root = SequentialAgent::new("root", vec![Arc::new(pipeline), Arc::new(extra)]).unwrap();
-    let runner = Runner::new("app", root, Arc::clone(&service));
+    let runner = Runner::new("app", root, service.clone());
     run_ok(&runner, "s", "1").await;
     let events = run_ok(&runner, "s", "2").await;
     // "extra" answered last, but its parent is a workflow: the turn starts at the root.
@@ -130,7 +130,7 @@ async fn an_agent_that_may_not_hand_back_gives_the_next_turn_to_the_root() {
         .unwrap();
     let support = LlmAgent::builder("support", ScriptedModel::new("s")).build().unwrap();
     let desk = LlmAgent::builder("front_desk", desk_model).sub_agent(billing).sub_agent(support).build().unwrap();
-    let runner = Runner::new("app", desk, Arc::clone(&service));
+    let runner = Runner::new("app", desk, service.clone());
     assert_eq!(authors(&run_ok(&runner, "s", "bill?").await), ["front_desk", "front_desk", "billing"]);
     // billing was offered nobody to hand over to…
     assert!(billing_model.requests()[0].tools.is_empty());

@@ -28,7 +28,7 @@ async fn a_sequential_pipeline_passes_temp_results_along() {
             .build()
             .unwrap();
         let pipeline = SequentialAgent::new("pipeline", vec![Arc::new(writer), Arc::new(reader)]).unwrap();
-        let runner = Runner::new("app", pipeline, Arc::clone(&service));
+        let runner = Runner::new("app", pipeline, service.clone());
         let events = run_ok(&runner, "s", "write").await;
         assert_eq!(authors(&events), ["writer", "reader"], "{name}");
         assert_eq!(instruction(&reader_model.requests()[0]), "Review this draft: DRAFT-1");
@@ -69,7 +69,7 @@ async fn parallel_agents_keep_every_write_and_do_not_see_each_other() {
             models.push(model);
         }
         let fan_out = ParallelAgent::new("fan_out", children).unwrap();
-        let runner = Runner::new("app", fan_out, Arc::clone(&service));
+        let runner = Runner::new("app", fan_out, service.clone());
         let events = run_ok(&runner, "s", "go").await;
         assert_eq!(events.len(), 4 * 3, "{name}");
         let session = stored(&service, "s").await;

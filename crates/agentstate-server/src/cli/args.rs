@@ -24,14 +24,14 @@ pub(crate) enum Command {
     Migrate(DbArg),
     /// Copy sessions written by ADK for Python into an agentstate database: the local store of
     /// `adk web` / `adk api_server` (`<agents_dir>/<app>/.adk/session.db`), or the Redis of its
-    /// `RedisSessionService` (`--from redis://…`).
+    /// `RedisStore` (`--from redis://…`).
     ImportAdk {
         #[command(flatten)]
         db: DbArg,
         /// The ADK store to read: a session.db file (opened read-only), or a redis:// URL.
         #[arg(long)]
         from: String,
-        /// With a redis:// source: the `key_prefix` of the RedisSessionService that wrote it.
+        /// With a redis:// source: the `key_prefix` of the RedisStore that wrote it.
         #[arg(long, default_value = agentstate_redis::ADK_DEFAULT_PREFIX)]
         key_prefix: String,
         /// Leave sessions that already exist alone instead of stopping.

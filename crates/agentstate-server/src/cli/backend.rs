@@ -4,11 +4,14 @@
 
 use std::fmt;
 
+use std::sync::Arc;
+
+use agentstate::SessionService;
 use agentstate::crypt::{EncryptedStore, KeyRing, refuse_if_encrypted};
-use agentstate::store::{DelegatingStore, SessionStore};
-use agentstate_redis::{RedisSessionService, RedisUrl};
-use agentstate_sql::{DatabaseUrl, SqlSessionService};
-use agentstate_vertex::{Builder, Credentials, VertexAiSessionService};
+use agentstate::store::SessionStore;
+use agentstate_redis::{RedisStore, RedisUrl};
+use agentstate_sql::{DatabaseUrl, SqlStore};
+use agentstate_vertex::{Builder, Credentials, VertexAiStore};
 use anyhow::{Context, bail};
 
 use super::args::DbArg;
@@ -18,23 +21,24 @@ use super::args::DbArg;
 const API_KEY_ENV: &str = "GOOGLE_API_KEY";
 const TOKEN_ENV: &str = "AGENTSTATE_VERTEX_TOKEN";
 
-/// An opened backend.
+/// An opened backend: its store, plain or behind encryption at rest.
 pub(crate) enum Backend {
-    Sql(SqlSessionService),
-    Redis(RedisSessionService),
-    Vertex(VertexAiSessionService),
-    /// One of the others behind encryption at rest.
-    Encrypted(Box<EncryptedStore<Backend>>),
+    Plain(Arc<dyn SessionStore>),
+    Encrypted(Arc<EncryptedStore<Arc<dyn SessionStore>>>),
 }
 
-impl DelegatingStore for Backend {
-    fn delegate(&self) -> &dyn SessionStore {
+impl Backend {
+    /// The store, whatever its stack.
+    pub(crate) fn store(&self) -> Arc<dyn SessionStore> {
         match self {
-            Self::Sql(service) => service,
-            Self::Redis(service) => service,
-            Self::Vertex(service) => service,
-            Self::Encrypted(service) => service.as_ref(),
+            Self::Plain(store) => Arc::clone(store),
+            Self::Encrypted(store) => Arc::clone(store) as Arc<dyn SessionStore>,
         }
+    }
+
+    /// The service over it, with no policies.
+    pub(crate) fn service(&self) -> SessionService {
+        SessionService::shared(self.store())
     }
 }
 
@@ -63,28 +67,28 @@ pub(crate) async fn open(db: &DbArg) -> anyhow::Result<(Backend, Shown)> {
         Some(text) => {
             let keys = KeyRing::parse(&text)?;
             let store = EncryptedStore::open(backend, keys).await.with_context(|| format!("opening {shown}"))?;
-            Ok((Backend::Encrypted(Box::new(store)), shown))
+            Ok((Backend::Encrypted(Arc::new(store)), shown))
         }
         None => {
-            refuse_if_encrypted(&backend).await.with_context(|| format!("opening {shown}"))?;
-            Ok((backend, shown))
+            refuse_if_encrypted(backend.as_ref()).await.with_context(|| format!("opening {shown}"))?;
+            Ok((Backend::Plain(backend), shown))
         }
     }
 }
 
-/// Opens the backend named by `url`, naming it (without secrets) if that fails.
-async fn open_url(url: &str) -> anyhow::Result<(Backend, Shown)> {
+/// Opens the store named by `url`, naming it (without secrets) if that fails.
+async fn open_url(url: &str) -> anyhow::Result<(Arc<dyn SessionStore>, Shown)> {
     if url.starts_with("agentengine://") {
-        let service = vertex(url, |name| std::env::var(name).ok().filter(|v| !v.is_empty())).await?;
-        return Ok((Backend::Vertex(service), Shown(url.to_owned())));
+        let store = vertex(url, |name| std::env::var(name).ok().filter(|v| !v.is_empty())).await?;
+        return Ok((Arc::new(store), Shown(url.to_owned())));
     }
     if is_redis(url) {
         let url = RedisUrl::parse(url)?;
-        let service = RedisSessionService::open(&url).await?;
-        return Ok((Backend::Redis(service), Shown(url.to_string())));
+        let store = RedisStore::open(&url).await?;
+        return Ok((Arc::new(store), Shown(url.to_string())));
     }
-    let (service, url) = open_sql(url).await?;
-    Ok((Backend::Sql(service), Shown(url.to_string())))
+    let (store, url) = open_sql(url).await?;
+    Ok((Arc::new(store), Shown(url.to_string())))
 }
 
 /// Whether `url` names a Redis server.
@@ -93,7 +97,7 @@ pub(crate) fn is_redis(url: &str) -> bool {
 }
 
 /// Opens the SQL database named by `url`, for the commands that only a database can serve.
-pub(crate) async fn open_sql(url: &str) -> anyhow::Result<(SqlSessionService, DatabaseUrl)> {
+pub(crate) async fn open_sql(url: &str) -> anyhow::Result<(SqlStore, DatabaseUrl)> {
     if url.starts_with("agentengine://") {
         bail!("this command works on a SQL database; {url} is the managed service's API");
     }
@@ -101,7 +105,7 @@ pub(crate) async fn open_sql(url: &str) -> anyhow::Result<(SqlSessionService, Da
         bail!("this command works on a SQL database; Redis needs no schema");
     }
     let url = DatabaseUrl::parse(url)?;
-    let service = SqlSessionService::open(&url).await.with_context(|| format!("opening {url}"))?;
+    let service = SqlStore::open(&url).await.with_context(|| format!("opening {url}"))?;
     Ok((service, url))
 }
 
@@ -109,7 +113,7 @@ pub(crate) async fn open_sql(url: &str) -> anyhow::Result<(SqlSessionService, Da
 /// `AGENTSTATE_VERTEX_TOKEN` (a bearer token), else, built with `vertex-adc` and talking to
 /// Google, Application Default Credentials; without an endpoint, project or key, the project and
 /// location from `GOOGLE_CLOUD_PROJECT` and `GOOGLE_CLOUD_LOCATION`, as ADK reads them.
-async fn vertex(url: &str, env: impl Fn(&str) -> Option<String>) -> anyhow::Result<VertexAiSessionService> {
+async fn vertex(url: &str, env: impl Fn(&str) -> Option<String>) -> anyhow::Result<VertexAiStore> {
     let mut builder = Builder::from_url(url)?;
     let endpoint = url.contains("endpoint=");
     let explicit = endpoint || url.contains("project=") || url.contains("/reasoningEngines/");

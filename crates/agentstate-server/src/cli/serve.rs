@@ -1,12 +1,9 @@
 //! `agentstate serve`: the HTTP API on a database, until ctrl-c or SIGTERM.
 
-use std::sync::Arc;
-
 use std::time::Duration;
 
-use agentstate::lifecycle::RefreshOnAppend;
-use agentstate::{SessionKey, SessionService};
-use agentstate_server::{AppState, Connections, Expiry, Limits, Tokens, app};
+use agentstate::{Policies, SessionService};
+use agentstate_server::{AppState, Connections, Limits, Sweep, Tokens, app};
 use anyhow::{Context, bail};
 
 use super::args::ServeArgs;
@@ -27,17 +24,22 @@ impl ServeArgs {
         Ok(Tokens::parse(&json)?)
     }
 
-    fn expiry(&self) -> Expiry {
-        let mut expiry = Expiry {
+    /// The service's policies: default times to live, refresh on append, retention.
+    fn policies(&self) -> Policies {
+        let mut policies = Policies {
             default_ttl: self.session_ttl.map(Duration::from_secs),
-            sweep_every: (self.sweep_interval > 0).then(|| Duration::from_secs(self.sweep_interval)),
-            ..Expiry::default()
+            refresh_ttl_on_append: self.refresh_ttl_on_append,
+            retention: self.retention.app_retention.iter().cloned().collect(),
+            ..Policies::default()
         };
         for (app, seconds) in &self.app_session_ttl {
-            expiry = expiry.app_ttl(app, Duration::from_secs(*seconds));
+            policies = policies.app_ttl(app, Duration::from_secs(*seconds));
         }
-        expiry.retention = self.retention.app_retention.iter().cloned().collect();
-        expiry
+        policies
+    }
+
+    fn sweep(&self) -> Sweep {
+        Sweep { every: (self.sweep_interval > 0).then(|| Duration::from_secs(self.sweep_interval)), ..Sweep::default() }
     }
 
     fn limits(&self) -> Limits {
@@ -59,15 +61,12 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             args.addr
         );
     }
-    let (service, url) = open(&args.db).await?;
-    let expiry = args.expiry();
-    let service: Arc<dyn SessionService> = if args.refresh_ttl_on_append {
-        let ttls = expiry.clone();
-        Arc::new(RefreshOnAppend::new(service, move |key: &SessionKey| ttls.ttl_for(key.app_name())))
-    } else {
-        Arc::new(service)
-    };
-    let state = AppState::new(service).with_limits(args.limits()).with_tokens(tokens).with_expiry(expiry);
+    let (store, url) = open(&args.db).await?;
+    let service = SessionService::builder(store.store())
+        .policies(args.policies())
+        .build()
+        .with_context(|| format!("serving {url} with --refresh-ttl-on-append"))?;
+    let state = AppState::new(service).with_limits(args.limits()).with_tokens(tokens).with_sweep(args.sweep());
     #[cfg(feature = "agents")]
     let state = serve_agents(state, &args.agents)?;
     let listener =

@@ -64,7 +64,8 @@ pub(crate) async fn migrate(db: &DbArg) -> anyhow::Result<()> {
 }
 
 pub(crate) async fn sweep(db: &DbArg, retention: &[(String, agentstate::Retention)]) -> anyhow::Result<()> {
-    let (service, url) = open(db).await?;
+    let (backend, url) = open(db).await?;
+    let service = backend.service();
     let metrics = agentstate_server::Metrics::default();
     let removed = agentstate_server::sweep(&service, agentstate_server::SWEEP_BATCH, &metrics).await?;
     println!("{url}: removed {removed} expired sessions");
@@ -103,8 +104,8 @@ pub(crate) async fn rekey(db: &DbArg) -> anyhow::Result<()> {
 }
 
 pub(crate) async fn erase_user(db: &DbArg, app: &str, user: &str, yes: bool) -> anyhow::Result<()> {
-    let (service, _) = open(db).await?;
-    let found = if yes { service.erase_user(app, user).await? } else { service.user_data(app, user).await? };
+    let service = open(db).await?.0.service();
+    let found = if yes { service.erase_user(app, user).await? } else { service.count_user_data(app, user).await? };
     let what = format!(
         "{} sessions, {} events and {} user: keys of user {user:?} in app {app:?}",
         found.sessions, found.events, found.user_state_keys
@@ -118,17 +119,17 @@ pub(crate) async fn erase_user(db: &DbArg, app: &str, user: &str, yes: bool) -> 
 }
 
 pub(crate) async fn import_adk(db: &DbArg, from: &str, key_prefix: &str, skip_existing: bool) -> anyhow::Result<()> {
-    let (service, _) = open(db).await?;
+    let store = open(db).await?.0.store();
     let shown = Shown::new("imported");
     let options = ImportOptions { skip_existing };
     let (done, source) = if is_redis(from) {
-        let done = agentstate_redis::import_adk(&service, from, key_prefix, options, |p| shown.update(p)).await;
+        let done = agentstate_redis::import_adk(store.as_ref(), from, key_prefix, options, |p| shown.update(p)).await;
         let url = agentstate_redis::RedisUrl::parse(from)?.to_string();
         let server = url.split('?').next().unwrap_or_default().to_owned();
         (done.map_err(anyhow::Error::from), format!("{server} (keys {key_prefix}*)"))
     } else {
         let path = Path::new(from);
-        let done = agentstate_sql::adk_web::import(&service, path, options, |p| shown.update(p)).await;
+        let done = agentstate_sql::adk_web::import(store.as_ref(), path, options, |p| shown.update(p)).await;
         (done.map_err(anyhow::Error::from), path.display().to_string())
     };
     shown.finish();
@@ -143,7 +144,7 @@ pub(crate) async fn import_adk(db: &DbArg, from: &str, key_prefix: &str, skip_ex
 pub(crate) async fn run(command: SessionsCommand) -> anyhow::Result<()> {
     match command {
         SessionsCommand::List { db, app, user } => {
-            let (service, _) = open(&db).await?;
+            let service = open(&db).await?.0.service();
             let request = ListSessions { app_name: app, user_id: user, ..ListSessions::default() };
             for s in service.list_sessions(request).await?.sessions {
                 println!(
@@ -156,19 +157,19 @@ pub(crate) async fn run(command: SessionsCommand) -> anyhow::Result<()> {
             }
         }
         SessionsCommand::Show { db, app, user, session } => {
-            let (service, _) = open(&db).await?;
+            let service = open(&db).await?.0.service();
             let key = SessionKey::new(app, user, session)?;
             let found = service.get_session(&key, GetSessionConfig::default()).await?;
             let session = found.with_context(|| format!("no session {key}"))?;
             println!("{}", serde_json::to_string_pretty(&wire::session_to_wire(&session))?);
         }
         SessionsCommand::History { db, app, user, session, json } => {
-            let (service, _) = open(&db).await?;
+            let service = open(&db).await?.0.service();
             let key = SessionKey::new(app, user, session)?;
             history(&service, &key, json).await?;
         }
         SessionsCommand::Export { db, app, user, output } => {
-            let (service, _) = open(&db).await?;
+            let service = open(&db).await?.0.service();
             let mut out: Box<dyn Write> = match &output {
                 Some(path) => Box::new(BufWriter::new(
                     std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
@@ -183,7 +184,7 @@ pub(crate) async fn run(command: SessionsCommand) -> anyhow::Result<()> {
             eprintln!("exported {} sessions with {} events", done.sessions, done.events);
         }
         SessionsCommand::Import { db, input, skip_existing } => {
-            let (service, _) = open(&db).await?;
+            let service = open(&db).await?.0.service();
             let records: Box<dyn Iterator<Item = _>> = match &input {
                 Some(path) => Box::new(archive::read_lines(BufReader::new(
                     std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?,
@@ -192,7 +193,7 @@ pub(crate) async fn run(command: SessionsCommand) -> anyhow::Result<()> {
             };
             let shown = Shown::new("imported");
             let options = ImportOptions { skip_existing };
-            let done = archive::import(&service, records, options, |p| shown.update(p)).await;
+            let done = archive::import(service.store().as_ref(), records, options, |p| shown.update(p)).await;
             shown.finish();
             let done = done?;
             eprintln!(
@@ -201,7 +202,7 @@ pub(crate) async fn run(command: SessionsCommand) -> anyhow::Result<()> {
             );
         }
         SessionsCommand::Delete { db, app, user, session } => {
-            let (service, _) = open(&db).await?;
+            let service = open(&db).await?.0.service();
             service.delete_session(&SessionKey::new(app, user, session)?).await?;
         }
     }
@@ -210,7 +211,7 @@ pub(crate) async fn run(command: SessionsCommand) -> anyhow::Result<()> {
 
 /// `sessions history`: one pass over the history, a page at a time, each event's diff against
 /// the state folded so far.
-async fn history(service: &dyn SessionService, key: &SessionKey, json: bool) -> anyhow::Result<()> {
+async fn history(service: &SessionService, key: &SessionKey, json: bool) -> anyhow::Result<()> {
     use agentstate::history::{self, ChangeKind, HistoryAt};
     let start = service.state_at(key, HistoryAt::Creation).await?.with_context(|| format!("no session {key}"))?;
     let mut events = Vec::new();

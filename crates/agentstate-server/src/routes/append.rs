@@ -1,7 +1,7 @@
 //! Appending through the API: the routes that append on a client's behalf (PATCH, the managed
-//! service's `:appendEvent`) load the session's current marker and append, here, once.
+//! service's `:appendEvent`) hold no session handle, only what the client said.
 
-use agentstate::{ConflictKind, Error, Event, GetSessionConfig, Map, Session, SessionKey};
+use agentstate::{Appended, ConflictKind, Error, Event, GetSessionConfig, SessionKey};
 
 use crate::state::AppState;
 
@@ -15,23 +15,17 @@ fn backoff(attempt: u32) -> std::time::Duration {
     std::time::Duration::from_micros(u64::from(attempt.min(10)) * 500 + u64::from(jitter))
 }
 
-/// What an append stored.
-pub(crate) struct Appended {
-    /// The event as stored.
-    pub(crate) event: Event,
-    /// The same event was stored already (a retry); nothing changed.
-    pub(crate) duplicate: bool,
-}
-
 /// Appends `event` to the session `key`.
 ///
 /// With `expected`, the storage marker the caller's view of the session was loaded at, the
-/// append is made through a handle at that marker, so the store decides, atomically and in its
-/// order: a missing session, then the same event stored already (a retry: answered as stored),
-/// then a session changed since (the stale-handle conflict).
+/// service appends at that marker ([`SessionService::append_at`](agentstate::SessionService::append_at)):
+/// the store decides, atomically and in its order, a missing session, then the same event stored
+/// already (a retry: answered as stored), then a session changed since (the stale-handle
+/// conflict).
 ///
 /// Without it, a blind write on the session as it is in storage now: when another writer
-/// appended between the load and the append, it reloads and tries again, so no update is lost.
+/// appended between the read of its marker and the append, it reads again and retries, so no
+/// update is lost. Uncontended, two storage round trips: the marker, the append.
 pub(crate) async fn append(
     state: &AppState,
     key: &SessionKey,
@@ -41,21 +35,22 @@ pub(crate) async fn append(
     let not_found = || Error::NotFound { session_id: key.session_id().to_owned() };
     let partial = event.is_partial();
     for attempt in 1.. {
-        let mut handle = match expected {
-            Some(marker) => Session::from_storage(key.clone(), Map::new(), Vec::<Event>::new(), marker),
-            // Only the state and the marker: the window in which another writer can intervene
-            // stays as short as one read.
-            None => state.service().get_session(key, GetSessionConfig::recent(0)).await?.ok_or_else(not_found)?,
+        let marker = match expected {
+            Some(marker) => marker,
+            // Only the marker: the window in which another writer can intervene stays one read.
+            None => state
+                .service()
+                .get_session(key, GetSessionConfig::recent(0))
+                .await?
+                .ok_or_else(not_found)?
+                .last_update_micros(),
         };
-        match state.service().append_event(&mut handle, event.clone()).await {
-            Ok(stored) => {
-                // The handle records only what this append committed; a partial event is
-                // answered, never stored.
-                let duplicate = !partial && handle.events().is_empty();
-                if !duplicate && !partial {
+        match state.service().append_at(key, marker, event.clone()).await {
+            Ok(appended) => {
+                if !appended.duplicate && !partial {
                     state.metrics().appended(1);
                 }
-                return Ok(Appended { event: stored, duplicate });
+                return Ok(appended);
             }
             Err(Error::Conflict { kind: ConflictKind::StaleSession }) if expected.is_none() && attempt < ATTEMPTS => {
                 state.metrics().conflict();

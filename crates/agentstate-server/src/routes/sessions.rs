@@ -13,7 +13,7 @@ use serde_json::json;
 
 use super::append;
 use crate::error::ApiError;
-use crate::expiry::{raw_session_body, requested_expire, session_body, session_value};
+use crate::expiry::{request_expiry, session_body, session_value, stored_session_body};
 use crate::limits::{Body, check_path_safe};
 use crate::state::AppState;
 
@@ -75,8 +75,7 @@ pub(crate) async fn create(
         }
         // agentstate's extension: the managed service's `ttl` or `expireTime`.
         let (ttl, expire_time) = (take("ttl", "ttl"), take("expireTime", "expire_time"));
-        request.attributes.expire_time_micros =
-            requested_expire(ttl.as_ref(), expire_time.as_ref()).map_err(ApiError::BadRequest)?;
+        request_expiry(&mut request, ttl.as_ref(), expire_time.as_ref()).map_err(ApiError::BadRequest)?;
         if let Some(options) = take("options", "options").and_then(object) {
             check_options(&options)?;
         }
@@ -90,9 +89,6 @@ pub(crate) async fn create(
                 events.push(event);
             }
         }
-    }
-    if request.attributes.expire_time_micros.is_none() {
-        request.attributes.expire_time_micros = state.expiry().default_expire_micros(&app);
     }
     let mut session = state.service().create_session(request).await?;
     for event in events {
@@ -111,7 +107,6 @@ pub(crate) async fn create_with_id(
 ) -> Reply {
     key(&app, &user, &id)?;
     let mut request = CreateSession::new(&app, user).id(id);
-    request.attributes.expire_time_micros = state.expiry().default_expire_micros(&app);
     if let Some(value) = body(&bytes)?.filter(|v| !v.is_null()) {
         request.state =
             object(value.clone()).ok_or_else(|| model_error("", "Input should be a valid dictionary", &value))?;
@@ -185,12 +180,12 @@ pub(crate) async fn get(
     let Query(window) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let config =
         GetSessionConfig { num_recent_events: window.num_recent_events, after_timestamp: window.after_timestamp };
-    let session = state.service().get_session_raw(&key(&app, &user, &id)?, config).await?;
+    let session = state.service().get_session_stored(&key(&app, &user, &id)?, config).await?;
     let session = session.ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
     // Written straight from the stored events' text: no `Event`, no JSON tree.
     // Text no JSON reader takes is corrupt data, as when decoding it.
     let corrupt = |e: serde_json::Error| Error::Backend { message: e.to_string(), retryable: false, source: None };
-    let body = raw_session_body(&session).map_err(corrupt)?;
+    let body = stored_session_body(&session).map_err(corrupt)?;
     Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
@@ -440,7 +435,7 @@ pub(crate) async fn erase_user(
 ) -> Reply {
     let axum::extract::Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let found = if query.dry_run {
-        state.service().user_data(&app, &user).await?
+        state.service().count_user_data(&app, &user).await?
     } else {
         state.service().erase_user(&app, &user).await?
     };

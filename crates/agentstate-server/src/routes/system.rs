@@ -20,7 +20,7 @@ pub(crate) async fn healthz() -> Json<Value> {
 }
 
 /// `GET /readyz`: a query reaches the storage backend.
-pub(crate) async fn readyz(State(service): State<Arc<dyn SessionService>>) -> impl IntoResponse {
+pub(crate) async fn readyz(State(service): State<SessionService>) -> impl IntoResponse {
     let probe = SessionKey::from_storage("agentstate-readyz", "probe", "probe");
     match service.get_session(&probe, GetSessionConfig::recent(0)).await {
         Ok(_) => (StatusCode::OK, Json(json!({"status": "ready"}))),

@@ -363,7 +363,7 @@ pub(crate) async fn session(
             service.get_session(&key, window).await.map_err(|e| backend(&state, &e))?.ok_or_else(not_found)?;
         session.events().iter().cloned().collect::<Vec<_>>()
     } else {
-        events_at(service.as_ref(), &key, first, PAGE).await.map_err(|e| backend(&state, &e))?
+        events_at(service, &key, first, PAGE).await.map_err(|e| backend(&state, &e))?
     };
     let base = session_path(&key);
     let selected = query.at.clone().or_else(|| events.last().map(|e| e.id.clone()));
@@ -407,7 +407,7 @@ pub(crate) async fn session(
 
 /// `count` events from position `first` (from 0), oldest first.
 async fn events_at(
-    service: &dyn SessionService,
+    service: &SessionService,
     key: &SessionKey,
     first: usize,
     count: usize,

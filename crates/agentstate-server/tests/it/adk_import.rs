@@ -5,7 +5,7 @@ use std::process::Command;
 
 use agentstate::{GetSessionConfig, SessionKey, SessionService};
 use agentstate_conformance::reference::adk_python;
-use agentstate_sql::SqlSessionService;
+use agentstate_sql::SqlStore;
 use serde_json::{Value, json};
 
 /// Drops the reference's default fields that agentstate does not write.
@@ -43,7 +43,7 @@ async fn imports_the_adk_web_store() {
     assert!(run.status.success(), "{stderr}");
     assert!(stderr.contains("imported 2 sessions with 3 events"), "{stderr}");
 
-    let svc = SqlSessionService::connect(&db).await.unwrap();
+    let svc = SessionService::new(SqlStore::connect(&db).await.unwrap());
     for theirs in reference.as_array().unwrap() {
         let key = SessionKey::new("web", theirs["user_id"].as_str().unwrap(), theirs["id"].as_str().unwrap()).unwrap();
         let ours = svc.get_session(&key, GetSessionConfig::default()).await.unwrap().unwrap();
@@ -54,7 +54,7 @@ async fn imports_the_adk_web_store() {
         assert_eq!(our_events, their_events, "events of {key}");
     }
     // The source store was only read.
-    let refused = SqlSessionService::connect(&format!("sqlite://{}", store.display())).await.unwrap_err();
+    let refused = SqlStore::connect(&format!("sqlite://{}", store.display())).await.unwrap_err();
     assert!(refused.to_string().contains("import-adk"), "{refused}");
 }
 
@@ -78,7 +78,7 @@ async fn imports_sessions_of_the_references_redis_service() {
     assert!(run.status.success(), "{stderr}");
     assert!(stderr.contains("imported 3 sessions with 12 events from redis://127.0.0.1:6379/0"), "{stderr}");
 
-    let svc = SqlSessionService::connect(&db).await.unwrap();
+    let svc = SessionService::new(SqlStore::connect(&db).await.unwrap());
     for theirs in reference.as_array().unwrap() {
         let key =
             SessionKey::new("interop", theirs["user_id"].as_str().unwrap(), theirs["id"].as_str().unwrap()).unwrap();

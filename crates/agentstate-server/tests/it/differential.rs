@@ -256,7 +256,7 @@ async fn run_matches_adk_api_server() {
     let (_reference, theirs) = start_reference();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let ours = listener.local_addr().unwrap().to_string();
-    let service = std::sync::Arc::new(agentstate::InMemorySessionService::new());
+    let service = agentstate::SessionService::in_memory();
     let router = agentstate_server::app(agentstate_server::AppState::new(service).with_agent("greeter", greeter()));
     tokio::spawn(async move { axum::serve(listener, router).await });
 

@@ -1,31 +1,16 @@
 //! The history routes: the state at an event or time, an event's diff, rewind and fork, with
 //! the errors a client can cause.
 
-use std::sync::Arc;
+use agentstate::SessionService;
 
-use agentstate::InMemorySessionService;
 use agentstate_server::{AppState, app};
 use axum::Router;
-use axum::body::Body;
-use axum::http::{Method, Request, StatusCode};
-use http_body_util::BodyExt;
+use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
-use tower::ServiceExt;
 
 const S: &str = "/apps/app/users/u/sessions";
 
-async fn call(router: &Router, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-    let request = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("content-type", "application/json")
-        .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
-        .unwrap();
-    let response = router.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (status, if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap() })
-}
+use crate::support::call_json as call;
 
 /// A session `h` with the creation state {k: 0, keep: 1}, then three PATCHes; the events.
 async fn history(r: &Router) -> Vec<Value> {
@@ -43,7 +28,7 @@ async fn history(r: &Router) -> Vec<Value> {
 
 #[tokio::test]
 async fn state_and_diffs_of_any_event() {
-    let r = app(AppState::new(Arc::new(InMemorySessionService::new())));
+    let r = app(AppState::new(SessionService::in_memory()));
     let events = history(&r).await;
     let id = |i: usize| events[i]["id"].as_str().unwrap().to_owned();
     let (status, at) = call(&r, Method::GET, &format!("{S}/h/state?atEvent={}", id(1)), None).await;
@@ -84,7 +69,7 @@ async fn state_and_diffs_of_any_event() {
 
 #[tokio::test]
 async fn rewind_and_fork_answer_sessions_and_refuse_bad_input() {
-    let r = app(AppState::new(Arc::new(InMemorySessionService::new())));
+    let r = app(AppState::new(SessionService::in_memory()));
     let events = history(&r).await;
     let invocation = events[1]["invocationId"].as_str().unwrap();
     let (status, rewound) =

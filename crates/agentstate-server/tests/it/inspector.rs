@@ -2,9 +2,8 @@
 //! an event with its changes, live rows, escaping, the actions and their form secret, and sign-in
 //! with tokens. (The browser tests drive the same pages in Chromium.)
 
-use std::sync::Arc;
+use agentstate::SessionService;
 
-use agentstate::InMemorySessionService;
 use agentstate_server::{AppState, Tokens, app};
 use axum::Router;
 use axum::body::Body;
@@ -42,7 +41,7 @@ fn secret(page: &str) -> String {
 
 #[tokio::test]
 async fn the_inspector_shows_sessions_their_timeline_and_state_and_escapes_everything() {
-    let r = app(AppState::new(Arc::new(InMemorySessionService::new())));
+    let r = app(AppState::new(SessionService::in_memory()));
     let (status, _, location) = send(&r, Method::GET, "/", "", &[]).await;
     assert_eq!((status, location.as_deref()), (StatusCode::SEE_OTHER, Some("/ui")));
 
@@ -121,7 +120,7 @@ async fn with_tokens_the_inspector_asks_for_one_and_shows_only_what_it_may_read(
                        {"token": "narrow-token-0123456789", "apps": ["shop"], "users": ["ann"]}]}"#,
     )
     .unwrap();
-    let r = app(AppState::new(Arc::new(InMemorySessionService::new())).with_tokens(tokens));
+    let r = app(AppState::new(SessionService::in_memory()).with_tokens(tokens));
     let admin = ("authorization", "Bearer admin-token-0123456789");
     for path in ["/apps/shop/users/ann/sessions", "/apps/shop/users/bob/sessions", "/apps/other/users/ann/sessions"] {
         assert_eq!(send(&r, Method::POST, path, "{}", &[JSON, admin]).await.0, StatusCode::OK);

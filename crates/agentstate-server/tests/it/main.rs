@@ -17,10 +17,13 @@ mod outage;
 #[cfg(feature = "cli")]
 mod python_package;
 mod routes;
+mod routes_access;
+mod routes_lifecycle;
 #[cfg(all(feature = "agents", feature = "cli"))]
 mod run;
 #[cfg(feature = "cli")]
 mod scale_out;
+mod support;
 #[cfg(feature = "cli")]
 mod transfer;
 mod vertex;

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentstate::{GetSessionConfig, SessionKey, SessionService};
-use agentstate_sql::SqlSessionService;
+use agentstate_sql::SqlStore;
 
 use crate::binary::{Running, http, serve};
 
@@ -167,7 +167,7 @@ fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
 }
 
 async fn assert_all_there(url: &str, app: &str, acked: &[String]) {
-    let svc = SqlSessionService::connect(url).await.unwrap();
+    let svc = SessionService::new(SqlStore::connect(url).await.unwrap());
     let session =
         svc.get_session(&SessionKey::new(app, "u", "s").unwrap(), GetSessionConfig::recent(0)).await.unwrap().unwrap();
     let lost: Vec<_> = acked.iter().filter(|k| session.state().get(k).is_none()).collect();

@@ -1,9 +1,7 @@
 //! `/run` and `/run_sse`: agents registered in Rust (router tests), and an agent declared in YAML
 //! served by the binary (`agentstate serve --agent FILE`) against a mock model server.
 
-use std::sync::Arc;
-
-use agentstate::{InMemorySessionService, SessionService};
+use agentstate::SessionService;
 use agentstate_runtime::model::LlmResponse;
 use agentstate_runtime::testing::ScriptedModel;
 use agentstate_runtime::{FunctionTool, LlmAgent};
@@ -43,9 +41,9 @@ async fn post(router: &Router, path: &str, body: Value, token: Option<&str>) -> 
     (status, content_type, String::from_utf8(bytes.to_vec()).unwrap())
 }
 
-async fn setup(model: ScriptedModel) -> (Router, Arc<dyn SessionService>) {
-    let service: Arc<dyn SessionService> = Arc::new(InMemorySessionService::new());
-    let router = app(AppState::new(Arc::clone(&service)).with_agent("hello_app", greeter(model)));
+async fn setup(model: ScriptedModel) -> (Router, SessionService) {
+    let service = SessionService::in_memory();
+    let router = app(AppState::new(service.clone()).with_agent("hello_app", greeter(model)));
     let create = Request::builder()
         .method("POST")
         .uri("/apps/hello_app/users/u1/sessions")
@@ -156,7 +154,7 @@ async fn run_errors_are_the_references_and_name_the_problem() {
     assert_eq!(serde_json::from_slice::<Value>(&bytes).unwrap(), json!(["hello_app"]));
 
     // No agents at all.
-    let bare = app(AppState::new(Arc::new(InMemorySessionService::new())));
+    let bare = app(AppState::new(SessionService::in_memory()));
     let (status, _, text) = post(&bare, "/run", json!({"userId": "u", "sessionId": "s"}), None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(text.contains("--agent FILE"), "{text}");
@@ -164,7 +162,7 @@ async fn run_errors_are_the_references_and_name_the_problem() {
 
 #[tokio::test]
 async fn run_checks_tokens_against_the_app_and_user_in_the_body() {
-    let service: Arc<dyn SessionService> = Arc::new(InMemorySessionService::new());
+    let service = SessionService::in_memory();
     let tokens =
         Tokens::parse(r#"{"tokens": [{"token": "only-user-u2-xxxxx", "apps": ["hello_app"], "users": ["u2"]}]}"#)
             .unwrap();
@@ -187,7 +185,7 @@ fn two_apps_behind_tokens() -> Router {
                        {"token": "admin-token-0123456789", "apps": "*"}]}"#,
     )
     .unwrap();
-    let state = AppState::new(Arc::new(InMemorySessionService::new()))
+    let state = AppState::new(SessionService::in_memory())
         .with_tokens(tokens)
         .with_agent("hello_app", greeter(ScriptedModel::new("m")))
         .with_agent("secret_app", greeter(ScriptedModel::new("m")));
@@ -340,9 +338,9 @@ async fn run_sse_sends_each_event_as_it_happens_and_a_disconnect_stops_the_run()
         })
         .build()
         .unwrap();
-    let service: Arc<dyn SessionService> = Arc::new(InMemorySessionService::new());
+    let service = SessionService::in_memory();
     service.create_session(agentstate::CreateSession::new("slow_app", "u").id("s")).await.unwrap();
-    let router = app(AppState::new(Arc::clone(&service)).with_agent("slow_app", agent));
+    let router = app(AppState::new(service.clone()).with_agent("slow_app", agent));
     let body = json!({"appName": "slow_app", "userId": "u", "sessionId": "s", "newMessage": message("hi")});
     let request = Request::builder()
         .method("POST")

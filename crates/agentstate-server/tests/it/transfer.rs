@@ -4,7 +4,7 @@
 use std::process::Command;
 
 use agentstate::{CreateSession, Event, GetSessionConfig, ListSessions, SessionService};
-use agentstate_sql::SqlSessionService;
+use agentstate_sql::SqlStore;
 use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentstate");
@@ -20,7 +20,7 @@ async fn export_then_import_reproduces_every_session() {
     std::fs::create_dir_all(&dir).unwrap();
     let (a, b) = (format!("sqlite://{}/a.db", dir.display()), format!("sqlite://{}/b.db", dir.display()));
     let file = dir.join("sessions.jsonl");
-    let source = SqlSessionService::connect(&a).await.unwrap();
+    let source = SessionService::new(SqlStore::connect(&a).await.unwrap());
     let mut s1 =
         source.create_session(CreateSession::new("x", "u1").id("s1").state("topic", json!("cats"))).await.unwrap();
     let mut s2 = source.create_session(CreateSession::new("x", "u1").id("s2").state("app:v", json!(1))).await.unwrap();
@@ -44,7 +44,7 @@ async fn export_then_import_reproduces_every_session() {
     assert!(ok, "{stderr}");
     assert!(stderr.contains("imported 3 sessions with 3 events; 0 already existed"), "{stderr}");
 
-    let target = SqlSessionService::connect(&b).await.unwrap();
+    let target = SessionService::new(SqlStore::connect(&b).await.unwrap());
     let listed = source.list_sessions(ListSessions::app("x")).await.unwrap().sessions;
     assert_eq!(listed.len(), 3);
     for s in listed {
@@ -72,7 +72,7 @@ async fn export_then_import_reproduces_every_session() {
 /// agentstate's client into a database and imported into another server, each copy the same.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_move_through_the_managed_service_api() {
-    use agentstate_vertex::{Credentials, VertexAiSessionService};
+    use agentstate_vertex::{Credentials, VertexAiStore};
 
     const TOKEN: &str = "transfer-token-0123456789";
     let tokens = format!(r#"{{"tokens": [{{"token": "{TOKEN}", "apps": "*"}}]}}"#);
@@ -87,7 +87,9 @@ async fn sessions_move_through_the_managed_service_api() {
     };
     let ((_a, a), (_c, c)) = (start("a"), start("c"));
     let client = |base: &str| {
-        VertexAiSessionService::builder().endpoint(base).credentials(Credentials::bearer(TOKEN)).build().unwrap()
+        SessionService::new(
+            VertexAiStore::builder().endpoint(base).credentials(Credentials::bearer(TOKEN)).build().unwrap(),
+        )
     };
     let source = client(&a);
     let mut s1 = source
@@ -119,7 +121,7 @@ async fn sessions_move_through_the_managed_service_api() {
     let (ok, stderr) = run(&["migrate", "--db", &from_a]);
     assert!(!ok && stderr.contains("works on a SQL database"), "{stderr}");
 
-    let database = SqlSessionService::connect(&db("b")).await.unwrap();
+    let database = SessionService::new(SqlStore::connect(&db("b")).await.unwrap());
     let copy = client(&c);
     for key in [s1.key().clone(), agentstate::SessionKey::new("77", "u2", "s2").unwrap()] {
         let want = source.get_session(&key, GetSessionConfig::default()).await.unwrap().unwrap();
@@ -145,7 +147,7 @@ async fn history_prints_each_event_with_its_changes() {
     let dir = std::env::temp_dir().join("agentstate-tests").join(agentstate::Event::new_id());
     std::fs::create_dir_all(&dir).unwrap();
     let db = format!("sqlite://{}/h.db", dir.display());
-    let service = SqlSessionService::connect(&db).await.unwrap();
+    let service = SessionService::new(SqlStore::connect(&db).await.unwrap());
     let mut s = service.create_session(CreateSession::new("x", "u").id("s").state("k", json!(0))).await.unwrap();
     let first = Event::new("A").author("user").content(agentstate::Content::text("user", "hello")).delta("k", json!(1));
     service.append_event(&mut s, first).await.unwrap();

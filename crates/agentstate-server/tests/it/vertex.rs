@@ -1,10 +1,9 @@
 //! The managed-service surface against the reference's own client: ADK for Python's
-//! `VertexAiSessionService`, pointed at this server, must see what its `InMemorySessionService`
+//! `VertexAiStore`, pointed at this server, must see what its `InMemorySessionService`
 //! sees on the same steps (ids and clocks aside), in each way it can be configured.
 
 use std::net::SocketAddr;
 use std::process::Command;
-use std::sync::Arc;
 
 use agentstate_conformance::reference::adk_python;
 use agentstate_server::{AppState, Tokens, app};
@@ -24,8 +23,8 @@ pub(crate) fn serve(tokens: Option<&str>) -> String {
             let dir = std::env::temp_dir().join("agentstate-tests").join(agentstate::Event::new_id());
             std::fs::create_dir_all(&dir).unwrap();
             let url = format!("sqlite://{}/vertex.db", dir.display());
-            let service = agentstate_sql::SqlSessionService::connect(&url).await.unwrap();
-            let mut state = AppState::new(Arc::new(service));
+            let service = agentstate::SessionService::new(agentstate_sql::SqlStore::connect(&url).await.unwrap());
+            let mut state = AppState::new(service);
             if let Some(tokens) = tokens {
                 state = state.with_tokens(tokens);
             }

@@ -1,41 +1,51 @@
 //! agentstate's own client of the managed-service API (`agentstate-vertex`) against this
-//! server: the conformance suite and the model test, as every backend runs them, and the
-//! client without agentstate's extensions (as it talks to Google) on the plain API.
+//! server: the conformance suite and the model test on every stack, as every store runs them,
+//! and the client without agentstate's extensions (as it talks to Google) on the plain API.
 
 use std::sync::{Arc, OnceLock};
 
+use agentstate::clock::ManualClock;
+use agentstate::store::SessionStore;
 use agentstate::{CreateSession, GetSessionConfig, ListSessions, SessionKey, SessionService};
-use agentstate_conformance::Capability;
-use agentstate_vertex::{Credentials, VertexAiSessionService};
+use agentstate_server::{AppState, Tokens, app};
+use agentstate_sql::SqlStore;
+use agentstate_vertex::{Credentials, VertexAiStore};
 use serde_json::json;
 
 const TOKEN: &str = "vertex-conformance-token-0123";
 
-/// One server for every case of this binary (the cases use apps of their own).
+/// One server for the tests that keep the system's time (the cases use apps of their own).
 fn server() -> &'static str {
     static BASE: OnceLock<String> = OnceLock::new();
     BASE.get_or_init(|| super::vertex::serve(Some(&format!(r#"{{"tokens": [{{"token": "{TOKEN}", "apps": "*"}}]}}"#))))
 }
 
-fn client(extensions: bool) -> VertexAiSessionService {
-    VertexAiSessionService::builder()
-        .endpoint(server())
+fn client(base: &str, extensions: bool) -> VertexAiStore {
+    VertexAiStore::builder()
+        .endpoint(base)
         .credentials(Credentials::bearer(TOKEN))
         .agentstate_extensions(extensions)
         .build()
         .unwrap()
 }
 
-async fn service() -> Arc<dyn SessionService> {
-    Arc::new(client(true))
+/// The client, talking to a server of the case's own (SQLite in memory, in the case's runtime)
+/// whose service reads the case's clock, so that expiry cases move the server's time too.
+async fn store(clock: ManualClock) -> Arc<dyn SessionStore> {
+    let database = SqlStore::connect("sqlite::memory:").await.unwrap();
+    let service = SessionService::builder(database).clock(clock).build().unwrap();
+    let tokens = Tokens::parse(&format!(r#"{{"tokens": [{{"token": "{TOKEN}", "apps": "*"}}]}}"#)).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app(AppState::new(service).with_tokens(tokens))).await });
+    Arc::new(client(&base, true))
 }
 
-agentstate_conformance::session_service_tests!(service, lacks: [session_ids_per_user, sweeps_expired_sessions, erases_users, drops_old_events, moves_expire_times, lists_apps]);
-
-#[test]
-fn agrees_with_the_model() {
-    agentstate_conformance::check_against_model_lacking(service, 48, &[Capability::SessionIdsPerUser]);
-}
+agentstate_conformance::session_store_tests!(
+    store,
+    lacks: [session_ids_per_user, retention, lifecycle, admin],
+    model_cases: 48
+);
 
 #[test]
 fn the_extension_headers_are_the_ones_the_server_reads() {
@@ -50,7 +60,7 @@ fn the_extension_headers_are_the_ones_the_server_reads() {
 /// lists come back in the store order, and sessions of another user are not shown.
 #[tokio::test]
 async fn without_extensions_the_plain_api_serves_every_call() {
-    let plain = client(false);
+    let plain = SessionService::new(client(server(), false));
     let app = agentstate_conformance::unique("plain");
     let mut alice = plain
         .create_session(

@@ -2,9 +2,8 @@
 //! nothing half-written, the same sessions as the ADK routes, and agentstate's extensions (the
 //! user header, the stale check, duplicate appends).
 
-use std::sync::Arc;
+use agentstate::SessionService;
 
-use agentstate::InMemorySessionService;
 use agentstate_server::{AppState, Tokens, app};
 use axum::Router;
 use axum::body::Body;
@@ -17,7 +16,7 @@ const E: &str = "/v1beta1/reasoningEngines/42";
 const FULL: &str = "/v1beta1/projects/p/locations/l/reasoningEngines/42";
 
 fn router() -> Router {
-    app(AppState::new(Arc::new(InMemorySessionService::new())))
+    app(AppState::new(SessionService::in_memory()))
 }
 
 async fn call(
@@ -274,7 +273,7 @@ async fn ids_two_users_share_are_ambiguous_here_and_tokens_bind_users() {
                        {"token": "other-app-token-01234", "apps": ["7"]}]}"#,
     )
     .unwrap();
-    let r = app(AppState::new(Arc::new(InMemorySessionService::new())).with_tokens(tokens));
+    let r = app(AppState::new(SessionService::in_memory()).with_tokens(tokens));
     let alice = [("x-goog-api-key", "only-alice-token-0123")];
     let (status, _) =
         call(&r, "POST", &format!("{E}/sessions?sessionId=a"), Some(json!({"userId": "alice"})), &alice).await;

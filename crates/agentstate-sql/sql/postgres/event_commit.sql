@@ -6,6 +6,8 @@
 -- $7 event_data  $8 expected marker  $9 session delta  $10 user delta or NULL  $11 app delta or NULL
 -- $12 $13 $14 session, user and app keys to delete after the merge (text[]; each is also in its
 -- delta, as null, so a deletion alone still passes the NOT NULL guards)
+-- $15 the time expiry is judged at (NULL: not judged): an expired session is missing
+-- $16 where the refresh policy moves an expiring session's expire time (NULL: it stays)
 -- The duplicate check must be a primary-key lookup (leading column `id`). On young tables the
 -- planner may prefer idx_events_app_user_session_ts_id, which scans the whole session: comparing
 -- its prefix columns under COLLATE "C" (same equality: both collations are deterministic) leaves
@@ -15,10 +17,22 @@ WITH dup AS (
     FROM events
     WHERE id = $4 AND app_name = $1 COLLATE "C" AND user_id = $2 COLLATE "C" AND session_id = $3 COLLATE "C"
 ),
+live AS (
+    SELECT x.create_time FROM sessions x
+    LEFT JOIN agentstate_session_attributes a
+      ON a.app_name = x.app_name AND a.user_id = x.user_id AND a.session_id = x.id AND a.session_create_time = x.create_time
+    WHERE x.app_name = $1 AND x.user_id = $2 AND x.id = $3 AND NOT coalesce(a.expire_time <= $15::timestamp, false)
+),
 s AS (
     UPDATE sessions SET state = (state || $9::jsonb) - $12::text[], update_time = $6
-    WHERE app_name = $1 AND user_id = $2 AND id = $3 AND update_time = $8 AND NOT EXISTS (SELECT 1 FROM dup)
+    WHERE app_name = $1 AND user_id = $2 AND id = $3 AND update_time = $8
+      AND EXISTS (SELECT 1 FROM live) AND NOT EXISTS (SELECT 1 FROM dup)
     RETURNING 1
+),
+refresh AS (
+    UPDATE agentstate_session_attributes SET expire_time = $16::timestamp
+    WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND session_create_time = (SELECT create_time FROM live)
+      AND expire_time < $16::timestamp AND EXISTS (SELECT 1 FROM s)
 ),
 -- The user and app rows exist (create makes them), so a plain UPDATE merges; the upsert only
 -- runs for a row another program left out.
@@ -51,6 +65,7 @@ e AS (
 )
 SELECT
     (SELECT count(*) FROM s) AS committed,
+    EXISTS (SELECT 1 FROM live) AS live,
     (SELECT invocation_id FROM dup) AS dup_invocation_id,
     (SELECT micros FROM dup) AS dup_micros,
     (SELECT event_data FROM dup) AS dup_event_data,

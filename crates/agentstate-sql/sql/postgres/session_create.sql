@@ -3,6 +3,8 @@
 -- $1 app  $2 user  $3 session  $4 session state  $5 user state  $6 app state  $7 now
 -- $8 display name  $9 labels  $10 expire time (all NULL for a session without attributes)
 -- $11 the state its history starts from (NULL when unknown)
+-- When the id is taken, `expired` says whether that session expired at $7 (the caller then
+-- removes it and creates again, in one transaction).
 WITH s AS (
     INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time)
     VALUES ($1, $2, $3, $4::jsonb, $7, $7)
@@ -53,4 +55,9 @@ SELECT
     (SELECT count(*) FROM s) AS created,
     COALESCE((SELECT state FROM a_merge), (SELECT state FROM app_states WHERE app_name = $1), '{}'::jsonb) AS app_state,
     COALESCE((SELECT state FROM u_merge),
-             (SELECT state FROM user_states WHERE app_name = $1 AND user_id = $2), '{}'::jsonb) AS user_state
+             (SELECT state FROM user_states WHERE app_name = $1 AND user_id = $2), '{}'::jsonb) AS user_state,
+    EXISTS (SELECT 1 FROM sessions x
+            JOIN agentstate_session_attributes a
+              ON a.app_name = x.app_name AND a.user_id = x.user_id AND a.session_id = x.id
+             AND a.session_create_time = x.create_time
+            WHERE x.app_name = $1 AND x.user_id = $2 AND x.id = $3 AND a.expire_time <= $7) AS expired

@@ -2,7 +2,8 @@
 -- states and attributes; the event columns NULL), and a row per event of the window (the session
 -- columns NULL), in no promised order: the caller sorts the events. The window is the newest
 -- events (LIMIT keeps the most recent). No window function, join or sort over the events: the
--- server reads the index in order and stops. $4: lower time bound or NULL; $5: limit or NULL.
+-- server reads the index in order and stops. $4: lower time bound or NULL; $5: limit or NULL; $6: the
+-- time expiry is judged at (NULL: not judged): an expired session has no row.
 SELECT
     s.state,
     (extract(epoch FROM s.update_time) * 1000000)::bigint AS marker,
@@ -19,7 +20,7 @@ SELECT
 FROM sessions s
 LEFT JOIN agentstate_session_attributes a
   ON a.app_name = s.app_name AND a.user_id = s.user_id AND a.session_id = s.id AND a.session_create_time = s.create_time
-WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3
+WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3 AND NOT coalesce(a.expire_time <= $6::timestamp, false)
 UNION ALL
 (SELECT NULL::jsonb, NULL::bigint, NULL::bigint, NULL::text, NULL::jsonb, NULL::bigint, NULL::jsonb, NULL::jsonb,
         id::text, invocation_id::text, "timestamp", event_data::text

@@ -1,4 +1,5 @@
--- Keyset pagination in the order (update_time, user_id, id); $3..$5 is the cursor ($3 NULL: from the start).
+-- Keyset pagination in the order (update_time, user_id, id); $3..$5 is the cursor ($3 NULL: from the start);
+-- sessions expired at $7 are left out (NULL: expiry not judged).
 SELECT s.user_id, s.id, s.state, (extract(epoch FROM s.update_time) * 1000000)::bigint AS marker,
        (extract(epoch FROM s.create_time) * 1000000)::bigint AS created,
        COALESCE(u.state, '{}'::jsonb) AS user_state,
@@ -10,5 +11,6 @@ LEFT JOIN agentstate_session_attributes a
   ON a.app_name = s.app_name AND a.user_id = s.user_id AND a.session_id = s.id AND a.session_create_time = s.create_time
 WHERE s.app_name = $1 AND ($2::varchar IS NULL OR s.user_id = $2)
   AND (s.update_time, s.user_id, s.id) > (COALESCE($3::timestamp, '-infinity'::timestamp), $4::varchar, $5::varchar)
+  AND NOT coalesce(a.expire_time <= $7::timestamp, false)
 ORDER BY s.update_time, s.user_id, s.id
 LIMIT $6

@@ -1,9 +1,15 @@
 -- Sets a session's expire time (?4, NULL for never), keeping its display name and labels (those
--- of a row left by an earlier session of the same id are not its own and are cleared).
+-- of a row left by an earlier session of the same id are not its own and are cleared); nothing
+-- for a session expired at ?5 (NULL: expiry not judged).
 INSERT INTO agentstate_session_attributes
   (app_name, user_id, session_id, session_create_time, display_name, labels, expire_time)
-SELECT app_name, user_id, id, create_time, NULL, NULL, ?4 FROM sessions
-WHERE app_name = ?1 AND user_id = ?2 AND id = ?3
+SELECT s.app_name, s.user_id, s.id, s.create_time, NULL, NULL, ?4 FROM sessions s
+WHERE s.app_name = ?1 AND s.user_id = ?2 AND s.id = ?3
+  AND NOT EXISTS (
+    SELECT 1 FROM agentstate_session_attributes old
+    WHERE old.app_name = ?1 AND old.user_id = ?2 AND old.session_id = ?3
+      AND old.session_create_time = s.create_time AND old.expire_time <= ?5
+  )
 ON CONFLICT (app_name, user_id, session_id) DO UPDATE SET
   display_name = CASE WHEN session_create_time = excluded.session_create_time THEN display_name END,
   labels = CASE WHEN session_create_time = excluded.session_create_time THEN labels END,

@@ -138,7 +138,7 @@ mod tests {
     /// What the commit did before, in Rust: the oracle.
     fn merged(state: &Value, delta: &Map<String, Value>, deleted: &[String]) -> Value {
         let mut state = state.as_object().unwrap().clone();
-        crate::codec::merge(&mut state, delta, deleted);
+        agentstate::store::apply_changes(&mut state, delta, deleted);
         Value::Object(state)
     }
 

@@ -11,10 +11,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agentstate::store::{
-    CommitOutcome, EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, ListQuery, NewSession,
-    RawSession, SessionStore, StateOwner, ValueSwap,
+    AdminStore, Capabilities, CommitOutcome, EventCommit, EventCopy, EventCursor, EventQuery, HistorySnapshot,
+    HistoryStore, LifecycleStore, ListQuery, LoadedSession, NewSession, SessionRead, SessionStore, StateOwner,
+    UserDataCounts, ValueSwap, replay,
 };
-use agentstate::{Error, Event, Map, Result, Session, SessionKey, UserData, Value};
+use agentstate::{Error, Event, Map, Result, Session, SessionKey, Value};
 use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags};
 
@@ -222,14 +223,9 @@ impl SessionStore for SqliteStore {
         self.writer.write(move |conn| ops::create(conn, new)).await
     }
 
-    async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
-        let key = key.clone();
-        self.read(move |conn| ops::get(conn, &key, window)).await
-    }
-
-    async fn get_raw(&self, key: &SessionKey, window: EventWindow) -> Result<Option<RawSession>> {
-        let key = key.clone();
-        self.read(move |conn| ops::get_raw(conn, &key, window)).await
+    async fn get(&self, key: &SessionKey, read: &SessionRead) -> Result<Option<LoadedSession>> {
+        let (key, read) = (key.clone(), *read);
+        self.read(move |conn| ops::get(conn, &key, &read)).await
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
@@ -242,21 +238,85 @@ impl SessionStore for SqliteStore {
         self.writer.write(move |conn| ops::delete(conn, &key)).await
     }
 
-    async fn set_expire_time(&self, key: &SessionKey, expire_micros: Option<i64>) -> Result<bool> {
+    async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
+        self.writer.write(move |conn| ops::commit(conn, commit)).await
+    }
+
+    async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
+        let query = query.clone();
+        self.read(move |conn| ops::events(conn, &query)).await
+    }
+
+    async fn count_events(&self, key: &SessionKey, now_micros: i64) -> Result<Option<usize>> {
         let key = key.clone();
-        self.writer.write(move |conn| ops::set_expire_time(conn, &key, expire_micros)).await
+        self.read(move |conn| ops::event_count(conn, &key, now_micros)).await
+    }
+
+    async fn users_with_session(&self, app: &str, session_id: &str, now_micros: i64) -> Result<Vec<String>> {
+        let (app, session_id) = (app.to_owned(), session_id.to_owned());
+        self.read(move |conn| ops::users_with_session(conn, &app, &session_id, now_micros)).await
+    }
+
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities::none().with_history(self).with_lifecycle(self).with_admin(self)
+    }
+}
+
+#[async_trait]
+impl HistoryStore for SqliteStore {
+    async fn snapshot(&self, key: &SessionKey, at_or_before_micros: i64) -> Result<Option<HistorySnapshot>> {
+        let key = key.clone();
+        self.read(move |conn| ops::history_snapshot(conn, &key, at_or_before_micros)).await
+    }
+
+    async fn put_snapshots(&self, key: &SessionKey, snapshots: &[HistorySnapshot]) -> Result<()> {
+        let (key, snapshots) = (key.clone(), snapshots.to_vec());
+        self.writer.write(move |conn| ops::put_snapshots(conn, &key, &snapshots)).await
+    }
+
+    async fn copy_events(&self, copy: &EventCopy) -> Result<Option<EventCursor>> {
+        let moved = copy.clone();
+        match self.writer.write(move |conn| ops::copy_events(conn, &moved)).await? {
+            None => replay::copy_events(self, copy).await,
+            Some(0) => Ok(None),
+            Some(_) => Ok(Some(copy.upto.clone())),
+        }
     }
 
     async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize> {
         let (key, boundary) = (key.clone(), boundary.clone());
         self.writer.write(move |conn| ops::drop_events_before(conn, &key, cut_micros, &boundary)).await
     }
+}
 
-    async fn event_count(&self, key: &SessionKey) -> Result<Option<usize>> {
-        let key = key.clone();
-        self.read(move |conn| ops::event_count(conn, &key)).await
+#[async_trait]
+impl LifecycleStore for SqliteStore {
+    async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<usize> {
+        self.writer.write(move |conn| ops::delete_expired(conn, before_micros, limit)).await
     }
 
+    async fn set_expire_time(&self, key: &SessionKey, expire_micros: Option<i64>, now_micros: i64) -> Result<bool> {
+        let key = key.clone();
+        self.writer.write(move |conn| ops::set_expire_time(conn, &key, expire_micros, now_micros)).await
+    }
+
+    async fn erase_user(&self, app: &str, user: &str) -> Result<UserDataCounts> {
+        let (app, user) = (app.to_owned(), user.to_owned());
+        let erased = self.writer.write(move |conn| ops::erase_user(conn, &app, &user)).await?;
+        // The WAL still holds the pages as they were: copy them into the file (where
+        // secure_delete zeroed the freed content) and empty it.
+        self.checkpoint().await?;
+        Ok(erased)
+    }
+
+    async fn count_user_data(&self, app: &str, user: &str) -> Result<UserDataCounts> {
+        let (app, user) = (app.to_owned(), user.to_owned());
+        self.read(move |conn| ops::user_data(conn, &app, &user)).await
+    }
+}
+
+#[async_trait]
+impl AdminStore for SqliteStore {
     async fn apps(&self) -> Result<Vec<String>> {
         self.read(ops::apps).await
     }
@@ -289,72 +349,5 @@ impl SessionStore for SqliteStore {
     async fn set_metadata(&self, name: &str, value: &str) -> Result<()> {
         let (name, value) = (name.to_owned(), value.to_owned());
         self.writer.write(move |conn| ops::set_metadata(conn, &name, &value)).await
-    }
-
-    async fn erase_user(&self, app: &str, user: &str) -> Result<UserData> {
-        let (app, user) = (app.to_owned(), user.to_owned());
-        let erased = self.writer.write(move |conn| ops::erase_user(conn, &app, &user)).await?;
-        // The WAL still holds the pages as they were: copy them into the file (where
-        // secure_delete zeroed the freed content) and empty it.
-        self.checkpoint().await?;
-        Ok(erased)
-    }
-
-    async fn user_data(&self, app: &str, user: &str) -> Result<UserData> {
-        let (app, user) = (app.to_owned(), user.to_owned());
-        self.read(move |conn| ops::user_data(conn, &app, &user)).await
-    }
-
-    async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<usize> {
-        self.writer.write(move |conn| ops::delete_expired(conn, before_micros, limit)).await
-    }
-
-    async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
-        self.writer.write(move |conn| ops::commit(conn, commit)).await
-    }
-
-    async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
-        let query = query.clone();
-        self.read(move |conn| ops::events(conn, &query)).await
-    }
-
-    async fn history_snapshot(&self, key: &SessionKey, at_or_before_micros: i64) -> Result<Option<HistorySnapshot>> {
-        let key = key.clone();
-        self.read(move |conn| ops::history_snapshot(conn, &key, at_or_before_micros)).await
-    }
-
-    async fn put_history_snapshots(&self, key: &SessionKey, snapshots: &[HistorySnapshot]) -> Result<()> {
-        let (key, snapshots) = (key.clone(), snapshots.to_vec());
-        self.writer.write(move |conn| ops::put_snapshots(conn, &key, &snapshots)).await
-    }
-
-    async fn copy_events(
-        &self,
-        from: &SessionKey,
-        to: &SessionKey,
-        upto: &EventCursor,
-        to_marker: i64,
-    ) -> Result<Option<EventCursor>> {
-        let (f, t, u) = (from.clone(), to.clone(), upto.clone());
-        match self.writer.write(move |conn| ops::copy_events(conn, &f, &t, &u, to_marker)).await? {
-            None => agentstate::store::replay::copy_events(self, from, to, upto, to_marker).await,
-            Some(0) => Ok(None),
-            Some(_) => Ok(Some(upto.clone())),
-        }
-    }
-
-    async fn event(&self, key: &SessionKey, event_id: &str) -> Result<Option<Event>> {
-        let (key, event_id) = (key.clone(), event_id.to_owned());
-        self.read(move |conn| ops::event(conn, &key, &event_id)).await
-    }
-
-    async fn first_event_of_invocation(&self, key: &SessionKey, invocation_id: &str) -> Result<Option<Event>> {
-        let (key, invocation_id) = (key.clone(), invocation_id.to_owned());
-        self.read(move |conn| ops::first_of_invocation(conn, &key, &invocation_id)).await
-    }
-
-    async fn users_with_session(&self, app: &str, session_id: &str) -> Result<Vec<String>> {
-        let (app, session_id) = (app.to_owned(), session_id.to_owned());
-        self.read(move |conn| ops::users_with_session(conn, &app, &session_id)).await
     }
 }

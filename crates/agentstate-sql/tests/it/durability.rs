@@ -5,10 +5,9 @@
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 
 use agentstate::{CreateSession, Event, GetSessionConfig, ListSessions, SessionKey, SessionService};
-use agentstate_sql::SqlSessionService;
+use agentstate_sql::SqlStore;
 use serde_json::json;
 
 use crate::sqlite::scratch_dir;
@@ -58,7 +57,7 @@ fn kill_9(test: &str, options: &str) {
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let stored: BTreeSet<String> = runtime.block_on(async {
-        let svc = SqlSessionService::connect(&url).await.unwrap();
+        let svc = SessionService::new(SqlStore::connect(&url).await.unwrap());
         let mut ids = BTreeSet::new();
         for s in svc.list_sessions(ListSessions::user("burst", "u")).await.unwrap().sessions {
             let key = SessionKey::new("burst", "u", s.id()).unwrap();
@@ -85,10 +84,10 @@ fn kill_9(test: &str, options: &str) {
 fn burst(url: &str) {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(async {
-        let svc = Arc::new(SqlSessionService::connect(url).await.unwrap());
+        let svc = SessionService::new(SqlStore::connect(url).await.unwrap());
         let mut tasks = Vec::new();
         for w in 0..WRITERS {
-            let svc = Arc::clone(&svc);
+            let svc = svc.clone();
             tasks.push(tokio::spawn(async move {
                 let mut session =
                     svc.create_session(CreateSession::new("burst", "u").id(format!("w{w}"))).await.unwrap();

@@ -3,12 +3,12 @@
 //! in every table of PostgreSQL and MariaDB; other users' data is intact.
 
 use agentstate::{CreateSession, Event, SessionService};
-use agentstate_sql::SqlSessionService;
+use agentstate_sql::SqlStore;
 use serde_json::json;
 
 /// Writes the marker all over `gone`'s data (state changed many times, long events that spill
 /// into overflow pages, history snapshots) and `kept`'s marker beside it; erases `gone`.
-async fn write_and_erase(svc: &SqlSessionService, app: &str, marker: &str, kept_marker: &str) {
+async fn write_and_erase(svc: &SessionService, app: &str, marker: &str, kept_marker: &str) {
     for (user, mark) in [("gone", marker), ("kept", kept_marker)] {
         let request = CreateSession::new(app, user).id("s").state("user:email", json!(format!("{mark}@example.com")));
         let mut session = svc.create_session(request).await.unwrap();
@@ -32,7 +32,7 @@ async fn write_and_erase(svc: &SqlSessionService, app: &str, marker: &str, kept_
 async fn sqlite_keeps_no_byte_of_an_erased_user() {
     let dir = crate::sqlite::scratch_dir();
     let url = format!("sqlite://{}/erase.db", dir.display());
-    let svc = SqlSessionService::connect(&url).await.unwrap();
+    let svc = SessionService::new(SqlStore::connect(&url).await.unwrap());
     let (marker, kept) =
         (format!("GONE-{}", agentstate::Event::new_id()), format!("KEPT-{}", agentstate::Event::new_id()));
     write_and_erase(&svc, "app", &marker, &kept).await;
@@ -55,7 +55,7 @@ const TABLES: [&str; 5] = ["sessions", "events", "user_states", "app_states", "a
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_and_mariadb_keep_no_row_of_an_erased_user() {
     for url in [crate::servers::fresh_postgres_url().await, crate::servers::mysql_url().await] {
-        let svc = SqlSessionService::connect(&url).await.unwrap();
+        let svc = SessionService::new(SqlStore::connect(&url).await.unwrap());
         let app = format!("erase-{}", agentstate::Event::new_id());
         let (marker, kept) =
             (format!("GONE-{}", agentstate::Event::new_id()), format!("KEPT-{}", agentstate::Event::new_id()));
@@ -115,7 +115,7 @@ async fn rekey_reencrypts_everything_on_every_dialect() {
     for url in [sqlite, crate::servers::fresh_postgres_url().await, crate::servers::fresh_mysql_url().await] {
         agentstate_conformance::check_rekey(|| {
             let url = url.clone();
-            async move { SqlSessionService::connect(&url).await.unwrap() }
+            async move { SqlStore::connect(&url).await.unwrap() }
         })
         .await;
     }

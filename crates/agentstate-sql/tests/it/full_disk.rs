@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use agentstate::{Content, CreateSession, Error, Event, GetSessionConfig, SessionService};
-use agentstate_sql::SqlSessionService;
+use agentstate_sql::SqlStore;
 
 use crate::sqlite::scratch_dir;
 
@@ -79,7 +79,8 @@ fn full_disk(options: &str) {
     std::fs::write(&filler, vec![7u8; 3 << 20]).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let acked = runtime.block_on(async {
-        let service = SqlSessionService::connect(&format!("sqlite://{}{options}", db.display())).await.unwrap();
+        let service =
+            SessionService::new(SqlStore::connect(&format!("sqlite://{}{options}", db.display())).await.unwrap());
         let mut session = service.create_session(CreateSession::new("disk", "u").id("s")).await.unwrap();
         let mut acked = Vec::new();
         let mut refused = 0;
@@ -111,7 +112,7 @@ fn full_disk(options: &str) {
     });
     // A fresh connection sees every acknowledged event, and nothing else, in order.
     runtime.block_on(async {
-        let service = SqlSessionService::connect(&format!("sqlite://{}", db.display())).await.unwrap();
+        let service = SessionService::new(SqlStore::connect(&format!("sqlite://{}", db.display())).await.unwrap());
         let key = agentstate::SessionKey::new("disk", "u", "s").unwrap();
         let session = service.get_session(&key, GetSessionConfig::default()).await.unwrap().unwrap();
         let stored: Vec<&str> = session.events().iter().map(|e| e.id.as_str()).collect();
@@ -127,19 +128,17 @@ fn a_read_only_database_is_refused_at_start_naming_the_file() {
     let url = format!("sqlite://{}", db.display());
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let service = SqlSessionService::connect(&url).await.unwrap();
+        let service = SessionService::new(SqlStore::connect(&url).await.unwrap());
         service.create_session(CreateSession::new("ro", "u").id("s")).await.unwrap();
     });
     disk.remount_read_only();
-    let Err(refused) = runtime.block_on(SqlSessionService::connect(&url)) else {
-        panic!("a read-only database is refused")
-    };
+    let Err(refused) = runtime.block_on(SqlStore::connect(&url)) else { panic!("a read-only database is refused") };
     let message = refused.to_string();
     assert!(message.contains(&db.display().to_string()), "the error names the file: {message}");
     assert!(message.contains("read-only"), "the error says why: {message}");
     // A directory that does not exist: the same, naming the path.
     let missing = disk.0.join("no/such/dir/sessions.db");
-    let Err(refused) = runtime.block_on(SqlSessionService::connect(&format!("sqlite://{}", missing.display()))) else {
+    let Err(refused) = runtime.block_on(SqlStore::connect(&format!("sqlite://{}", missing.display()))) else {
         panic!("a missing directory is refused")
     };
     assert!(refused.to_string().contains(&missing.display().to_string()), "{refused}");

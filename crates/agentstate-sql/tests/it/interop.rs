@@ -12,7 +12,7 @@ use agentstate::{
     Content, CreateSession, ErrorKind, Event, FunctionCall, GetSessionConfig, Part, Session, SessionKey, SessionService,
 };
 use agentstate_conformance::reference::adk_python;
-use agentstate_sql::SqlSessionService;
+use agentstate_sql::SqlStore;
 use serde_json::{Value, json};
 
 use crate::servers::{fresh_postgres_url, mysql_url};
@@ -54,13 +54,13 @@ fn assert_same(ours: &Session, theirs: &Value) {
     assert_eq!(ours.last_update_micros(), (their_time * 1e6).round() as i64, "last_update_time of {id}");
 }
 
-async fn load(svc: &SqlSessionService, app: &str, user: &str, id: &str) -> Session {
+async fn load(svc: &SessionService, app: &str, user: &str, id: &str) -> Session {
     svc.get_session(&SessionKey::new(app, user, id).unwrap(), GetSessionConfig::default()).await.unwrap().unwrap()
 }
 
 async fn interop(url: &str, py_url: &str) {
     let app = agentstate_conformance::unique("interop");
-    let svc = SqlSessionService::connect(url).await.unwrap();
+    let svc = agentstate::SessionService::new(SqlStore::connect(url).await.unwrap());
 
     // Written by Python, read by agentstate.
     let written = adk(&["write", py_url, &app]);
@@ -164,7 +164,7 @@ async fn interop(url: &str, py_url: &str) {
 }
 
 /// Our view of a session as the rewind comparisons read it: state and live events.
-async fn live(svc: &SqlSessionService, app: &str, user: &str, id: &str) -> Value {
+async fn live(svc: &SessionService, app: &str, user: &str, id: &str) -> Value {
     let session = load(svc, app, user, id).await;
     let live: Vec<Value> =
         session.events().live().iter().map(|e| json!([e.invocation_id, e.author, e.text()])).collect();
@@ -175,7 +175,7 @@ async fn live(svc: &SqlSessionService, app: &str, user: &str, id: &str) -> Value
 /// reading the other's rewound session.
 async fn rewind_interop(url: &str, py_url: &str) {
     let app = agentstate_conformance::unique("rewind");
-    let svc = SqlSessionService::connect(url).await.unwrap();
+    let svc = agentstate::SessionService::new(SqlStore::connect(url).await.unwrap());
     // The reference's scenario, rewound by the reference.
     adk(&["rewind-scenario", py_url, &app, "u", "py"]);
     let theirs = adk(&["rewind", py_url, &app, "u", "py", "B"]);

@@ -1,7 +1,7 @@
 //! Databases agentstate must not write to are refused with a message naming the way out, and
 //! left untouched.
 
-use agentstate_sql::{Schema, SqlSessionService};
+use agentstate_sql::{Schema, SqlStore};
 
 use crate::servers::{fresh_postgres_url, postgres_url};
 use crate::sqlite::scratch_dir;
@@ -15,7 +15,7 @@ const V0_EVENTS: &str = "CREATE TABLE sessions (app_name VARCHAR(128) NOT NULL, 
     actions BYTEA, timestamp TIMESTAMP NOT NULL, PRIMARY KEY (id, app_name, user_id, session_id))";
 
 async fn refusal(url: &str) -> String {
-    match SqlSessionService::connect(url).await {
+    match SqlStore::connect(url).await {
         Ok(_) => panic!("{url} should have been refused"),
         Err(e) => e.to_string(),
     }
@@ -83,22 +83,22 @@ async fn postgres_legacy_pickle_schema_is_refused_untouched() {
 async fn an_existing_database_is_opened_as_is() {
     // Opening twice (as a restart does) keeps the data.
     let url = postgres_url().await;
-    SqlSessionService::connect(&url).await.unwrap();
-    let again = SqlSessionService::connect(&url).await.unwrap();
+    SqlStore::connect(&url).await.unwrap();
+    let again = SqlStore::connect(&url).await.unwrap();
     assert_eq!(again.schema(), &Schema { version: "1".into(), created: false });
-    let fresh = SqlSessionService::connect(&fresh_postgres_url().await).await.unwrap();
+    let fresh = SqlStore::connect(&fresh_postgres_url().await).await.unwrap();
     assert_eq!(fresh.schema(), &Schema { version: "1".into(), created: true });
     let file = format!("sqlite://{}/s.db", scratch_dir().display());
-    assert!(SqlSessionService::connect(&file).await.unwrap().schema().created);
-    assert!(!SqlSessionService::connect(&file).await.unwrap().schema().created);
+    assert!(SqlStore::connect(&file).await.unwrap().schema().created);
+    assert!(!SqlStore::connect(&file).await.unwrap().schema().created);
 }
 
 #[tokio::test]
 async fn a_password_never_shows_in_debug() {
     // The local server trusts every connection, so any password connects.
     let url = postgres_url().await.replacen("postgres://postgres@", "postgres://postgres:pw-never-shown@", 1);
-    let service = SqlSessionService::connect(&url).await.unwrap();
-    let shown = format!("{service:?}");
+    let store = SqlStore::connect(&url).await.unwrap();
+    let shown = format!("{store:?}");
     assert!(!shown.contains("pw-never-shown"), "{shown}");
     let url = agentstate_sql::DatabaseUrl::parse(&url).unwrap();
     assert!(!format!("{url} {url:?}").contains("pw-never-shown"));

@@ -37,9 +37,9 @@ async fn a_write_behind_another_process_lock_waits_off_the_callers_thread() {
     use std::time::Duration;
 
     let path = scratch_dir().join("locked.db");
-    let svc = agentstate_sql::SqlSessionService::connect(&format!("sqlite://{}?synchronous=normal", path.display()))
-        .await
-        .unwrap();
+    let svc = SessionService::new(
+        agentstate_sql::SqlStore::connect(&format!("sqlite://{}?synchronous=normal", path.display())).await.unwrap(),
+    );
     let mut session = svc.create_session(CreateSession::new("a", "u").id("s")).await.unwrap();
     let other = rusqlite::Connection::open(&path).unwrap();
     other.execute_batch("BEGIN IMMEDIATE").unwrap();
@@ -66,10 +66,10 @@ async fn sql_stores_read_events_raw_as_their_stored_text() {
 
     let urls = [file_url(), crate::servers::postgres_url().await, crate::servers::mysql_url().await];
     for url in urls {
-        let svc = agentstate_sql::SqlSessionService::connect(&url).await.unwrap();
+        let svc = SessionService::new(agentstate_sql::SqlStore::connect(&url).await.unwrap());
         let mut s = svc.create_session(CreateSession::new("raw", "u")).await.unwrap();
         svc.append_event(&mut s, Event::new("i").delta("k", serde_json::json!(1))).await.unwrap();
-        let raw = svc.get_session_raw(s.key(), GetSessionConfig::default()).await.unwrap().unwrap();
+        let raw = svc.get_session_stored(s.key(), GetSessionConfig::default()).await.unwrap().unwrap();
         let stored = raw.stored_events.unwrap_or_else(|| panic!("{url}: no stored text"));
         assert_eq!(stored.len(), 1, "{url}");
         assert!(stored[0].data.as_deref().is_some_and(|t| t.contains("\"state_delta\"")), "{url}: {stored:?}");

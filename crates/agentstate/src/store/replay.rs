@@ -1,20 +1,24 @@
-//! The provided history operations of [`SessionStore`]: replay from the newest snapshot, keep
-//! snapshots along the way, fork by copying history. Public for stores that override one of
-//! these methods and fall back to the provided behaviour in some cases.
+//! History computed from a store's events: the state at a position replayed from the newest
+//! snapshot (keeping snapshots along the way, where the store has [`HistoryStore`]), event
+//! diffs, forks by copying history. The service uses it for every store with [`HistoryStore`].
+//! The public functions serve stores that answer history themselves
+//! ([`RemoteHistory`](super::RemoteHistory)) from their events alone, with a history that starts
+//! empty (a client of a service that keeps no creation state), and [`copy_events`] stores whose
+//! own copy cannot take every case.
 
 use std::sync::Arc;
 
 use serde_json::Map;
 
 use super::{
-    EventCommit, EventCursor, EventQuery, EventWindow, HistorySnapshot, NewSession, ScopedKeys, ScopedState,
-    SessionStore, micros_to_secs, secs_to_micros,
+    EventCommit, EventCopy, EventCursor, EventQuery, EventSelect, EventWindow, HistorySnapshot, HistoryStore,
+    NewSession, ScopedKeys, ScopedState, SessionRead, SessionStore, micros_to_secs, secs_to_micros,
 };
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::history::{self, EventDiff, ForkSession, HistoryAt, SNAPSHOT_EVERY, StateAt};
 use crate::key::SessionKey;
-use crate::session::Session;
+use crate::session::{Session, SessionAttributes};
 
 /// Events read per page while replaying.
 const PAGE: usize = 256;
@@ -48,82 +52,249 @@ impl Target {
     }
 }
 
-/// The history state at `target`, and the position it is at; `None` if the session does not
-/// exist.
-async fn fold<S: SessionStore + ?Sized>(
-    store: &S,
-    key: &SessionKey,
-    target: &Target,
-) -> Result<Option<HistorySnapshot>> {
-    let mut bound = target.snapshot_bound();
-    let start = loop {
-        match store.history_snapshot(key, bound).await? {
-            // Only events sharing one time (written by another program) can put a snapshot
-            // past the target at its time: look before it.
-            Some(snapshot) if !target.admits(&snapshot.at) => bound = snapshot.at.timestamp_micros.saturating_sub(1),
-            found => break found,
-        }
-    };
-    if start.is_none()
-        && let Some(boundary) = retained_from(store, key).await?
-    {
-        return Err(behind_window(key, &boundary));
-    }
-    let HistorySnapshot { mut at, mut state } =
-        start.unwrap_or(HistorySnapshot { at: EventCursor::CREATION, state: Map::new() });
-    // Snapshots are at most SNAPSHOT_EVERY events apart once a replay kept them: read that many
-    // first, and whole pages only when replaying further (a first question).
-    let mut query = EventQuery {
-        key: key.clone(),
-        after: (at != EventCursor::CREATION).then(|| at.clone()),
-        since_micros: None,
-        limit: SNAPSHOT_EVERY,
-    };
-    let (mut replayed, mut keep) = (0usize, Vec::new());
-    'pages: loop {
-        let Some(page) = store.events(&query).await? else { return Ok(None) };
-        let full = page.len() == query.limit;
-        for event in &page {
-            let position = EventCursor::of(event);
-            if !target.admits(&position) {
-                break 'pages;
-            }
-            history::apply(&mut state, event);
-            at = position;
-            replayed += 1;
-            if replayed % SNAPSHOT_EVERY == 0 {
-                keep.push(HistorySnapshot { at: at.clone(), state: state.clone() });
-            }
-        }
-        if !full {
-            break;
-        }
-        query.after = Some(at.clone());
-        query.limit = PAGE;
-    }
-    if !keep.is_empty()
-        && let Err(e) = store.put_history_snapshots(key, &keep).await
-    {
-        // A read does not fail because it could not save work for the next one.
-        tracing::warn!(error = %e, session = key.session_id(), "keeping history snapshots failed");
-    }
-    Ok(Some(HistorySnapshot { at, state }))
+/// A store's history, read at one time: its events, and its snapshots if it keeps them.
+pub(crate) struct Replay<'a> {
+    store: &'a dyn SessionStore,
+    history: Option<&'a dyn HistoryStore>,
+    now_micros: i64,
 }
 
-fn unknown_event(key: &SessionKey, event_id: &str) -> Error {
-    Error::invalid("event_id", format!("session {} has no event {event_id:?}", key.session_id()))
+impl<'a> Replay<'a> {
+    /// The history of `store`'s sessions, judging expiry at `now_micros`.
+    pub(crate) fn new(store: &'a dyn SessionStore, now_micros: i64) -> Self {
+        Self { store, history: store.capabilities().history, now_micros }
+    }
+
+    async fn events(&self, key: &SessionKey, select: EventSelect) -> Result<Option<Vec<Event>>> {
+        self.store.events(&EventQuery { key: key.clone(), select, now_micros: self.now_micros }).await
+    }
+
+    /// The one event `select` picks: `Ok(None)` for no session, `Ok(Some(None))` for none.
+    async fn event(&self, key: &SessionKey, select: EventSelect) -> Result<Option<Option<Event>>> {
+        Ok(self.events(key, select).await?.map(|mut found| found.pop()))
+    }
+
+    async fn snapshot(&self, key: &SessionKey, at_or_before_micros: i64) -> Result<Option<HistorySnapshot>> {
+        match self.history {
+            Some(history) => history.snapshot(key, at_or_before_micros).await,
+            None => Ok(None),
+        }
+    }
+
+    /// The session without events, `None` if it does not exist.
+    async fn session(&self, key: &SessionKey) -> Result<Option<Session>> {
+        let read = SessionRead::decoded(EventWindow::NONE, self.now_micros);
+        Ok(self.store.get(key, &read).await?.map(|loaded| loaded.session))
+    }
+
+    /// The history state at `target`, and the position it is at; `None` if the session does
+    /// not exist.
+    async fn fold(&self, key: &SessionKey, target: &Target) -> Result<Option<HistorySnapshot>> {
+        let mut bound = target.snapshot_bound();
+        let start = loop {
+            match self.snapshot(key, bound).await? {
+                // Only events sharing one time (written by another program) can put a snapshot
+                // past the target at its time: look before it.
+                Some(snapshot) if !target.admits(&snapshot.at) => {
+                    bound = snapshot.at.timestamp_micros.saturating_sub(1);
+                }
+                found => break found,
+            }
+        };
+        if start.is_none()
+            && let Some(boundary) = self.retained_from(key).await?
+        {
+            return Err(behind_window(key, &boundary));
+        }
+        let HistorySnapshot { mut at, mut state } =
+            start.unwrap_or(HistorySnapshot { at: EventCursor::CREATION, state: Map::new() });
+        // Snapshots are at most SNAPSHOT_EVERY events apart once a replay kept them: read that
+        // many first, and whole pages only when replaying further (a first question).
+        let mut after = (at != EventCursor::CREATION).then(|| at.clone());
+        let mut limit = SNAPSHOT_EVERY;
+        let (mut replayed, mut keep) = (0usize, Vec::new());
+        'pages: loop {
+            let select = EventSelect::Page { after: after.clone(), since_micros: None, limit };
+            let Some(page) = self.events(key, select).await? else { return Ok(None) };
+            let full = page.len() == limit;
+            for event in &page {
+                let position = EventCursor::of(event);
+                if !target.admits(&position) {
+                    break 'pages;
+                }
+                history::apply(&mut state, event);
+                at = position;
+                replayed += 1;
+                if replayed % SNAPSHOT_EVERY == 0 {
+                    keep.push(HistorySnapshot { at: at.clone(), state: state.clone() });
+                }
+            }
+            if !full {
+                break;
+            }
+            after = Some(at.clone());
+            limit = PAGE;
+        }
+        if let Some(history) = self.history.filter(|_| !keep.is_empty())
+            && let Err(e) = history.put_snapshots(key, &keep).await
+        {
+            // A read does not fail because it could not save work for the next one.
+            tracing::warn!(error = %e, session = key.session_id(), "keeping history snapshots failed");
+        }
+        Ok(Some(HistorySnapshot { at, state }))
+    }
+
+    /// The snapshot a retention policy left as the oldest point of the session's history (see
+    /// [`HistoryStore::drop_events_before`]), if events were dropped.
+    async fn retained_from(&self, key: &SessionKey) -> Result<Option<HistorySnapshot>> {
+        if self.history.is_none() {
+            return Ok(None);
+        }
+        let bound = match self.event(key, EventSelect::first(1)).await?.flatten() {
+            Some(event) => EventCursor::of(&event).timestamp_micros.saturating_sub(1),
+            None => i64::MAX,
+        };
+        let found = self.snapshot(key, bound).await?;
+        Ok(found.filter(|s| s.at.event_id.is_empty() && s.at != EventCursor::CREATION))
+    }
+
+    /// The unknown-event error, saying so when the event may have been dropped by retention.
+    async fn missing_event(&self, key: &SessionKey, event_id: &str) -> Result<Error> {
+        Ok(match self.retained_from(key).await? {
+            Some(boundary) => Error::invalid(
+                "event_id",
+                format!(
+                    "session {} has no event {event_id:?} in its retained history (events before {} were dropped \
+                     by its app's retention policy)",
+                    key.session_id(),
+                    micros_to_secs(boundary.at.timestamp_micros.saturating_add(1))
+                ),
+            ),
+            None => Error::invalid("event_id", format!("session {} has no event {event_id:?}", key.session_id())),
+        })
+    }
+
+    /// The event `event_id` (`Ok(None)`: no session), or the unknown-event error.
+    async fn known_event(&self, key: &SessionKey, event_id: &str) -> Result<Option<Event>> {
+        match self.event(key, EventSelect::Id(event_id.to_owned())).await? {
+            None => Ok(None),
+            Some(Some(event)) => Ok(Some(event)),
+            Some(None) => Err(self.missing_event(key, event_id).await?),
+        }
+    }
+
+    /// The history state just before `cut_micros` (after every event older than it), for
+    /// [`HistoryStore::drop_events_before`]; `None` if the session does not exist.
+    pub(crate) async fn state_before(&self, key: &SessionKey, cut_micros: i64) -> Result<Option<HistorySnapshot>> {
+        let at = cut_micros.saturating_sub(1);
+        let folded = self.fold(key, &Target::Time(at)).await?;
+        Ok(folded.map(|f| HistorySnapshot {
+            at: EventCursor { timestamp_micros: at, event_id: String::new() },
+            state: f.state,
+        }))
+    }
+
+    /// See [`SessionService::state_at`](crate::SessionService::state_at).
+    pub(crate) async fn state_at(&self, key: &SessionKey, at: &HistoryAt) -> Result<Option<StateAt>> {
+        let (target, created) = match at {
+            HistoryAt::AfterEvent(id) | HistoryAt::BeforeEvent(id) => {
+                let Some(event) = self.known_event(key, id).await? else { return Ok(None) };
+                let position = EventCursor::of(&event);
+                let target = match at {
+                    HistoryAt::AfterEvent(_) => Target::Upto(position),
+                    _ => Target::Before(position),
+                };
+                (target, None)
+            }
+            HistoryAt::Creation | HistoryAt::Time(_) => {
+                let Some(session) = self.session(key).await? else { return Ok(None) };
+                let target = match at {
+                    HistoryAt::Time(secs) => Target::Time(time_after_creation(key, &session, *secs)?),
+                    _ => Target::Time(i64::MIN),
+                };
+                (target, Some(session.create_time()))
+            }
+        };
+        let Some(folded) = self.fold(key, &target).await? else { return Ok(None) };
+        let creation = folded.at == EventCursor::CREATION;
+        let timestamp = match (creation, created) {
+            (false, _) => micros_to_secs(folded.at.timestamp_micros),
+            (true, Some(created)) => created,
+            // Before the first event: the session's creation time, read only now that it is needed.
+            (true, None) => self.session(key).await?.map_or(0.0, |s| s.create_time()),
+        };
+        Ok(Some(StateAt { event_id: (!creation).then(|| folded.at.event_id.clone()), timestamp, state: folded.state }))
+    }
+
+    /// See [`SessionService::event_diff`](crate::SessionService::event_diff).
+    pub(crate) async fn event_diff(&self, key: &SessionKey, event_id: &str) -> Result<Option<EventDiff>> {
+        let Some(event) = self.known_event(key, event_id).await? else { return Ok(None) };
+        let Some(before) = self.fold(key, &Target::Before(EventCursor::of(&event))).await? else { return Ok(None) };
+        Ok(Some(EventDiff {
+            event_id: event.id.clone(),
+            timestamp: event.timestamp,
+            invocation_id: event.invocation_id.clone(),
+            author: event.author.clone(),
+            changes: history::diff(&before.state, &event),
+        }))
+    }
+
+    /// See [`SessionService::fork_session`](crate::SessionService::fork_session).
+    pub(crate) async fn fork(&self, request: &ForkSession) -> Result<Session> {
+        let source_key = &request.source;
+        let missing = || Error::NotFound { session_id: source_key.session_id().to_owned() };
+        let source = self.session(source_key).await?.ok_or_else(missing)?;
+        let end = EventCursor::of(&self.known_event(source_key, &request.at_event_id).await?.ok_or_else(missing)?);
+        let at_end = self.fold(source_key, &Target::Upto(end.clone())).await?.ok_or_else(missing)?;
+        let creation =
+            self.snapshot(source_key, i64::MIN).await?.filter(|s| s.at == EventCursor::CREATION).map(|s| s.state);
+        let id =
+            request.session_id.clone().filter(|id| !id.is_empty()).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let key = SessionKey::new(source_key.app_name(), source_key.user_id(), id)?;
+        // The fork starts where its source started, so its events keep their times; only its own
+        // keys are set (app: and user: state is shared, as always).
+        let new = NewSession {
+            key: key.clone(),
+            state: ScopedState { session: history::session_keys(&at_end.state), ..ScopedState::default() },
+            create_time_micros: source.create_time_micros(),
+            attributes: SessionAttributes::default(),
+            history_start: creation,
+        };
+        let boundary = self.retained_from(source_key).await?;
+        let marker = self.store.create(new).await?.last_update_micros();
+        let copy = EventCopy { from: source_key.clone(), to: key.clone(), upto: end, to_marker: marker };
+        match self.history {
+            Some(history) => {
+                if let Some(boundary) = &boundary {
+                    // The source's history starts at a retention boundary: so does the fork's.
+                    history.put_snapshots(&key, std::slice::from_ref(boundary)).await?;
+                }
+                if let Some(last) = history.copy_events(&copy).await? {
+                    let kept = HistorySnapshot { at: last, state: at_end.state };
+                    if let Err(e) = history.put_snapshots(&key, &[kept]).await {
+                        tracing::warn!(error = %e, session = key.session_id(), "keeping the fork's history snapshot failed");
+                    }
+                }
+            }
+            None => {
+                copy_events(self.store, &copy).await?;
+            }
+        }
+        self.session(&key).await?.ok_or_else(|| Error::NotFound { session_id: key.session_id().to_owned() })
+    }
 }
 
-/// The snapshot a retention policy left as the oldest point of the session's history (see
-/// [`SessionStore::drop_events_before`]), if events were dropped.
-pub async fn retained_from<S: SessionStore + ?Sized>(store: &S, key: &SessionKey) -> Result<Option<HistorySnapshot>> {
-    let first = EventQuery { key: key.clone(), after: None, since_micros: None, limit: 1 };
-    let bound = match store.events(&first).await?.and_then(|page| page.into_iter().next()) {
-        Some(event) => EventCursor::of(&event).timestamp_micros.saturating_sub(1),
-        None => i64::MAX,
-    };
-    let found = store.history_snapshot(key, bound).await?;
-    Ok(found.filter(|s| s.at.event_id.is_empty() && s.at != EventCursor::CREATION))
+/// `secs` in epoch microseconds, refused when it is before the session was created.
+fn time_after_creation(key: &SessionKey, session: &Session, secs: f64) -> Result<i64> {
+    let micros = secs_to_micros(secs)
+        .ok_or_else(|| Error::invalid("at", format!("{secs} is not a valid epoch time in seconds")))?;
+    if micros < session.create_time_micros() {
+        return Err(Error::invalid(
+            "at",
+            format!("{secs} is before session {} was created ({})", key.session_id(), session.create_time()),
+        ));
+    }
+    Ok(micros)
 }
 
 fn behind_window(key: &SessionKey, boundary: &HistorySnapshot) -> Error {
@@ -138,141 +309,41 @@ fn behind_window(key: &SessionKey, boundary: &HistorySnapshot) -> Error {
     )
 }
 
-/// The unknown-event error, saying so when the event may have been dropped by retention.
-async fn missing_event<S: SessionStore + ?Sized>(store: &S, key: &SessionKey, event_id: &str) -> Result<Error> {
-    Ok(match retained_from(store, key).await? {
-        Some(boundary) => Error::invalid(
-            "event_id",
-            format!(
-                "session {} has no event {event_id:?} in its retained history (events before {} were dropped by \
-                 its app's retention policy)",
-                key.session_id(),
-                micros_to_secs(boundary.at.timestamp_micros.saturating_add(1))
-            ),
-        ),
-        None => unknown_event(key, event_id),
-    })
+/// The state at `at`, replayed from `store`'s events (and snapshots, with [`HistoryStore`]).
+pub async fn state_at(store: &dyn SessionStore, key: &SessionKey, at: &HistoryAt, now_micros: i64) -> Result<Option<StateAt>> {
+    Replay::new(store, now_micros).state_at(key, at).await
 }
 
-/// The history state just before `cut_micros` (after every event older than it), for
-/// [`SessionStore::drop_events_before`]; `None` if the session does not exist.
-pub async fn state_before<S: SessionStore + ?Sized>(
-    store: &S,
-    key: &SessionKey,
-    cut_micros: i64,
-) -> Result<Option<HistorySnapshot>> {
-    let at = cut_micros.saturating_sub(1);
-    let folded = fold(store, key, &Target::Time(at)).await?;
-    Ok(folded
-        .map(|f| HistorySnapshot { at: EventCursor { timestamp_micros: at, event_id: String::new() }, state: f.state }))
-}
-
-/// The session without events, `None` if it does not exist.
-async fn session<S: SessionStore + ?Sized>(store: &S, key: &SessionKey) -> Result<Option<Session>> {
-    store.get(key, EventWindow { recent: Some(0), after_micros: None }).await
-}
-
-/// The position of event `event_id`, or the unknown-event error.
-async fn position<S: SessionStore + ?Sized>(
-    store: &S,
+/// What event `event_id` changed, replayed from `store`'s events.
+pub async fn event_diff(
+    store: &dyn SessionStore,
     key: &SessionKey,
     event_id: &str,
-) -> Result<(EventCursor, Event)> {
-    match store.event(key, event_id).await? {
-        Some(event) => Ok((EventCursor::of(&event), event)),
-        None => Err(missing_event(store, key, event_id).await?),
-    }
-}
-
-/// The provided [`SessionStore::state_at`].
-pub async fn state_at<S: SessionStore + ?Sized>(
-    store: &S,
-    key: &SessionKey,
-    at: &HistoryAt,
-) -> Result<Option<StateAt>> {
-    let (target, created) = match at {
-        HistoryAt::AfterEvent(id) | HistoryAt::BeforeEvent(id) => {
-            // The event's lookup answers for the session too: only a miss needs to ask which.
-            let Some(event) = store.event(key, id).await? else {
-                return match session(store, key).await? {
-                    None => Ok(None),
-                    Some(_) => Err(missing_event(store, key, id).await?),
-                };
-            };
-            let position = EventCursor::of(&event);
-            let target =
-                if matches!(at, HistoryAt::AfterEvent(_)) { Target::Upto(position) } else { Target::Before(position) };
-            (target, None)
-        }
-        HistoryAt::Creation | HistoryAt::Time(_) => {
-            let Some(session) = session(store, key).await? else { return Ok(None) };
-            let target = match at {
-                HistoryAt::Time(secs) => {
-                    let micros = secs_to_micros(*secs)
-                        .ok_or_else(|| Error::invalid("at", format!("{secs} is not a valid epoch time in seconds")))?;
-                    if micros < session.create_time_micros() {
-                        return Err(Error::invalid(
-                            "at",
-                            format!(
-                                "{secs} is before session {} was created ({})",
-                                key.session_id(),
-                                session.create_time()
-                            ),
-                        ));
-                    }
-                    Target::Time(micros)
-                }
-                _ => Target::Time(i64::MIN),
-            };
-            (target, Some(session.create_time()))
-        }
-    };
-    let Some(folded) = fold(store, key, &target).await? else { return Ok(None) };
-    let creation = folded.at == EventCursor::CREATION;
-    let timestamp = match (creation, created) {
-        (false, _) => micros_to_secs(folded.at.timestamp_micros),
-        (true, Some(created)) => created,
-        // Before the first event: the session's creation time, read only now that it is needed.
-        (true, None) => session(store, key).await?.map_or(0.0, |s| s.create_time()),
-    };
-    Ok(Some(StateAt { event_id: (!creation).then(|| folded.at.event_id.clone()), timestamp, state: folded.state }))
-}
-
-/// The provided [`SessionStore::event_diff`].
-pub async fn event_diff<S: SessionStore + ?Sized>(
-    store: &S,
-    key: &SessionKey,
-    event_id: &str,
+    now_micros: i64,
 ) -> Result<Option<EventDiff>> {
-    let Some(event) = store.event(key, event_id).await? else {
-        return match session(store, key).await? {
-            None => Ok(None),
-            Some(_) => Err(missing_event(store, key, event_id).await?),
-        };
-    };
-    let Some(before) = fold(store, key, &Target::Before(EventCursor::of(&event))).await? else { return Ok(None) };
-    Ok(Some(EventDiff {
-        event_id: event.id.clone(),
-        timestamp: event.timestamp,
-        invocation_id: event.invocation_id.clone(),
-        author: event.author.clone(),
-        changes: history::diff(&before.state, &event),
-    }))
+    Replay::new(store, now_micros).event_diff(key, event_id).await
 }
 
-/// The provided [`SessionStore::copy_events`]: one commit per event.
-pub async fn copy_events<S: SessionStore + ?Sized>(
-    store: &S,
-    from: &SessionKey,
-    to: &SessionKey,
-    upto: &EventCursor,
-    to_marker: i64,
-) -> Result<Option<EventCursor>> {
+/// A fork made with `store`'s core: create, then copy the events.
+pub async fn fork(store: &dyn SessionStore, request: &ForkSession, now_micros: i64) -> Result<Session> {
+    Replay::new(store, now_micros).fork(request).await
+}
+
+/// [`HistoryStore::copy_events`] with one commit per event, through the core alone: for stores
+/// without history, and for the cases a store's own copy cannot take. Expiry is not judged (the
+/// service checked the source before the fork began).
+pub async fn copy_events(store: &dyn SessionStore, copy: &EventCopy) -> Result<Option<EventCursor>> {
+    let EventCopy { from, to, upto, to_marker } = copy;
     let missing = || Error::NotFound { session_id: from.session_id().to_owned() };
-    let mut marker = to_marker;
+    let mut marker = *to_marker;
     let mut last = None;
-    let mut query = EventQuery { key: from.clone(), after: None, since_micros: None, limit: PAGE };
+    let mut after = None;
     'pages: loop {
+        let query = EventQuery {
+            key: from.clone(),
+            select: EventSelect::Page { after: after.clone(), since_micros: None, limit: PAGE },
+            now_micros: i64::MIN,
+        };
         let page = store.events(&query).await?.ok_or_else(missing)?;
         let full = page.len() == PAGE;
         for event in page {
@@ -280,7 +351,7 @@ pub async fn copy_events<S: SessionStore + ?Sized>(
             if position > *upto {
                 break 'pages;
             }
-            query.after = Some(position.clone());
+            after = Some(position.clone());
             // History only: no delta is applied again.
             let timestamp_micros = position.timestamp_micros.max(marker.saturating_add(1));
             let event_id = event.id.clone();
@@ -291,6 +362,8 @@ pub async fn copy_events<S: SessionStore + ?Sized>(
                 timestamp_micros,
                 delta: ScopedState::default(),
                 deleted: ScopedKeys::default(),
+                now_micros: i64::MIN,
+                extend_expiry_to: None,
             };
             store.commit(commit).await?;
             marker = timestamp_micros;
@@ -301,39 +374,4 @@ pub async fn copy_events<S: SessionStore + ?Sized>(
         }
     }
     Ok(last)
-}
-
-/// The provided [`SessionStore::fork`].
-pub async fn fork<S: SessionStore + ?Sized>(store: &S, request: &ForkSession) -> Result<Session> {
-    let source_key = &request.source;
-    let missing = || Error::NotFound { session_id: source_key.session_id().to_owned() };
-    let source = session(store, source_key).await?.ok_or_else(missing)?;
-    let (end, _) = position(store, source_key, &request.at_event_id).await?;
-    let at_end = fold(store, source_key, &Target::Upto(end.clone())).await?.ok_or_else(missing)?;
-    let creation =
-        store.history_snapshot(source_key, i64::MIN).await?.filter(|s| s.at == EventCursor::CREATION).map(|s| s.state);
-    let id = request.session_id.clone().filter(|id| !id.is_empty()).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    let key = SessionKey::new(source_key.app_name(), source_key.user_id(), id)?;
-    // The fork starts where its source started, so its events keep their times; only its own
-    // keys are set (app: and user: state is shared, as always).
-    let new = NewSession {
-        key: key.clone(),
-        state: ScopedState { session: history::session_keys(&at_end.state), ..ScopedState::default() },
-        create_time_micros: source.create_time_micros(),
-        attributes: crate::SessionAttributes::default(),
-        history_start: creation,
-    };
-    let boundary = retained_from(store, source_key).await?;
-    let marker = store.create(new).await?.last_update_micros();
-    if let Some(boundary) = &boundary {
-        // The source's history starts at a retention boundary: so does the fork's.
-        store.put_history_snapshots(&key, std::slice::from_ref(boundary)).await?;
-    }
-    let last = store.copy_events(source_key, &key, &end, marker).await?;
-    if let Some(last) = last
-        && let Err(e) = store.put_history_snapshots(&key, &[HistorySnapshot { at: last, state: at_end.state }]).await
-    {
-        tracing::warn!(error = %e, session = key.session_id(), "keeping the fork's history snapshot failed");
-    }
-    session(store, &key).await?.ok_or_else(|| Error::NotFound { session_id: key.session_id().to_owned() })
 }

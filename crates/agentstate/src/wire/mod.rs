@@ -6,12 +6,13 @@
 //! and results) are user data and keep their keys; maps from ids to models keep their keys and
 //! have their values converted.
 
-use crate::store::RawSession;
+use crate::store::LoadedSession;
 use std::borrow::Cow;
 
 use crate::{Event, Session, Value};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
+pub mod engine;
 mod stored;
 mod stream;
 
@@ -205,13 +206,13 @@ impl WireSession<'_> {
     }
 }
 
-/// A session read with [`get_session_raw`](crate::SessionService::get_session_raw) as the API
-/// shows it: the JSON of [`WireSession`], written as bytes, its stored events from their text
+/// A session read with [`get_session_stored`](crate::SessionService::get_session_stored) as the
+/// API shows it: the JSON of [`WireSession`], written as bytes, its stored events from their text
 /// ([`write_stored_event`]).
 #[derive(Debug, Clone, Copy)]
-pub struct RawWireSession<'a>(pub &'a RawSession);
+pub struct StoredWireSession<'a>(pub &'a LoadedSession);
 
-impl RawWireSession<'_> {
+impl StoredWireSession<'_> {
     /// The JSON object.
     pub fn to_vec(&self) -> Result<Vec<u8>, serde_json::Error> {
         let mut out = Vec::with_capacity(self.size_hint());

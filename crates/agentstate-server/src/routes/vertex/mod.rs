@@ -131,7 +131,7 @@ pub(crate) async fn create(
 ) -> Reply {
     let engine = Engine::from_params(&params)?;
     let requested_id = query(create_query)?.session_id.filter(|id| !id.is_empty());
-    let new = request::new_session(request::body(&bytes)?, agentstate::store::now_micros())?;
+    let new = request::new_session(request::body(&bytes)?)?;
     permit.check(&engine.app, &new.user_id)?;
     state.limits().check_state("sessionState", &new.state)?;
     let id = match requested_id {
@@ -145,12 +145,10 @@ pub(crate) async fn create(
         }
         None => resource::new_session_id(),
     };
-    let mut attributes = new.attributes;
-    if attributes.expire_time_micros.is_none() {
-        attributes.expire_time_micros = state.expiry().default_expire_micros(&engine.app);
-    }
     let request =
-        CreateSession { attributes, ..CreateSession::new(&engine.app, &new.user_id) }.id(&id).with_state(new.state);
+        CreateSession { attributes: new.attributes, ttl: new.ttl, ..CreateSession::new(&engine.app, &new.user_id) }
+            .id(&id)
+            .with_state(new.state);
     match state.service().create_session(request).await {
         Ok(session) => Ok(Json(engine.session_operation(&session))),
         Err(Error::AlreadyExists { .. }) => Err(already_exists(&id)),

@@ -8,7 +8,7 @@ use agentstate::{Event, Map, SessionAttributes, Value};
 
 use super::error::GoogleError;
 use super::resource::parse_rfc3339;
-use agentstate::wire;
+use agentstate::wire::{self, engine};
 
 /// `field` of `object` under its camelCase or snake_case name.
 fn take(object: &mut Map<String, Value>, camel: &str) -> Option<Value> {
@@ -48,10 +48,12 @@ pub(crate) struct NewSession {
     pub(crate) user_id: String,
     pub(crate) state: Map<String, Value>,
     pub(crate) attributes: SessionAttributes,
+    /// The time to live, counted by the service's clock at creation.
+    pub(crate) ttl: Option<Duration>,
 }
 
 /// The body of `POST …/sessions`. Unknown fields are refused, as the real service refuses them.
-pub(crate) fn new_session(mut body: Map<String, Value>, now_micros: i64) -> Result<NewSession, GoogleError> {
+pub(crate) fn new_session(mut body: Map<String, Value>) -> Result<NewSession, GoogleError> {
     let user_id = take(&mut body, "userId").map(|v| string(v, "userId")).transpose()?;
     let user_id = user_id.filter(|u| !u.is_empty()).ok_or_else(|| GoogleError::invalid("userId is required"))?;
     let state = take(&mut body, "sessionState").map(|v| object(v, "sessionState")).transpose()?.unwrap_or_default();
@@ -66,20 +68,20 @@ pub(crate) fn new_session(mut body: Map<String, Value>, now_micros: i64) -> Resu
     }
     let ttl = take(&mut body, "ttl").map(|v| string(v, "ttl")).transpose()?;
     let expire = take(&mut body, "expireTime").map(|v| string(v, "expireTime")).transpose()?;
-    attributes.expire_time_micros = match (ttl, expire) {
+    let ttl = match (ttl, expire) {
         (Some(_), Some(_)) => return Err(GoogleError::invalid("give ttl or expireTime, not both")),
-        (Some(ttl), None) => {
-            let ttl = i64::try_from(duration(&ttl, "ttl")?.as_micros()).unwrap_or(i64::MAX);
-            Some(now_micros.saturating_add(ttl))
+        (Some(ttl), None) => Some(duration(&ttl, "ttl")?),
+        (None, Some(time)) => {
+            attributes.expire_time_micros = Some(parse_rfc3339(&time, "expireTime")?);
+            None
         }
-        (None, Some(time)) => Some(parse_rfc3339(&time, "expireTime")?),
         (None, None) => None,
     };
     body.remove("name");
     if let Some(unknown) = body.keys().next() {
         return Err(GoogleError::invalid(format!("Unknown name \"{unknown}\" at 'session': Cannot find field.")));
     }
-    Ok(NewSession { user_id, state, attributes })
+    Ok(NewSession { user_id, state, attributes, ttl })
 }
 
 /// A protobuf JSON duration (see [`crate::expiry::parse_duration`]).
@@ -101,7 +103,14 @@ pub(crate) fn appended(mut body: Map<String, Value>) -> Result<Event, GoogleErro
     let typed_actions = take(&mut body, "actions").map(|v| object(v, "actions")).transpose()?;
     let mut raw = match take(&mut body, "rawEvent") {
         Some(raw) => object(raw, "rawEvent")?,
-        None => typed_event(&mut body, typed_actions.clone())?,
+        None => {
+            if let Some(metadata) = body.get("eventMetadata") {
+                object(metadata.clone(), "eventMetadata")?;
+            }
+            let mut typed = body.clone();
+            typed.extend(typed_actions.clone().map(|a| ("actions".to_owned(), Value::Object(a))));
+            engine::event_from_typed_fields(&typed)
+        }
     };
     raw.remove("timestamp");
     let mut event = wire::event_from_wire(Value::Object(raw))
@@ -117,31 +126,6 @@ pub(crate) fn appended(mut body: Map<String, Value>) -> Result<Event, GoogleErro
             event.actions.transfer_to_agent =
                 take(&mut actions, "transferAgent").map(|v| string(v, "actions.transferAgent")).transpose()?;
         }
-    }
-    Ok(event)
-}
-
-/// The event a client without `rawEvent` sends, in ADK's field names.
-fn typed_event(
-    body: &mut Map<String, Value>,
-    actions: Option<Map<String, Value>>,
-) -> Result<Map<String, Value>, GoogleError> {
-    let mut event = Map::new();
-    for field in ["content", "errorCode", "errorMessage"] {
-        if let Some(value) = take(body, field) {
-            event.insert(field.into(), value);
-        }
-    }
-    if let Some(mut actions) = actions {
-        if let Some(target) = take(&mut actions, "transferAgent") {
-            actions.insert("transferToAgent".into(), target);
-        }
-        event.insert("actions".into(), Value::Object(actions));
-    }
-    if let Some(metadata) = take(body, "eventMetadata") {
-        // partial, turnComplete, interrupted, branch, customMetadata, longRunningToolIds,
-        // groundingMetadata: fields of the event itself in ADK.
-        event.extend(object(metadata, "eventMetadata")?);
     }
     Ok(event)
 }
@@ -287,12 +271,11 @@ mod tests {
     #[test]
     fn session_bodies() {
         let new =
-            new_session(map(json!({"userId": "u", "sessionState": {"k": 1}, "ttl": "7200s", "labels": {"a": "b"}})), 0)
+            new_session(map(json!({"userId": "u", "sessionState": {"k": 1}, "ttl": "7200s", "labels": {"a": "b"}})))
                 .unwrap();
-        assert_eq!((new.user_id.as_str(), new.attributes.expire_time_micros), ("u", Some(7_200_000_000)));
+        assert_eq!((new.user_id.as_str(), new.ttl), ("u", Some(Duration::from_secs(7200))));
         assert_eq!(new.attributes.labels["a"], "b");
-        let snake =
-            new_session(map(json!({"user_id": "u", "session_state": {"k": 1}, "display_name": "d"})), 0).unwrap();
+        let snake = new_session(map(json!({"user_id": "u", "session_state": {"k": 1}, "display_name": "d"}))).unwrap();
         assert_eq!(snake.attributes.display_name.as_deref(), Some("d"));
         for bad in [
             json!({}),
@@ -302,7 +285,7 @@ mod tests {
             json!({"userId": "u", "colour": "red"}),
             json!({"userId": 5}),
         ] {
-            assert!(new_session(map(bad.clone()), 0).is_err(), "{bad}");
+            assert!(new_session(map(bad.clone())).is_err(), "{bad}");
         }
     }
 

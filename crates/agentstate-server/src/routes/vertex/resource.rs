@@ -6,9 +6,10 @@ use std::collections::HashMap;
 use agentstate::{Event, Map, Session, Value};
 use serde_json::json;
 
+use agentstate::wire::{self, engine};
+
 use super::error::GoogleError;
 use crate::limits::check_path_safe;
-use agentstate::wire;
 
 const SESSION_TYPE: &str = "type.googleapis.com/google.cloud.aiplatform.v1beta1.Session";
 const EMPTY_TYPE: &str = "type.googleapis.com/google.protobuf.Empty";
@@ -68,87 +69,30 @@ impl Engine {
 
     /// A session as the API shows it: merged state, no events.
     pub(crate) fn session(&self, session: &Session) -> Value {
-        let mut out = Map::new();
-        out.insert("name".into(), json!(self.session_name(session.id())));
-        out.insert("userId".into(), json!(session.user_id()));
-        out.insert("sessionState".into(), Value::Object(session.state().all().clone()));
-        out.insert("createTime".into(), json!(rfc3339(session.create_time_micros())));
-        out.insert("updateTime".into(), json!(rfc3339(session.last_update_micros())));
-        let attributes = session.attributes();
-        if let Some(expire) = attributes.expire_time_micros {
-            out.insert("expireTime".into(), json!(rfc3339(expire)));
-        }
-        if let Some(name) = &attributes.display_name {
-            out.insert("displayName".into(), json!(name));
-        }
-        if !attributes.labels.is_empty() {
-            out.insert("labels".into(), json!(attributes.labels));
-        }
-        Value::Object(out)
+        engine::session_resource(session, &self.session_name(session.id()))
     }
 
     /// An event as agentstate's client reads it (the `agentstateEvents` extension): its name,
     /// time and the whole ADK event, without the typed fields that repeat it.
     pub(crate) fn raw_event(&self, session_id: &str, event: &Event) -> Value {
         json!({
-            "name": format!("{}/events/{}", self.session_name(session_id), event.id),
-            "timestamp": rfc3339(agentstate::store::secs_to_micros(event.timestamp).unwrap_or(0)),
+            "name": self.event_name(session_id, &event.id),
+            "timestamp": rfc3339(engine::event_micros(event)),
             "rawEvent": wire::event_to_camel(event),
         })
     }
 
-    /// An event as the API lists it: the typed fields (camelCase) and the whole ADK event as
-    /// `rawEvent`.
+    /// An event as the API lists it: its name, the typed fields (camelCase) and the whole ADK
+    /// event as `rawEvent`.
     pub(crate) fn event(&self, session_id: &str, event: &Event) -> Value {
-        let raw = wire::event_to_camel(event);
         let mut out = Map::new();
-        out.insert("name".into(), json!(format!("{}/events/{}", self.session_name(session_id), event.id)));
-        out.insert("author".into(), json!(event.author));
-        out.insert("invocationId".into(), json!(event.invocation_id));
-        out.insert("timestamp".into(), json!(rfc3339(agentstate::store::secs_to_micros(event.timestamp).unwrap_or(0))));
-        if let Some(content) = raw.get("content") {
-            out.insert("content".into(), content.clone());
-        }
-        let actions = &event.actions;
-        let mut typed = Map::new();
-        typed.insert("stateDelta".into(), Value::Object(actions.state_delta.clone()));
-        typed.insert("artifactDelta".into(), Value::Object(actions.artifact_delta.clone()));
-        if let Some(target) = &actions.transfer_to_agent {
-            typed.insert("transferAgent".into(), json!(target));
-        }
-        if let Some(escalate) = actions.escalate {
-            typed.insert("escalate".into(), json!(escalate));
-        }
-        if let Some(skip) = actions.skip_summarization {
-            typed.insert("skipSummarization".into(), json!(skip));
-        }
-        if let Some(auth) = raw.get("actions").and_then(|a| a.get("requestedAuthConfigs")) {
-            typed.insert("requestedAuthConfigs".into(), auth.clone());
-        }
-        out.insert("actions".into(), Value::Object(typed));
-        if let Some(code) = &event.error_code {
-            out.insert("errorCode".into(), json!(code));
-        }
-        if let Some(message) = &event.error_message {
-            out.insert("errorMessage".into(), json!(message));
-        }
-        let mut metadata = Map::new();
-        for (field, name) in [
-            ("partial", "partial"),
-            ("turnComplete", "turnComplete"),
-            ("interrupted", "interrupted"),
-            ("branch", "branch"),
-            ("customMetadata", "customMetadata"),
-            ("longRunningToolIds", "longRunningToolIds"),
-            ("groundingMetadata", "groundingMetadata"),
-        ] {
-            if let Some(value) = raw.get(field) {
-                metadata.insert(name.into(), value.clone());
-            }
-        }
-        out.insert("eventMetadata".into(), Value::Object(metadata));
-        out.insert("rawEvent".into(), raw);
+        out.insert("name".into(), json!(self.event_name(session_id, &event.id)));
+        out.extend(engine::event_resource(event, &event.actions.state_delta, engine::event_micros(event)));
         Value::Object(out)
+    }
+
+    fn event_name(&self, session_id: &str, event_id: &str) -> String {
+        format!("{}/events/{event_id}", self.session_name(session_id))
     }
 }
 
@@ -163,30 +107,17 @@ pub(crate) fn new_session_id() -> String {
     operation_id().to_string()
 }
 
-/// Epoch microseconds as RFC 3339, UTC, to the microsecond.
-pub(crate) fn rfc3339(micros: i64) -> String {
-    crate::expiry::rfc3339(micros)
-}
+pub(crate) use engine::rfc3339;
 
 /// An RFC 3339 time (`Z` or an offset; any fraction, cut to the microsecond) as epoch
 /// microseconds.
 pub(crate) fn parse_rfc3339(text: &str, field: &str) -> Result<i64, GoogleError> {
-    crate::expiry::parse_rfc3339(text, field).map_err(GoogleError::invalid)
+    engine::parse_rfc3339(text, field).map_err(GoogleError::invalid)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn times_round_trip_to_the_microsecond() {
-        assert_eq!(rfc3339(1_795_318_375_281_155), "2026-11-22T03:32:55.281155Z");
-        assert_eq!(parse_rfc3339("2026-11-22T03:32:55.281155Z", "t").unwrap(), 1_795_318_375_281_155);
-        assert_eq!(parse_rfc3339("2026-11-22T04:32:55.281155+01:00", "t").unwrap(), 1_795_318_375_281_155);
-        assert_eq!(parse_rfc3339("2026-11-22T03:32:55.281155999Z", "t").unwrap(), 1_795_318_375_281_155);
-        assert_eq!(parse_rfc3339("2026-11-22T03:32:55Z", "t").unwrap(), 1_795_318_375_000_000);
-        assert!(parse_rfc3339("yesterday", "t").is_err());
-    }
 
     #[test]
     fn generated_ids_have_nineteen_digits() {

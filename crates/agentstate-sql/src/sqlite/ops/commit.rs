@@ -6,7 +6,7 @@ use agentstate::store::{CommitOutcome, EventCommit};
 use agentstate::{ConflictKind, Error, Event, Map, Result, SessionKey, Value};
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
-use super::{Shared, execute, stored_event};
+use super::{Shared, execute, now_text, stored_event};
 use crate::codec::{self, parse_sqlite_text, sqlite_text};
 use crate::sqlite::edit::StateEdit;
 use crate::sqlite::sqlite_error;
@@ -66,8 +66,19 @@ impl Shared<'_> {
 }
 
 pub(in crate::sqlite) fn commit(conn: &Connection, commit: EventCommit) -> Result<CommitOutcome> {
-    let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta, deleted } = commit;
+    let EventCommit {
+        key,
+        expected_last_update_micros,
+        event,
+        timestamp_micros,
+        delta,
+        deleted,
+        now_micros,
+        extend_expiry_to,
+    } = commit;
+    let not_found = || Error::NotFound { session_id: key.session_id().to_owned() };
     let now = sqlite_text(timestamp_micros)?;
+    let expiry_at = now_text(now_micros)?;
     // The event goes in first: an id clash is a retry (or a conflict) whatever the marker says,
     // and nothing is written then. A missing session fails the insert's foreign key.
     let data = codec::event_data(&event)?;
@@ -79,27 +90,28 @@ pub(in crate::sqlite) fn commit(conn: &Connection, commit: EventCommit) -> Resul
         }
         return match stored_event(conn, &key, &event.id)? {
             Some(existing) if code == Some(rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY) => {
+                if marker_of(conn, &key, now_micros)?.is_none() {
+                    return Err(not_found());
+                }
                 duplicate_or_conflict(existing, &event)
             }
             _ => Err(sqlite_error("insert event", &e)),
         };
     }
-    // Then the marker moves, only from where the caller's handle saw it (any error from here on
-    // rolls the event back with the rest).
+    // Then the marker moves, only from where the caller's handle saw it and only on a live
+    // session (any error from here on rolls the event back with the rest).
     let edit = StateEdit::new(&delta.session, &deleted.session);
-    if !move_marker(conn, &key, &edit, &sqlite_text(expected_last_update_micros)?, &now)? {
-        let marker: Option<String> = conn
-            .prepare_cached(sql!("session_marker_get"))
-            .and_then(|mut stmt| {
-                stmt.query_row(params![key.app_name(), key.user_id(), key.session_id()], |r| r.get(0)).optional()
-            })
-            .map_err(|e| sqlite_error("read session", &e))?;
-        let Some(marker) = marker else { return Err(Error::NotFound { session_id: key.session_id().to_owned() }) };
+    let at = Moving { key: &key, now: &now, expiry_at: expiry_at.as_deref() };
+    if !at.move_marker(conn, &edit, &sqlite_text(expected_last_update_micros)?)? {
+        let Some(marker) = marker_of(conn, &key, now_micros)? else { return Err(not_found()) };
         // The same time in another text form (written by another program) moves it too.
-        if parse_sqlite_text(&marker)? != expected_last_update_micros || !move_marker(conn, &key, &edit, &marker, &now)?
-        {
+        if parse_sqlite_text(&marker)? != expected_last_update_micros || !at.move_marker(conn, &edit, &marker)? {
             return Err(Error::stale());
         }
+    }
+    if let Some(to) = extend_expiry_to {
+        let params = params![key.app_name(), key.user_id(), key.session_id(), sqlite_text(to)?];
+        execute(conn, "move an expire time", sql!("session_expire_extend"), params)?;
     }
     if !delta.app.is_empty() {
         Shared::App(key.app_name()).edit(conn, &delta.app, &deleted.app, &now)?;
@@ -110,30 +122,66 @@ pub(in crate::sqlite) fn commit(conn: &Connection, commit: EventCommit) -> Resul
     Ok(CommitOutcome::Committed)
 }
 
-/// Moves the session's marker from `expected` to `now` and applies `edit` to its state; whether
-/// the session was there with that marker.
-fn move_marker(conn: &Connection, key: &SessionKey, edit: &StateEdit, expected: &str, now: &str) -> Result<bool> {
-    let fixed: [&str; 5] = [key.app_name(), key.user_id(), key.session_id(), now, expected];
-    let run = |sql: &str, extra: &[&str]| -> Result<bool> {
-        Ok(execute(conn, "update session", sql, params_from_iter(fixed.iter().chain(extra)))? > 0)
-    };
-    match edit {
-        StateEdit::Nothing => run(edited_sql!("session_commit", ""), &[]),
-        StateEdit::Patch(patch) => run(edited_sql!("session_commit", "state = json_patch(state, ?6),"), &[patch]),
-        StateEdit::Paths { .. } => {
-            let mut chunks = edit.chunks(fixed.len() + 1).into_iter();
-            let Some(first) = chunks.next() else { return run(edited_sql!("session_commit", ""), &[]) };
-            let moved = run(
-                &sql!("session_commit").replace("/*state*/", &format!("state = {},", first.expression)),
-                &first.params,
-            )?;
-            if moved {
-                for chunk in chunks {
-                    let sql = sql!("session_state_edit").replace("/*state*/", &chunk.expression);
-                    execute(conn, "update session", &sql, params_from_iter(fixed[..3].iter().chain(&chunk.params)))?;
+/// The session's marker (as stored), if it exists and has not expired at `now_micros`.
+fn marker_of(conn: &Connection, key: &SessionKey, now_micros: i64) -> Result<Option<String>> {
+    let row: Option<(String, Option<String>)> = conn
+        .prepare_cached(sql!("session_marker_get"))
+        .and_then(|mut stmt| {
+            let params = params![key.app_name(), key.user_id(), key.session_id()];
+            stmt.query_row(params, |r| Ok((r.get(0)?, r.get(1)?))).optional()
+        })
+        .map_err(|e| sqlite_error("read session", &e))?;
+    let Some((marker, expire)) = row else { return Ok(None) };
+    let expired = expire.as_deref().map(parse_sqlite_text).transpose()?.is_some_and(|t| t <= now_micros);
+    Ok((!expired).then_some(marker))
+}
+
+/// Where a marker moves: the session, the new marker, and the time expiry is judged at.
+struct Moving<'a> {
+    key: &'a SessionKey,
+    now: &'a str,
+    expiry_at: Option<&'a str>,
+}
+
+impl Moving<'_> {
+    /// Moves the session's marker from `expected` to `now` and applies `edit` to its state;
+    /// whether the session was there, live, with that marker.
+    fn move_marker(&self, conn: &Connection, edit: &StateEdit, expected: &str) -> Result<bool> {
+        let key = self.key;
+        let fixed: [Option<&str>; 6] = [
+            Some(key.app_name()),
+            Some(key.user_id()),
+            Some(key.session_id()),
+            Some(self.now),
+            Some(expected),
+            self.expiry_at,
+        ];
+        let run = |sql: &str, extra: &[&str]| -> Result<bool> {
+            let params = fixed.iter().copied().chain(extra.iter().map(|p| Some(*p)));
+            Ok(execute(conn, "update session", sql, params_from_iter(params))? > 0)
+        };
+        match edit {
+            StateEdit::Nothing => run(edited_sql!("session_commit", ""), &[]),
+            StateEdit::Patch(patch) => run(edited_sql!("session_commit", "state = json_patch(state, ?7),"), &[patch]),
+            StateEdit::Paths { .. } => {
+                let mut chunks = edit.chunks(fixed.len() + 1).into_iter();
+                let Some(first) = chunks.next() else { return run(edited_sql!("session_commit", ""), &[]) };
+                let moved = run(
+                    &sql!("session_commit").replace("/*state*/", &format!("state = {},", first.expression)),
+                    &first.params,
+                )?;
+                if moved {
+                    // The statements after the first number their paths after the three key params.
+                    let key_params = [key.app_name(), key.user_id(), key.session_id()];
+                    drop(chunks);
+                    for chunk in edit.chunks(key_params.len() + 1).into_iter().skip(1) {
+                        let sql = sql!("session_state_edit").replace("/*state*/", &chunk.expression);
+                        let params = params_from_iter(key_params.iter().chain(&chunk.params));
+                        execute(conn, "update session", &sql, params)?;
+                    }
                 }
+                Ok(moved)
             }
-            Ok(moved)
         }
     }
 }

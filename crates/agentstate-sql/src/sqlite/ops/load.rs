@@ -1,7 +1,7 @@
 //! A session with its window of events, read in one snapshot: decoded, or as stored.
 
-use agentstate::store::{EventWindow, RawSession, StoredEvent, merge_scopes};
-use agentstate::{Event, Map, Result, Session, SessionKey, Value};
+use agentstate::store::{EventForm, EventWindow, LoadedSession, SessionRead, StoredEvent, merge_scopes};
+use agentstate::{Event, Map, Result, SessionKey, Value};
 use rusqlite::{Connection, Row, params};
 
 use super::{SessionRow, Shared, session_row, snapshot};
@@ -35,22 +35,19 @@ fn stored_of(row: &Row<'_>) -> Result<StoredEvent> {
     })
 }
 
-pub(in crate::sqlite) fn get(conn: &Connection, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
-    let found = load(conn, key, window, event_of)?;
-    Ok(found.map(|(row, merged, events)| row.session(key.clone(), merged, events)))
-}
-
-/// [`get`] with the events as stored, undecoded.
-pub(in crate::sqlite) fn get_raw(
-    conn: &Connection,
-    key: &SessionKey,
-    window: EventWindow,
-) -> Result<Option<RawSession>> {
-    let found = load(conn, key, window, stored_of)?;
-    Ok(found.map(|(row, merged, events)| RawSession {
-        session: row.session(key.clone(), merged, Vec::<Event>::new()),
-        stored_events: Some(events),
-    }))
+/// A session with its window of events, in the form `read` asks for.
+pub(in crate::sqlite) fn get(conn: &Connection, key: &SessionKey, read: &SessionRead) -> Result<Option<LoadedSession>> {
+    let SessionRead { window, form, now_micros } = *read;
+    Ok(match form {
+        EventForm::Decoded => load(conn, key, window, now_micros, event_of)?
+            .map(|(row, merged, events)| LoadedSession::decoded(row.session(key.clone(), merged, events))),
+        EventForm::Stored => {
+            load(conn, key, window, now_micros, stored_of)?.map(|(row, merged, events)| LoadedSession {
+                session: row.session(key.clone(), merged, Vec::<Event>::new()),
+                stored_events: Some(events),
+            })
+        }
+    })
 }
 
 /// A session's row, its merged state and its events.
@@ -61,13 +58,14 @@ fn load<E>(
     conn: &Connection,
     key: &SessionKey,
     window: EventWindow,
+    now_micros: i64,
     event: fn(&Row<'_>) -> Result<E>,
 ) -> Result<Option<Loaded<E>>> {
     snapshot(conn, || {
-        let Some(row) = session_row(conn, key)? else { return Ok(None) };
+        let Some(row) = session_row(conn, key, now_micros)? else { return Ok(None) };
         let mut events = Vec::new();
         if window.recent != Some(0) {
-            let after = window.after_micros.map(sqlite_text).transpose()?.unwrap_or_default();
+            let after = window.since_micros.map(sqlite_text).transpose()?.unwrap_or_default();
             let limit = window.recent.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
             let params = params![key.app_name(), key.user_id(), key.session_id(), after, limit];
             // Read newest first, so the limit keeps the most recent.

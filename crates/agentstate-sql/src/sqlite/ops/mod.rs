@@ -5,9 +5,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentstate::store::{
-    EventCursor, EventQuery, HistorySnapshot, ListQuery, NewSession, StateOwner, ValueSwap, merge_scopes,
+    EventCopy, EventCursor, EventQuery, EventSelect, HistorySnapshot, ListQuery, NewSession, StateOwner,
+    UserDataCounts, ValueSwap, merge_scopes,
 };
-use agentstate::{Error, Event, Map, Result, Session, SessionAttributes, SessionKey, UserData, Value};
+use agentstate::{Error, Event, Map, Result, Session, SessionAttributes, SessionKey, Value};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::sqlite_error;
@@ -23,8 +24,14 @@ mod commit;
 mod load;
 
 pub(in crate::sqlite) use commit::commit;
+pub(in crate::sqlite) use load::get;
 use load::query_events;
-pub(in crate::sqlite) use load::{get, get_raw};
+
+/// `now` as the statements compare it with expire times; `None` (expiry not judged) for
+/// `i64::MIN`.
+fn now_text(now_micros: i64) -> Result<Option<String>> {
+    (now_micros != i64::MIN).then(|| sqlite_text(now_micros)).transpose()
+}
 
 fn execute(conn: &Connection, what: &str, sql: &str, params: impl rusqlite::Params) -> Result<usize> {
     conn.prepare_cached(sql).and_then(|mut stmt| stmt.execute(params)).map_err(|e| sqlite_error(what, &e))
@@ -113,6 +120,11 @@ struct SessionRow {
 }
 
 impl SessionRow {
+    /// Whether it has not expired at `now_micros`.
+    fn live_at(&self, now_micros: i64) -> bool {
+        self.attributes.as_ref().and_then(|a| a.expire_time_micros).is_none_or(|t| t > now_micros)
+    }
+
     fn decode(raw: RawSessionRow) -> Result<Self> {
         let expire = raw.expire_time.as_deref().map(parse_sqlite_text).transpose()?;
         Ok(Self {
@@ -131,20 +143,26 @@ impl SessionRow {
     }
 }
 
-fn session_row(conn: &Connection, key: &SessionKey) -> Result<Option<SessionRow>> {
+/// The session's row, if it exists and has not expired at `now_micros`.
+fn session_row(conn: &Connection, key: &SessionKey, now_micros: i64) -> Result<Option<SessionRow>> {
     let row = conn
         .prepare_cached(sql!("session_get"))
         .and_then(|mut stmt| {
             stmt.query_row(params![key.app_name(), key.user_id(), key.session_id()], RawSessionRow::read).optional()
         })
         .map_err(|e| sqlite_error("read session", &e))?;
-    row.map(SessionRow::decode).transpose()
+    Ok(row.map(SessionRow::decode).transpose()?.filter(|row| row.live_at(now_micros)))
 }
 
 pub(super) fn create(conn: &Connection, new: NewSession) -> Result<Session> {
     let NewSession { key, state, create_time_micros, attributes, history_start } = new;
-    if session_row(conn, &key)?.is_some() {
-        return Err(Error::AlreadyExists { session_id: key.session_id().to_owned() });
+    match session_row(conn, &key, i64::MIN)? {
+        Some(row) if row.live_at(create_time_micros) => {
+            return Err(Error::AlreadyExists { session_id: key.session_id().to_owned() });
+        }
+        // Expired: it goes, with its events and history, in this transaction.
+        Some(_) => delete(conn, &key)?,
+        None => {}
     }
     let now = sqlite_text(create_time_micros)?;
     let app = Shared::App(key.app_name()).merge(conn, &state.app, &[], &now)?;
@@ -173,6 +191,7 @@ pub(super) fn create(conn: &Connection, new: NewSession) -> Result<Session> {
         .with_attributes((!attributes.is_empty()).then(|| Arc::new(attributes))))
 }
 
+/// The event `id` of the session (expired or not).
 fn stored_event(conn: &Connection, key: &SessionKey, id: &str) -> Result<Option<Event>> {
     let params = params![key.app_name(), key.user_id(), key.session_id(), id];
     query_events(conn, sql!("event_get"), params).map(|mut events| events.pop())
@@ -216,14 +235,9 @@ pub(super) fn history_snapshot(conn: &Connection, key: &SessionKey, micros: i64)
 /// Copies `from`'s events up to `upto` into `to` as they are, and sets `to`'s marker to the last
 /// one's time: how many. `None`, writing nothing, when some are not after `to_marker` (they must
 /// be moved forward: one commit each).
-pub(super) fn copy_events(
-    conn: &Connection,
-    from: &SessionKey,
-    to: &SessionKey,
-    upto: &EventCursor,
-    to_marker: i64,
-) -> Result<Option<usize>> {
-    let (upto_time, marker) = (sqlite_text(upto.timestamp_micros)?, sqlite_text(to_marker)?);
+pub(super) fn copy_events(conn: &Connection, copy: &EventCopy) -> Result<Option<usize>> {
+    let EventCopy { from, to, upto, to_marker } = copy;
+    let (upto_time, marker) = (sqlite_text(upto.timestamp_micros)?, sqlite_text(*to_marker)?);
     let early: bool = conn
         .prepare_cached(sql!("events_copy_early"))
         .and_then(|mut stmt| {
@@ -243,17 +257,6 @@ pub(super) fn copy_events(
     Ok(Some(copied))
 }
 
-/// The event `id` of the session.
-pub(super) fn event(conn: &Connection, key: &SessionKey, id: &str) -> Result<Option<Event>> {
-    stored_event(conn, key, id)
-}
-
-/// The oldest event of `invocation_id` in the session.
-pub(super) fn first_of_invocation(conn: &Connection, key: &SessionKey, invocation_id: &str) -> Result<Option<Event>> {
-    let params = params![key.app_name(), key.user_id(), key.session_id(), invocation_id];
-    query_events(conn, sql!("invocation_first"), params).map(|mut events| events.pop())
-}
-
 /// Deletes events, then the session (the job's savepoint makes the pair atomic).
 pub(super) fn delete(conn: &Connection, key: &SessionKey) -> Result<()> {
     for statement in sql!("session_delete").split(';').map(str::trim).filter(|s| !s.is_empty()) {
@@ -262,10 +265,15 @@ pub(super) fn delete(conn: &Connection, key: &SessionKey) -> Result<()> {
     Ok(())
 }
 
-/// Sets the session's expire time; whether it exists.
-pub(super) fn set_expire_time(conn: &Connection, key: &SessionKey, expire_micros: Option<i64>) -> Result<bool> {
+/// Sets the session's expire time; whether it exists (and had not expired at `now_micros`).
+pub(super) fn set_expire_time(
+    conn: &Connection,
+    key: &SessionKey,
+    expire_micros: Option<i64>,
+    now_micros: i64,
+) -> Result<bool> {
     let expire = expire_micros.map(sqlite_text).transpose()?;
-    let params = params![key.app_name(), key.user_id(), key.session_id(), expire];
+    let params = params![key.app_name(), key.user_id(), key.session_id(), expire, now_text(now_micros)?];
     Ok(execute(conn, "set an expire time", sql!("session_expire_put"), params)? > 0)
 }
 
@@ -294,10 +302,11 @@ pub(super) fn drop_events_before(
 }
 
 /// A session's event count.
-pub(super) fn event_count(conn: &Connection, key: &SessionKey) -> Result<Option<usize>> {
+pub(super) fn event_count(conn: &Connection, key: &SessionKey, now_micros: i64) -> Result<Option<usize>> {
+    let now = now_text(now_micros)?;
     conn.prepare_cached(sql!("event_count"))
         .and_then(|mut stmt| {
-            stmt.query_row(params![key.app_name(), key.user_id(), key.session_id()], |r| r.get::<_, i64>("n"))
+            stmt.query_row(params![key.app_name(), key.user_id(), key.session_id(), now], |r| r.get::<_, i64>("n"))
                 .optional()
         })
         .map(|n| n.map(|n| usize::try_from(n).unwrap_or_default()))
@@ -376,12 +385,12 @@ pub(super) fn set_metadata(conn: &Connection, name: &str, value: &str) -> Result
 }
 
 /// What erasing `user` of `app` would remove.
-pub(super) fn user_data(conn: &Connection, app: &str, user: &str) -> Result<UserData> {
+pub(super) fn user_data(conn: &Connection, app: &str, user: &str) -> Result<UserDataCounts> {
     conn.prepare_cached(sql!("user_data"))
         .and_then(|mut stmt| {
             stmt.query_row(params![app, user], |r| {
                 let count = |name| r.get::<_, i64>(name).map(|n| usize::try_from(n).unwrap_or_default());
-                Ok(UserData {
+                Ok(UserDataCounts {
                     sessions: count("sessions")?,
                     events: count("events")?,
                     user_state_keys: count("user_keys")?,
@@ -393,7 +402,7 @@ pub(super) fn user_data(conn: &Connection, app: &str, user: &str) -> Result<User
 
 /// Erases `user` of `app` in the writer's transaction; with `secure_delete` on, the freed
 /// content is overwritten with zeros.
-pub(super) fn erase_user(conn: &Connection, app: &str, user: &str) -> Result<UserData> {
+pub(super) fn erase_user(conn: &Connection, app: &str, user: &str) -> Result<UserDataCounts> {
     let found = user_data(conn, app, user)?;
     for statement in sql!("user_erase").split(';').map(str::trim).filter(|s| !s.is_empty()) {
         execute(conn, "erase a user", statement, params![app, user])?;
@@ -434,19 +443,29 @@ fn snapshot<T>(conn: &Connection, f: impl FnOnce() -> Result<T>) -> Result<T> {
 }
 
 pub(super) fn events(conn: &Connection, query: &EventQuery) -> Result<Option<Vec<Event>>> {
-    let EventQuery { key, after, since_micros, limit } = query;
+    let EventQuery { key, select, now_micros } = query;
+    let (app, user, session) = (key.app_name(), key.user_id(), key.session_id());
     snapshot(conn, || {
-        if session_row(conn, key)?.is_none() {
+        if session_row(conn, key, *now_micros)?.is_none() {
             return Ok(None);
         }
-        let (time, id) = match after {
-            Some(c) => (sqlite_text(c.timestamp_micros)?, c.event_id.clone()),
-            None => (String::new(), String::new()),
+        let events = match select {
+            EventSelect::Page { after, since_micros, limit } => {
+                let (time, id) = match after {
+                    Some(c) => (sqlite_text(c.timestamp_micros)?, c.event_id.clone()),
+                    None => (String::new(), String::new()),
+                };
+                let limit = i64::try_from(*limit).unwrap_or(i64::MAX);
+                let since = since_micros.map(sqlite_text).transpose()?.unwrap_or_default();
+                let params = params![app, user, session, time, id, limit, since];
+                query_events(conn, sql!("events_page"), params)?
+            }
+            EventSelect::Id(id) => stored_event(conn, key, id)?.into_iter().collect(),
+            EventSelect::FirstOfInvocation(invocation) => {
+                query_events(conn, sql!("invocation_first"), params![app, user, session, invocation])?
+            }
         };
-        let limit = i64::try_from(*limit).unwrap_or(i64::MAX);
-        let since = since_micros.map(sqlite_text).transpose()?.unwrap_or_default();
-        let params = params![key.app_name(), key.user_id(), key.session_id(), time, id, limit, since];
-        query_events(conn, sql!("events_page"), params).map(Some)
+        Ok(Some(events))
     })
 }
 
@@ -457,13 +476,14 @@ pub(super) fn list(conn: &Connection, query: &ListQuery) -> Result<Vec<Session>>
             None => (String::new(), String::new(), String::new()),
         };
         let limit = query.limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        let now = now_text(query.now_micros)?;
         let sql = if query.user_id.is_some() { sql!("sessions_list_user") } else { sql!("sessions_list") };
         let mut stmt = conn.prepare_cached(sql).map_err(|e| sqlite_error("list sessions", &e))?;
         let row =
             |r: &Row<'_>| Ok((r.get::<_, String>("user_id")?, r.get::<_, String>("id")?, RawSessionRow::read(r)?));
         let rows = match &query.user_id {
-            Some(user) => stmt.query_map(params![query.app_name, time, after_user, after_id, limit, user], row),
-            None => stmt.query_map(params![query.app_name, time, after_user, after_id, limit], row),
+            Some(user) => stmt.query_map(params![query.app_name, time, after_user, after_id, limit, user, now], row),
+            None => stmt.query_map(params![query.app_name, time, after_user, after_id, limit, now], row),
         }
         .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
         .map_err(|e| sqlite_error("list sessions", &e))?;
@@ -485,10 +505,17 @@ pub(super) fn list(conn: &Connection, query: &ListQuery) -> Result<Vec<Session>>
     })
 }
 
-pub(super) fn users_with_session(conn: &Connection, app: &str, session_id: &str) -> Result<Vec<String>> {
+pub(super) fn users_with_session(
+    conn: &Connection,
+    app: &str,
+    session_id: &str,
+    now_micros: i64,
+) -> Result<Vec<String>> {
+    let now = now_text(now_micros)?;
     conn.prepare_cached(sql!("session_users"))
         .and_then(|mut stmt| {
-            stmt.query_map(params![app, session_id], |r| r.get("user_id"))?.collect::<rusqlite::Result<Vec<String>>>()
+            let users = stmt.query_map(params![app, session_id, now], |r| r.get("user_id"))?;
+            users.collect::<rusqlite::Result<Vec<String>>>()
         })
         .map_err(|e| sqlite_error("find sessions", &e))
 }

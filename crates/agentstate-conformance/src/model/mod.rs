@@ -6,164 +6,50 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 
+use agentstate::clock::ManualClock;
 use agentstate::history::{ForkSession, HistoryAt};
+use agentstate::store::SessionStore;
 use agentstate::{
-    ConflictKind, CreateSession, Error, Event, GetSessionConfig, ListSessions, Map, Session, SessionKey,
-    SessionService, Value,
+    ConflictKind, CreateSession, Error, Event, GetSessionConfig, ListSessions, Map, Session, SessionKey, Value,
 };
 use proptest::prelude::*;
-
-use crate::Capability;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
+
+use crate::{Capability, Harness, Stack};
+
+mod ops;
+
+use ops::{IdChoice, NAMES, Op, SCOPES, SIDS, SLOTS, USERS, ops};
 use serde_json::json;
-
-const USERS: [&str; 2] = ["u0", "u1"];
-const SIDS: [&str; 3] = ["s0", "s1", "s2"];
-const SCOPES: [&str; 4] = ["", "app:", "user:", "temp:"];
-const NAMES: [&str; 3] = ["a", "b", "c"];
-const SLOTS: usize = 3;
-
-#[derive(Debug, Clone, Copy)]
-enum IdChoice {
-    Fresh,
-    Empty,
-    RetryLast,
-    ReuseWithOtherContent,
-}
-
-#[derive(Debug, Clone)]
-enum Op {
-    Create {
-        user: usize,
-        sid: usize,
-        state: Vec<(usize, usize, Option<i64>)>,
-    },
-    Load {
-        slot: usize,
-        user: usize,
-        sid: usize,
-    },
-    Get {
-        user: usize,
-        sid: usize,
-        recent: Option<usize>,
-        after_nth_newest: Option<usize>,
-    },
-    Append {
-        slot: usize,
-        delta: Vec<(usize, usize, Option<i64>)>,
-        /// Keys the event deletes (scope, name).
-        deleted: Vec<(usize, usize)>,
-        offset_micros: i64,
-        partial: bool,
-        id: IdChoice,
-    },
-    Delete {
-        user: usize,
-        sid: usize,
-    },
-    List {
-        user: Option<usize>,
-        page_size: Option<usize>,
-    },
-    /// The history state after and before the session's `nth` event (mod its count), and that
-    /// event's diff; the creation state when it has none.
-    History {
-        user: usize,
-        sid: usize,
-        nth: usize,
-    },
-    /// Rewinds the slot's session to before the invocation of its `nth` event.
-    Rewind {
-        slot: usize,
-        nth: usize,
-    },
-    /// Forks `(user, sid)` at its `nth` event into `(user, to_sid)`.
-    Fork {
-        user: usize,
-        sid: usize,
-        nth: usize,
-        to_sid: usize,
-    },
-    /// Two handles of one session, loaded together, append at the same moment.
-    Race {
-        user: usize,
-        sid: usize,
-        delta_a: Vec<(usize, usize, Option<i64>)>,
-        delta_b: Vec<(usize, usize, Option<i64>)>,
-    },
-}
-
-/// Mostly none, sometimes a key or two of any scope, sometimes one twice.
-fn deletions() -> impl Strategy<Value = Vec<(usize, usize)>> {
-    prop_oneof![
-        3 => Just(Vec::new()),
-        1 => prop::collection::vec((0..SCOPES.len(), 0..NAMES.len()), 1..3),
-    ]
-}
-
-fn ops() -> impl Strategy<Value = Vec<Op>> {
-    let entries = || prop::collection::vec((0..SCOPES.len(), 0..NAMES.len(), prop::option::of(-2i64..3)), 0..4);
-    let id = prop_oneof![
-        6 => Just(IdChoice::Fresh),
-        2 => Just(IdChoice::Empty),
-        1 => Just(IdChoice::RetryLast),
-        1 => Just(IdChoice::ReuseWithOtherContent)
-    ];
-    let op = prop_oneof![
-        2 => (0..USERS.len(), 0..SIDS.len(), entries()).prop_map(|(user, sid, state)| Op::Create { user, sid, state }),
-        3 => (0..SLOTS, 0..USERS.len(), 0..SIDS.len()).prop_map(|(slot, user, sid)| Op::Load { slot, user, sid }),
-        5 => (0..SLOTS, entries(), deletions(), -3i64..4, prop::bool::weighted(0.1), id).prop_map(
-            |(slot, delta, deleted, offset_micros, partial, id)| Op::Append {
-                slot,
-                delta,
-                deleted,
-                offset_micros,
-                partial,
-                id
-            }
-        ),
-        1 => (0..USERS.len(), 0..SIDS.len(), prop::option::of(0usize..4), prop::option::of(0usize..4))
-            .prop_map(|(user, sid, recent, after_nth_newest)| Op::Get { user, sid, recent, after_nth_newest }),
-        1 => (0..USERS.len(), 0..SIDS.len()).prop_map(|(user, sid)| Op::Delete { user, sid }),
-        1 => (prop::option::of(0..USERS.len()), prop::option::of(1usize..4))
-            .prop_map(|(user, page_size)| Op::List { user, page_size }),
-        2 => (0..USERS.len(), 0..SIDS.len(), entries(), entries())
-            .prop_map(|(user, sid, delta_a, delta_b)| Op::Race { user, sid, delta_a, delta_b }),
-        2 => (0..USERS.len(), 0..SIDS.len(), 0usize..8).prop_map(|(user, sid, nth)| Op::History { user, sid, nth }),
-        1 => (0..SLOTS, 0usize..8).prop_map(|(slot, nth)| Op::Rewind { slot, nth }),
-        1 => (0..USERS.len(), 0..SIDS.len(), 0usize..8, 0..SIDS.len())
-            .prop_map(|(user, sid, nth, to_sid)| Op::Fork { user, sid, nth, to_sid }),
-    ];
-    prop::collection::vec(op, 1..40)
-}
 
 /// Runs `cases` random operation sequences against services made by `factory` and the model.
 /// Panics with the shrunk failing sequence on the first disagreement.
-pub fn check_against_model<F, FF>(factory: F, cases: u32)
+pub fn check_against_model<F, FF>(factory: F, stack: Stack, cases: u32)
 where
-    F: Fn() -> FF,
-    FF: Future<Output = Arc<dyn SessionService>>,
+    F: Fn(ManualClock) -> FF,
+    FF: Future<Output = Arc<dyn SessionStore>>,
 {
-    check_against_model_lacking(factory, cases, &[]);
+    check_against_model_lacking(factory, stack, cases, &[]);
 }
 
 /// [`check_against_model`] for a backend that lacks some [`Capability`]: the operations keep to
-/// what it can do (without [`Capability::SessionIdsPerUser`], no two users share a session id).
-pub fn check_against_model_lacking<F, FF>(factory: F, cases: u32, lacks: &[Capability])
+/// what it can do (without [`Capability::SessionIdsPerUser`], no two users share a session id;
+/// without [`Capability::History`], no history question, rewind or fork).
+pub fn check_against_model_lacking<F, FF>(factory: F, stack: Stack, cases: u32, lacks: &[Capability])
 where
-    F: Fn() -> FF,
-    FF: Future<Output = Arc<dyn SessionService>>,
+    F: Fn(ManualClock) -> FF,
+    FF: Future<Output = Arc<dyn SessionStore>>,
 {
     let ids_per_app = lacks.contains(&Capability::SessionIdsPerUser);
+    let history = !lacks.contains(&Capability::History);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let config = Config { cases, failure_persistence: None, ..Config::default() };
     let mut runner = TestRunner::new(config);
     let result = runner.run(&ops(), |ops| {
         runtime.block_on(async {
-            let svc = factory().await;
+            let svc = Harness::new(&factory, stack).await;
             let app = crate::unique("model");
-            Run { svc, app, model: Model::default(), slots: Default::default(), next_id: 0, ids_per_app }
+            Run { svc, app, model: Model::default(), slots: Default::default(), next_id: 0, ids_per_app, history }
                 .execute(&ops)
                 .await
         })
@@ -266,13 +152,15 @@ fn outcome<T>(r: &Result<T, Error>) -> String {
 }
 
 struct Run {
-    svc: Arc<dyn SessionService>,
+    svc: Harness,
     app: String,
     model: Model,
     slots: [Option<(Session, Handle)>; SLOTS],
     next_id: u64,
     /// Session ids are per app: the id of `(user, sid)` names the user too.
     ids_per_app: bool,
+    /// The store answers history questions.
+    history: bool,
 }
 
 impl Run {
@@ -336,6 +224,7 @@ impl Run {
             Op::Race { user, sid, ref delta_a, ref delta_b } => {
                 self.race(user, sid, flat(delta_a), flat(delta_b)).await
             }
+            Op::History { .. } | Op::Rewind { .. } | Op::Fork { .. } if !self.history => Ok(()),
             Op::History { user, sid, nth } => {
                 // Mostly a session with history, when there is one.
                 let with_events: Vec<(usize, usize)> =

@@ -1,6 +1,7 @@
 //! Sessions read to be written out, not changed: their events as the store keeps them, so an
 //! answer of many events is written from the stored text instead of decoded and encoded again
-//! (see [`write_stored_event`](crate::wire::write_stored_event)).
+//! (see [`write_stored_event`](crate::wire::write_stored_event)). "Stored" means this
+//! throughout: as the store keeps it, not decoded (nor, for the state, decrypted).
 
 use crate::session::Session;
 
@@ -18,18 +19,23 @@ pub struct StoredEvent {
     pub data: Option<String>,
 }
 
-/// A session read to be written out: the handle, and its events as stored text when the store
-/// keeps them so (the handle then holds none of them). See
-/// [`SessionService::get_session_raw`](crate::SessionService::get_session_raw).
+/// What a session read returns: the handle, and its events as stored text when they were asked
+/// for in that form ([`EventForm::Stored`](super::EventForm::Stored)) and the store keeps them
+/// so (the handle then holds none of them).
 #[derive(Debug, Clone)]
-pub struct RawSession {
+pub struct LoadedSession {
     /// The session; with its events when `stored_events` is `None`.
     pub session: Session,
-    /// The events as stored, oldest first, if the store keeps them as text.
+    /// The events as stored, oldest first, if they came in that form.
     pub stored_events: Option<Vec<StoredEvent>>,
 }
 
-impl RawSession {
+impl LoadedSession {
+    /// A session with its events decoded.
+    pub fn decoded(session: Session) -> Self {
+        Self { session, stored_events: None }
+    }
+
     /// How many events it carries, in either form.
     pub fn event_count(&self) -> usize {
         self.stored_events.as_ref().map_or_else(|| self.session.events().len(), Vec::len)

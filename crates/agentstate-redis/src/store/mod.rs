@@ -1,0 +1,467 @@
+//! The Redis store: each operation one script or one `MULTI` block. The core is here; the
+//! capabilities (history, lifecycle, administration) are in `capabilities`, lists in `list`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+mod capabilities;
+mod list;
+
+use agentstate::store::{
+    Capabilities, CommitOutcome, EventCommit, EventQuery, EventSelect, ListQuery, LoadedSession, NewSession,
+    SessionRead, SessionStore, StateOwner, merge_scopes,
+};
+use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionAttributes, SessionKey, Value};
+use async_trait::async_trait;
+use redis::{RedisError, Value as Reply};
+
+use crate::RedisStore;
+use crate::keys::{AppKeys, SessionKeys, apps, expiring_apps};
+use crate::scripts;
+
+/// How many times a list is read again when a session moved between its two steps.
+const LIST_ATTEMPTS: usize = 5;
+
+/// A Redis failure as a backend error; retryable when the client says a retry may work (a
+/// dropped connection, a timeout, Redis loading its data or failing over).
+fn backend(what: &str, error: RedisError) -> Error {
+    let retryable = !matches!(error.retry_method(), redis::RetryMethod::NoRetry);
+    Error::backend(format!("Redis {what}: {error}"), retryable, error)
+}
+
+/// Data this service cannot read: not retryable.
+fn corrupt(message: String) -> Error {
+    Error::Backend { message, retryable: false, source: None }
+}
+
+fn bytes(reply: &Reply) -> Option<&[u8]> {
+    match reply {
+        Reply::BulkString(b) => Some(b),
+        Reply::SimpleString(s) => Some(s.as_bytes()),
+        _ => None,
+    }
+}
+
+fn text(reply: &Reply) -> Option<&str> {
+    bytes(reply).and_then(|b| std::str::from_utf8(b).ok())
+}
+
+fn array(reply: Reply) -> Vec<Reply> {
+    match reply {
+        Reply::Array(items) | Reply::Set(items) => items,
+        Reply::Map(pairs) => pairs.into_iter().flat_map(|(k, v)| [k, v]).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn integer(reply: &Reply) -> Option<i64> {
+    match reply {
+        Reply::Int(i) => Some(*i),
+        other => text(other).and_then(|t| t.parse().ok()),
+    }
+}
+
+/// A hash of JSON values (`HGETALL`) → a state map.
+fn state(reply: Reply, what: &dyn Fn() -> String) -> Result<Map<String, Value>> {
+    let items = array(reply);
+    let mut map = Map::with_capacity(items.len() / 2);
+    for pair in items.chunks_exact(2) {
+        let key = text(&pair[0]).ok_or_else(|| corrupt(format!("{}: a state key is not UTF-8", what())))?;
+        let value = bytes(&pair[1]).unwrap_or_default();
+        let value = serde_json::from_slice(value)
+            .map_err(|e| corrupt(format!("{}: state key {key:?} is not JSON: {e}", what())))?;
+        map.insert(key.to_owned(), value);
+    }
+    Ok(map)
+}
+
+/// A stored event's JSON → the event.
+fn decode_event(reply: &Reply, key: &SessionKey) -> Result<Event> {
+    let data = bytes(reply).ok_or_else(|| corrupt(format!("session {key}: an indexed event has no data")))?;
+    serde_json::from_slice(data).map_err(|e| corrupt(format!("session {key}: an event is unreadable: {e}")))
+}
+
+fn event_json(event: &Event) -> Result<String> {
+    serde_json::to_string(event).map_err(|e| Error::invalid("event", format!("cannot be encoded as JSON: {e}")))
+}
+
+/// A session's metadata hash.
+struct Meta {
+    create: i64,
+    update: i64,
+    attributes: Option<Arc<SessionAttributes>>,
+}
+
+impl Meta {
+    /// Whether the session has not expired at `now_micros`.
+    fn live_at(&self, now_micros: i64) -> bool {
+        self.attributes.as_ref().and_then(|a| a.expire_time_micros).is_none_or(|t| t > now_micros)
+    }
+}
+
+fn meta(reply: Reply, key: &SessionKey) -> Result<Meta> {
+    let (mut create, mut update) = (None, None);
+    let mut attributes = SessionAttributes::default();
+    let bad = |field: &str| corrupt(format!("session {key}: metadata field {field} is unreadable"));
+    for pair in array(reply).chunks_exact(2) {
+        match text(&pair[0]) {
+            Some("create") => create = Some(integer(&pair[1]).ok_or_else(|| bad("create"))?),
+            Some("update") => update = Some(integer(&pair[1]).ok_or_else(|| bad("update"))?),
+            Some("name") => attributes.display_name = Some(text(&pair[1]).ok_or_else(|| bad("name"))?.to_owned()),
+            Some("labels") => {
+                let labels = bytes(&pair[1]).ok_or_else(|| bad("labels"))?;
+                attributes.labels =
+                    serde_json::from_slice::<BTreeMap<String, String>>(labels).map_err(|_| bad("labels"))?;
+            }
+            Some("expire") => attributes.expire_time_micros = Some(integer(&pair[1]).ok_or_else(|| bad("expire"))?),
+            _ => {}
+        }
+    }
+    let update = update.ok_or_else(|| bad("update"))?;
+    Ok(Meta {
+        create: create.unwrap_or(update),
+        update,
+        attributes: (!attributes.is_empty()).then(|| Arc::new(attributes)),
+    })
+}
+
+fn handle(
+    key: SessionKey,
+    meta: Meta,
+    state: &Map<String, Value>,
+    app: &Map<String, Value>,
+    user: &Map<String, Value>,
+    events: Vec<Event>,
+) -> Session {
+    Session::from_storage(key, merge_scopes(state, app, user), events, meta.update)
+        .created_at(meta.create)
+        .with_attributes(meta.attributes)
+}
+
+/// Adds `map`'s keys and JSON values as alternating arguments.
+fn push_pairs(invocation: &mut redis::ScriptInvocation<'_>, map: &Map<String, Value>) {
+    for (k, v) in map {
+        invocation.arg(k).arg(v.to_string());
+    }
+}
+
+impl RedisStore {
+    fn connection(&self) -> crate::Connection {
+        self.connection.clone()
+    }
+
+    fn keys(&self, key: &SessionKey) -> SessionKeys {
+        SessionKeys::of(&self.prefix, key)
+    }
+
+    /// Adds `app` to a registry of apps. The registries live outside every app's slot, so they
+    /// are written apart from the app's scripts, one command each (a cluster refuses a pipeline
+    /// across slots).
+    async fn register(&self, registry: String, app: &str, what: &str) -> Result<()> {
+        let registered: redis::RedisResult<()> =
+            redis::cmd("SADD").arg(registry).arg(app).query_async(&mut self.connection()).await;
+        registered.map_err(|e| backend(what, e))
+    }
+
+    /// The hash holding `owner`'s state.
+    fn owner_hash(&self, owner: &StateOwner) -> String {
+        match owner {
+            StateOwner::App(app) => AppKeys::new(&self.prefix, app).app_state(),
+            StateOwner::User { app, user } => AppKeys::new(&self.prefix, app).user_state(user),
+            StateOwner::Session(key) => self.keys(key).state,
+        }
+    }
+}
+
+/// A sorted-set score that is a time in µs (Redis prints doubles that are integers exactly).
+fn score(reply: &Reply) -> Option<i64> {
+    match reply {
+        Reply::Double(d) => Some(*d as i64),
+        other => {
+            let t = text(other)?;
+            match t {
+                "-inf" => Some(i64::MIN),
+                "inf" | "+inf" => Some(i64::MAX),
+                t => t.parse::<i64>().ok().or_else(|| t.parse::<f64>().ok().map(|d| d as i64)),
+            }
+        }
+    }
+}
+
+/// A time the scripts compare expire times with: `''` (not judged) for `i64::MIN`.
+fn expiry_arg(now_micros: i64) -> String {
+    if now_micros == i64::MIN { String::new() } else { now_micros.to_string() }
+}
+
+#[async_trait]
+impl SessionStore for RedisStore {
+    async fn create(&self, new: NewSession) -> Result<Session> {
+        let NewSession { key, state: scoped, create_time_micros, attributes, history_start } = new;
+        let keys = self.keys(&key);
+        let start = match &history_start {
+            Some(start) => serde_json::to_string(start)
+                .map_err(|e| Error::invalid("state", format!("cannot be encoded as JSON: {e}")))?,
+            None => String::new(),
+        };
+        let labels = match attributes.labels.is_empty() {
+            true => String::new(),
+            false => serde_json::to_string(&attributes.labels).unwrap_or_default(),
+        };
+        let mut invocation = scripts::CREATE.prepare_invoke();
+        invocation
+            .key(&keys.meta)
+            .key(&keys.state)
+            .key(&keys.app_state)
+            .key(&keys.user_state)
+            .key(&keys.sessions)
+            .key(&keys.user_sessions)
+            .key(&keys.users_with)
+            .key(&keys.snapshots)
+            .key(&keys.snapshot_states)
+            .key(&keys.expiring)
+            .key(AppKeys::new(&self.prefix, key.app_name()).users())
+            .key(&keys.times)
+            .key(&keys.data)
+            .key(&keys.invocations)
+            .arg(create_time_micros)
+            .arg(&keys.member)
+            .arg(key.session_id())
+            .arg(key.user_id())
+            .arg(start)
+            .arg(attributes.display_name.as_deref().unwrap_or_default())
+            .arg(labels)
+            .arg(attributes.expire_time_micros.map(|t| t.to_string()).unwrap_or_default())
+            .arg(scoped.session.len())
+            .arg(scoped.app.len())
+            .arg(scoped.user.len());
+        push_pairs(&mut invocation, &scoped.session);
+        push_pairs(&mut invocation, &scoped.app);
+        push_pairs(&mut invocation, &scoped.user);
+        let reply: Reply = invocation.invoke_async(&mut self.connection()).await.map_err(|e| backend("create", e))?;
+        if text(&reply) == Some("exists") {
+            return Err(Error::AlreadyExists { session_id: key.session_id().to_owned() });
+        }
+        self.register(apps(&self.prefix), key.app_name(), "create").await?;
+        if attributes.expire_time_micros.is_some() {
+            self.register(expiring_apps(&self.prefix), key.app_name(), "create").await?;
+        }
+        let mut shared = array(reply).into_iter();
+        let what = || format!("session {key}");
+        let app = state(shared.next().unwrap_or(Reply::Nil), &what)?;
+        let user = state(shared.next().unwrap_or(Reply::Nil), &what)?;
+        let meta = Meta {
+            create: create_time_micros,
+            update: create_time_micros,
+            attributes: (!attributes.is_empty()).then(|| Arc::new(attributes)),
+        };
+        Ok(handle(key, meta, &scoped.session, &app, &user, Vec::new()))
+    }
+
+    async fn get(&self, key: &SessionKey, read: &SessionRead) -> Result<Option<LoadedSession>> {
+        let keys = self.keys(key);
+        let window = read.window;
+        let reply: Reply = scripts::GET
+            .key(&keys.meta)
+            .key(&keys.state)
+            .key(&keys.app_state)
+            .key(&keys.user_state)
+            .key(&keys.times)
+            .key(&keys.data)
+            .arg(window.recent.map(|n| n.to_string()).unwrap_or_default())
+            .arg(window.since_micros.map(|t| t.to_string()).unwrap_or_default())
+            .arg(expiry_arg(read.now_micros))
+            .invoke_async(&mut self.connection())
+            .await
+            .map_err(|e| backend("get", e))?;
+        if reply == Reply::Nil {
+            return Ok(None);
+        }
+        let mut parts = array(reply).into_iter();
+        let mut next = || parts.next().unwrap_or(Reply::Nil);
+        let what = || format!("session {key}");
+        let meta = meta(next(), key)?;
+        let (session, app, user) = (state(next(), &what)?, state(next(), &what)?, state(next(), &what)?);
+        let events = array(next()).iter().map(|e| decode_event(e, key)).collect::<Result<Vec<_>>>()?;
+        Ok(Some(LoadedSession::decoded(handle(key.clone(), meta, &session, &app, &user, events))))
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
+        // Sessions expired (by Redis, or at the query's time) and not yet unlisted by a sweep are
+        // skipped; the page is filled from further down the list.
+        let mut page_query = query.clone();
+        let mut sessions = Vec::new();
+        loop {
+            let (found, listed, last) = self.list_page(&page_query).await?;
+            sessions.extend(found);
+            match (query.limit, last) {
+                (Some(limit), Some(last)) if page_query.limit == Some(listed) && sessions.len() < limit => {
+                    page_query.after = Some(last);
+                    page_query.limit = Some(limit - sessions.len());
+                }
+                _ => return Ok(sessions),
+            }
+        }
+    }
+
+    async fn delete(&self, key: &SessionKey) -> Result<()> {
+        let keys = self.keys(key);
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("DEL")
+            .arg(&keys.own()[..])
+            .ignore()
+            .cmd("ZREM")
+            .arg(&keys.sessions)
+            .arg(&keys.member)
+            .ignore()
+            .cmd("ZREM")
+            .arg(&keys.user_sessions)
+            .arg(key.session_id())
+            .ignore()
+            .cmd("SREM")
+            .arg(&keys.users_with)
+            .arg(key.user_id())
+            .ignore()
+            .cmd("ZREM")
+            .arg(&keys.expiring)
+            .arg(&keys.member)
+            .ignore();
+        let () = pipe.query_async(&mut self.connection()).await.map_err(|e| backend("delete", e))?;
+        Ok(())
+    }
+
+    async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
+        let EventCommit {
+            key,
+            expected_last_update_micros,
+            event,
+            timestamp_micros,
+            delta,
+            deleted,
+            now_micros,
+            extend_expiry_to,
+        } = commit;
+        let keys = self.keys(&key);
+        let json = event_json(&event)?;
+        let mut invocation = scripts::COMMIT.prepare_invoke();
+        invocation
+            .key(&keys.meta)
+            .key(&keys.state)
+            .key(&keys.app_state)
+            .key(&keys.user_state)
+            .key(&keys.times)
+            .key(&keys.data)
+            .key(&keys.invocations)
+            .key(&keys.sessions)
+            .key(&keys.user_sessions)
+            .key(&keys.snapshots)
+            .key(&keys.snapshot_states)
+            .key(&keys.expiring)
+            .arg(&event.id)
+            .arg(json)
+            .arg(timestamp_micros)
+            .arg(expected_last_update_micros)
+            .arg(&event.invocation_id)
+            .arg(&keys.member)
+            .arg(key.session_id());
+        let scopes = [(&delta.session, &deleted.session), (&delta.app, &deleted.app), (&delta.user, &deleted.user)];
+        for (set, removed) in scopes {
+            invocation.arg(set.len()).arg(removed.len());
+        }
+        invocation.arg(expiry_arg(now_micros)).arg(extend_expiry_to.map(|t| t.to_string()).unwrap_or_default());
+        for (set, removed) in scopes {
+            push_pairs(&mut invocation, set);
+            for k in removed {
+                invocation.arg(k);
+            }
+        }
+        let reply: Reply = invocation.invoke_async(&mut self.connection()).await.map_err(|e| backend("append", e))?;
+        let reply = array(reply);
+        match reply.first().and_then(text) {
+            Some("ok") => Ok(CommitOutcome::Committed),
+            Some("missing") => Err(Error::NotFound { session_id: key.session_id().to_owned() }),
+            Some("stale") => Err(Error::stale()),
+            Some("duplicate") => {
+                let existing = decode_event(reply.get(1).unwrap_or(&Reply::Nil), &key)?;
+                if existing.same_as_retry(&event) {
+                    Ok(CommitOutcome::Duplicate(Box::new(existing)))
+                } else {
+                    Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { event_id: event.id.clone() } })
+                }
+            }
+            _ => Err(corrupt(format!("session {key}: the append script answered {reply:?}"))),
+        }
+    }
+
+    async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
+        let EventQuery { key, select, now_micros } = query;
+        let keys = self.keys(key);
+        let mut invocation = scripts::EVENTS.prepare_invoke();
+        invocation.key(&keys.meta).key(&keys.times).key(&keys.data).key(&keys.invocations).arg(expiry_arg(*now_micros));
+        match select {
+            EventSelect::Page { after, since_micros, limit } => {
+                // A session's event times strictly increase, so a time alone is a position.
+                let min = match (after, since_micros) {
+                    (Some(cursor), Some(since)) if *since > cursor.timestamp_micros => since.to_string(),
+                    (Some(cursor), _) => format!("({}", cursor.timestamp_micros),
+                    (None, Some(since)) => since.to_string(),
+                    (None, None) => "-inf".to_owned(),
+                };
+                invocation.arg("page").arg(min).arg(*limit)
+            }
+            EventSelect::Id(id) => invocation.arg("id").arg(id),
+            EventSelect::FirstOfInvocation(invocation_id) => invocation.arg("invocation").arg(invocation_id),
+        };
+        let reply: Reply = invocation.invoke_async(&mut self.connection()).await.map_err(|e| backend("events", e))?;
+        if reply == Reply::Nil {
+            return Ok(None);
+        }
+        array(reply).iter().map(|e| decode_event(e, key)).collect::<Result<Vec<_>>>().map(Some)
+    }
+
+    async fn count_events(&self, key: &SessionKey, now_micros: i64) -> Result<Option<usize>> {
+        let keys = self.keys(key);
+        let mut pipe = redis::pipe();
+        pipe.atomic().cmd("HMGET").arg(&keys.meta).arg("update").arg("expire").cmd("ZCARD").arg(&keys.times);
+        let ((update, expire), count): ((Option<i64>, Option<i64>), i64) =
+            pipe.query_async(&mut self.connection()).await.map_err(|e| backend("count", e))?;
+        let live = update.is_some() && expire.is_none_or(|t| t > now_micros);
+        Ok(live.then(|| usize::try_from(count).unwrap_or_default()))
+    }
+
+    async fn users_with_session(&self, app: &str, session_id: &str, now_micros: i64) -> Result<Vec<String>> {
+        let app_keys = AppKeys::new(&self.prefix, app);
+        let mut connection = self.connection();
+        let mut users: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(app_keys.users_with(session_id))
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| backend("lookup", e))?;
+        users.sort_unstable();
+        if users.is_empty() {
+            return Ok(users);
+        }
+        // The set may name sessions Redis expired by itself, or that expired at `now_micros`.
+        let mut pipe = redis::pipe();
+        for user in &users {
+            pipe.cmd("HMGET").arg(app_keys.session(user, session_id).meta).arg("update").arg("expire");
+        }
+        let metas: Vec<(Option<i64>, Option<i64>)> =
+            pipe.query_async(&mut connection).await.map_err(|e| backend("lookup", e))?;
+        let live =
+            |(update, expire): &(Option<i64>, Option<i64>)| update.is_some() && expire.is_none_or(|t| t > now_micros);
+        Ok(users.into_iter().zip(metas).filter(|(_, meta)| live(meta)).map(|(user, _)| user).collect())
+    }
+
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities::none().with_history(self).with_lifecycle(self).with_admin(self)
+    }
+}
+
+pub(super) fn array_len(reply: &Reply) -> usize {
+    match reply {
+        Reply::Array(items) | Reply::Set(items) => items.len(),
+        Reply::Map(pairs) => pairs.len(),
+        _ => 0,
+    }
+}

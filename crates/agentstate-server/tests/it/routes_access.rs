@@ -1,0 +1,286 @@
+//! Around the routes: limits, access tokens, metrics, the OpenAPI document.
+
+use agentstate::SessionService;
+use agentstate_server::{AppState, app};
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use crate::support::{S, call, router};
+
+#[tokio::test]
+async fn limits_are_enforced_with_messages_naming_them() {
+    use agentstate_server::Limits;
+    let limits = Limits { max_body_bytes: 2000, max_key_chars: 8, max_json_depth: 3, max_state_bytes: 500 };
+    let r = app(AppState::new(SessionService::in_memory()).with_limits(limits));
+    call(&r, Method::POST, S, Some(r#"{"sessionId": "l"}"#)).await;
+    let patch = |delta: Value| json!({"stateDelta": delta}).to_string();
+    let cases = [
+        (patch(json!({"123456789": 1})), StatusCode::BAD_REQUEST, "--max-key-chars"),
+        (patch(json!({"k": [[[[1]]]]})), StatusCode::BAD_REQUEST, "--max-json-depth"),
+        (patch(json!({"k": "x".repeat(600)})), StatusCode::PAYLOAD_TOO_LARGE, "--max-state-bytes"),
+        (patch(json!({"k": "x".repeat(3000)})), StatusCode::PAYLOAD_TOO_LARGE, "--max-body-bytes"),
+    ];
+    for (body, status, names) in cases {
+        let (got, detail) = call(&r, Method::PATCH, &format!("{S}/l"), Some(&body)).await;
+        assert_eq!(got, status, "{detail}");
+        assert!(detail["detail"].as_str().unwrap().contains(names), "{detail}");
+    }
+    let (status, detail) = call(&r, Method::POST, S, Some(r#"{"state": {"a_very_long_key": 1}}"#)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{detail}");
+    // Nothing was written by the refused requests.
+    let (_, session) = call(&r, Method::GET, &format!("{S}/l"), None).await;
+    assert_eq!((session["state"].clone(), session["events"].as_array().unwrap().len()), (json!({}), 0));
+}
+
+/// Each limit at its bound is accepted, and one past it refused with a message naming it.
+#[tokio::test]
+async fn every_limit_holds_at_its_bound_and_refuses_one_past() {
+    use agentstate_server::Limits;
+    let limits = Limits { max_body_bytes: 2000, max_key_chars: 8, max_json_depth: 3, max_state_bytes: 500 };
+    let r = app(AppState::new(SessionService::in_memory()).with_limits(limits));
+    call(&r, Method::POST, S, Some(r#"{"sessionId": "l"}"#)).await;
+    let patch = |delta: Value| json!({"stateDelta": delta}).to_string();
+    // A body of exactly `n` bytes: a small delta padded with JSON whitespace.
+    let padded = |n: usize| {
+        let body = patch(json!({"p": 1}));
+        format!("{body}{}", " ".repeat(n - body.len()))
+    };
+    // `{"k":"xx…"}` of exactly `n` bytes of JSON.
+    let sized = |n: usize| json!({"k": "x".repeat(n - r#"{"k":""}"#.len())});
+    let cases = [
+        ("--max-key-chars", patch(json!({"12345678": 1})), patch(json!({"123456789": 1})), StatusCode::BAD_REQUEST),
+        ("--max-json-depth", patch(json!({"k": [[[1]]]})), patch(json!({"k": [[[[1]]]]})), StatusCode::BAD_REQUEST),
+        ("--max-state-bytes", patch(sized(500)), patch(sized(501)), StatusCode::PAYLOAD_TOO_LARGE),
+        ("--max-body-bytes", padded(2000), padded(2001), StatusCode::PAYLOAD_TOO_LARGE),
+    ];
+    for (option, at, past, refusal) in cases {
+        let (status, body) = call(&r, Method::PATCH, &format!("{S}/l"), Some(&at)).await;
+        assert_eq!(status, StatusCode::OK, "{option} at its bound: {body}");
+        let (status, body) = call(&r, Method::PATCH, &format!("{S}/l"), Some(&past)).await;
+        assert_eq!(status, refusal, "{option} one past: {body}");
+        assert!(body["detail"].as_str().unwrap().contains(option), "{body}");
+    }
+    // Initial state on create: the same checks.
+    let create = |state: Value| json!({"state": state}).to_string();
+    assert_eq!(call(&r, Method::POST, S, Some(&create(sized(500)))).await.0, StatusCode::OK);
+    assert_eq!(call(&r, Method::POST, S, Some(&create(sized(501)))).await.0, StatusCode::PAYLOAD_TOO_LARGE);
+    // Pages: at most 1,000 sessions a page; a larger pageSize is clamped to it, as documented.
+    for i in 0..1001 {
+        let body = json!({"sessionId": format!("p{i}")}).to_string();
+        call(&r, Method::POST, "/apps/myapp/users/pages/sessions", Some(&body)).await;
+    }
+    for size in [1000, 1001] {
+        let (status, page) =
+            call(&r, Method::GET, &format!("/apps/myapp/users/pages/sessions?pageSize={size}"), None).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(page["sessions"].as_array().unwrap().len(), 1000, "pageSize={size}");
+        assert!(page["nextPageToken"].is_string(), "pageSize={size}: the 1,001st is on the next page");
+    }
+}
+
+#[tokio::test]
+async fn tokens_limit_access_to_their_apps_and_users() {
+    use agentstate_server::Tokens;
+    let tokens = Tokens::parse(
+        r#"{"tokens": [{"token": "admin-token-0123456789", "apps": "*"},
+                       {"token": "alice-token-0123456789", "apps": ["myapp"], "users": ["alice"]}]}"#,
+    )
+    .unwrap();
+    let r = app(AppState::new(SessionService::in_memory()).with_tokens(tokens));
+    let send = |token: Option<&'static str>, method: Method, path: &'static str| {
+        let r = r.clone();
+        async move {
+            let mut request = Request::builder().method(method).uri(path).header("content-type", "application/json");
+            if let Some(t) = token {
+                request = request.header("authorization", format!("Bearer {t}"));
+            }
+            let response = r.oneshot(request.body(Body::from("{}")).unwrap()).await.unwrap();
+            let status = response.status();
+            let www = response.headers().get("www-authenticate").cloned();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            (status, serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null), www)
+        }
+    };
+    let (status, body, www) = send(None, Method::POST, "/apps/myapp/users/alice/sessions").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert_eq!(www.unwrap(), "Bearer");
+    assert_eq!(
+        send(Some("wrong-token-0123456789"), Method::GET, "/apps/myapp/users/alice/sessions").await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        send(Some("alice-token-0123456789"), Method::POST, "/apps/myapp/users/alice/sessions").await.0,
+        StatusCode::OK
+    );
+    let (status, body, _) =
+        send(Some("alice-token-0123456789"), Method::POST, "/apps/other/users/alice/sessions").await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(body["detail"].as_str().unwrap().contains("\"other\""), "{body}");
+    let (status, _, _) = send(Some("alice-token-0123456789"), Method::POST, "/apps/myapp/users/bob/sessions").await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // The refused requests touched nothing; the admin token sees everything.
+    let (status, body, _) = send(Some("admin-token-0123456789"), Method::GET, "/apps/myapp/users/bob/sessions").await;
+    assert_eq!((status, body), (StatusCode::OK, json!([])));
+    let (_, body, _) = send(Some("admin-token-0123456789"), Method::GET, "/apps/other/users/alice/sessions").await;
+    assert_eq!(body, json!([]));
+    // Probes need no token.
+    assert_eq!(send(None, Method::GET, "/healthz").await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_template_appends_and_statuses() {
+    let r = router();
+    call(&r, Method::POST, S, Some(r#"{"sessionId": "m"}"#)).await;
+    call(&r, Method::PATCH, &format!("{S}/m"), Some(r#"{"stateDelta": {"k": 1}}"#)).await;
+    call(&r, Method::PATCH, &format!("{S}/m"), Some(r#"{"stateDelta": {"k": 2}}"#)).await;
+    call(&r, Method::GET, &format!("{S}/nope"), None).await;
+    let response = r.oneshot(Request::get("/metrics").body(Body::empty()).unwrap()).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let text = String::from_utf8(response.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
+    let route = "/apps/{app_name}/users/{user_id}/sessions";
+    for line in [
+        format!(r#"agentstate_http_requests_total{{method="POST",route="{route}",status="200"}} 1"#),
+        format!(r#"agentstate_http_requests_total{{method="PATCH",route="{route}/{{session_id}}",status="200"}} 2"#),
+        format!(r#"agentstate_http_requests_total{{method="GET",route="{route}/{{session_id}}",status="404"}} 1"#),
+        format!(
+            r#"agentstate_http_request_duration_seconds_count{{method="PATCH",route="{route}/{{session_id}}",status="200"}} 2"#
+        ),
+        "agentstate_appends_total 2".to_owned(),
+    ] {
+        assert!(text.lines().any(|l| l == line), "missing {line:?} in:\n{text}");
+    }
+    assert!(!text.contains("/nope"), "raw paths never become labels");
+}
+
+#[tokio::test]
+async fn openapi_describes_exactly_the_routes_that_answer() {
+    let r = router();
+    let (status, spec) = call(&r, Method::GET, "/openapi.json", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(spec["openapi"], "3.1.0");
+    let paths = spec["paths"].as_object().unwrap();
+    let mut operations = 0;
+    for (path, methods) in paths {
+        for (method, op) in methods.as_object().unwrap() {
+            operations += 1;
+            assert!(op["summary"].is_string() && op["responses"].is_object(), "{method} {path}");
+            let concrete = path
+                .replace("{app_name}", "a")
+                .replace("{user_id}", "u")
+                .replace("{session_id}", "s")
+                .replace("{file}", "inspector.css");
+            let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let request =
+                Request::builder().method(method.clone()).uri(&concrete).header("content-type", "application/json");
+            let response = r.clone().oneshot(request.body(Body::from("{}")).unwrap()).await.unwrap();
+            let status = response.status();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            // A route that is not registered gets the router's empty 404 or a 405.
+            assert_ne!(status, StatusCode::METHOD_NOT_ALLOWED, "{method} {path} is documented but not routed");
+            assert!(
+                status != StatusCode::NOT_FOUND || !bytes.is_empty(),
+                "{method} {path} is documented but not routed"
+            );
+        }
+    }
+    // 51 routes (16 of the managed-service surface, 4 of history, 1 admin, 14 of the inspector); /list-apps, /run and /run_sse
+    // come with the `agents` feature.
+    let expected = if cfg!(feature = "agents") { 51 } else { 48 };
+    assert_eq!(operations, expected, "every route is documented");
+    assert_eq!(operations, agentstate_server::OPERATIONS.len());
+    assert!(spec["components"]["schemas"]["Session"]["required"].as_array().unwrap().len() >= 6);
+}
+
+/// With tokens configured, every route but the probes refuses a request without a token, as the
+/// route table's authentication column says; the OpenAPI document says the same per route.
+#[tokio::test]
+async fn with_tokens_every_route_but_the_probes_needs_one() {
+    use agentstate_server::{Access, OPERATIONS, Tokens};
+    let tokens = Tokens::parse(r#"{"tokens": [{"token": "admin-token-0123456789", "apps": "*"}]}"#).unwrap();
+    let r = app(AppState::new(SessionService::in_memory()).with_tokens(tokens));
+    let (_, spec) = {
+        let request = Request::get("/openapi.json").header("authorization", "Bearer admin-token-0123456789");
+        let response = r.clone().oneshot(request.body(Body::empty()).unwrap()).await.unwrap();
+        let status = response.status();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (status, serde_json::from_slice::<Value>(&bytes).unwrap())
+    };
+    let mut public = Vec::new();
+    for op in OPERATIONS {
+        let concrete = op
+            .path
+            .replace("{app_name}", "a")
+            .replace("{user_id}", "u")
+            .replace("{session_id}", "s")
+            .replace("{file}", "inspector.css");
+        let method = Method::from_bytes(op.method.to_uppercase().as_bytes()).unwrap();
+        let request = Request::builder().method(method).uri(&concrete).header("content-type", "application/json");
+        let response = r.clone().oneshot(request.body(Body::from("{}")).unwrap()).await.unwrap();
+        let status = response.status();
+        let location = response.headers().get("location").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+        let documented = &spec["paths"][op.path][op.method];
+        if op.access == Access::Ui {
+            // The inspector's pages send a browser to sign in, and show nothing.
+            assert_eq!(status, StatusCode::SEE_OTHER, "{} {}", op.method, op.path);
+            assert!(location.starts_with("/ui/login?next="), "{} {}: {location}", op.method, op.path);
+            assert_eq!(documented["security"], json!([{}, {"bearer": []}]), "{} {}", op.method, op.path);
+        } else if op.access == Access::Public {
+            public.push(op.path);
+            assert_ne!(status, StatusCode::UNAUTHORIZED, "{} {}", op.method, op.path);
+            assert_eq!(documented["security"], json!([]), "{} {}", op.method, op.path);
+        } else {
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{} {} answers without a token", op.method, op.path);
+            assert_eq!(documented["security"], json!([{"bearer": []}]), "{} {}", op.method, op.path);
+            assert!(documented["responses"]["401"].is_object(), "{} {}", op.method, op.path);
+        }
+    }
+    assert_eq!(public, ["/", "/ui/login", "/ui/login", "/ui/logout", "/ui/assets/{file}", "/healthz", "/readyz"]);
+}
+
+#[tokio::test]
+async fn metrics_and_the_openapi_document_need_a_token_when_tokens_are_configured() {
+    use agentstate_server::Tokens;
+    let tokens = Tokens::parse(r#"{"tokens": [{"token": "support-token-0123456789", "apps": ["bot"]}]}"#).unwrap();
+    let r = app(AppState::new(SessionService::in_memory()).with_tokens(tokens));
+    for path in ["/metrics", "/openapi.json"] {
+        let bare = r.clone().oneshot(Request::get(path).body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(bare.status(), StatusCode::UNAUTHORIZED, "{path}");
+        let request = Request::get(path).header("authorization", "Bearer support-token-0123456789");
+        let allowed = r.clone().oneshot(request.body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(allowed.status(), StatusCode::OK, "{path}");
+    }
+    // Failed attempts are counted, by reason.
+    let wrong = Request::get("/metrics").header("authorization", "Bearer guessed-token-0123456789");
+    assert_eq!(r.clone().oneshot(wrong.body(Body::empty()).unwrap()).await.unwrap().status(), StatusCode::UNAUTHORIZED);
+    let request = Request::get("/metrics").header("authorization", "Bearer support-token-0123456789");
+    let metrics = r.clone().oneshot(request.body(Body::empty()).unwrap()).await.unwrap();
+    let text = String::from_utf8(metrics.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
+    assert!(text.contains("agentstate_auth_failures_total{reason=\"missing\"} 2\n"), "{text}");
+    assert!(text.contains("agentstate_auth_failures_total{reason=\"unknown\"} 1\n"), "{text}");
+    assert_eq!(r.oneshot(Request::get("/readyz").body(Body::empty()).unwrap()).await.unwrap().status(), StatusCode::OK);
+}
+
+/// agentstate's extensions of the ADK routes that `agentstate-adk` (the Python package) uses:
+/// event windows on get, pages on list, the app-wide list, and an append with the stale check.
+#[tokio::test]
+async fn the_app_wide_list_needs_a_token_for_every_user() {
+    use agentstate_server::Tokens;
+    let tokens = Tokens::parse(
+        r#"{"tokens": [{"token": "whole-app-token-0123", "apps": ["myapp"]},
+                       {"token": "one-user-token-01234", "apps": ["myapp"], "users": ["u1"]}]}"#,
+    )
+    .unwrap();
+    let r = app(AppState::new(SessionService::in_memory()).with_tokens(tokens));
+    let get = |token: &'static str| {
+        let r = r.clone();
+        async move {
+            let request = Request::get("/apps/myapp/sessions").header("authorization", format!("Bearer {token}"));
+            r.oneshot(request.body(Body::empty()).unwrap()).await.unwrap().status()
+        }
+    };
+    assert_eq!(get("whole-app-token-0123").await, StatusCode::OK);
+    assert_eq!(get("one-user-token-01234").await, StatusCode::FORBIDDEN);
+}

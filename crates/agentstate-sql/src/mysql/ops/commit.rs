@@ -1,0 +1,246 @@
+//! Writes, each in the caller's transaction: creating a session, appending, copying events,
+//! keeping and dropping history, sweeping, erasing.
+
+use std::sync::Arc;
+
+use agentstate::store::{
+    CommitOutcome, EventCommit, EventCopy, EventCursor, HistorySnapshot, NewSession, UserDataCounts, merge_scopes,
+};
+use agentstate::{ConflictKind, Error, Event, SessionKey};
+use chrono::NaiveDateTime;
+use sqlx::Row as _;
+use sqlx::mysql::MySqlConnection;
+
+use super::{Shared, Step, count_user_data, event_of, session_of, sql_step};
+use crate::codec::{self, micros, naive, state_text};
+use crate::pool::{is_unique_violation, keyed};
+
+/// Inserts the session row; `false` when the id is taken by a live session. One taken by a
+/// session expired at the new one's creation time goes first (its events and history by
+/// cascade).
+async fn insert_session(conn: &mut MySqlConnection, new: &NewSession, now: NaiveDateTime) -> Step<bool> {
+    let insert = || keyed(sql!("session_insert"), &new.key).bind(state_text(&new.state.session)).bind(now).bind(now);
+    match insert().execute(&mut *conn).await {
+        Ok(_) => return Ok(true),
+        Err(e) if is_unique_violation(&e) => {}
+        Err(e) => return Err(sql_step("insert session")(e)),
+    }
+    let removed = keyed(sql!("session_expired_delete"), &new.key)
+        .bind(now)
+        .execute(&mut *conn)
+        .await
+        .map_err(sql_step("remove an expired session"))?
+        .rows_affected();
+    if removed == 0 {
+        return Ok(false);
+    }
+    insert().execute(&mut *conn).await.map_err(sql_step("insert session"))?;
+    Ok(true)
+}
+
+pub(in crate::mysql) async fn create_in(conn: &mut MySqlConnection, new: &NewSession) -> Step<agentstate::Session> {
+    let NewSession { key, state, create_time_micros, attributes, history_start } = new;
+    let now = naive(*create_time_micros)?;
+    if !insert_session(conn, new, now).await? {
+        return Err(Error::AlreadyExists { session_id: key.session_id().to_owned() }.into());
+    }
+    if !attributes.is_empty() {
+        keyed(sql!("session_attributes_put"), key)
+            .bind(now)
+            .bind(attributes.display_name.as_deref())
+            .bind(codec::labels_text(attributes))
+            .bind(attributes.expire_time_micros.map(naive).transpose()?)
+            .execute(&mut *conn)
+            .await
+            .map_err(sql_step("write session attributes"))?;
+    }
+    if let Some(start) = history_start {
+        put_snapshot(conn, key, &HistorySnapshot { at: EventCursor::CREATION, state: start.clone() }).await?;
+    }
+    // Locks in the commit's order: session, then user, then app.
+    let user = Shared::User(key).merge(conn, &state.user, &[], now).await?;
+    let app = Shared::App(key.app_name()).merge(conn, &state.app, &[], now).await?;
+    let merged = merge_scopes(&state.session, &app, &user);
+    Ok(agentstate::Session::from_storage(key.clone(), merged, Vec::<Event>::new(), *create_time_micros)
+        .created_at(*create_time_micros)
+        .with_attributes((!attributes.is_empty()).then(|| Arc::new(attributes.clone()))))
+}
+
+pub(in crate::mysql) async fn commit_in(conn: &mut MySqlConnection, commit: &EventCommit) -> Step<CommitOutcome> {
+    let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta, deleted, .. } = commit;
+    let not_found = || Error::NotFound { session_id: key.session_id().to_owned() }.into();
+    let row = keyed(sql!("session_lock"), key).fetch_optional(&mut *conn).await.map_err(sql_step("lock session"))?;
+    let Some(row) = row else { return Err(not_found()) };
+    let expires: Option<NaiveDateTime> = row.try_get("expire_time").map_err(sql_step("read session"))?;
+    if expires.map(micros).is_some_and(|t| t <= commit.now_micros) {
+        return Err(not_found());
+    }
+    let (session_state, marker) = session_of(&row)?;
+
+    let dup = keyed(sql!("event_get"), key)
+        .bind(&event.id)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(sql_step("read event"))?;
+    if let Some(dup) = dup {
+        let existing = event_of(&dup)?;
+        return if existing.same_as_retry(event) {
+            Ok(CommitOutcome::Duplicate(Box::new(existing)))
+        } else {
+            Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { event_id: event.id.clone() } }.into())
+        };
+    }
+    if marker != *expected_last_update_micros {
+        return Err(Error::stale().into());
+    }
+    let now = naive(*timestamp_micros)?;
+    let session_state = codec::merged_text(session_state, &delta.session, &deleted.session)?;
+    sqlx::query(sql!("session_update"))
+        .bind(session_state)
+        .bind(now)
+        .bind(key.app_name())
+        .bind(key.user_id())
+        .bind(key.session_id())
+        .execute(&mut *conn)
+        .await
+        .map_err(sql_step("update session"))?;
+    if !delta.user.is_empty() {
+        Shared::User(key).merge(conn, &delta.user, &deleted.user, now).await?;
+    }
+    if !delta.app.is_empty() {
+        Shared::App(key.app_name()).merge(conn, &delta.app, &deleted.app, now).await?;
+    }
+    keyed(sql!("event_insert"), key)
+        .bind(&event.id)
+        .bind(&event.invocation_id)
+        .bind(now)
+        .bind(codec::event_data(event)?)
+        .execute(&mut *conn)
+        .await
+        .map_err(sql_step("insert event"))?;
+    if let Some(to) = commit.extend_expiry_to {
+        let to = naive(to)?;
+        sqlx::query(sql!("session_expire_extend"))
+            .bind(to)
+            .bind(key.app_name())
+            .bind(key.user_id())
+            .bind(key.session_id())
+            .bind(to)
+            .execute(&mut *conn)
+            .await
+            .map_err(sql_step("move an expire time"))?;
+    }
+    Ok(CommitOutcome::Committed)
+}
+
+/// Copies `from`'s events up to `upto` into `to` as they are, and sets `to`'s marker: how many.
+/// `None`, writing nothing, when some are not after `to_marker`.
+pub(in crate::mysql) async fn copy_in(conn: &mut MySqlConnection, copy: &EventCopy) -> Step<Option<u64>> {
+    let EventCopy { from, to, upto, to_marker } = copy;
+    let upto_time = naive(upto.timestamp_micros)?;
+    let early: bool = keyed(sql!("events_copy_early"), from)
+        .bind(naive(*to_marker)?)
+        .bind(upto_time)
+        .bind(upto_time)
+        .bind(&upto.event_id)
+        .fetch_one(&mut *conn)
+        .await
+        .and_then(|row| row.try_get::<bool, _>("early"))
+        .map_err(sql_step("read events to copy"))?;
+    if early {
+        return Ok(None);
+    }
+    let copied = sqlx::query(sql!("events_copy"))
+        .bind(to.session_id())
+        .bind(from.app_name())
+        .bind(from.user_id())
+        .bind(from.session_id())
+        .bind(upto_time)
+        .bind(upto_time)
+        .bind(&upto.event_id)
+        .execute(&mut *conn)
+        .await
+        .map_err(sql_step("copy events"))?
+        .rows_affected();
+    if copied > 0 {
+        sqlx::query(sql!("session_marker_put"))
+            .bind(upto_time)
+            .bind(to.app_name())
+            .bind(to.user_id())
+            .bind(to.session_id())
+            .execute(&mut *conn)
+            .await
+            .map_err(sql_step("set the session's marker"))?;
+    }
+    Ok(Some(copied))
+}
+
+pub(in crate::mysql) async fn put_snapshot(
+    conn: &mut MySqlConnection,
+    key: &SessionKey,
+    snapshot: &HistorySnapshot,
+) -> Step<()> {
+    sqlx::query(sql!("history_snapshot_put"))
+        .bind(snapshot.at.timestamp_micros)
+        .bind(&snapshot.at.event_id)
+        .bind(state_text(&snapshot.state))
+        .bind(key.app_name())
+        .bind(key.user_id())
+        .bind(key.session_id())
+        .execute(&mut *conn)
+        .await
+        .map(drop)
+        .map_err(sql_step("keep a history snapshot"))
+}
+
+/// Drops the session's events before `cut_micros` and the snapshots before it, and keeps
+/// `boundary`.
+pub(in crate::mysql) async fn drop_events_in(
+    conn: &mut MySqlConnection,
+    key: &SessionKey,
+    cut_micros: i64,
+    boundary: &HistorySnapshot,
+) -> Step<usize> {
+    let mut statements = sql!("events_drop").split(';').map(str::trim).filter(|s| !s.is_empty());
+    let (Some(events), Some(snapshots)) = (statements.next(), statements.next()) else { return Ok(0) };
+    let bound = |sql| sqlx::query(sql).bind(key.app_name()).bind(key.user_id()).bind(key.session_id());
+    let dropped = bound(events)
+        .bind(naive(cut_micros)?)
+        .execute(&mut *conn)
+        .await
+        .map_err(sql_step("drop old events"))?
+        .rows_affected();
+    bound(snapshots).bind(cut_micros).execute(&mut *conn).await.map_err(sql_step("drop old snapshots"))?;
+    put_snapshot(conn, key, boundary).await?;
+    Ok(usize::try_from(dropped).unwrap_or_default())
+}
+
+/// Deletes up to `limit` sessions expired at `before_micros`, oldest expiry first (locked by the
+/// select, so none is created again in between).
+pub(in crate::mysql) async fn delete_expired_in(
+    conn: &mut MySqlConnection,
+    before_micros: i64,
+    limit: usize,
+) -> Step<usize> {
+    let rows = sqlx::query(sql!("sessions_expired"))
+        .bind(naive(before_micros)?)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(sql_step("find expired sessions"))?;
+    for row in &rows {
+        let part = |name| row.try_get::<String, _>(name).map_err(sql_step("find expired sessions"));
+        let key = SessionKey::from_storage(part("app_name")?, part("user_id")?, part("session_id")?);
+        keyed(sql!("session_delete"), &key).execute(&mut *conn).await.map_err(sql_step("delete an expired session"))?;
+    }
+    Ok(rows.len())
+}
+
+/// Erases `user` of `app`; what it removed.
+pub(in crate::mysql) async fn erase_in(conn: &mut MySqlConnection, app: &str, user: &str) -> Step<UserDataCounts> {
+    let found = count_user_data(&mut *conn, app, user).await?;
+    for statement in sql!("user_erase").split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        sqlx::query(statement).bind(app).bind(user).execute(&mut *conn).await.map_err(sql_step("erase a user"))?;
+    }
+    Ok(found)
+}

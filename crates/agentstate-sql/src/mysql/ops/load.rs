@@ -1,0 +1,151 @@
+//! Reads, each in one consistent snapshot: a session with its window of events (decoded or as
+//! stored), a page of sessions, events by query.
+
+use agentstate::store::{
+    EventForm, EventQuery, EventSelect, EventWindow, ListQuery, LoadedSession, SessionRead, merge_scopes,
+};
+use agentstate::{Event, Map, Session, SessionKey, Value};
+use chrono::NaiveDateTime;
+use sqlx::Row as _;
+use sqlx::mysql::{MySqlConnection, MySqlRow};
+
+use super::{Shared, Step, event_of, read_snapshot, session_of, sql_step, stored_of, stored_session};
+use crate::codec::{naive, parse_state};
+use crate::pool::keyed;
+use crate::shared::expiry_time;
+
+/// A session with its window of events, in the form `read` asks for.
+pub(in crate::mysql) async fn get_in(
+    conn: &mut MySqlConnection,
+    key: &SessionKey,
+    read: &SessionRead,
+) -> Step<Option<LoadedSession>> {
+    Ok(match read.form {
+        EventForm::Decoded => match load(conn, key, read, event_of).await? {
+            Some((row, merged, events)) => {
+                Some(LoadedSession::decoded(stored_session(&row, key.clone(), merged, events)?))
+            }
+            None => None,
+        },
+        EventForm::Stored => match load(conn, key, read, stored_of).await? {
+            Some((row, merged, events)) => Some(LoadedSession {
+                session: stored_session(&row, key.clone(), merged, Vec::new())?,
+                stored_events: Some(events),
+            }),
+            None => None,
+        },
+    })
+}
+
+/// A session's row, merged state and window of events (each read by `event`, oldest first), in
+/// one snapshot.
+async fn load<E>(
+    conn: &mut MySqlConnection,
+    key: &SessionKey,
+    read: &SessionRead,
+    event: fn(&MySqlRow) -> Step<E>,
+) -> Step<Option<(MySqlRow, Map<String, Value>, Vec<E>)>> {
+    let mut tx = read_snapshot(conn).await.map_err(sql_step("begin"))?;
+    let row = keyed(sql!("session_get"), key)
+        .bind(expiry_time(read.now_micros)?)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(sql_step("read session"))?;
+    let Some(row) = row else { return Ok(None) };
+    let (state, _) = session_of(&row)?;
+    let events = window(&mut tx, key, read.window, event).await?;
+    let app = Shared::App(key.app_name()).read(&mut tx, false).await?.unwrap_or_default();
+    let user = Shared::User(key).read(&mut tx, false).await?.unwrap_or_default();
+    tx.commit().await.map_err(sql_step("end read"))?;
+    Ok(Some((row, merge_scopes(&parse_state(&state)?, &app, &user), events)))
+}
+
+/// The events of `window`, oldest first.
+async fn window<E>(
+    conn: &mut MySqlConnection,
+    key: &SessionKey,
+    window: EventWindow,
+    event: fn(&MySqlRow) -> Step<E>,
+) -> Step<Vec<E>> {
+    if window.recent == Some(0) {
+        return Ok(Vec::new());
+    }
+    let since = window.since_micros.map(naive).transpose()?;
+    let floor = NaiveDateTime::parse_from_str("1000-01-01 00:00:00", "%Y-%m-%d %H:%M:%S").unwrap_or_default();
+    let limit = window.recent.map_or(u64::MAX, |n| u64::try_from(n).unwrap_or(u64::MAX));
+    let rows = keyed(sql!("events_window"), key)
+        .bind(since.unwrap_or(floor))
+        .bind(limit)
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(sql_step("read events"))?;
+    // Read newest first, so the limit keeps the most recent.
+    rows.iter().rev().map(event).collect()
+}
+
+pub(in crate::mysql) async fn list_in(conn: &mut MySqlConnection, query: &ListQuery) -> Step<Vec<Session>> {
+    let cursor = query.after.as_ref();
+    let cursor_time = cursor.map(|c| naive(c.last_update_micros)).transpose()?;
+    let limit = query.limit.map_or(u64::MAX, |n| u64::try_from(n).unwrap_or(u64::MAX));
+    let mut tx = read_snapshot(conn).await.map_err(sql_step("begin"))?;
+    let rows = sqlx::query(sql!("sessions_list"))
+        .bind(&query.app_name)
+        .bind(query.user_id.as_deref())
+        .bind(query.user_id.as_deref())
+        .bind(cursor_time)
+        .bind(cursor_time)
+        .bind(cursor.map_or("", |c| c.user_id.as_str()))
+        .bind(cursor.map_or("", |c| c.session_id.as_str()))
+        .bind(expiry_time(query.now_micros)?)
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(sql_step("list sessions"))?;
+    let app = Shared::App(&query.app_name).read(&mut tx, false).await?.unwrap_or_default();
+    tx.commit().await.map_err(sql_step("end read"))?;
+    let column =
+        |r: &MySqlRow, name: &str| -> Step<Option<String>> { r.try_get(name).map_err(sql_step("read sessions")) };
+    rows.iter()
+        .map(|r| {
+            let (state, _) = session_of(r)?;
+            let user = column(r, "user_state")?.as_deref().map(parse_state).transpose()?.unwrap_or_default();
+            let user_id = column(r, "user_id")?.unwrap_or_default();
+            let id = column(r, "id")?.unwrap_or_default();
+            let merged = merge_scopes(&parse_state(&state)?, &app, &user);
+            let key = SessionKey::from_storage(query.app_name.as_str(), user_id, id);
+            stored_session(r, key, merged, Vec::new())
+        })
+        .collect()
+}
+
+pub(in crate::mysql) async fn events_in(conn: &mut MySqlConnection, query: &EventQuery) -> Step<Option<Vec<Event>>> {
+    let EventQuery { key, select, now_micros } = query;
+    let mut tx = read_snapshot(conn).await.map_err(sql_step("begin"))?;
+    let present = keyed(sql!("session_get"), key)
+        .bind(expiry_time(*now_micros)?)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(sql_step("read session"))?
+        .is_some();
+    if !present {
+        return Ok(None);
+    }
+    let statement = match select {
+        EventSelect::Page { after, since_micros, limit } => {
+            let cursor_time = after.as_ref().map(|c| naive(c.timestamp_micros)).transpose()?;
+            let since = since_micros.map(naive).transpose()?;
+            keyed(sql!("events_page"), key)
+                .bind(cursor_time)
+                .bind(cursor_time)
+                .bind(after.as_ref().map_or("", |c| c.event_id.as_str()))
+                .bind(since)
+                .bind(since)
+                .bind(u64::try_from(*limit).unwrap_or(u64::MAX))
+        }
+        EventSelect::Id(id) => keyed(sql!("event_get"), key).bind(id.as_str()),
+        EventSelect::FirstOfInvocation(invocation) => keyed(sql!("invocation_first"), key).bind(invocation.as_str()),
+    };
+    let rows = statement.fetch_all(&mut *tx).await.map_err(sql_step("read events"))?;
+    tx.commit().await.map_err(sql_step("end read"))?;
+    rows.iter().map(event_of).collect::<Step<_>>().map(Some)
+}

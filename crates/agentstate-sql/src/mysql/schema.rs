@@ -1,0 +1,74 @@
+//! The schema on MySQL and MariaDB: found, checked, or created. DDL commits implicitly in MySQL,
+//! so a named lock (not a transaction) serialises concurrent starters.
+
+use agentstate::Result;
+use sqlx::Row;
+use sqlx::mysql::{MySqlConnection, MySqlPool};
+
+use crate::pool::sqlx_error;
+use crate::schema::{self, Found, Schema};
+
+pub(super) async fn prepare(pool: &MySqlPool, location: &str) -> Result<Schema> {
+    let fail = |e| sqlx_error("preparing the schema", e);
+    let mut conn = pool.acquire().await.map_err(fail)?;
+    // DDL commits implicitly in MySQL, so a named lock (not a transaction) serialises starters.
+    sqlx::query("SELECT GET_LOCK('agentstate_schema', 60)").execute(&mut *conn).await.map_err(fail)?;
+    let result = inspect_and_create(&mut conn, location).await;
+    sqlx::query("SELECT RELEASE_LOCK('agentstate_schema')").execute(&mut *conn).await.map_err(fail)?;
+    result
+}
+
+async fn inspect_and_create(conn: &mut MySqlConnection, location: &str) -> Result<Schema> {
+    let fail = |e| sqlx_error("preparing the schema", e);
+    let tables = sqlx::query_scalar(
+        "SELECT CAST(table_name AS CHAR) AS name FROM information_schema.tables WHERE table_schema = DATABASE()",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(fail)?;
+    let mut found = Found { tables, ..Found::default() };
+    if found.has_table("adk_internal_metadata") {
+        found.version = sqlx::query_scalar("SELECT value FROM adk_internal_metadata WHERE `key` = 'schema_version'")
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(fail)?;
+    }
+    if found.has_table("events") {
+        let rows = sqlx::query(
+            "SELECT CAST(column_name AS CHAR) AS name, CAST(data_type AS CHAR) AS type FROM information_schema.columns \
+             WHERE table_schema = DATABASE() AND table_name = 'events'",
+        )
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(fail)?;
+        found.event_columns = rows
+            .iter()
+            .map(|r| Ok((r.try_get("name")?, r.try_get("type")?)))
+            .collect::<std::result::Result<_, sqlx::Error>>()
+            .map_err(fail)?;
+    }
+    found.indexes = sqlx::query_scalar(
+        "SELECT DISTINCT CAST(index_name AS CHAR) AS name FROM information_schema.statistics \
+         WHERE table_schema = DATABASE()",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(fail)?;
+    let schema = schema::check(&found, location)?;
+    if !found.is_complete() {
+        sqlx::raw_sql(sql!("schema")).execute(&mut *conn).await.map_err(fail)?;
+        // MySQL has no CREATE INDEX IF NOT EXISTS.
+        for (name, statement) in [
+            ("idx_sessions_app_id", "CREATE INDEX idx_sessions_app_id ON sessions (app_name, id)"),
+            (
+                "idx_agentstate_attributes_expire",
+                "CREATE INDEX idx_agentstate_attributes_expire ON agentstate_session_attributes (expire_time)",
+            ),
+        ] {
+            if !found.indexes.iter().any(|i| i == name) {
+                sqlx::query(statement).execute(&mut *conn).await.map_err(fail)?;
+            }
+        }
+    }
+    Ok(schema)
+}

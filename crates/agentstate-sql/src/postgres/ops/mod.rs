@@ -1,0 +1,237 @@
+//! The PostgreSQL statements of each operation: every one is a single statement, so one round
+//! trip and one atomic transaction. Those it shares with MySQL are [`crate::shared`]'s.
+
+mod commit;
+mod load;
+
+use agentstate::store::{
+    EventCopy, EventCursor, EventQuery, EventSelect, HistorySnapshot, ListQuery, StateOwner, UserDataCounts, ValueSwap,
+    merge_scopes,
+};
+use agentstate::{Event, Map, Result, Session, SessionKey, Value};
+use serde_json::json;
+use sqlx::Row as _;
+use sqlx::postgres::PgRow;
+use sqlx::types::Json;
+
+pub(super) use commit::{commit, create};
+pub(super) use common::*;
+pub(super) use load::get_session;
+
+use crate::codec::{self, naive};
+use crate::pool::{keyed, sqlx_error};
+use crate::shared::expiry_time;
+
+crate::shared::operations!(sqlx::Postgres);
+
+pub(super) fn object(value: Value, what: &str) -> Result<Map<String, Value>> {
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(codec::corrupt(format!("{what} holds {other} instead of a JSON object"))),
+    }
+}
+
+fn get_json(row: &PgRow, column: &str) -> Result<Value> {
+    row.try_get::<Json<Value>, _>(column).map(|j| j.0).map_err(|e| sqlx_error(&format!("reading {column}"), e))
+}
+
+fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
+    row: &'r PgRow,
+    column: &str,
+) -> Result<T> {
+    row.try_get::<T, _>(column).map_err(|e| sqlx_error(&format!("reading {column}"), e))
+}
+
+/// Events aggregated as `[{"id", "invocation_id", "micros", "event_data"}, …]`, in the order given.
+fn decode_events(value: Value) -> Result<Vec<Event>> {
+    let Value::Array(rows) = value else { return Err(codec::corrupt("event window is not a JSON array".into())) };
+    let mut events = Vec::with_capacity(rows.len());
+    for row in rows {
+        let Value::Object(mut row) = row else { return Err(codec::corrupt("event row is not an object".into())) };
+        let text = |row: &mut Map<String, Value>, column: &str| match row.remove(column) {
+            Some(Value::String(s)) => s,
+            _ => String::new(),
+        };
+        let (id, invocation) = (text(&mut row, "id"), text(&mut row, "invocation_id"));
+        let micros = row.get("micros").and_then(Value::as_i64).unwrap_or_default();
+        let data = match row.remove("event_data") {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(data) => data,
+        };
+        events.push(codec::decode_event(data, id, invocation, micros)?);
+    }
+    Ok(events)
+}
+
+/// The handle of a `session_load` or `sessions_list` row.
+fn stored_session(row: &PgRow, key: SessionKey, merged: Map<String, Value>, events: Vec<Event>) -> Result<Session> {
+    let labels = row
+        .try_get::<Option<Json<Value>>, _>("labels")
+        .map_err(|e| sqlx_error("reading labels", e))?
+        .map(|labels| labels.0.to_string());
+    let attributes = codec::attributes(get(row, "display_name")?, labels.as_deref(), get(row, "expires")?)?;
+    Ok(Session::from_storage(key, merged, events, get::<i64>(row, "marker")?)
+        .created_at(get(row, "created")?)
+        .with_attributes(attributes))
+}
+
+pub(super) async fn list(pool: &Pool, query: &ListQuery) -> Result<Vec<Session>> {
+    let cursor = query.after.as_ref();
+    let limit = query.limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+    let rows = sqlx::query(sql!("sessions_list"))
+        .bind(&query.app_name)
+        .bind(query.user_id.as_deref())
+        .bind(cursor.map(|c| naive(c.last_update_micros)).transpose()?)
+        .bind(cursor.map_or("", |c| c.user_id.as_str()))
+        .bind(cursor.map_or("", |c| c.session_id.as_str()))
+        .bind(limit)
+        .bind(expiry_time(query.now_micros)?)
+        .fetch_all(pool)
+        .await
+        .map_err(|e| sqlx_error("listing sessions", e))?;
+    rows.iter()
+        .map(|row| {
+            let key = SessionKey::from_storage(
+                query.app_name.as_str(),
+                get::<String>(row, "user_id")?,
+                get::<String>(row, "id")?,
+            );
+            let session = object(get_json(row, "state")?, "sessions.state")?;
+            let app = object(get_json(row, "app_state")?, "app_states.state")?;
+            let user = object(get_json(row, "user_state")?, "user_states.state")?;
+            stored_session(row, key, merge_scopes(&session, &app, &user), Vec::new())
+        })
+        .collect()
+}
+
+pub(super) async fn events(pool: &Pool, query: &EventQuery) -> Result<Option<Vec<Event>>> {
+    let EventQuery { key, select, now_micros } = query;
+    let now = expiry_time(*now_micros)?;
+    let statement = match select {
+        EventSelect::Page { after, since_micros, limit } => keyed(sql!("events_page"), key)
+            .bind(after.as_ref().map(|c| naive(c.timestamp_micros)).transpose()?)
+            .bind(after.as_ref().map_or("", |c| c.event_id.as_str()))
+            .bind(i64::try_from(*limit).unwrap_or(i64::MAX))
+            .bind(since_micros.map(naive).transpose()?)
+            .bind(now),
+        EventSelect::Id(id) => keyed(sql!("event_get"), key).bind(id.as_str()).bind(now),
+        EventSelect::FirstOfInvocation(invocation) => {
+            keyed(sql!("invocation_first"), key).bind(invocation.as_str()).bind(now)
+        }
+    };
+    let row = statement.fetch_one(pool).await.map_err(|e| sqlx_error("reading events", e))?;
+    if !get::<bool>(&row, "present")? {
+        return Ok(None);
+    }
+    decode_events(get_json(&row, "events")?).map(Some)
+}
+
+pub(super) async fn put_snapshots(pool: &Pool, key: &SessionKey, snapshots: &[HistorySnapshot]) -> Result<()> {
+    let rows: Vec<Value> = snapshots
+        .iter()
+        .map(|s| json!({"at_micros": s.at.timestamp_micros, "at_event_id": s.at.event_id, "state": s.state}))
+        .collect();
+    keyed(sql!("history_snapshots_put"), key)
+        .bind(Json(rows))
+        .execute(pool)
+        .await
+        .map(drop)
+        .map_err(|e| sqlx_error("keeping history snapshots", e))
+}
+
+/// Copies events inside the database; `None` when some must move forward in time (the caller
+/// then copies them one commit at a time).
+pub(super) async fn copy_events(pool: &Pool, copy: &EventCopy) -> Result<Option<Option<EventCursor>>> {
+    let row = keyed(sql!("events_copy"), &copy.from)
+        .bind(copy.to.session_id())
+        .bind(naive(copy.upto.timestamp_micros)?)
+        .bind(&copy.upto.event_id)
+        .bind(naive(copy.to_marker)?)
+        .fetch_one(pool)
+        .await
+        .map_err(|e| sqlx_error("copying events", e))?;
+    if get::<bool>(&row, "early")? {
+        return Ok(None);
+    }
+    Ok(Some((get::<i64>(&row, "copied")? > 0).then(|| copy.upto.clone())))
+}
+
+pub(super) async fn drop_events_before(
+    pool: &Pool,
+    key: &SessionKey,
+    cut_micros: i64,
+    boundary: &HistorySnapshot,
+) -> Result<usize> {
+    let dropped: i64 = sqlx::query_scalar(sql!("events_drop"))
+        .bind(key.app_name())
+        .bind(key.user_id())
+        .bind(key.session_id())
+        .bind(naive(cut_micros)?)
+        .bind(Json(&boundary.state))
+        .bind(boundary.at.timestamp_micros)
+        .bind(cut_micros)
+        .fetch_one(pool)
+        .await
+        .map_err(|e| sqlx_error("dropping old events", e))?;
+    Ok(usize::try_from(dropped).unwrap_or_default())
+}
+
+pub(super) async fn delete_expired(pool: &Pool, before_micros: i64, limit: usize) -> Result<usize> {
+    let done = sqlx::query(sql!("sessions_expired_delete"))
+        .bind(naive(before_micros)?)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .execute(pool)
+        .await
+        .map_err(|e| sqlx_error("sweeping expired sessions", e))?;
+    Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
+}
+
+pub(super) async fn erase_user(pool: &Pool, app: &str, user: &str) -> Result<UserDataCounts> {
+    let read = |e| sqlx_error("erasing a user", e);
+    let row = sqlx::query(sql!("user_erase")).bind(app).bind(user).fetch_one(pool).await.map_err(read)?;
+    let count = |name| row.try_get::<i64, _>(name).map(|n| usize::try_from(n).unwrap_or_default()).map_err(read);
+    Ok(UserDataCounts { sessions: count("sessions")?, events: count("events")?, user_state_keys: count("user_keys")? })
+}
+
+/// An owner's app, user (or NULL) and session (or NULL).
+fn owner_parts(owner: &StateOwner) -> (&str, Option<&str>, Option<&str>) {
+    match owner {
+        StateOwner::App(app) => (app, None, None),
+        StateOwner::User { app, user } => (app, Some(user), None),
+        StateOwner::Session(key) => (key.app_name(), Some(key.user_id()), Some(key.session_id())),
+    }
+}
+
+pub(super) async fn stored_state(pool: &Pool, owner: &StateOwner) -> Result<Map<String, Value>> {
+    let (app, user, session) = owner_parts(owner);
+    let state: Option<Json<Value>> = sqlx::query_scalar(sql!("state_get"))
+        .bind(app)
+        .bind(user)
+        .bind(session)
+        .fetch_optional(pool)
+        .await
+        .map_err(|e| sqlx_error("reading state", e))?;
+    match state.map(|Json(v)| v) {
+        Some(Value::Object(map)) => Ok(map),
+        _ => Ok(Map::new()),
+    }
+}
+
+pub(super) async fn swap_values(pool: &Pool, owner: &StateOwner, swaps: &[ValueSwap]) -> Result<usize> {
+    let (app, user, session) = owner_parts(owner);
+    let mut swapped = 0;
+    for swap in swaps {
+        let n: i64 = sqlx::query_scalar(sql!("state_swap"))
+            .bind(app)
+            .bind(user)
+            .bind(session)
+            .bind(&swap.key)
+            .bind(Json(&swap.old))
+            .bind(Json(&swap.new))
+            .fetch_one(pool)
+            .await
+            .map_err(|e| sqlx_error("rewriting state", e))?;
+        swapped += usize::try_from(n).unwrap_or_default();
+    }
+    Ok(swapped)
+}

@@ -1,0 +1,363 @@
+//! [`EncryptedStore`]: any store, with what users and models wrote sealed before it sees it.
+//!
+//! It implements what it transforms and nothing else: the core (values and events sealed on the
+//! way in, opened on the way out) and history (snapshot states sealed). Lifecycle and
+//! administration pass through untouched (expiry and erasure see no values; re-encryption and
+//! the key check work on the values as stored). History a store answers remotely does not pass:
+//! it would be computed over ciphertext, so the service replays it here instead.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{CHECK_AAD, CryptError, KeyRing, MARKER_CIPHER, MAX_KEYS, PREFIX, parse_marker};
+use crate::error::{ConflictKind, Error, Result};
+use crate::event::Event;
+use crate::key::SessionKey;
+use crate::session::Session;
+use crate::store::{
+    Capabilities, CommitOutcome, ENCRYPTION_METADATA, EventCommit, EventCopy, EventCursor, EventForm, EventQuery,
+    EventSelect, HistorySnapshot, HistoryStore, ListQuery, LoadedSession, NewSession, SessionRead, SessionStore,
+};
+
+/// A [`SessionStore`] that encrypts what it hands to `S` and decrypts what it reads back. See
+/// the [module](super).
+pub struct EncryptedStore<S> {
+    inner: S,
+    keys: KeyRing,
+}
+
+impl<S> fmt::Debug for EncryptedStore<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EncryptedStore").field("keys", &self.keys).finish_non_exhaustive()
+    }
+}
+
+/// The store's admin capability, which encryption needs to record and check its keys.
+fn admin_of(store: &dyn SessionStore) -> Result<&dyn crate::store::AdminStore, CryptError> {
+    store.capabilities().admin.ok_or_else(|| {
+        CryptError::Store("this store keeps no metadata (no admin capability), which encryption needs".to_owned())
+    })
+}
+
+impl<S: SessionStore> EncryptedStore<S> {
+    /// Wraps `inner`. Checks the keys against the ones the store records (each configured key
+    /// whose id it knows must be the same key; at least one must be known unless the store is
+    /// new to encryption) and records the new ones.
+    pub async fn open(inner: S, keys: KeyRing) -> Result<Self, CryptError> {
+        if keys.keys.len() > MAX_KEYS {
+            return Err(CryptError::Keys(format!("at most {MAX_KEYS} keys at once (re-encrypt, then drop old ones)")));
+        }
+        let admin = admin_of(&inner)?;
+        let marker = admin.metadata(ENCRYPTION_METADATA).await?;
+        let recorded = match &marker {
+            Some(text) => parse_marker(text)
+                .ok_or_else(|| CryptError::Store("the store's encryption record is unreadable".to_owned()))?,
+            None => Vec::new(),
+        };
+        let known: Vec<(&str, &str)> = recorded
+            .iter()
+            .filter(|(id, _)| keys.ids().contains(&id.as_str()))
+            .map(|(id, check)| (id.as_str(), check.as_str()))
+            .collect();
+        if !recorded.is_empty() && known.is_empty() {
+            return Err(CryptError::Store(format!(
+                "none of the configured keys ({}) is one this database was encrypted with ({})",
+                keys.ids().join(", "),
+                recorded.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        for (id, check) in &known {
+            if !matches!(keys.open(CHECK_AAD, &format!("{PREFIX}{id}${check}")), Some(Ok(text)) if text.is_empty()) {
+                return Err(CryptError::Store(format!(
+                    "the key with id {id} is not the key this database was encrypted with under that id"
+                )));
+            }
+        }
+        // The record lists the keys configured now (the column holds 256 characters).
+        let now: Vec<(String, String)> = keys
+            .ids()
+            .into_iter()
+            .map(|id| {
+                let check = match known.iter().find(|(k, _)| *k == id) {
+                    Some((_, check)) => (*check).to_owned(),
+                    None => {
+                        let sealed = keys.subset(id).seal(CHECK_AAD, b"");
+                        sealed.rsplit('$').next().unwrap_or_default().to_owned()
+                    }
+                };
+                (id.to_owned(), check)
+            })
+            .collect();
+        if now != recorded {
+            let text = format!(
+                "{MARKER_CIPHER}:{}",
+                now.iter().map(|(id, check)| format!("{id}={check}")).collect::<Vec<_>>().join(",")
+            );
+            if text.len() > 256 {
+                return Err(CryptError::Keys("the key ids are too long to record: use shorter ids".to_owned()));
+            }
+            admin.set_metadata(ENCRYPTION_METADATA, &text).await?;
+        }
+        Ok(Self { inner, keys })
+    }
+
+    /// The wrapped store.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    pub(super) fn keys(&self) -> &KeyRing {
+        &self.keys
+    }
+}
+
+#[async_trait]
+impl<S: SessionStore> SessionStore for EncryptedStore<S> {
+    async fn create(&self, new: NewSession) -> Result<Session> {
+        let key = new.key.clone();
+        let sealed = NewSession {
+            state: self.keys.seal_scoped(&key, &new.state),
+            history_start: new.history_start.as_ref().map(|start| self.keys.seal_flat(&key, start)),
+            ..new
+        };
+        self.keys.open_session(&self.inner.create(sealed).await?)
+    }
+
+    async fn get(&self, key: &SessionKey, read: &SessionRead) -> Result<Option<LoadedSession>> {
+        // Stored text is ciphertext: always read decoded, and open.
+        let decoded = SessionRead { form: EventForm::Decoded, ..*read };
+        let Some(loaded) = self.inner.get(key, &decoded).await? else { return Ok(None) };
+        Ok(Some(LoadedSession::decoded(self.keys.open_session(&loaded.session)?)))
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
+        self.inner.list(query).await?.iter().map(|s| self.keys.open_session(s)).collect()
+    }
+
+    async fn delete(&self, key: &SessionKey) -> Result<()> {
+        self.inner.delete(key).await
+    }
+
+    async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
+        let (key, now_micros) = (commit.key.clone(), commit.now_micros);
+        let plain = Arc::clone(&commit.event);
+        let sealed = EventCommit {
+            event: Arc::new(self.keys.seal_event(&key, &plain)?),
+            delta: self.keys.seal_scoped(&key, &commit.delta),
+            ..commit
+        };
+        match self.inner.commit(sealed).await {
+            Ok(CommitOutcome::Committed) => Ok(CommitOutcome::Committed),
+            // Two sealings of one event differ (fresh nonces): compare the plaintexts instead.
+            Ok(CommitOutcome::Duplicate(_)) | Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { .. } }) => {
+                let query = EventQuery { key: key.clone(), select: EventSelect::Id(plain.id.clone()), now_micros };
+                let stored = self.inner.events(&query).await?.and_then(|mut found| found.pop());
+                match stored.map(|e| self.keys.open_event(&key, e)).transpose()? {
+                    Some(stored) if stored.same_as_retry(&plain) => Ok(CommitOutcome::Duplicate(Box::new(stored))),
+                    _ => Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { event_id: plain.id.clone() } }),
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
+        let Some(events) = self.inner.events(query).await? else { return Ok(None) };
+        events.into_iter().map(|e| self.keys.open_event(&query.key, e)).collect::<Result<Vec<_>>>().map(Some)
+    }
+
+    async fn count_events(&self, key: &SessionKey, now_micros: i64) -> Result<Option<usize>> {
+        self.inner.count_events(key, now_micros).await
+    }
+
+    async fn users_with_session(&self, app: &str, session_id: &str, now_micros: i64) -> Result<Vec<String>> {
+        self.inner.users_with_session(app, session_id, now_micros).await
+    }
+
+    fn capabilities(&self) -> Capabilities<'_> {
+        let inner = self.inner.capabilities();
+        let mut capabilities = Capabilities::none();
+        if inner.history.is_some() {
+            capabilities = capabilities.with_history(self);
+        }
+        if let Some(lifecycle) = inner.lifecycle {
+            capabilities = capabilities.with_lifecycle(lifecycle);
+        }
+        if let Some(admin) = inner.admin {
+            capabilities = capabilities.with_admin(admin);
+        }
+        capabilities
+    }
+}
+
+impl<S: SessionStore> EncryptedStore<S> {
+    /// The inner store's history: present whenever this store offers history.
+    fn inner_history(&self) -> Result<&dyn HistoryStore> {
+        self.inner.capabilities().history.ok_or(Error::Unsupported { operation: "keep history", capability: "history" })
+    }
+}
+
+#[async_trait]
+impl<S: SessionStore> HistoryStore for EncryptedStore<S> {
+    async fn snapshot(&self, key: &SessionKey, at_or_before_micros: i64) -> Result<Option<HistorySnapshot>> {
+        let Some(snapshot) = self.inner_history()?.snapshot(key, at_or_before_micros).await? else { return Ok(None) };
+        Ok(Some(HistorySnapshot { at: snapshot.at, state: self.keys.open_flat(key, snapshot.state)? }))
+    }
+
+    async fn put_snapshots(&self, key: &SessionKey, snapshots: &[HistorySnapshot]) -> Result<()> {
+        let sealed: Vec<HistorySnapshot> = snapshots
+            .iter()
+            .map(|s| HistorySnapshot { at: s.at.clone(), state: self.keys.seal_flat(key, &s.state) })
+            .collect();
+        self.inner_history()?.put_snapshots(key, &sealed).await
+    }
+
+    async fn copy_events(&self, copy: &EventCopy) -> Result<Option<EventCursor>> {
+        // An event's ciphertexts are bound to its app, user and id, which a copy keeps.
+        self.inner_history()?.copy_events(copy).await
+    }
+
+    async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize> {
+        let sealed = HistorySnapshot { at: boundary.at.clone(), state: self.keys.seal_flat(key, &boundary.state) };
+        self.inner_history()?.drop_events_before(key, cut_micros, &sealed).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::super::{refuse_if_encrypted, tests::K1};
+    use super::*;
+    use crate::{CreateSession, GetSessionConfig, InMemoryStore, SessionService};
+
+    /// One in-memory store reachable from several wrappers (and directly).
+    fn shared() -> Arc<dyn SessionStore> {
+        Arc::new(InMemoryStore::new())
+    }
+
+    async fn wrapped(store: &Arc<dyn SessionStore>, keys: &str) -> Result<SessionService, CryptError> {
+        Ok(SessionService::new(EncryptedStore::open(Arc::clone(store), KeyRing::parse(keys)?).await?))
+    }
+
+    #[tokio::test]
+    async fn storage_holds_ciphertext_and_names_what_cannot_be_read() {
+        let store = shared();
+        let plain = SessionService::shared(Arc::clone(&store));
+        let service = wrapped(&store, K1).await.unwrap();
+        let request =
+            CreateSession::new("app", "alice").id("s").state("secret", json!("plain words")).state("user:u", json!(1));
+        let mut session = service.create_session(request).await.unwrap();
+        let event = Event::new("inv")
+            .author("agent")
+            .content(crate::Content::text("model", "hidden reply"))
+            .delta("app:a", json!([1, 2]));
+        service.append_event(&mut session, event).await.unwrap();
+
+        // What the store holds: ciphertext for values and contents; keys, ids, times, authors plain.
+        let raw = plain.get_session(session.key(), GetSessionConfig::default()).await.unwrap().unwrap();
+        let text = serde_json::to_string(&crate::wire::session_to_wire(&raw)).unwrap();
+        for secret in ["plain words", "hidden reply", "[1,2]"] {
+            assert!(!text.contains(secret), "{secret} is in storage: {text}");
+        }
+        assert!(raw.state().get("secret").unwrap().as_str().unwrap().starts_with("$as1$k1$"));
+        assert_eq!(raw.events().first().unwrap().author, "agent");
+        let read = service.get_session(session.key(), GetSessionConfig::default()).await.unwrap().unwrap();
+        assert_eq!(read.state().get("secret"), Some(&json!("plain words")));
+        assert_eq!(read.state().get("app:a"), Some(&json!([1, 2])));
+        let reply = read.events().first().unwrap().content.as_ref().unwrap();
+        assert_eq!(serde_json::to_value(reply).unwrap()["parts"][0]["text"], "hidden reply");
+
+        // A ciphertext moved to another session does not open there: an error naming it.
+        let moved = raw.state().get("secret").unwrap().clone();
+        plain.create_session(CreateSession::new("app", "alice").id("t").state("secret", moved)).await.unwrap();
+        let error = service
+            .get_session(&SessionKey::new("app", "alice", "t").unwrap(), GetSessionConfig::default())
+            .await
+            .unwrap_err();
+        let message = error.to_string();
+        assert!(message.contains("app/alice/t") || message.contains("alice"), "{message}");
+        assert!(message.contains("cannot be decrypted") && message.contains("\"secret\""), "{message}");
+        // A tampered one neither, never garbage, never a panic.
+        let mut tampered = raw.state().get("secret").unwrap().as_str().unwrap().to_owned();
+        tampered.replace_range(tampered.len() - 4.., "AAAA");
+        let mut handle = plain.get_session(session.key(), GetSessionConfig::default()).await.unwrap().unwrap();
+        plain.append_event(&mut handle, Event::new("x").delta("secret", Value::String(tampered))).await.unwrap();
+        let error = service.get_session(session.key(), GetSessionConfig::default()).await.unwrap_err().to_string();
+        assert!(error.contains("cannot be decrypted"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn keys_rotate_and_wrong_keys_are_refused_at_open() {
+        let store = shared();
+        let plain = SessionService::shared(Arc::clone(&store));
+        let old = wrapped(&store, K1).await.unwrap();
+        let s = old.create_session(CreateSession::new("app", "u").id("s").state("k", json!("v1"))).await.unwrap();
+        // Rotation: the new key writes, the old one still reads.
+        let k2 = KeyRing::generate("k2").unwrap();
+        let rotated = wrapped(&store, &format!("{k2},{K1}")).await.unwrap();
+        let s2 = rotated.create_session(CreateSession::new("app", "u").id("s2").state("k", json!("v2"))).await.unwrap();
+        assert_eq!(
+            rotated.get_session(s.key(), GetSessionConfig::default()).await.unwrap().unwrap().state().get("k"),
+            Some(&json!("v1"))
+        );
+        let raw = plain.get_session(s2.key(), GetSessionConfig::default()).await.unwrap().unwrap();
+        assert!(raw.state().get("k").unwrap().as_str().unwrap().starts_with("$as1$k2$"));
+        // Only the old key: what the new one wrote cannot be read, and says which key it needs.
+        let error = old.get_session(s2.key(), GetSessionConfig::default()).await.unwrap_err().to_string();
+        assert!(error.contains("key k2, which is not configured"), "{error}");
+
+        // Another key under a known id, or only unknown keys: refused at open, clearly.
+        let wrong = KeyRing::generate("k1").unwrap();
+        let error = wrapped(&store, &wrong).await.unwrap_err().to_string();
+        assert!(error.contains("key with id k1 is not the key"), "{error}");
+        let error = wrapped(&store, &KeyRing::generate("k9").unwrap()).await.unwrap_err().to_string();
+        assert!(error.contains("none of the configured keys (k9)"), "{error}");
+        // Without keys at all: refused, not shown as ciphertext.
+        let error = refuse_if_encrypted(store.as_ref()).await.unwrap_err().to_string();
+        assert!(error.contains("this database is encrypted"), "{error}");
+        assert!(refuse_if_encrypted(&InMemoryStore::new()).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn capabilities_pass_through_as_declared() {
+        let store = EncryptedStore::open(InMemoryStore::new(), KeyRing::parse(K1).unwrap()).await.unwrap();
+        let names = store.capabilities().names();
+        assert_eq!(names, ["history", "lifecycle", "admin"], "what the in-memory store has, history transformed");
+        let error = EncryptedStore::open(CoreOnly, KeyRing::parse(K1).unwrap()).await.unwrap_err().to_string();
+        assert!(error.contains("no admin capability"), "{error}");
+    }
+
+    /// A store with the core alone (whose calls are never reached here).
+    struct CoreOnly;
+
+    #[async_trait]
+    impl SessionStore for CoreOnly {
+        async fn create(&self, _: NewSession) -> Result<Session> {
+            Err(Error::invalid("test", "unused"))
+        }
+        async fn get(&self, _: &SessionKey, _: &SessionRead) -> Result<Option<LoadedSession>> {
+            Ok(None)
+        }
+        async fn list(&self, _: &ListQuery) -> Result<Vec<Session>> {
+            Ok(Vec::new())
+        }
+        async fn delete(&self, _: &SessionKey) -> Result<()> {
+            Ok(())
+        }
+        async fn commit(&self, _: EventCommit) -> Result<CommitOutcome> {
+            Err(Error::invalid("test", "unused"))
+        }
+        async fn events(&self, _: &EventQuery) -> Result<Option<Vec<Event>>> {
+            Ok(None)
+        }
+        async fn count_events(&self, _: &SessionKey, _: i64) -> Result<Option<usize>> {
+            Ok(None)
+        }
+        async fn users_with_session(&self, _: &str, _: &str, _: i64) -> Result<Vec<String>> {
+            Ok(Vec::new())
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! History through the service: answered by the store when it has
+//! [`RemoteHistory`](crate::store::RemoteHistory), else replayed from its events and snapshots
+//! (with [`HistoryStore`](crate::store::HistoryStore)); a store with neither cannot answer
+//! exactly (the creation state is in its snapshots), so it is [`Error::Unsupported`].
+
+use tracing::Instrument;
+
+use super::{SessionService, span};
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::history::{EventDiff, ForkSession, HistoryAt, StateAt};
+use crate::key::{SessionKey, validate_id};
+use crate::session::Session;
+use crate::store::replay::Replay;
+use crate::store::{EventQuery, EventSelect};
+
+impl SessionService {
+    /// The history of the store's sessions: the store's own answers, or a replay of its events
+    /// and snapshots; neither, [`Error::Unsupported`].
+    fn replay(&self, operation: &'static str) -> Result<Replay<'_>> {
+        match self.capabilities().history {
+            Some(_) => Ok(Replay::new(self.store().as_ref(), self.now_micros())),
+            None => Err(Error::Unsupported { operation, capability: "history" }),
+        }
+    }
+
+    /// The session's history state at `at` (see [`crate::history`]); `Ok(None)` when the
+    /// session does not exist. An event id the session does not have, or a time before its
+    /// creation, is [`Error::InvalidArgument`].
+    pub async fn state_at(&self, key: &SessionKey, at: HistoryAt) -> Result<Option<StateAt>> {
+        let answer = async {
+            match self.capabilities().remote_history {
+                Some(remote) => remote.state_at(key, &at).await,
+                None => self.replay("answer history questions")?.state_at(key, &at).await,
+            }
+        };
+        answer.instrument(span("state_at", key)).await
+    }
+
+    /// What the event `event_id` changed: each key it set, changed (old and new value) or
+    /// deleted; `Ok(None)` when the session does not exist. An unknown event id is
+    /// [`Error::InvalidArgument`].
+    pub async fn event_diff(&self, key: &SessionKey, event_id: &str) -> Result<Option<EventDiff>> {
+        validate_id("event_id", event_id)?;
+        let answer = async {
+            match self.capabilities().remote_history {
+                Some(remote) => remote.event_diff(key, event_id).await,
+                None => self.replay("answer history questions")?.event_diff(key, event_id).await,
+            }
+        };
+        answer.instrument(span("event_diff", key)).await
+    }
+
+    /// Rewinds `session` to before invocation `before_invocation_id`, as ADK for Python's
+    /// `Runner.rewind_async` does: appends one event (author `user`, invocation `e-<uuid>`,
+    /// `actions.rewind_before_invocation_id`) whose delta restores every session-scoped key to
+    /// its value before that invocation's first event and deletes the keys that did not exist
+    /// then. `app:`, `user:` and `temp:` keys are not rewound. The events from that first event
+    /// on are no longer live ([`history::live_events`](crate::history::live_events)); they stay
+    /// in the history.
+    ///
+    /// Unlike the reference, the state the session was created with counts as the state before
+    /// its first event (the reference sets those keys to `null`), keys are deleted rather than
+    /// set to `null`, and only the snapshot and events needed are read. An invocation the
+    /// session does not have is [`Error::InvalidArgument`] (`Invocation ID not found: …`); a
+    /// stale handle is a [`Error::Conflict`], as for any append.
+    pub async fn rewind(&self, session: &mut Session, before_invocation_id: &str) -> Result<Event> {
+        let key = session.key().clone();
+        let not_found = || Error::NotFound { session_id: key.session_id().to_owned() };
+        let unknown = || {
+            Error::invalid("rewind_before_invocation_id", format!("Invocation ID not found: {before_invocation_id}"))
+        };
+        if before_invocation_id.is_empty() {
+            return Err(unknown());
+        }
+        let select = EventSelect::FirstOfInvocation(before_invocation_id.to_owned());
+        let query = EventQuery { key: key.clone(), select, now_micros: self.now_micros() };
+        let first = self.store().events(&query).await?.ok_or_else(not_found)?;
+        let first = first.into_iter().next().ok_or_else(unknown)?;
+        let before = self.state_at(&key, HistoryAt::BeforeEvent(first.id)).await?.ok_or_else(not_found)?;
+        let then = crate::history::session_keys(&before.state);
+        let now = crate::history::session_keys(session.state().all());
+        let mut event = Event::new(format!("e-{}", uuid::Uuid::new_v4())).author("user");
+        event.actions.rewind_before_invocation_id = Some(before_invocation_id.to_owned());
+        for (k, v) in &then {
+            if now.get(k) != Some(v) {
+                event.actions.state_delta.insert(k.clone(), v.clone());
+            }
+        }
+        for k in now.keys().filter(|k| !then.contains_key(*k)) {
+            event = event.delete(k.clone());
+        }
+        self.append_event(session, event).await
+    }
+
+    /// A new session of the same user whose history is the source's up to and including
+    /// `request.at_event_id` (the same events: ids, contents and times) and whose own state is
+    /// the history state there; `app:`/`user:` state is shared as always, and the source is
+    /// untouched. The fork keeps its source's creation time and creation state (so its history
+    /// reads as the source's), and its last update is its last event's time until it is
+    /// appended to. Returns it without events. A missing source is [`Error::NotFound`], an
+    /// unknown event [`Error::InvalidArgument`], a taken id [`Error::AlreadyExists`].
+    pub async fn fork_session(&self, request: ForkSession) -> Result<Session> {
+        validate_id("at_event_id", &request.at_event_id)?;
+        if let Some(id) = request.session_id.as_deref().filter(|id| !id.is_empty()) {
+            validate_id("session_id", id)?;
+        }
+        let answer = async {
+            match self.capabilities().remote_history {
+                Some(remote) => remote.fork(&request).await,
+                None => self.replay("fork sessions")?.fork(&request).await,
+            }
+        };
+        answer.instrument(span("fork_session", &request.source)).await
+    }
+}

@@ -1,0 +1,147 @@
+//! Lifecycle and administration through the service: expiry, retention, erasure, listings. Each
+//! needs a capability of the store; without it the answer is [`Error::Unsupported`], naming the
+//! operation.
+
+use tracing::Instrument;
+
+use super::requests::timestamp_micros;
+use super::{Retention, SessionService, span};
+use crate::clock;
+use crate::error::{Error, Result};
+use crate::key::{SessionKey, validate_id};
+use crate::store::replay::Replay;
+use crate::store::{
+    AdminStore, EventQuery, EventSelect, EventWindow, HistoryStore, LifecycleStore, SessionRead, UserDataCounts,
+    secs_to_micros,
+};
+
+impl SessionService {
+    fn lifecycle(&self, operation: &'static str) -> Result<&dyn LifecycleStore> {
+        self.capabilities().lifecycle.ok_or(Error::Unsupported { operation, capability: "lifecycle" })
+    }
+
+    fn history_store(&self, operation: &'static str) -> Result<&dyn HistoryStore> {
+        self.capabilities().history.ok_or(Error::Unsupported { operation, capability: "history" })
+    }
+
+    fn admin(&self, operation: &'static str) -> Result<&dyn AdminStore> {
+        self.capabilities().admin.ok_or(Error::Unsupported { operation, capability: "admin" })
+    }
+
+    /// Removes up to `limit` sessions that have expired, with their events; returns how many.
+    /// Expired sessions already behave as deleted; this reclaims their space. Call it until it
+    /// returns less than `limit` to sweep everything; each call is one bounded batch (no long
+    /// locks), found through an index on the expire time.
+    pub async fn sweep_expired(&self, limit: usize) -> Result<usize> {
+        let lifecycle = self.lifecycle("sweep expired sessions")?;
+        let span = tracing::debug_span!("sweep_expired", limit);
+        let removed = lifecycle.delete_expired(self.now_micros(), limit).instrument(span).await?;
+        if removed > 0 {
+            tracing::debug!(removed, "swept expired sessions");
+        }
+        Ok(removed)
+    }
+
+    /// Erases everything of `user_id` in `app_name` (a right-to-erasure request): every session,
+    /// event and `user:` key; returns what it removed. `app:` state, shared with other users, is
+    /// untouched. See [`LifecycleStore::erase_user`] for each backend's guarantees.
+    pub async fn erase_user(&self, app_name: &str, user_id: &str) -> Result<UserDataCounts> {
+        validate_id("app_name", app_name)?;
+        validate_id("user_id", user_id)?;
+        let lifecycle = self.lifecycle("erase a user's data")?;
+        let span = tracing::info_span!("erase_user", app = app_name);
+        let erased = lifecycle.erase_user(app_name, user_id).instrument(span).await?;
+        tracing::info!(
+            app = app_name,
+            sessions = erased.sessions,
+            events = erased.events,
+            user_state_keys = erased.user_state_keys,
+            "erased a user's data"
+        );
+        Ok(erased)
+    }
+
+    /// What [`erase_user`](Self::erase_user) would remove now, removing nothing.
+    pub async fn count_user_data(&self, app_name: &str, user_id: &str) -> Result<UserDataCounts> {
+        validate_id("app_name", app_name)?;
+        validate_id("user_id", user_id)?;
+        self.lifecycle("count a user's data")?.count_user_data(app_name, user_id).await
+    }
+
+    /// Moves the session's expire time (epoch seconds; `None`: it never expires), as the managed
+    /// service's `PATCH` of `expireTime` does. An expired session cannot be revived: like a
+    /// missing one, it is [`Error::NotFound`].
+    pub async fn set_expire_time(&self, key: &SessionKey, expire_time: Option<f64>) -> Result<()> {
+        let micros = timestamp_micros("expire_time", expire_time)?;
+        let lifecycle = self.lifecycle("change an expire time")?;
+        let moved = lifecycle.set_expire_time(key, micros, self.now_micros()).instrument(span("set_expire_time", key));
+        match moved.await? {
+            true => Ok(()),
+            false => Err(Error::NotFound { session_id: key.session_id().to_owned() }),
+        }
+    }
+
+    /// Drops the session's events that `policy` does not keep; returns how many. The state is
+    /// untouched (it is never recomputed from events). History answers stop at the oldest kept
+    /// event: state at, diffs, rewind and fork before it are an error that says so. A missing
+    /// session drops nothing.
+    pub async fn apply_retention(&self, key: &SessionKey, policy: Retention) -> Result<usize> {
+        if policy.keep_last == Some(0) {
+            return Err(Error::invalid("keep_last", "must keep at least 1 event"));
+        }
+        let history = self.history_store("drop old events")?;
+        let now = self.now_micros();
+        let span = span("apply_retention", key);
+        let store = self.store();
+        let event_time = |e: &crate::Event| secs_to_micros(e.timestamp).unwrap_or(i64::MIN);
+        let newest = |n: usize| async move {
+            let read = SessionRead::decoded(EventWindow { recent: Some(n), since_micros: None }, now);
+            Ok::<_, Error>(store.get(key, &read).await?.map(|loaded| loaded.session))
+        };
+        let page = |select: EventSelect| async move {
+            store.events(&EventQuery { key: key.clone(), select, now_micros: now }).await
+        };
+        // Events older than `cut` go: the oldest of the newest `keep_last`, and the oldest young
+        // enough (or, when every event is too old, the time after the newest).
+        let mut cut: Option<i64> = None;
+        if let Some(n) = policy.keep_last {
+            let Some(newest) = newest(n.saturating_add(1)).instrument(span.clone()).await? else { return Ok(0) };
+            if newest.events().len() > n {
+                cut = newest.events().get(1).map(event_time);
+            }
+        }
+        if let Some(age) = policy.max_age {
+            let oldest_kept = now.saturating_sub(i64::try_from(age.as_micros()).unwrap_or(i64::MAX));
+            let select = EventSelect::Page { after: None, since_micros: Some(oldest_kept), limit: 1 };
+            let Some(young) = page(select).await? else { return Ok(0) };
+            let by_age = match young.first() {
+                Some(first) => Some(event_time(first)),
+                None => newest(1).await?.and_then(|s| s.events().last().map(|e| event_time(e).saturating_add(1))),
+            };
+            cut = cut.max(by_age);
+        }
+        let Some(cut) = cut else { return Ok(0) };
+        let oldest = page(EventSelect::first(1)).await?.and_then(|events| events.first().map(event_time));
+        if oldest.is_none_or(|t| t >= cut) {
+            return Ok(0);
+        }
+        let Some(boundary) = Replay::new(store.as_ref(), now).state_before(key, cut).await? else { return Ok(0) };
+        history.drop_events_before(key, cut, &boundary).instrument(span).await
+    }
+
+    /// Every app that has sessions or state, sorted.
+    pub async fn list_apps(&self) -> Result<Vec<String>> {
+        self.admin("list its apps")?.apps().await
+    }
+
+    /// Every user of `app_name` that has sessions or `user:` state, sorted.
+    pub async fn list_users(&self, app_name: &str) -> Result<Vec<String>> {
+        validate_id("app_name", app_name)?;
+        self.admin("list users")?.users(app_name).await
+    }
+
+    /// The expire time (epoch µs) a time to live gives a session created now.
+    pub fn expire_after(&self, ttl: std::time::Duration) -> i64 {
+        clock::after(self.now_micros(), ttl)
+    }
+}

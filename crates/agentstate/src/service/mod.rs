@@ -1,0 +1,336 @@
+//! [`SessionService`]: what applications and agent runtimes call. It owns a store, the policies
+//! and a clock; the behaviour shared by all backends is implemented here once.
+
+mod commit;
+mod history;
+mod lifecycle;
+mod policy;
+mod requests;
+
+use std::fmt;
+use std::sync::Arc;
+
+use tracing::Instrument;
+
+pub use commit::{Appended, MAX_INVOCATION_ID_CHARS};
+pub use policy::Policies;
+pub use requests::{
+    CreateSession, EventPage, GetSessionConfig, ListEvents, ListSessions, MAX_EVENT_PAGE, Retention, SessionPage,
+};
+
+use crate::clock::{self, Clock, SystemClock};
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::in_memory::InMemoryStore;
+use crate::key::{SessionKey, validate_id};
+use crate::page;
+use crate::scope::ScopedState;
+use crate::session::Session;
+use crate::store::{
+    Capabilities, CommitOutcome, EventCursor, EventForm, EventQuery, EventSelect, ListCursor, ListQuery, LoadedSession,
+    NewSession, SessionRead, SessionStore, merge_scopes,
+};
+
+/// Creates, loads, lists and deletes sessions, and appends events to them, on any store. Cheap
+/// to clone: clones share the store.
+///
+/// ```
+/// use agentstate::{CreateSession, Event, GetSessionConfig, SessionService};
+/// use serde_json::json;
+///
+/// # fn main() { tokio::runtime::Runtime::new().unwrap().block_on(run()).unwrap() }
+/// async fn run() -> agentstate::Result<()> {
+///     let service = SessionService::in_memory();
+///     let mut session = service
+///         .create_session(CreateSession::new("app", "alice").state("user:login_count", json!(0)))
+///         .await?;
+///     service
+///         .append_event(&mut session, Event::new("inv1").author("system").delta("user:login_count", json!(1)))
+///         .await?;
+///     let reloaded = service.get_session(session.key(), GetSessionConfig::default()).await?.unwrap();
+///     assert_eq!(reloaded.state().get("user:login_count"), Some(&json!(1)));
+///     Ok(())
+/// }
+/// ```
+#[derive(Clone)]
+pub struct SessionService {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Arc<dyn SessionStore>,
+    policies: Policies,
+    clock: Arc<dyn Clock>,
+}
+
+impl fmt::Debug for SessionService {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionService")
+            .field("capabilities", &self.capabilities())
+            .field("policies", &self.inner.policies)
+            .field("clock", &self.inner.clock)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`SessionService`] with policies or a clock of its own.
+#[derive(Debug)]
+#[must_use]
+pub struct SessionServiceBuilder {
+    store: Arc<dyn SessionStore>,
+    policies: Policies,
+    clock: Arc<dyn Clock>,
+}
+
+impl SessionServiceBuilder {
+    /// Lifecycle policies: default times to live, refresh on append, retention.
+    pub fn policies(mut self, policies: Policies) -> Self {
+        self.policies = policies;
+        self
+    }
+
+    /// The clock (the system's by default).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// The service. The refresh-on-append policy needs a store with the
+    /// [`LifecycleStore`](crate::store::LifecycleStore) capability (it moves expire times inside
+    /// the append): without it, [`Error::Unsupported`].
+    pub fn build(self) -> Result<SessionService> {
+        if self.policies.refresh_ttl_on_append && self.store.capabilities().lifecycle.is_none() {
+            return Err(Error::Unsupported { operation: "refresh expire times on append", capability: "lifecycle" });
+        }
+        Ok(self.build_unchecked())
+    }
+
+    fn build_unchecked(self) -> SessionService {
+        SessionService { inner: Arc::new(Inner { store: self.store, policies: self.policies, clock: self.clock }) }
+    }
+}
+
+/// The span of an operation on one session.
+fn span(op: &'static str, key: &SessionKey) -> tracing::Span {
+    tracing::debug_span!("session", op, app = key.app_name(), user = key.user_id(), session = key.session_id())
+}
+
+impl SessionService {
+    /// The service over `store`, with no policies and the system clock.
+    pub fn new(store: impl SessionStore) -> Self {
+        Self::builder(store).build_unchecked()
+    }
+
+    /// The service over a store already shared.
+    pub fn shared(store: Arc<dyn SessionStore>) -> Self {
+        SessionServiceBuilder { store, policies: Policies::default(), clock: Arc::new(SystemClock) }.build_unchecked()
+    }
+
+    /// The service over a new [`InMemoryStore`].
+    pub fn in_memory() -> Self {
+        Self::new(InMemoryStore::new())
+    }
+
+    /// A builder over `store`.
+    pub fn builder(store: impl SessionStore) -> SessionServiceBuilder {
+        SessionServiceBuilder { store: Arc::new(store), policies: Policies::default(), clock: Arc::new(SystemClock) }
+    }
+
+    /// The store, for maintenance that works below the service's rules (imports, re-encryption).
+    pub fn store(&self) -> &Arc<dyn SessionStore> {
+        &self.inner.store
+    }
+
+    /// What the store offers beyond the core.
+    pub fn capabilities(&self) -> Capabilities<'_> {
+        self.inner.store.capabilities()
+    }
+
+    /// The lifecycle policies.
+    pub fn policies(&self) -> &Policies {
+        &self.inner.policies
+    }
+
+    /// The time now by the service's clock, epoch microseconds.
+    pub fn now_micros(&self) -> i64 {
+        self.inner.clock.now_micros()
+    }
+
+    /// Creates a session. Initial state is split by scope (`app:`, `user:`, session; `temp:` is
+    /// dropped). An existing id for (app, user) → [`Error::AlreadyExists`]; the id of an expired
+    /// session is free (the old one is removed in the same step). Without a time to live or an
+    /// expire time, the policies' default for the app applies.
+    pub async fn create_session(&self, request: CreateSession) -> Result<Session> {
+        let CreateSession { app_name, user_id, session_id, state, mut attributes, ttl } = request;
+        let session_id = session_id.filter(|id| !id.is_empty()).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let key = SessionKey::new(app_name, user_id, session_id)?;
+        attributes.validate()?;
+        let now = self.now_micros();
+        if ttl.is_some() && attributes.expire_time_micros.is_some() {
+            return Err(Error::invalid("ttl", "give a time to live or an expire time, not both"));
+        }
+        let ttl = ttl.or_else(|| {
+            attributes.expire_time_micros.is_none().then(|| self.policies().ttl_for(key.app_name())).flatten()
+        });
+        if let Some(ttl) = ttl {
+            attributes.expire_time_micros = Some(clock::after(now, ttl));
+        }
+        let span = span("create_session", &key);
+        let state = ScopedState::split(state);
+        let history_start = Some(merge_scopes(&state.session, &state.app, &state.user));
+        let new = NewSession { key, state, create_time_micros: now, attributes, history_start };
+        self.inner.store.create(new).instrument(span).await
+    }
+
+    /// Loads a session with the events `config` selects; `Ok(None)` when it does not exist or
+    /// has expired.
+    pub async fn get_session(&self, key: &SessionKey, config: GetSessionConfig) -> Result<Option<Session>> {
+        let read = SessionRead::decoded(config.window()?, self.now_micros());
+        let found = self.inner.store.get(key, &read).instrument(span("get_session", key)).await?;
+        Ok(found.map(|loaded| loaded.session))
+    }
+
+    /// Like [`get_session`](Self::get_session), for writing the session out rather than using
+    /// it: where the store keeps events as their JSON text, they come as that text, undecoded,
+    /// and [`wire::StoredWireSession`](crate::wire::StoredWireSession) writes them with no
+    /// `Event` built. The same answer, a few times faster for long histories.
+    pub async fn get_session_stored(
+        &self,
+        key: &SessionKey,
+        config: GetSessionConfig,
+    ) -> Result<Option<LoadedSession>> {
+        let read = SessionRead { window: config.window()?, form: EventForm::Stored, now_micros: self.now_micros() };
+        self.inner.store.get(key, &read).instrument(span("get_session_stored", key)).await
+    }
+
+    /// Lists sessions ordered by (last update time, user id, session id), with merged state and
+    /// no events, a page at a time.
+    pub async fn list_sessions(&self, request: ListSessions) -> Result<SessionPage> {
+        validate_id("app_name", &request.app_name)?;
+        if let Some(user) = &request.user_id {
+            validate_id("user_id", user)?;
+        }
+        if request.page_size == Some(0) {
+            return Err(Error::invalid("page_size", "must be at least 1"));
+        }
+        let after = request.page_token.as_deref().map(page::decode).transpose()?;
+        let span = tracing::debug_span!("list_sessions", app = request.app_name, user = request.user_id);
+        // One extra row tells whether another page follows.
+        let query = ListQuery {
+            app_name: request.app_name,
+            user_id: request.user_id,
+            after,
+            limit: request.page_size.map(|n| n.saturating_add(1)),
+            now_micros: self.now_micros(),
+        };
+        let mut sessions = self.inner.store.list(&query).instrument(span).await?;
+        let next_page_token = match request.page_size {
+            Some(n) if sessions.len() > n => {
+                sessions.truncate(n);
+                sessions.last().map(|s| page::encode(&ListCursor::of(s)))
+            }
+            _ => None,
+        };
+        Ok(SessionPage { sessions, next_page_token })
+    }
+
+    /// Deletes a session and its events. Deleting a missing session succeeds; app and user state
+    /// stay.
+    pub async fn delete_session(&self, key: &SessionKey) -> Result<()> {
+        self.inner.store.delete(key).instrument(span("delete_session", key)).await
+    }
+
+    /// Appends `event` to the session and applies its `actions.state_delta`, returning the stored
+    /// event (id assigned, `temp:` keys removed, timestamp normalised).
+    ///
+    /// - A partial event is returned untouched; nothing is stored.
+    /// - `temp:` keys are applied to `session` (visible for the rest of the invocation) but
+    ///   never stored.
+    /// - The event's timestamp is kept later than the session's last update (at least 1 µs
+    ///   after), so history order is append order on every backend.
+    /// - `session` is updated only after the write succeeded; on any error it is unchanged.
+    /// - If storage changed since `session` was loaded → `Conflict` (stale handle): reload and
+    ///   retry. Re-appending an event already stored is idempotent and returns the stored event.
+    pub async fn append_event(&self, session: &mut Session, event: Event) -> Result<Event> {
+        if event.is_partial() {
+            return Ok(event);
+        }
+        let (commit, temp) = commit::prepare(&self.target(session.key(), session.last_update_micros()), event)?;
+        let (event, extended) = (Arc::clone(&commit.event), commit.extend_expiry_to);
+        match self.inner.store.commit(commit).instrument(span("append_event", session.key())).await? {
+            CommitOutcome::Committed => {
+                session.record_commit(Arc::clone(&event), &temp, extended);
+                Ok(Arc::unwrap_or_clone(event))
+            }
+            CommitOutcome::Duplicate(stored) => Ok(*stored),
+        }
+    }
+
+    /// Appends `event` to the session `key` as a handle loaded at `marker` would (see
+    /// [`append_event`](Self::append_event)): for a server that holds no handle, only the marker
+    /// its client saw. The store decides, atomically and in this order: a missing session, the
+    /// same event stored already (a retry, answered as stored), a session changed since the
+    /// marker (the stale-handle conflict).
+    pub async fn append_at(&self, key: &SessionKey, marker: i64, event: Event) -> Result<Appended> {
+        if event.is_partial() {
+            return Ok(Appended { event, duplicate: false });
+        }
+        let (commit, _temp) = commit::prepare(&self.target(key, marker), event)?;
+        let event = Arc::clone(&commit.event);
+        match self.inner.store.commit(commit).instrument(span("append_at", key)).await? {
+            CommitOutcome::Committed => Ok(Appended { event: Arc::unwrap_or_clone(event), duplicate: false }),
+            CommitOutcome::Duplicate(stored) => Ok(Appended { event: *stored, duplicate: true }),
+        }
+    }
+
+    /// Where an append to `key` at `marker` goes now, with the refresh policy applied.
+    fn target<'a>(&self, key: &'a SessionKey, marker: i64) -> commit::Target<'a> {
+        let now_micros = self.now_micros();
+        let policies = self.policies();
+        let extend_expiry_to = policies
+            .refresh_ttl_on_append
+            .then(|| policies.ttl_for(key.app_name()))
+            .flatten()
+            .map(|ttl| clock::after(now_micros, ttl));
+        commit::Target { key, marker, now_micros, extend_expiry_to }
+    }
+
+    /// Reads a session's history a page at a time, oldest first, without loading the rest;
+    /// `Ok(None)` when the session does not exist. Pages stay consistent while events are
+    /// appended: a page token marks a position, so nothing is skipped or repeated.
+    pub async fn list_events(&self, key: &SessionKey, request: ListEvents) -> Result<Option<EventPage>> {
+        if !(1..=MAX_EVENT_PAGE).contains(&request.page_size) {
+            return Err(Error::invalid("page_size", format!("must be between 1 and {MAX_EVENT_PAGE}")));
+        }
+        let after = request.page_token.as_deref().map(page::decode_events).transpose()?;
+        let since_micros = requests::timestamp_micros("after_timestamp", request.after_timestamp)?;
+        // One extra event tells whether another page follows.
+        let select = EventSelect::Page { after, since_micros, limit: request.page_size + 1 };
+        let query = EventQuery { key: key.clone(), select, now_micros: self.now_micros() };
+        let found = self.inner.store.events(&query).instrument(span("list_events", key)).await?;
+        Ok(found.map(|mut events| {
+            let next_page_token = (events.len() > request.page_size).then(|| {
+                events.truncate(request.page_size);
+                events.last().map(|e| page::encode_events(&EventCursor::of(e)))
+            });
+            EventPage { events, next_page_token: next_page_token.flatten() }
+        }))
+    }
+
+    /// The sessions of `app_name` whose id is `session_id`: one per user that has one (ids are
+    /// unique per user, not per app). For addressing a session by app and id alone, as the
+    /// managed service does.
+    pub async fn find_sessions(&self, app_name: &str, session_id: &str) -> Result<Vec<SessionKey>> {
+        validate_id("app_name", app_name)?;
+        validate_id("session_id", session_id)?;
+        let span = tracing::debug_span!("find_sessions", app = app_name, session = session_id);
+        let users =
+            self.inner.store.users_with_session(app_name, session_id, self.now_micros()).instrument(span).await?;
+        Ok(users.into_iter().map(|user| SessionKey::from_storage(app_name, user, session_id)).collect())
+    }
+
+    /// How many events the session holds; `None` if it does not exist (or expired).
+    pub async fn count_events(&self, key: &SessionKey) -> Result<Option<usize>> {
+        self.inner.store.count_events(key, self.now_micros()).instrument(span("count_events", key)).await
+    }
+}

@@ -1,0 +1,212 @@
+//! The arguments and answers of [`SessionService`](crate::SessionService)'s calls.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::session::{Session, SessionAttributes};
+use crate::store::{EventWindow, secs_to_micros};
+
+/// Arguments of [`SessionService::create_session`](crate::SessionService::create_session).
+///
+/// ```
+/// use agentstate::CreateSession;
+/// use serde_json::json;
+/// let request = CreateSession::new("my_app", "alice")
+///     .id("s1")
+///     .state("app:theme", json!("dark"))
+///     .state("context", json!("session1"));
+/// assert_eq!(request.state.len(), 2);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CreateSession {
+    /// The app.
+    pub app_name: String,
+    /// The user.
+    pub user_id: String,
+    /// The id to use; `None` or empty → a generated UUIDv4.
+    pub session_id: Option<String>,
+    /// Initial state, keys with their scope prefix; `temp:` keys are dropped.
+    pub state: Map<String, Value>,
+    /// Display name, labels, expiry.
+    pub attributes: SessionAttributes,
+    /// Expires this long after creation, by the service's clock (instead of
+    /// `attributes.expire_time_micros`; not both). Neither: the service's default for the app.
+    pub ttl: Option<Duration>,
+}
+
+impl CreateSession {
+    /// A request for a new session of `user_id` in `app_name`, with a generated id and no state.
+    pub fn new(app_name: impl Into<String>, user_id: impl Into<String>) -> Self {
+        Self { app_name: app_name.into(), user_id: user_id.into(), ..Self::default() }
+    }
+
+    /// Uses this session id.
+    #[must_use]
+    pub fn id(mut self, session_id: impl Into<String>) -> Self {
+        self.session_id = Some(session_id.into());
+        self
+    }
+
+    /// Adds one initial state key.
+    #[must_use]
+    pub fn state(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.state.insert(key.into(), value);
+        self
+    }
+
+    /// Replaces the initial state.
+    #[must_use]
+    pub fn with_state(mut self, state: Map<String, Value>) -> Self {
+        self.state = state;
+        self
+    }
+
+    /// A name to show people.
+    #[must_use]
+    pub fn display_name(mut self, name: impl Into<String>) -> Self {
+        self.attributes.display_name = Some(name.into());
+        self
+    }
+
+    /// Adds a label.
+    #[must_use]
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.attributes.labels.insert(key.into(), value.into());
+        self
+    }
+
+    /// Expires at `time` (epoch seconds).
+    #[must_use]
+    pub fn expire_time(mut self, time: f64) -> Self {
+        self.attributes.expire_time_micros = secs_to_micros(time);
+        self
+    }
+
+    /// Expires `ttl` after its creation.
+    #[must_use]
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+}
+
+/// Which events [`SessionService::get_session`](crate::SessionService::get_session) loads. The
+/// default loads all of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GetSessionConfig {
+    /// `None`: all events; `Some(0)`: none; `Some(n)`: the `n` most recent.
+    pub num_recent_events: Option<usize>,
+    /// Only events with a timestamp at or after this (epoch seconds).
+    pub after_timestamp: Option<f64>,
+}
+
+impl GetSessionConfig {
+    /// Loads only the `n` most recent events.
+    pub fn recent(n: usize) -> Self {
+        Self { num_recent_events: Some(n), after_timestamp: None }
+    }
+
+    pub(crate) fn window(self) -> Result<EventWindow> {
+        let since_micros = timestamp_micros("after_timestamp", self.after_timestamp)?;
+        Ok(EventWindow { recent: self.num_recent_events, since_micros })
+    }
+}
+
+/// An optional epoch-seconds argument in epoch microseconds.
+pub(crate) fn timestamp_micros(field: &'static str, secs: Option<f64>) -> Result<Option<i64>> {
+    secs.map(|t| {
+        secs_to_micros(t).ok_or_else(|| Error::invalid(field, format!("{t} is not a valid epoch time in seconds")))
+    })
+    .transpose()
+}
+
+/// Arguments of [`SessionService::list_sessions`](crate::SessionService::list_sessions).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListSessions {
+    /// The app.
+    pub app_name: String,
+    /// One user, or `None` for every user of the app.
+    pub user_id: Option<String>,
+    /// At most this many sessions per page; `None` for all in one page.
+    pub page_size: Option<usize>,
+    /// `next_page_token` of the previous page.
+    pub page_token: Option<String>,
+}
+
+impl ListSessions {
+    /// Every session of `user_id` in `app_name`, in one page.
+    pub fn user(app_name: impl Into<String>, user_id: impl Into<String>) -> Self {
+        Self { app_name: app_name.into(), user_id: Some(user_id.into()), ..Self::default() }
+    }
+
+    /// Every session of every user of `app_name`, in one page.
+    pub fn app(app_name: impl Into<String>) -> Self {
+        Self { app_name: app_name.into(), ..Self::default() }
+    }
+
+    /// Pages of at most `page_size` sessions.
+    #[must_use]
+    pub fn page_size(mut self, page_size: usize) -> Self {
+        self.page_size = Some(page_size);
+        self
+    }
+
+    /// Continues after the page that returned `token`.
+    #[must_use]
+    pub fn page_token(mut self, token: impl Into<String>) -> Self {
+        self.page_token = Some(token.into());
+        self
+    }
+}
+
+/// How much of a session's history to keep (see
+/// [`SessionService::apply_retention`](crate::SessionService::apply_retention)): the newest
+/// `keep_last` events and/or the events younger than `max_age`; both bounds apply together.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Retention {
+    /// Keep at most this many of the newest events (at least 1).
+    pub keep_last: Option<usize>,
+    /// Keep only events younger than this.
+    pub max_age: Option<Duration>,
+}
+
+/// One page of sessions, oldest update first. Sessions carry merged state and no events.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionPage {
+    /// The sessions of this page.
+    pub sessions: Vec<Session>,
+    /// Pass it as `page_token` for the next page; `None` on the last page.
+    pub next_page_token: Option<String>,
+}
+
+/// Arguments of [`SessionService::list_events`](crate::SessionService::list_events).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListEvents {
+    /// At most this many events per page (1 to [`MAX_EVENT_PAGE`]).
+    pub page_size: usize,
+    /// `next_page_token` of the previous page; `None` for the first.
+    pub page_token: Option<String>,
+    /// Only events with a timestamp at or after this (epoch seconds).
+    pub after_timestamp: Option<f64>,
+}
+
+impl Default for ListEvents {
+    fn default() -> Self {
+        Self { page_size: 100, page_token: None, after_timestamp: None }
+    }
+}
+
+/// The largest event page.
+pub const MAX_EVENT_PAGE: usize = 1000;
+
+/// One page of a session's history, oldest first.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EventPage {
+    /// The events of this page.
+    pub events: Vec<Event>,
+    /// Pass it as `page_token` for the next page; `None` on the last page.
+    pub next_page_token: Option<String>,
+}

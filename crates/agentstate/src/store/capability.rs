@@ -1,0 +1,276 @@
+//! What a store may offer beyond the core: each capability is a trait, and a store says which it
+//! has in [`SessionStore::capabilities`](super::SessionStore::capabilities). A store without one
+//! says so there, in its type's own code; the service then answers
+//! [`Error::Unsupported`](crate::Error::Unsupported) for the operations that need it, naming the
+//! operation. Nothing refuses at run time by default.
+//!
+//! | capability | what it adds | used for |
+//! |---|---|---|
+//! | [`HistoryStore`] | history snapshots, copying events, dropping old ones | exact history reads, fast forks, retention |
+//! | [`LifecycleStore`] | the expiry sweep, moving expiry, erasure and its counts | expiry, `erase-user` |
+//! | [`AdminStore`] | apps and users, stored values, the store's metadata | listings, re-encryption, encryption's key check |
+//! | [`RemoteHistory`] | history answered by the store itself | a client of another agentstate server |
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use crate::error::Result;
+use crate::event::Event;
+use crate::history::{EventDiff, ForkSession, HistoryAt, StateAt};
+use crate::key::SessionKey;
+use crate::session::Session;
+
+use super::EventCursor;
+
+/// The capabilities a store has: each `None` it lacks. Build it with the `with_…` methods.
+///
+/// ```
+/// # use agentstate::store::{Capabilities, HistoryStore};
+/// # fn f(history: &dyn HistoryStore) {
+/// let capabilities = Capabilities::none().with_history(history);
+/// assert!(capabilities.history.is_some() && capabilities.lifecycle.is_none());
+/// # }
+/// ```
+#[derive(Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct Capabilities<'a> {
+    /// History snapshots, event copies and retention.
+    pub history: Option<&'a dyn HistoryStore>,
+    /// Expiry sweeps, moving expire times, erasure.
+    pub lifecycle: Option<&'a dyn LifecycleStore>,
+    /// Listings of apps and users, stored values, metadata.
+    pub admin: Option<&'a dyn AdminStore>,
+    /// History the store answers itself.
+    pub remote_history: Option<&'a dyn RemoteHistory>,
+}
+
+impl<'a> Capabilities<'a> {
+    /// None at all: the core alone.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// With history.
+    #[must_use]
+    pub fn with_history(mut self, history: &'a dyn HistoryStore) -> Self {
+        self.history = Some(history);
+        self
+    }
+
+    /// With lifecycle operations.
+    #[must_use]
+    pub fn with_lifecycle(mut self, lifecycle: &'a dyn LifecycleStore) -> Self {
+        self.lifecycle = Some(lifecycle);
+        self
+    }
+
+    /// With administration.
+    #[must_use]
+    pub fn with_admin(mut self, admin: &'a dyn AdminStore) -> Self {
+        self.admin = Some(admin);
+        self
+    }
+
+    /// With history answered remotely.
+    #[must_use]
+    pub fn with_remote_history(mut self, remote: &'a dyn RemoteHistory) -> Self {
+        self.remote_history = Some(remote);
+        self
+    }
+
+    /// The names of those it has, for logs and docs: `history`, `lifecycle`, `admin`,
+    /// `remote_history`.
+    pub fn names(&self) -> Vec<&'static str> {
+        [
+            ("history", self.history.is_some()),
+            ("lifecycle", self.lifecycle.is_some()),
+            ("admin", self.admin.is_some()),
+            ("remote_history", self.remote_history.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, has)| has.then_some(name))
+        .collect()
+    }
+}
+
+impl std::fmt::Debug for Capabilities<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}
+
+/// A session's history state at a position: the fold of its creation state and its events'
+/// deltas and deletions up to and including `at` (`temp:` keys never appear). See
+/// [`crate::history`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistorySnapshot {
+    /// The position: after this event, or [`EventCursor::CREATION`].
+    pub at: EventCursor,
+    /// The state there (flat, prefixed).
+    pub state: Map<String, Value>,
+}
+
+/// Events to copy from one session into another, as history (see
+/// [`HistoryStore::copy_events`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventCopy {
+    /// The source session.
+    pub from: SessionKey,
+    /// The session to copy into: just created, no events yet.
+    pub to: SessionKey,
+    /// Copy the source's events up to and including this position.
+    pub upto: EventCursor,
+    /// The marker `to` has now; copied events go after it.
+    pub to_marker: i64,
+}
+
+/// History kept in the store: snapshots of the history state, so reads replay little; events
+/// copied inside the store, so forks are fast; old events dropped by a retention policy.
+#[async_trait]
+pub trait HistoryStore: Send + Sync {
+    /// The newest snapshot of the session at or before `at_or_before_micros` (an event time;
+    /// [`EventCursor::CREATION`]'s for the creation snapshot alone); `None` if there is none, or
+    /// no such session. The creation snapshot is kept by
+    /// [`SessionStore::create`](super::SessionStore::create) from
+    /// [`NewSession::history_start`](super::NewSession::history_start).
+    async fn snapshot(&self, key: &SessionKey, at_or_before_micros: i64) -> Result<Option<HistorySnapshot>>;
+
+    /// Keeps snapshots a history read computed, so later reads replay less. A snapshot at a
+    /// position already kept is the same state (history never changes): keep either. Nothing
+    /// for a session that no longer exists.
+    async fn put_snapshots(&self, key: &SessionKey, snapshots: &[HistorySnapshot]) -> Result<()>;
+
+    /// Copies the events of `copy.from` up to and including `copy.upto` into `copy.to` as
+    /// history: the same ids, contents and times (moved forward only where they are not after
+    /// `copy.to_marker`), no delta applied. `to`'s marker becomes the last copied event's time.
+    /// Returns that event's position in `to` (`None` when nothing was copied).
+    /// [`replay::copy_events`](super::replay::copy_events) does it with one commit per event,
+    /// for the cases a store's own copy cannot take.
+    async fn copy_events(&self, copy: &EventCopy) -> Result<Option<EventCursor>>;
+
+    /// Drops the session's events older than `cut_micros`, with the snapshots before it, and
+    /// keeps `boundary` (the history state just before the cut, at position
+    /// (`cut_micros - 1`, `""`)) as the oldest snapshot, so history reads stop there with a clear
+    /// error instead of a wrong answer. The state is untouched. Atomic; returns how many events
+    /// it dropped (none for a missing session).
+    async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize>;
+}
+
+/// What [`LifecycleStore::erase_user`] removed (or, from
+/// [`LifecycleStore::count_user_data`], would remove): counts of a user's sessions, their
+/// events, and the keys of the user's `user:` state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UserDataCounts {
+    /// Sessions.
+    pub sessions: usize,
+    /// Their events.
+    pub events: usize,
+    /// Keys of the user's `user:` state.
+    pub user_state_keys: usize,
+}
+
+impl UserDataCounts {
+    /// Whether there is nothing.
+    pub fn is_empty(&self) -> bool {
+        self.sessions == 0 && self.events == 0 && self.user_state_keys == 0
+    }
+}
+
+/// Expiry and erasure in the store.
+#[async_trait]
+pub trait LifecycleStore: Send + Sync {
+    /// Deletes up to `limit` sessions whose expire time is at or before `before_micros` (oldest
+    /// expiry first), with their events, in one atomic step: a session created again under the
+    /// same id after its predecessor expired is never touched. Returns how many it deleted.
+    /// Found through an index on the expire time, never a scan of every session. A store whose
+    /// storage expires data by itself (Redis) removes what is left of them (list entries).
+    async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<usize>;
+
+    /// Sets the session's expire time (epoch µs; `None`: never expires); `false` if there is no
+    /// such session, or it expired at or before `now_micros`. Atomic; on stores with native
+    /// expiry, every key of the session follows.
+    async fn set_expire_time(&self, key: &SessionKey, expire_micros: Option<i64>, now_micros: i64) -> Result<bool>;
+
+    /// Removes everything of `user` in `app`: every session with its events, history snapshots
+    /// and attributes, and the user's `user:` state; `app:` state stays. Atomic, or resumable
+    /// (calling it again after an interruption finishes the job). Deleted content is overwritten
+    /// where the storage would otherwise keep it (SQLite's `secure_delete`), not only unlinked.
+    async fn erase_user(&self, app: &str, user: &str) -> Result<UserDataCounts>;
+
+    /// What [`erase_user`](Self::erase_user) would remove now.
+    async fn count_user_data(&self, app: &str, user: &str) -> Result<UserDataCounts>;
+}
+
+/// The [metadata](AdminStore::metadata) entry that says a store is encrypted (see
+/// `agentstate::crypt`, feature `encryption`), with a check value per key id.
+pub const ENCRYPTION_METADATA: &str = "agentstate_encryption";
+
+/// Whose state a stored value belongs to, for [`AdminStore::stored_state`] and
+/// [`AdminStore::swap_values`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateOwner {
+    /// An app's `app:` state (keys without the prefix).
+    App(String),
+    /// A user's `user:` state in an app (keys without the prefix).
+    User {
+        /// The app.
+        app: String,
+        /// The user.
+        user: String,
+    },
+    /// One session's own keys.
+    Session(SessionKey),
+}
+
+/// A stored state value to replace, only if it is still `old` (a concurrent writer wins).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValueSwap {
+    /// The key, as stored (no scope prefix for app and user state).
+    pub key: String,
+    /// The value expected in storage.
+    pub old: Value,
+    /// Its replacement.
+    pub new: Value,
+}
+
+/// Maintenance that visits everything: listings of apps and users, values as stored (for
+/// re-encryption), and the store's own metadata (encryption's key check).
+#[async_trait]
+pub trait AdminStore: Send + Sync {
+    /// Every app that has sessions or state, sorted.
+    async fn apps(&self) -> Result<Vec<String>>;
+
+    /// Every user of `app` that has sessions or `user:` state, sorted.
+    async fn users(&self, app: &str) -> Result<Vec<String>>;
+
+    /// The state `owner` holds, as stored (values are not interpreted); empty if none.
+    async fn stored_state(&self, owner: &StateOwner) -> Result<Map<String, Value>>;
+
+    /// Replaces stored values of `owner`, each only if it is still the `old` one; atomic;
+    /// returns how many it replaced. Changes nothing else (not the session's marker).
+    async fn swap_values(&self, owner: &StateOwner, swaps: &[ValueSwap]) -> Result<usize>;
+
+    /// Rewrites the stored form of event `event.id` of the session (same id, time and
+    /// invocation; the content is the caller's, e.g. re-encrypted); `false` if there is none.
+    async fn rewrite_event(&self, key: &SessionKey, event: &Event) -> Result<bool>;
+
+    /// A named entry of the store's metadata (for instance [`ENCRYPTION_METADATA`]), or `None`.
+    async fn metadata(&self, name: &str) -> Result<Option<String>>;
+
+    /// Sets a named entry of the store's metadata.
+    async fn set_metadata(&self, name: &str, value: &str) -> Result<()>;
+}
+
+/// History a store answers itself (a client of another agentstate server, which keeps the
+/// snapshots and the creation state), instead of the service replaying events.
+#[async_trait]
+pub trait RemoteHistory: Send + Sync {
+    /// See [`SessionService::state_at`](crate::SessionService::state_at).
+    async fn state_at(&self, key: &SessionKey, at: &HistoryAt) -> Result<Option<StateAt>>;
+
+    /// See [`SessionService::event_diff`](crate::SessionService::event_diff).
+    async fn event_diff(&self, key: &SessionKey, event_id: &str) -> Result<Option<EventDiff>>;
+
+    /// See [`SessionService::fork_session`](crate::SessionService::fork_session).
+    async fn fork(&self, request: &ForkSession) -> Result<Session>;
+}

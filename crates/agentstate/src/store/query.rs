@@ -1,0 +1,250 @@
+//! What the core store operations read: a session in a window and a form, a page of sessions,
+//! events by query. Every read carries the time expiry is judged at (`now_micros`): a session
+//! whose expire time is at or before it is missing to every read and write, in the statement
+//! that reads it.
+//!
+//! The helpers (`slice`, `pick`, `admits`) answer a query over events or sessions held in
+//! memory: the in-memory store uses them, and so can a simple store of one's own.
+
+use std::borrow::Borrow;
+
+use crate::event::Event;
+use crate::key::SessionKey;
+use crate::session::Session;
+use crate::time::secs_to_micros;
+
+/// Which events a session read returns, oldest first: those at or after `since_micros`, of
+/// those the `recent` newest.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EventWindow {
+    /// At most this many of the newest events; `None` for no limit.
+    pub recent: Option<usize>,
+    /// Only events with a timestamp at or after this (epoch microseconds).
+    pub since_micros: Option<i64>,
+}
+
+impl EventWindow {
+    /// No events: the session's state and marker alone.
+    pub const NONE: EventWindow = EventWindow { recent: Some(0), since_micros: None };
+    /// Every event.
+    pub const ALL: EventWindow = EventWindow { recent: None, since_micros: None };
+
+    /// The part of `events` (in storage order) this window keeps.
+    pub fn slice<'e, E: Borrow<Event>>(&self, events: &'e [E]) -> &'e [E] {
+        let by_time = self.since_micros.map_or(0, |since| events.partition_point(|e| micros(e.borrow()) < since));
+        let by_count = self.recent.map_or(0, |n| events.len().saturating_sub(n));
+        &events[by_time.max(by_count)..]
+    }
+}
+
+/// How a session read hands over its events.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum EventForm {
+    /// As [`Event`]s in the session handle.
+    #[default]
+    Decoded,
+    /// As the store keeps them ([`StoredEvent`](super::StoredEvent)s), when it keeps JSON text:
+    /// for writing them out undecoded. A store that keeps no text answers decoded events.
+    Stored,
+}
+
+/// A session read: which events, in which form, and the time expiry is judged at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionRead {
+    /// The events.
+    pub window: EventWindow,
+    /// Their form.
+    pub form: EventForm,
+    /// The session is missing if it expired at or before this (epoch microseconds).
+    pub now_micros: i64,
+}
+
+impl SessionRead {
+    /// Decoded events in `window`, at `now_micros`.
+    pub fn decoded(window: EventWindow, now_micros: i64) -> Self {
+        Self { window, form: EventForm::Decoded, now_micros }
+    }
+}
+
+/// Where a page of sessions starts: strictly after this position in the order (last update
+/// time, user id, session id).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ListCursor {
+    /// Last update time of the previous page's last session, epoch microseconds.
+    pub last_update_micros: i64,
+    /// Its user id.
+    pub user_id: String,
+    /// Its session id.
+    pub session_id: String,
+}
+
+impl ListCursor {
+    /// The position of `session`.
+    pub fn of(session: &Session) -> Self {
+        Self {
+            last_update_micros: session.last_update_micros(),
+            user_id: session.user_id().to_owned(),
+            session_id: session.id().to_owned(),
+        }
+    }
+}
+
+/// A page of sessions, in the order (last update time, user id, session id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListQuery {
+    /// The app.
+    pub app_name: String,
+    /// One user, or every user of the app.
+    pub user_id: Option<String>,
+    /// Start strictly after this position.
+    pub after: Option<ListCursor>,
+    /// At most this many sessions; `None` for all.
+    pub limit: Option<usize>,
+    /// Sessions expired at or before this (epoch microseconds) are left out.
+    pub now_micros: i64,
+}
+
+impl ListQuery {
+    /// Whether a session of `user_id` at this position, expiring at `expire_micros`, belongs in
+    /// the page (the app and the limit aside).
+    pub fn admits(&self, last_update_micros: i64, user_id: &str, session_id: &str, expire_micros: Option<i64>) -> bool {
+        self.user_id.as_deref().is_none_or(|u| u == user_id)
+            && expire_micros.is_none_or(|t| t > self.now_micros)
+            && self.after.as_ref().is_none_or(|c| {
+                (last_update_micros, user_id, session_id) > (c.last_update_micros, &c.user_id, &c.session_id)
+            })
+    }
+}
+
+/// A position in a session's history, in storage order (timestamp, then id).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EventCursor {
+    /// The event's timestamp, epoch microseconds.
+    pub timestamp_micros: i64,
+    /// Its id.
+    pub event_id: String,
+}
+
+impl EventCursor {
+    /// The position of a session's creation, before every event.
+    pub const CREATION: EventCursor = EventCursor { timestamp_micros: i64::MIN, event_id: String::new() };
+
+    /// The position of `event`.
+    pub fn of(event: &Event) -> Self {
+        Self { timestamp_micros: micros(event), event_id: event.id.clone() }
+    }
+}
+
+/// Which events of a session [`SessionStore::events`](super::SessionStore::events) returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventSelect {
+    /// A page in storage order: strictly after `after` (from the oldest if `None`), at or
+    /// after `since_micros`, at most `limit`.
+    Page {
+        /// Start strictly after this position.
+        after: Option<EventCursor>,
+        /// Only events with a timestamp at or after this (epoch microseconds).
+        since_micros: Option<i64>,
+        /// At most this many events.
+        limit: usize,
+    },
+    /// The event with this id (none or one).
+    Id(String),
+    /// The oldest event of this invocation (none or one).
+    FirstOfInvocation(String),
+}
+
+impl EventSelect {
+    /// The first `limit` events.
+    pub fn first(limit: usize) -> Self {
+        Self::Page { after: None, since_micros: None, limit }
+    }
+
+    /// What this selects from `events` (in storage order).
+    pub fn pick<E: Borrow<Event> + Clone>(&self, events: &[E]) -> Vec<E> {
+        match self {
+            Self::Page { after, since_micros, limit } => {
+                let after = after.as_ref().map_or(0, |c| {
+                    events.partition_point(|e| {
+                        let e = e.borrow();
+                        (micros(e), e.id.as_str()) <= (c.timestamp_micros, c.event_id.as_str())
+                    })
+                });
+                let since = since_micros.map_or(0, |s| events.partition_point(|e| micros(e.borrow()) < s));
+                events.iter().skip(after.max(since)).take(*limit).cloned().collect()
+            }
+            Self::Id(id) => events.iter().filter(|e| Borrow::<Event>::borrow(*e).id == *id).take(1).cloned().collect(),
+            Self::FirstOfInvocation(invocation) => events
+                .iter()
+                .filter(|e| Borrow::<Event>::borrow(*e).invocation_id == *invocation)
+                .take(1)
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
+/// Events of one session: which, and the time expiry is judged at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventQuery {
+    /// The session.
+    pub key: SessionKey,
+    /// Which events.
+    pub select: EventSelect,
+    /// The session is missing if it expired at or before this (epoch microseconds).
+    pub now_micros: i64,
+}
+
+/// An event's time in epoch microseconds (stored events always have one).
+fn micros(event: &Event) -> i64 {
+    secs_to_micros(event.timestamp).unwrap_or(i64::MIN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events() -> Vec<Event> {
+        (1..=5)
+            .map(|i| {
+                let mut e = Event::new(if i % 2 == 0 { "even" } else { "odd" });
+                e.id = format!("e{i}");
+                e.timestamp = f64::from(i);
+                e
+            })
+            .collect()
+    }
+
+    fn ids(events: &[Event]) -> Vec<&str> {
+        events.iter().map(|e| e.id.as_str()).collect()
+    }
+
+    #[test]
+    fn windows_and_selections_pick_what_they_say() {
+        let all = events();
+        let window = EventWindow { recent: Some(3), since_micros: Some(4_000_000) };
+        assert_eq!(ids(window.slice(&all)), ["e4", "e5"]);
+        assert_eq!(ids(EventWindow::NONE.slice(&all)), Vec::<&str>::new());
+        let after = EventCursor { timestamp_micros: 2_000_000, event_id: "e2".into() };
+        let page = EventSelect::Page { after: Some(after), since_micros: None, limit: 2 };
+        assert_eq!(ids(&page.pick(&all)), ["e3", "e4"]);
+        assert_eq!(ids(&EventSelect::Id("e4".into()).pick(&all)), ["e4"]);
+        assert_eq!(ids(&EventSelect::FirstOfInvocation("even".into()).pick(&all)), ["e2"]);
+    }
+
+    #[test]
+    fn list_queries_admit_by_user_position_and_expiry() {
+        let query = ListQuery {
+            app_name: "app".into(),
+            user_id: Some("u".into()),
+            after: Some(ListCursor { last_update_micros: 10, user_id: "u".into(), session_id: "b".into() }),
+            limit: None,
+            now_micros: 100,
+        };
+        assert!(query.admits(10, "u", "c", None));
+        assert!(!query.admits(10, "u", "b", None), "the cursor itself");
+        assert!(!query.admits(11, "v", "a", None), "another user");
+        assert!(!query.admits(11, "u", "a", Some(100)), "expired at now");
+        assert!(query.admits(11, "u", "a", Some(101)));
+    }
+}

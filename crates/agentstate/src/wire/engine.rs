@@ -1,0 +1,268 @@
+//! The JSON of the Agent Engine Sessions API (Google's `v1beta1` REST resources): sessions and
+//! events as the API writes them, and read back into agentstate's types. One module for both
+//! sides: agentstate's server answers in it, agentstate's client (`agentstate-vertex`) writes
+//! requests in it and reads the answers.
+//!
+//! ```
+//! use agentstate::wire::engine;
+//! use agentstate::{Event, SessionService};
+//! # fn main() { tokio::runtime::Runtime::new().unwrap().block_on(run()).unwrap() }
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let service = SessionService::in_memory();
+//! let session = service.create_session(agentstate::CreateSession::new("42", "alice").id("s1")).await?;
+//! let resource = engine::session_resource(&session, "reasoningEngines/42/sessions/s1");
+//! let back = engine::session_from_resource(&resource, "42", Vec::<Event>::new())?;
+//! assert_eq!((back.id(), back.user_id()), ("s1", "alice"));
+//! # Ok(()) }
+//! ```
+
+use std::sync::Arc;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{Map, Value, json};
+
+use super::{event_from_wire, event_to_camel};
+use crate::event::Event;
+use crate::key::SessionKey;
+use crate::session::{Session, SessionAttributes};
+use crate::time::{micros_to_secs, secs_to_micros};
+
+/// The fields of an event that the API keeps in `eventMetadata` (ADK keeps them on the event).
+const METADATA: [&str; 7] =
+    ["partial", "turnComplete", "interrupted", "branch", "customMetadata", "longRunningToolIds", "groundingMetadata"];
+
+/// Epoch microseconds as RFC 3339, UTC, to the microsecond.
+pub fn rfc3339(micros: i64) -> String {
+    DateTime::<Utc>::from_timestamp_micros(micros).unwrap_or_default().to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// An RFC 3339 time (`Z` or an offset; any fraction, cut to the microsecond) as epoch
+/// microseconds; the error names `field`.
+pub fn parse_rfc3339(text: &str, field: &str) -> Result<i64, String> {
+    DateTime::parse_from_rfc3339(text.trim())
+        .map(|t| t.timestamp_micros())
+        .map_err(|e| format!("{field}: {text:?} is not an RFC 3339 time ({e})"))
+}
+
+/// The last segment of a resource name.
+pub fn id_of(name: &str) -> &str {
+    name.rsplit('/').next().unwrap_or(name)
+}
+
+/// A session as the API shows it, named `name`: merged state, times, attributes, no events.
+pub fn session_resource(session: &Session, name: &str) -> Value {
+    let mut out = Map::new();
+    out.insert("name".into(), json!(name));
+    out.insert("userId".into(), json!(session.user_id()));
+    out.insert("sessionState".into(), Value::Object(session.state().all().clone()));
+    out.insert("createTime".into(), json!(rfc3339(session.create_time_micros())));
+    out.insert("updateTime".into(), json!(rfc3339(session.last_update_micros())));
+    let attributes = session.attributes();
+    if let Some(expire) = attributes.expire_time_micros {
+        out.insert("expireTime".into(), json!(rfc3339(expire)));
+    }
+    if let Some(display) = &attributes.display_name {
+        out.insert("displayName".into(), json!(display));
+    }
+    if !attributes.labels.is_empty() {
+        out.insert("labels".into(), json!(attributes.labels));
+    }
+    Value::Object(out)
+}
+
+/// A session resource as a handle of `app` with `events`; its update time is the storage
+/// marker. The error says what is missing or malformed.
+pub fn session_from_resource(resource: &Value, app: &str, events: Vec<Event>) -> Result<Session, String> {
+    let name = resource.get("name").and_then(Value::as_str).ok_or("no name")?;
+    let user = resource.get("userId").and_then(Value::as_str).ok_or("no userId")?;
+    let key = SessionKey::from_storage(app, user, id_of(name));
+    let state = match resource.get("sessionState") {
+        Some(Value::Object(state)) => state.clone(),
+        None | Some(Value::Null) => Map::new(),
+        Some(other) => return Err(format!("sessionState {other} is not an object")),
+    };
+    let mut attributes = SessionAttributes {
+        display_name: resource.get("displayName").and_then(Value::as_str).map(str::to_owned),
+        ..SessionAttributes::default()
+    };
+    if let Some(Value::Object(labels)) = resource.get("labels") {
+        for (k, v) in labels {
+            attributes.labels.insert(k.clone(), v.as_str().unwrap_or_default().to_owned());
+        }
+    }
+    let time = |field: &str| -> Result<Option<i64>, String> {
+        resource.get(field).map(|v| parse_rfc3339(v.as_str().unwrap_or_default(), field)).transpose()
+    };
+    attributes.expire_time_micros = time("expireTime")?;
+    let update = time("updateTime")?.ok_or("no updateTime")?;
+    let create = time("createTime")?.unwrap_or(update);
+    Ok(Session::from_storage(key, state, events, update).created_at(create).with_attributes(Some(Arc::new(attributes))))
+}
+
+/// The body of a create: the user, the initial state and the attributes.
+pub fn create_body(user: &str, state: Map<String, Value>, attributes: &SessionAttributes) -> Value {
+    let mut body = json!({ "userId": user });
+    body["sessionState"] = Value::Object(state);
+    if let Some(name) = &attributes.display_name {
+        body["displayName"] = json!(name);
+    }
+    if !attributes.labels.is_empty() {
+        body["labels"] = json!(attributes.labels);
+    }
+    if let Some(expire) = attributes.expire_time_micros {
+        body["expireTime"] = json!(rfc3339(expire));
+    }
+    body
+}
+
+/// An event as the API writes it: the typed fields (camelCase) and the whole ADK event as
+/// `rawEvent`, at `timestamp_micros`. `state_delta` is the typed `actions.stateDelta`: what the
+/// service merges (the event's own, but for an import, which records deltas without applying
+/// them again).
+pub fn event_resource(event: &Event, state_delta: &Map<String, Value>, timestamp_micros: i64) -> Map<String, Value> {
+    let raw = event_to_camel(event);
+    let mut out = Map::new();
+    out.insert("author".into(), json!(event.author));
+    out.insert("invocationId".into(), json!(event.invocation_id));
+    out.insert("timestamp".into(), json!(rfc3339(timestamp_micros)));
+    if let Some(content) = raw.get("content") {
+        out.insert("content".into(), content.clone());
+    }
+    let actions = &event.actions;
+    let mut typed = Map::new();
+    typed.insert("stateDelta".into(), Value::Object(state_delta.clone()));
+    typed.insert("artifactDelta".into(), Value::Object(actions.artifact_delta.clone()));
+    if let Some(target) = &actions.transfer_to_agent {
+        typed.insert("transferAgent".into(), json!(target));
+    }
+    if let Some(escalate) = actions.escalate {
+        typed.insert("escalate".into(), json!(escalate));
+    }
+    if let Some(skip) = actions.skip_summarization {
+        typed.insert("skipSummarization".into(), json!(skip));
+    }
+    if let Some(auth) = raw.get("actions").and_then(|a| a.get("requestedAuthConfigs")) {
+        typed.insert("requestedAuthConfigs".into(), auth.clone());
+    }
+    out.insert("actions".into(), Value::Object(typed));
+    if let Some(code) = &event.error_code {
+        out.insert("errorCode".into(), json!(code));
+    }
+    if let Some(message) = &event.error_message {
+        out.insert("errorMessage".into(), json!(message));
+    }
+    let metadata: Map<String, Value> =
+        METADATA.iter().filter_map(|field| raw.get(*field).map(|v| ((*field).to_owned(), v.clone()))).collect();
+    out.insert("eventMetadata".into(), Value::Object(metadata));
+    out.insert("rawEvent".into(), raw);
+    out
+}
+
+/// The ADK event (camelCase) a client that sends no `rawEvent` means by a resource's typed
+/// fields: its author, invocation, content, errors, actions and metadata.
+pub fn event_from_typed_fields(resource: &Map<String, Value>) -> Map<String, Value> {
+    let mut event = Map::new();
+    for field in ["author", "invocationId", "content", "errorCode", "errorMessage"] {
+        if let Some(value) = resource.get(field).filter(|v| !v.is_null()) {
+            event.insert(field.into(), value.clone());
+        }
+    }
+    if let Some(Value::Object(metadata)) = resource.get("eventMetadata") {
+        event.extend(metadata.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    if let Some(Value::Object(typed)) = resource.get("actions") {
+        let mut actions = typed.clone();
+        if let Some(target) = actions.remove("transferAgent") {
+            actions.insert("transferToAgent".into(), target);
+        }
+        event.insert("actions".into(), Value::Object(actions));
+    }
+    event
+}
+
+/// An event resource as an event: the ADK event in `rawEvent` when there is one, else rebuilt
+/// from the typed fields; the id from the name when the event has none, the time the
+/// resource's. The error says what cannot be read.
+pub fn event_from_resource(mut resource: Map<String, Value>) -> Result<Event, String> {
+    let raw = match resource.remove("rawEvent") {
+        Some(Value::Object(raw)) if !raw.is_empty() => raw,
+        _ => event_from_typed_fields(&resource),
+    };
+    let mut event = event_from_wire(Value::Object(raw)).map_err(|e| e.to_string())?;
+    if event.id.is_empty()
+        && let Some(name) = resource.get("name").and_then(Value::as_str)
+    {
+        event.id = id_of(name).to_owned();
+    }
+    if let Some(time) = resource.get("timestamp") {
+        event.timestamp = micros_to_secs(parse_rfc3339(time.as_str().unwrap_or_default(), "timestamp")?);
+    }
+    Ok(event)
+}
+
+/// An event's time in epoch microseconds, for its resource.
+pub fn event_micros(event: &Event) -> i64 {
+    secs_to_micros(event.timestamp).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_survives_the_round_trip_through_a_resource() {
+        let mut sent: Event = serde_json::from_value(json!({
+            "id": "e1", "author": "agent", "invocation_id": "inv", "timestamp": 1_800_000_000.123_456,
+            "content": {"role": "model", "parts": [{"function_call": {"name": "f", "args": {"snake_key": 1}}}]},
+            "actions": {"state_delta": {"k": 1, "user:u": 2}, "transfer_to_agent": "b", "escalate": true},
+            "branch": "a.b", "turn_complete": true, "custom_metadata": {"x_y": 1}, "error_code": "E",
+        }))
+        .unwrap();
+        sent.timestamp = micros_to_secs(1_800_000_000_123_456);
+        let mut resource = event_resource(&sent, &sent.actions.state_delta, 1_800_000_000_123_456);
+        assert_eq!(resource["timestamp"], "2027-01-15T08:00:00.123456Z");
+        assert_eq!(resource["actions"]["transferAgent"], "b");
+        assert_eq!(resource["eventMetadata"]["branch"], "a.b");
+        resource.insert("name".into(), json!("reasoningEngines/1/sessions/s/events/e1"));
+        let back = event_from_resource(resource.clone()).unwrap();
+        assert_eq!((back.id.as_str(), back.timestamp), ("e1", sent.timestamp));
+        assert_eq!(serde_json::to_value(&back).unwrap(), serde_json::to_value(&sent).unwrap());
+        // From the typed fields alone (a client that sends no rawEvent).
+        resource.remove("rawEvent");
+        let typed = event_from_resource(resource).unwrap();
+        assert_eq!((typed.id.as_str(), typed.author.as_str(), typed.branch.as_deref()), ("e1", "agent", Some("a.b")));
+        assert_eq!(typed.actions.transfer_to_agent.as_deref(), Some("b"));
+        assert_eq!(typed.actions.state_delta, sent.actions.state_delta);
+        assert_eq!(typed.content, sent.content);
+    }
+
+    #[test]
+    fn sessions_are_read_with_their_times_and_attributes() {
+        let resource = json!({
+            "name": "projects/p/locations/l/reasoningEngines/1/sessions/s9",
+            "userId": "u", "sessionState": {"k": 1},
+            "createTime": "2026-01-01T00:00:00.000001Z", "updateTime": "2026-01-01T00:00:01.5Z",
+            "displayName": "chat", "labels": {"team": "a"}, "expireTime": "2026-02-01T00:00:00Z",
+        });
+        let s = session_from_resource(&resource, "app", Vec::new()).unwrap();
+        assert_eq!((s.app_name(), s.user_id(), s.id()), ("app", "u", "s9"));
+        assert_eq!(s.last_update_micros() - s.create_time_micros(), 1_499_999);
+        assert_eq!(s.attributes().display_name.as_deref(), Some("chat"));
+        assert_eq!(s.attributes().labels["team"], "a");
+        assert!(s.attributes().expire_time_micros.is_some());
+        let written = session_resource(&s, "projects/p/locations/l/reasoningEngines/1/sessions/s9");
+        assert_eq!(session_from_resource(&written, "app", Vec::new()).unwrap(), s);
+        let broken = json!({"name": "x/sessions/s", "userId": "u", "updateTime": "soon"});
+        assert!(session_from_resource(&broken, "app", Vec::new()).unwrap_err().contains("updateTime"));
+    }
+
+    #[test]
+    fn times_round_trip_to_the_microsecond() {
+        assert_eq!(rfc3339(1_795_318_375_281_155), "2026-11-22T03:32:55.281155Z");
+        assert_eq!(parse_rfc3339("2026-11-22T03:32:55.281155Z", "t").unwrap(), 1_795_318_375_281_155);
+        assert_eq!(parse_rfc3339("2026-11-22T04:32:55.281155+01:00", "t").unwrap(), 1_795_318_375_281_155);
+        assert_eq!(parse_rfc3339("2026-11-22T03:32:55.281155999Z", "t").unwrap(), 1_795_318_375_281_155);
+        assert_eq!(parse_rfc3339("2026-11-22T03:32:55Z", "t").unwrap(), 1_795_318_375_000_000);
+        assert!(parse_rfc3339("yesterday", "t").is_err());
+    }
+}
