@@ -123,6 +123,23 @@ impl Harness {
         self.clock.advance(ttl.max(refreshed) + Duration::from_secs(1));
     }
 
+    /// Whether the store keeps history (its own or a remote service's).
+    pub fn keeps_history(&self) -> bool {
+        let has = self.service.capabilities();
+        has.history.is_some() || has.remote_history.is_some()
+    }
+
+    /// Answers a history question the way a store without history must: `Unsupported`, and
+    /// `None` to say there is nothing more to check; with history, the answer.
+    pub fn history<T: std::fmt::Debug>(&self, answer: agentstate::Result<T>) -> Option<T> {
+        if self.keeps_history() {
+            return Some(answer.expect("a history answer"));
+        }
+        let kind = answer.expect_err("a store without history refuses history questions").kind();
+        assert_eq!(kind, agentstate::ErrorKind::Unsupported);
+        None
+    }
+
     /// The expire time a session created now without one gets (epoch µs).
     pub fn default_expiry(&self) -> Option<i64> {
         self.stack.refreshes().then(|| self.service.expire_after(REFRESH_TTL))

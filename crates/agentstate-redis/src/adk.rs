@@ -1,4 +1,4 @@
-//! Reading the Redis layout of ADK for Python's `RedisStore` (google-adk 2.13), to copy
+//! Reading the Redis layout of ADK for Python's `RedisSessionService` (google-adk 2.13), to copy
 //! its sessions into any agentstate store.
 //!
 //! That layout keeps each session, with its whole history, as one JSON string at

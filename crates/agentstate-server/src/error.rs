@@ -42,6 +42,9 @@ pub enum ApiError {
     /// 502: the model provider failed or refused.
     #[error("{0}")]
     BadGateway(String),
+    /// 501: the backend cannot do this (its store lacks the capability); the message says which.
+    #[error("{0}")]
+    NotImplemented(String),
     /// 503: the storage backend is unavailable or busy; the client may retry.
     #[error("{0}")]
     Unavailable(String),
@@ -72,6 +75,7 @@ impl From<agentstate::Error> for ApiError {
             E::AlreadyExists { session_id } => Self::Conflict(format!("Session already exists: {session_id}")),
             e @ E::Conflict { .. } => Self::Conflict(e.to_string()),
             e @ E::InvalidArgument { .. } => Self::BadRequest(e.to_string()),
+            e @ E::Unsupported { .. } => Self::NotImplemented(e.to_string()),
             e if e.is_retryable() => Self::Unavailable(e.to_string()),
             e => Self::Internal(e.to_string()),
         }
@@ -93,6 +97,7 @@ impl IntoResponse for ApiError {
             Self::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, Value::String(m)),
             Self::Timeout(m) => (StatusCode::REQUEST_TIMEOUT, Value::String(m)),
             Self::Unprocessable(v) => (StatusCode::UNPROCESSABLE_ENTITY, v),
+            Self::NotImplemented(m) => (StatusCode::NOT_IMPLEMENTED, Value::String(m)),
             Self::Unavailable(m) => {
                 tracing::warn!(error = %m, "storage unavailable");
                 (

@@ -1,4 +1,4 @@
-//! `import_adk` reads sessions written by ADK for Python's `RedisStore` (google-adk
+//! `import_adk` reads sessions written by ADK for Python's `RedisSessionService` (google-adk
 //! 2.13.0) and stores them as the reference reads them back: state (session, `app:`, `user:`),
 //! events and times, ids with `:` included.
 

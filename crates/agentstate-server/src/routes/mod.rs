@@ -99,19 +99,20 @@ routes! {
         "agentstate extension: the session's history state at an event (`atEvent`, `beforeEvent`), a time (`atTime`, epoch seconds) or its creation (`atCreation=true`)",
         None,
         [200 "The state there" "HistoryState", 400 "Not exactly one position, an unknown event or a time before creation" "Error",
-         404 "No such session" "Error"];
+         404 "No such session" "Error", 501 "The backend keeps no history" "Error"];
     get "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events/{event_id}/diff" => history::diff, PathAppUser,
         "agentstate extension: what an event changed (keys set, changed, deleted)", None,
-        [200 "The event's changes, by key" "EventDiff", 404 "No such session or event" "Error"];
+        [200 "The event's changes, by key" "EventDiff", 404 "No such session or event" "Error",
+         501 "The backend keeps no history" "Error"];
     post "/apps/{app_name}/users/{user_id}/sessions/{session_id}/rewind" => history::rewind, PathAppUser,
         "agentstate extension: rewind before an invocation, as ADK for Python's Runner.rewind_async (one event restores the session's own keys)",
         Some("RewindRequest"),
         [200 "The session after the rewind" "Session", 400 "Invocation ID not found" "Error", 404 "No such session" "Error",
-         422 "rewindBeforeInvocationId missing" "Error"];
+         422 "rewindBeforeInvocationId missing" "Error", 501 "The backend keeps no history" "Error"];
     post "/apps/{app_name}/users/{user_id}/sessions/{session_id}/fork" => history::fork, PathAppUser,
         "agentstate extension: a new session of the same user with this one's history up to an event", Some("ForkRequest"),
         [200 "The new session" "Session", 400 "Unknown event or bad id" "Error", 404 "No such session" "Error",
-         409 "The id is taken" "Error", 422 "atEventId missing" "Error"];
+         409 "The id is taken" "Error", 422 "atEventId missing" "Error", 501 "The backend keeps no history" "Error"];
     #[cfg(feature = "agents")]
     get "/list-apps" => run::list_apps, Token, "The apps served on /run that the token may touch (sorted)", None, [200 "App names" "AppList"];
     #[cfg(feature = "agents")]
@@ -173,7 +174,8 @@ routes! {
     delete "/apps/{app_name}/users/{user_id}" => sessions::erase_user, Admin,
         "agentstate extension: erase everything of a user in the app (sessions, events, user: state; app: state stays); `?dryRun=true` only counts",
         None,
-        [200 "What was (or would be) removed" "Erased", 400 "Bad id" "Error"];
+        [200 "What was (or would be) removed" "Erased", 400 "Bad id" "Error",
+         501 "The backend cannot erase (no lifecycle capability)" "Error"];
     get "/" => crate::ui::root, Public, "The session inspector (a redirect to /ui)", None, [303 "To /ui" "Html"];
     get "/ui" => crate::ui::apps, Ui, "Inspector: the apps the caller may read", None, [200 "An HTML page" "Html"];
     get "/ui/login" => crate::ui::login_page, Public, "Inspector: sign in with an access token", None, [200 "An HTML page" "Html"];

@@ -262,4 +262,12 @@ async fn a_patch_costs_three_storage_round_trips_and_a_get_one() {
     assert_eq!((status, body["events"].as_array().map(Vec::len)), (StatusCode::OK, Some(1)));
     assert_eq!(calls.load(Ordering::SeqCst), 1, "a GET is one read");
     let _: Value = body;
+
+    // What the store cannot do is answered 501 and named, before anything is done.
+    let (status, body) = call(&r, Method::GET, &format!("{S}/p/state?atCreation=true"), None).await;
+    assert_eq!(status, StatusCode::NOT_IMPLEMENTED, "{body}");
+    assert_eq!(
+        body["detail"],
+        json!("this backend cannot answer history questions (its store has no history capability)")
+    );
 }

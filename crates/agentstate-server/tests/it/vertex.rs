@@ -1,5 +1,5 @@
 //! The managed-service surface against the reference's own client: ADK for Python's
-//! `VertexAiStore`, pointed at this server, must see what its `InMemorySessionService`
+//! `VertexAiSessionService`, pointed at this server, must see what its `InMemorySessionService`
 //! sees on the same steps (ids and clocks aside), in each way it can be configured.
 
 use std::net::SocketAddr;

@@ -310,7 +310,12 @@ fn behind_window(key: &SessionKey, boundary: &HistorySnapshot) -> Error {
 }
 
 /// The state at `at`, replayed from `store`'s events (and snapshots, with [`HistoryStore`]).
-pub async fn state_at(store: &dyn SessionStore, key: &SessionKey, at: &HistoryAt, now_micros: i64) -> Result<Option<StateAt>> {
+pub async fn state_at(
+    store: &dyn SessionStore,
+    key: &SessionKey,
+    at: &HistoryAt,
+    now_micros: i64,
+) -> Result<Option<StateAt>> {
     Replay::new(store, now_micros).state_at(key, at).await
 }
 

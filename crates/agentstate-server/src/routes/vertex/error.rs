@@ -61,6 +61,7 @@ impl From<ApiError> for GoogleError {
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "PERMISSION_DENIED"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "ABORTED"),
+            ApiError::NotImplemented(_) => (StatusCode::NOT_IMPLEMENTED, "UNIMPLEMENTED"),
             ApiError::Unavailable(_) => {
                 tracing::warn!(error = %message, "storage unavailable");
                 return Self {
