@@ -2,7 +2,7 @@
 //! body on an in-memory server: no answer is a server error (5xx), and no request panics.
 #![no_main]
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use agentstate::{CreateSession, SessionService};
 use agentstate_server::{AppState, OPERATIONS, app};
@@ -43,7 +43,7 @@ fn harness() -> &'static Harness {
     static HARNESS: OnceLock<Harness> = OnceLock::new();
     HARNESS.get_or_init(|| {
         let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
-        let service: SessionService = Arc::new(SessionService::in_memory());
+        let service = SessionService::in_memory();
         runtime.block_on(async {
             service.create_session(CreateSession::new("a", "u").id("s0")).await.expect("the session");
         });

@@ -5,9 +5,11 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
+/// A script: `lua/lib.lua`'s helpers, then the script's own file.
 macro_rules! script {
     ($name:ident, $file:literal) => {
-        pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!($file)));
+        pub(crate) static $name: LazyLock<Script> =
+            LazyLock::new(|| Script::new(concat!(include_str!("lua/lib.lua"), include_str!($file))));
     };
 }
 

@@ -77,6 +77,16 @@ const TABLES: [&str; 7] = [
 const INDEXES: [&str; 3] =
     ["idx_events_app_user_session_ts_id", "idx_sessions_app_id", "idx_agentstate_attributes_expire"];
 
+/// The catalogue queries of a server dialect, each answering a column `name` (and `type` for
+/// the columns): the tables, the reference's schema version, the columns of `events`, the
+/// indexes.
+pub(crate) struct Catalogue {
+    pub(crate) tables: &'static str,
+    pub(crate) version: &'static str,
+    pub(crate) event_columns: &'static str,
+    pub(crate) indexes: &'static str,
+}
+
 /// What a dialect found in a database before touching it.
 #[derive(Debug, Default)]
 pub(crate) struct Found {

@@ -170,8 +170,227 @@ macro_rules! operations {
                     user_state_keys: count("user_keys")?,
                 })
             }
+
+            /// What the database holds of the schema, read with the dialect's catalogue queries.
+            pub(crate) async fn find_schema(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                catalogue: &$crate::schema::Catalogue,
+            ) -> std::result::Result<$crate::schema::Found, sqlx::Error> {
+                let tables = sqlx::query_scalar(catalogue.tables).fetch_all(&mut *conn).await?;
+                let mut found = $crate::schema::Found { tables, ..Default::default() };
+                if found.has_table("adk_internal_metadata") {
+                    found.version = sqlx::query_scalar(catalogue.version).fetch_optional(&mut *conn).await?;
+                }
+                if found.has_table("events") {
+                    let rows = sqlx::query(catalogue.event_columns).fetch_all(&mut *conn).await?;
+                    found.event_columns = rows
+                        .iter()
+                        .map(|r| Ok((r.try_get("name")?, r.try_get("type")?)))
+                        .collect::<std::result::Result<_, sqlx::Error>>()?;
+                }
+                found.indexes = sqlx::query_scalar(catalogue.indexes).fetch_all(&mut *conn).await?;
+                Ok(found)
+            }
         }
     };
 }
 
 pub(crate) use operations;
+
+/// A store over a pool of the dialect's connections: its struct, constructor, accessors and
+/// store traits, each trait method the dialect's `ops` function of the same name: PostgreSQL's
+/// and MySQL's have the same signatures.
+macro_rules! pool_store {
+    ($(#[$doc:meta])* pub struct $store:ident;) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $store {
+            pool: ops::Pool,
+            schema: $crate::schema::Schema,
+        }
+
+        impl $store {
+            /// Connects and prepares the schema (created if absent; concurrent starters wait for
+            /// each other on a database lock).
+            pub async fn connect(options: &$crate::pool::PoolOptions) -> agentstate::Result<Self> {
+                let pool = $crate::pool::connect(options).await?;
+                let schema = schema::prepare(&pool, &options.redacted()).await?;
+                Ok(Self { pool, schema })
+            }
+
+            /// The connection pool.
+            pub fn pool(&self) -> &ops::Pool {
+                &self.pool
+            }
+
+            /// The schema the database was found with, or created with.
+            pub fn schema(&self) -> &$crate::schema::Schema {
+                &self.schema
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl agentstate::store::SessionStore for $store {
+            async fn create(&self, new: agentstate::store::NewSession) -> agentstate::Result<agentstate::Session> {
+                ops::create(&self.pool, new).await
+            }
+
+            async fn get(
+                &self,
+                key: &agentstate::SessionKey,
+                read: &agentstate::store::SessionRead,
+            ) -> agentstate::Result<Option<agentstate::store::LoadedSession>> {
+                ops::get_session(&self.pool, key, read).await
+            }
+
+            async fn list(&self, query: &agentstate::store::ListQuery) -> agentstate::Result<Vec<agentstate::Session>> {
+                ops::list(&self.pool, query).await
+            }
+
+            async fn delete(&self, key: &agentstate::SessionKey) -> agentstate::Result<()> {
+                ops::delete(&self.pool, key).await
+            }
+
+            async fn commit(
+                &self,
+                commit: agentstate::store::EventCommit,
+            ) -> agentstate::Result<agentstate::store::CommitOutcome> {
+                ops::commit(&self.pool, commit).await
+            }
+
+            async fn events(
+                &self,
+                query: &agentstate::store::EventQuery,
+            ) -> agentstate::Result<Option<Vec<agentstate::Event>>> {
+                ops::events(&self.pool, query).await
+            }
+
+            async fn count_events(
+                &self,
+                key: &agentstate::SessionKey,
+                now_micros: i64,
+            ) -> agentstate::Result<Option<usize>> {
+                ops::count_events(&self.pool, key, now_micros).await
+            }
+
+            async fn users_with_session(
+                &self,
+                app: &str,
+                session_id: &str,
+                now_micros: i64,
+            ) -> agentstate::Result<Vec<String>> {
+                ops::users_with_session(&self.pool, app, session_id, now_micros).await
+            }
+
+            fn capabilities(&self) -> agentstate::store::Capabilities<'_> {
+                agentstate::store::Capabilities::none().with_history(self).with_lifecycle(self).with_admin(self)
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl agentstate::store::HistoryStore for $store {
+            async fn snapshot(
+                &self,
+                key: &agentstate::SessionKey,
+                at_or_before_micros: i64,
+            ) -> agentstate::Result<Option<agentstate::store::HistorySnapshot>> {
+                ops::snapshot(&self.pool, key, at_or_before_micros).await
+            }
+
+            async fn put_snapshots(
+                &self,
+                key: &agentstate::SessionKey,
+                snapshots: &[agentstate::store::HistorySnapshot],
+            ) -> agentstate::Result<()> {
+                ops::put_snapshots(&self.pool, key, snapshots).await
+            }
+
+            /// In SQL where the events can be copied as they are; else a replay.
+            async fn copy_events(
+                &self,
+                copy: &agentstate::store::EventCopy,
+            ) -> agentstate::Result<Option<agentstate::store::EventCursor>> {
+                match ops::copy_events(&self.pool, copy).await? {
+                    Some(copied) => Ok(copied),
+                    None => agentstate::store::replay::copy_events(self, copy).await,
+                }
+            }
+
+            async fn drop_events_before(
+                &self,
+                key: &agentstate::SessionKey,
+                cut_micros: i64,
+                boundary: &agentstate::store::HistorySnapshot,
+            ) -> agentstate::Result<usize> {
+                ops::drop_events_before(&self.pool, key, cut_micros, boundary).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl agentstate::store::LifecycleStore for $store {
+            async fn delete_expired(&self, before_micros: i64, limit: usize) -> agentstate::Result<usize> {
+                ops::delete_expired(&self.pool, before_micros, limit).await
+            }
+
+            async fn set_expire_time(
+                &self,
+                key: &agentstate::SessionKey,
+                expire_micros: Option<i64>,
+                now_micros: i64,
+            ) -> agentstate::Result<bool> {
+                ops::set_expire_time(&self.pool, key, expire_micros, now_micros).await
+            }
+
+            async fn erase_user(&self, app: &str, user: &str) -> agentstate::Result<agentstate::UserDataCounts> {
+                ops::erase_user(&self.pool, app, user).await
+            }
+
+            async fn count_user_data(&self, app: &str, user: &str) -> agentstate::Result<agentstate::UserDataCounts> {
+                ops::count_user_data(&self.pool, app, user).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl agentstate::store::AdminStore for $store {
+            async fn apps(&self) -> agentstate::Result<Vec<String>> {
+                ops::apps(&self.pool).await
+            }
+
+            async fn users(&self, app: &str) -> agentstate::Result<Vec<String>> {
+                ops::users(&self.pool, app).await
+            }
+
+            async fn stored_state(
+                &self,
+                owner: &agentstate::store::StateOwner,
+            ) -> agentstate::Result<agentstate::Map<String, agentstate::Value>> {
+                ops::stored_state(&self.pool, owner).await
+            }
+
+            async fn swap_values(
+                &self,
+                owner: &agentstate::store::StateOwner,
+                swaps: &[agentstate::store::ValueSwap],
+            ) -> agentstate::Result<usize> {
+                ops::swap_values(&self.pool, owner, swaps).await
+            }
+
+            async fn rewrite_event(
+                &self,
+                key: &agentstate::SessionKey,
+                event: &agentstate::Event,
+            ) -> agentstate::Result<bool> {
+                ops::rewrite_event(&self.pool, key, event).await
+            }
+
+            async fn metadata(&self, name: &str) -> agentstate::Result<Option<String>> {
+                ops::metadata(&self.pool, name).await
+            }
+
+            async fn set_metadata(&self, name: &str, value: &str) -> agentstate::Result<()> {
+                ops::set_metadata(&self.pool, name, value).await
+            }
+        }
+    };
+}
+pub(crate) use pool_store;

@@ -3,9 +3,10 @@
 use std::time::{Duration, Instant};
 
 use agentstate::history::{EventDiff, ForkSession, HistoryAt, KeyChange, StateAt};
+use agentstate::store::replay::Replay;
 use agentstate::store::{
     Capabilities, CommitOutcome, EventCommit, EventCursor, EventQuery, EventSelect, EventWindow, ListQuery,
-    LoadedSession, NewSession, RemoteHistory, SessionRead, SessionStore, merge_scopes, replay,
+    LoadedSession, NewSession, RemoteHistory, SessionRead, SessionStore, merge_scopes,
 };
 use agentstate::{ConflictKind, Error, Event, Result, Session, SessionKey, Value};
 use async_trait::async_trait;
@@ -263,7 +264,7 @@ impl RemoteHistory for VertexAiStore {
     /// creation state). Expiry is the server's to judge.
     async fn state_at(&self, key: &SessionKey, at: &HistoryAt) -> Result<Option<StateAt>> {
         if !self.client.extensions() {
-            return replay::state_at(self, key, at, i64::MIN).await;
+            return Replay::new(self, i64::MIN).state_at(key, at).await;
         }
         let call = Call::agentstate(Method::GET, self.agentstate_path(key, &["state"]), Retry::Idempotent);
         let call = match at {
@@ -281,7 +282,7 @@ impl RemoteHistory for VertexAiStore {
 
     async fn event_diff(&self, key: &SessionKey, event_id: &str) -> Result<Option<EventDiff>> {
         if !self.client.extensions() {
-            return replay::event_diff(self, key, event_id, i64::MIN).await;
+            return Replay::new(self, i64::MIN).event_diff(key, event_id).await;
         }
         let path = self.agentstate_path(key, &["events", event_id, "diff"]);
         match self.client.send(&Call::agentstate(Method::GET, path, Retry::Idempotent)).await {
@@ -296,7 +297,7 @@ impl RemoteHistory for VertexAiStore {
 
     async fn fork(&self, request: &ForkSession) -> Result<Session> {
         if !self.client.extensions() {
-            return replay::fork(self, request, i64::MIN).await;
+            return Replay::new(self, i64::MIN).fork(request).await;
         }
         let source = &request.source;
         let mut body = serde_json::json!({ "atEventId": request.at_event_id });

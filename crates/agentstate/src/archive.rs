@@ -31,7 +31,6 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -41,7 +40,7 @@ use crate::event::Event;
 use crate::key::SessionKey;
 use crate::service::{GetSessionConfig, ListSessions, SessionService};
 use crate::session::SessionAttributes;
-use crate::store::{EventCommit, NewSession, ScopedKeys, ScopedState, SessionStore, micros_to_secs, secs_to_micros};
+use crate::store::{EventCommit, NewSession, ScopedState, SessionStore, micros_to_secs, secs_to_micros};
 
 /// One exported session: a line of the archive.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -241,21 +240,10 @@ async fn import_one(store: &dyn SessionStore, record: Record) -> Result<usize, E
     let mut marker = store.create(new).await?.last_update_micros();
     let count = record.events.len();
     for event in record.events {
-        let stored = secs_to_micros(event.timestamp).unwrap_or_default();
-        let timestamp_micros = stored.max(marker + 1);
-        let commit = EventCommit {
-            key: key.clone(),
-            expected_last_update_micros: marker,
-            event: Arc::new(Event { timestamp: micros_to_secs(timestamp_micros), ..event }),
-            timestamp_micros,
-            delta: ScopedState::default(),
-            deleted: ScopedKeys::default(),
-            // Stored as archived, expired or not (a sweep removes what expired).
-            now_micros: i64::MIN,
-            extend_expiry_to: None,
-        };
+        // Stored as archived, expired or not (a sweep removes what expired).
+        let commit = EventCommit::history_only(key.clone(), marker, event);
+        marker = commit.timestamp_micros;
         store.commit(commit).await?;
-        marker = timestamp_micros;
     }
     Ok(count)
 }

@@ -15,7 +15,7 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use crate::error::{ConflictKind, Error, Result};
+use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::key::SessionKey;
 use crate::session::{Session, SessionAttributes};
@@ -196,39 +196,26 @@ impl SessionStore for InMemoryStore {
     }
 
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
-        let EventCommit {
-            key,
-            expected_last_update_micros,
-            event,
-            timestamp_micros,
-            delta,
-            deleted,
-            now_micros,
-            extend_expiry_to,
-        } = commit;
+        let EventCommit { key, event, delta, deleted, .. } = &commit;
         let mut apps = self.write();
         let not_found = || Error::NotFound { session_id: key.session_id().to_owned() };
         let app = apps.get_mut(key.app_name()).ok_or_else(not_found)?;
         let user = app.users.get_mut(key.user_id()).ok_or_else(not_found)?;
-        let entry = user.sessions.get_mut(key.session_id()).filter(|s| s.live_at(now_micros)).ok_or_else(not_found)?;
+        let entry =
+            user.sessions.get_mut(key.session_id()).filter(|s| s.live_at(commit.now_micros)).ok_or_else(not_found)?;
 
         if let Some(&i) = entry.index_of_id.get(&event.id) {
-            let existing = &entry.events[i];
-            return if existing.same_as_retry(&event) {
-                Ok(CommitOutcome::Duplicate(Box::new(Event::clone(existing))))
-            } else {
-                Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { event_id: event.id.clone() } })
-            };
+            return CommitOutcome::of_stored(Event::clone(&entry.events[i]), event);
         }
-        if entry.last_update_micros != expected_last_update_micros {
+        if entry.last_update_micros != commit.expected_last_update_micros {
             return Err(Error::stale());
         }
 
         apply_changes(&mut entry.state, &delta.session, &deleted.session);
         entry.index_of_id.insert(event.id.clone(), entry.events.len());
-        entry.events.push(event);
-        entry.last_update_micros = timestamp_micros;
-        if let (Some(to), Some(expire)) = (extend_expiry_to, entry.expire_micros())
+        entry.events.push(Arc::clone(event));
+        entry.last_update_micros = commit.timestamp_micros;
+        if let (Some(to), Some(expire)) = (commit.extend_expiry_to, entry.expire_micros())
             && to > expire
         {
             entry.set_expire(Some(to));

@@ -20,17 +20,23 @@ async fn window(svc: &Svc, s: &Session, recent: Option<usize>, after: Option<f64
     ids(&loaded)
 }
 
+/// A new session with `count` events, ids `{prefix}0`…, a second apart from `t0` (answered), each
+/// setting `step` to its index.
+async fn a_second_apart(svc: &Svc, prefix: &str, count: u32) -> (agentstate::Session, f64) {
+    let mut s = create(svc, &unique("app"), "u", "s", json!({})).await;
+    let t0 = s.last_update_time().floor() + 10.0;
+    for i in 0..count {
+        let mut e = event("inv", json!({ "step": i })).at(t0 + f64::from(i));
+        e.id = format!("{prefix}{i}");
+        svc.append_event(&mut s, e).await.unwrap();
+    }
+    (s, t0)
+}
+
 /// `num_recent_events`: None = all, 0 = none, n = the n newest; `after_timestamp`: events at or
 /// after it; both together: the newest n of those at or after it.
 pub(super) async fn get_selects_event_windows(svc: Svc) {
-    let app = unique("app");
-    let mut s = create(&svc, &app, "u", "s", json!({})).await;
-    let t0 = s.last_update_time().floor() + 10.0;
-    for i in 0..5 {
-        let mut e = event("inv", json!({ "step": i })).at(t0 + f64::from(i));
-        e.id = format!("m{i}");
-        svc.append_event(&mut s, e).await.unwrap();
-    }
+    let (s, t0) = a_second_apart(&svc, "m", 5).await;
     let all: Vec<String> = (0..5).map(|i| format!("m{i}")).collect();
     assert_eq!(window(&svc, &s, None, None).await, all);
     assert_eq!(window(&svc, &s, Some(0), None).await, Vec::<String>::new());
@@ -123,14 +129,7 @@ pub(super) async fn event_pages_walk_history_in_order(svc: Svc) {
 /// pages on from there, the bound kept on every page.
 pub(super) async fn event_pages_start_at_a_time(svc: Svc) {
     use agentstate::ListEvents;
-    let app = unique("app");
-    let mut s = create(&svc, &app, "u", "s", json!({})).await;
-    let t0 = s.last_update_time().floor() + 10.0;
-    for i in 0..8 {
-        let mut e = event("inv", json!({ "i": i })).at(t0 + f64::from(i));
-        e.id = format!("t{i}");
-        svc.append_event(&mut s, e).await.unwrap();
-    }
+    let (s, t0) = a_second_apart(&svc, "t", 8).await;
     let mut request = ListEvents { page_size: 2, after_timestamp: Some(t0 + 3.0), ..ListEvents::default() };
     let mut seen = Vec::new();
     loop {

@@ -21,10 +21,5 @@ local dropped = drop(KEYS[2], KEYS[3])
 drop(KEYS[4], KEYS[5])
 redis.call('ZADD', KEYS[4], ARGV[2], '')
 redis.call('HSET', KEYS[5], '', ARGV[3])
-local expire = redis.call('HGET', KEYS[1], 'expire')
-if expire then
-  local at = math.ceil(tonumber(expire) / 1000)
-  redis.call('PEXPIREAT', KEYS[4], at)
-  redis.call('PEXPIREAT', KEYS[5], at)
-end
+expire_with_session(KEYS[1], KEYS[4], KEYS[5])
 return dropped

@@ -18,14 +18,4 @@ else
   local first = redis.call('HGET', KEYS[4], ARGV[3])
   ids = first and {first} or {}
 end
-local events = {}
-local i = 1
-while i <= #ids do
-  local upto = math.min(i + 999, #ids)
-  local chunk = redis.call('HMGET', KEYS[3], unpack(ids, i, upto))
-  for j = 1, #chunk do
-    if chunk[j] then events[#events + 1] = chunk[j] end
-  end
-  i = upto + 1
-end
-return events
+return values_of(KEYS[3], ids)

@@ -29,12 +29,5 @@ elseif after ~= '' then
 else
   ids = redis.call('ZRANGE', KEYS[5], 0, -1)
 end
-local events = {}
-local i = 1
-while i <= #ids do
-  local upto = math.min(i + 999, #ids)
-  local chunk = redis.call('HMGET', KEYS[6], unpack(ids, i, upto))
-  for j = 1, #chunk do events[#events + 1] = chunk[j] end
-  i = upto + 1
-end
+local events = values_of(KEYS[6], ids)
 return {meta, redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), redis.call('HGETALL', KEYS[4]), events}

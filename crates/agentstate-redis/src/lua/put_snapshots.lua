@@ -8,10 +8,5 @@ for i = 1, #ARGV, 3 do
   redis.call('ZADD', KEYS[2], ARGV[i], ARGV[i + 1])
   redis.call('HSET', KEYS[3], ARGV[i + 1], ARGV[i + 2])
 end
-local expire = redis.call('HGET', KEYS[1], 'expire')
-if expire then
-  local at = math.ceil(tonumber(expire) / 1000)
-  redis.call('PEXPIREAT', KEYS[2], at)
-  redis.call('PEXPIREAT', KEYS[3], at)
-end
+expire_with_session(KEYS[1], KEYS[2], KEYS[3])
 return #ARGV / 3

@@ -11,7 +11,7 @@ use agentstate::store::{
     Capabilities, CommitOutcome, EventCommit, EventQuery, EventSelect, ListQuery, LoadedSession, NewSession,
     SessionRead, SessionStore, StateOwner, merge_scopes,
 };
-use agentstate::{ConflictKind, Error, Event, Map, Result, Session, SessionAttributes, SessionKey, Value};
+use agentstate::{Error, Event, Map, Result, Session, SessionAttributes, SessionKey, Value};
 use async_trait::async_trait;
 use redis::{RedisError, Value as Reply};
 
@@ -331,18 +331,9 @@ impl SessionStore for RedisStore {
     }
 
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
-        let EventCommit {
-            key,
-            expected_last_update_micros,
-            event,
-            timestamp_micros,
-            delta,
-            deleted,
-            now_micros,
-            extend_expiry_to,
-        } = commit;
-        let keys = self.keys(&key);
-        let json = event_json(&event)?;
+        let EventCommit { key, event, delta, deleted, .. } = &commit;
+        let keys = self.keys(key);
+        let json = event_json(event)?;
         let mut invocation = scripts::COMMIT.prepare_invoke();
         invocation
             .key(&keys.meta)
@@ -359,8 +350,8 @@ impl SessionStore for RedisStore {
             .key(&keys.expiring)
             .arg(&event.id)
             .arg(json)
-            .arg(timestamp_micros)
-            .arg(expected_last_update_micros)
+            .arg(commit.timestamp_micros)
+            .arg(commit.expected_last_update_micros)
             .arg(&event.invocation_id)
             .arg(&keys.member)
             .arg(key.session_id());
@@ -368,7 +359,9 @@ impl SessionStore for RedisStore {
         for (set, removed) in scopes {
             invocation.arg(set.len()).arg(removed.len());
         }
-        invocation.arg(expiry_arg(now_micros)).arg(extend_expiry_to.map(|t| t.to_string()).unwrap_or_default());
+        invocation
+            .arg(expiry_arg(commit.now_micros))
+            .arg(commit.extend_expiry_to.map(|t| t.to_string()).unwrap_or_default());
         for (set, removed) in scopes {
             push_pairs(&mut invocation, set);
             for k in removed {
@@ -382,12 +375,7 @@ impl SessionStore for RedisStore {
             Some("missing") => Err(Error::NotFound { session_id: key.session_id().to_owned() }),
             Some("stale") => Err(Error::stale()),
             Some("duplicate") => {
-                let existing = decode_event(reply.get(1).unwrap_or(&Reply::Nil), &key)?;
-                if existing.same_as_retry(&event) {
-                    Ok(CommitOutcome::Duplicate(Box::new(existing)))
-                } else {
-                    Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { event_id: event.id.clone() } })
-                }
+                CommitOutcome::of_stored(decode_event(reply.get(1).unwrap_or(&Reply::Nil), key)?, event)
             }
             _ => Err(corrupt(format!("session {key}: the append script answered {reply:?}"))),
         }

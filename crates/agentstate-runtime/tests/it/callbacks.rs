@@ -6,13 +6,12 @@ use agentstate_runtime::testing::ScriptedModel;
 use agentstate_runtime::{FunctionTool, LlmAgent, Runner};
 use serde_json::json;
 
-use crate::support::{authors, create, instruction, run_ok, schema, services, stored};
+use crate::support::{answering, authors, create, instruction, run_ok, schema, services, services_with, stored};
 
 #[tokio::test]
 async fn callbacks_count_actions_and_temp_status_lasts_one_invocation() {
-    for (name, service) in services().await {
-        create(&service, "s").await;
-        let model = ScriptedModel::new("m").reply(LlmResponse::text("one")).reply(LlmResponse::text("two"));
+    for (name, service) in services_with("s").await {
+        let model = answering(&["one", "two"]);
         let agent = LlmAgent::builder("assistant", model.clone())
             .instruction("Status: {temp:last_operation_status}. Count: {user_action_count}.")
             .before_agent_callback(|ctx| {
@@ -42,8 +41,7 @@ async fn callbacks_count_actions_and_temp_status_lasts_one_invocation() {
 
 #[tokio::test]
 async fn model_and_tool_callbacks_can_answer_replace_and_write_state() {
-    for (name, service) in services().await {
-        create(&service, "s").await;
+    for (name, service) in services_with("s").await {
         let model = ScriptedModel::new("m")
             .reply(LlmResponse::call("lookup", json!({"q": "x"})))
             .reply(LlmResponse::text("raw answer"));

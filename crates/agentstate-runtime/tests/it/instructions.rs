@@ -1,19 +1,16 @@
 //! Instructions: templates over state and instruction providers. Each scenario runs on the in-memory service and on SQLite.
 
 use agentstate::Content;
-use agentstate_runtime::model::LlmResponse;
-use agentstate_runtime::testing::ScriptedModel;
 use agentstate_runtime::{LlmAgent, RunRequest, Runner, RuntimeError, inject_session_state};
 use futures_util::StreamExt;
 use serde_json::json;
 
-use crate::support::{create, instruction, run, run_ok, services, stored};
+use crate::support::{answering, create, instruction, run, run_ok, services, services_with, stored};
 
 #[tokio::test]
 async fn story_instruction_reads_topic_and_optional_user_name() {
-    for (name, service) in services().await {
-        create(&service, "s").await;
-        let model = ScriptedModel::new("m").reply(LlmResponse::text("A story.")).reply(LlmResponse::text("B story."));
+    for (name, service) in services_with("s").await {
+        let model = answering(&["A story.", "B story."]);
         let agent = LlmAgent::builder("story_agent", model.clone())
             .instruction("Write a short story about {topic} for {user:name?}. Keep {{braces}}.")
             .build()
@@ -50,7 +47,7 @@ async fn story_instruction_reads_topic_and_optional_user_name() {
 async fn an_instruction_provider_bypasses_injection() {
     let (_, service) = services().await.remove(0);
     create(&service, "s").await;
-    let model = ScriptedModel::new("m").reply(LlmResponse::text("ok"));
+    let model = answering(&["ok"]);
     let agent = LlmAgent::builder("a", model.clone())
         .instruction_provider(|ctx| {
             let injected = inject_session_state("topic={topic?}", ctx)?;
@@ -65,7 +62,7 @@ async fn an_instruction_provider_bypasses_injection() {
     assert_eq!(instruction(&model.requests()[0]), "Literal {topic} stays; topic=cats; agent=a");
     // Without the identity line, the instruction is exactly the provider's.
     create(&service, "s2").await;
-    let model = ScriptedModel::new("m").reply(LlmResponse::text("ok"));
+    let model = answering(&["ok"]);
     let agent = LlmAgent::builder("b", model.clone()).instruction("Only this.").identity(false).build().unwrap();
     run_ok(&Runner::new("app", agent, service.clone()), "s2", "x").await;
     assert_eq!(model.requests()[0].system_instruction.as_deref(), Some("Only this."));

@@ -10,12 +10,11 @@ use agentstate_runtime::{FunctionTool, LlmAgent, RunRequest, Runner, RuntimeErro
 use futures_util::StreamExt;
 use serde_json::json;
 
-use crate::support::{create, run, run_ok, schema, services, stored};
+use crate::support::{answering, create, run, run_ok, schema, services, services_with, stored};
 
 #[tokio::test]
 async fn streamed_partials_are_yielded_but_never_stored() {
-    for (name, service) in services().await {
-        create(&service, "s").await;
+    for (name, service) in services_with("s").await {
         let model = ScriptedModel::new("m").streamed_text(&["Once ", "upon ", "a time."]);
         let agent = LlmAgent::builder("teller", model).output_key("story").build().unwrap();
         let runner = Runner::new("app", agent, service.clone());
@@ -38,7 +37,7 @@ async fn streamed_partials_are_yielded_but_never_stored() {
 #[tokio::test]
 async fn missing_sessions_fail_unless_auto_created() {
     for (name, service) in services().await {
-        let model = ScriptedModel::new("m").reply(LlmResponse::text("hi"));
+        let model = answering(&["hi"]);
         let agent: Arc<dyn Agent> = Arc::new(LlmAgent::builder("a", model).build().unwrap());
         let runner = Runner::new("app", Arc::clone(&agent), service.clone());
         let (events, error) = run(&runner, "nope", "hi").await;
@@ -54,8 +53,7 @@ async fn missing_sessions_fail_unless_auto_created() {
 
 #[tokio::test]
 async fn only_the_history_the_agent_reads_is_loaded() {
-    for (name, service) in services().await {
-        create(&service, "s").await;
+    for (name, service) in services_with("s").await {
         let script = || (0..4).fold(ScriptedModel::new("m"), |m, i| m.reply(LlmResponse::text(format!("answer {i}"))));
         let full = script();
         let agent = LlmAgent::builder("a", full.clone()).build().unwrap();
@@ -99,8 +97,7 @@ async fn a_looping_model_hits_the_call_limit() {
 
 #[tokio::test]
 async fn two_runs_of_one_session_never_interleave_silently() {
-    for (name, service) in services().await {
-        create(&service, "s").await;
+    for (name, service) in services_with("s").await {
         let gate = agentstate_runtime::testing::Gate::new();
         let slow_model = ScriptedModel::new("slow").reply(LlmResponse::text("late answer")).gated(gate.clone());
         let slow = LlmAgent::builder("slow", slow_model).output_key("slow_out").build().unwrap();

@@ -5,13 +5,12 @@ use agentstate_runtime::testing::ScriptedModel;
 use agentstate_runtime::{LlmAgent, Runner};
 use serde_json::json;
 
-use crate::support::{authors, create, instruction, run, run_ok, services, stored};
+use crate::support::{answering, authors, create, instruction, run, run_ok, services, services_with, stored};
 
 #[tokio::test]
 async fn output_key_saves_the_greeting() {
-    for (name, service) in services().await {
-        create(&service, "s1").await;
-        let model = ScriptedModel::new("m").reply(LlmResponse::text("Hello there!"));
+    for (name, service) in services_with("s1").await {
+        let model = answering(&["Hello there!"]);
         let agent = LlmAgent::builder("Greeter", model.clone())
             .instruction("Generate a short, friendly greeting.")
             .output_key("last_greeting")
@@ -44,9 +43,8 @@ async fn output_key_saves_the_greeting() {
 
 #[tokio::test]
 async fn temp_keys_are_gone_in_the_next_invocation() {
-    for (name, service) in services().await {
-        create(&service, "s").await;
-        let model = ScriptedModel::new("m").reply(LlmResponse::text("x")).reply(LlmResponse::text("y"));
+    for (name, service) in services_with("s").await {
+        let model = answering(&["x", "y"]);
         let agent = LlmAgent::builder("a", model.clone())
             .instruction("Last: [{temp:out?}]")
             .output_key("temp:out")

@@ -11,6 +11,15 @@ pub(crate) async fn services() -> Vec<(&'static str, SessionService)> {
     vec![("memory", SessionService::in_memory()), ("sqlite", sqlite)]
 }
 
+/// [`services`], each with a session `id` of user `u` in app `app`.
+pub(crate) async fn services_with(id: &str) -> Vec<(&'static str, SessionService)> {
+    let services = services().await;
+    for (_, service) in &services {
+        create(service, id).await;
+    }
+    services
+}
+
 pub(crate) async fn create(service: &SessionService, id: &str) -> Session {
     service.create_session(CreateSession::new("app", "u").id(id)).await.unwrap()
 }
@@ -55,4 +64,10 @@ pub(crate) fn instruction(request: &agentstate_runtime::model::LlmRequest) -> &s
 
 pub(crate) fn schema() -> Value {
     json!({"type": "object", "properties": {}})
+}
+
+/// A scripted model `m` that answers each request with the next of `texts`.
+pub(crate) fn answering(texts: &[&str]) -> agentstate_runtime::testing::ScriptedModel {
+    let model = agentstate_runtime::testing::ScriptedModel::new("m");
+    texts.iter().fold(model, |model, text| model.reply(agentstate_runtime::model::LlmResponse::text(*text)))
 }

@@ -9,7 +9,7 @@ use agentstate_runtime::{FunctionTool, LlmAgent, RunRequest, Runner};
 use futures_util::StreamExt;
 use serde_json::json;
 
-use crate::support::{authors, create, run_ok, schema, services, stored};
+use crate::support::{authors, create, run_ok, schema, services, services_with, stored};
 
 /// Writes its own key, the shared `last_tool`, and adds itself to a shared list and counter
 /// (read-modify-write), after an await so the calls overlap.
@@ -31,8 +31,7 @@ fn writer_tool(tool: &'static str, key: &'static str, delay_ms: u64) -> Function
 
 #[tokio::test]
 async fn parallel_tools_lose_no_write() {
-    for (name, service) in services().await {
-        create(&service, "s").await;
+    for (name, service) in services_with("s").await {
         let model = ScriptedModel::new("m")
             .reply(LlmResponse::calls([
                 ("weather".to_owned(), json!({"city": "Paris"})),
@@ -80,8 +79,7 @@ async fn parallel_tools_lose_no_write() {
 
 #[tokio::test]
 async fn tool_failures_go_back_to_the_model() {
-    for (name, service) in services().await {
-        create(&service, "s").await;
+    for (name, service) in services_with("s").await {
         let model = ScriptedModel::new("m")
             .reply(LlmResponse::calls([("fails".to_owned(), json!({})), ("missing".to_owned(), json!({}))]))
             .reply(LlmResponse::text("Sorry."));
@@ -134,8 +132,7 @@ async fn arguments_that_do_not_fit_the_schema_never_reach_the_tool() {
 
 #[tokio::test]
 async fn agent_tools_called_together_keep_every_output_key() {
-    for (name, service) in services().await {
-        create(&service, "s").await;
+    for (name, service) in services_with("s").await {
         let weather = LlmAgent::builder("weather", ScriptedModel::new("w").reply(LlmResponse::text("sunny")))
             .description("Weather.")
             .output_key("weather_out")

@@ -8,7 +8,7 @@ use agentstate_runtime::testing::ScriptedModel;
 use agentstate_runtime::{FunctionTool, LlmAgent, Runner, SequentialAgent};
 use serde_json::json;
 
-use crate::support::{authors, create, run, run_ok, schema, services};
+use crate::support::{answering, authors, create, run, run_ok, schema, services, services_with};
 
 #[tokio::test]
 async fn the_model_can_transfer_to_a_sub_agent() {
@@ -56,8 +56,7 @@ async fn the_model_can_transfer_to_a_sub_agent() {
 
 #[tokio::test]
 async fn the_next_turn_resumes_with_the_agent_the_conversation_was_handed_to() {
-    for (name, service) in services().await {
-        create(&service, "s").await;
+    for (name, service) in services_with("s").await {
         let desk_model = ScriptedModel::new("d")
             .reply(LlmResponse::call("transfer_to_agent", json!({"agent_name": "billing"})))
             .reply(LlmResponse::text("Anything else?"))
@@ -96,7 +95,7 @@ async fn the_next_turn_resumes_with_the_agent_the_conversation_was_handed_to() {
 async fn a_workflow_restarts_from_its_root_every_turn() {
     let (_, service) = services().await.remove(0);
     create(&service, "s").await;
-    let model = ScriptedModel::new("m").reply(LlmResponse::text("one")).reply(LlmResponse::text("two"));
+    let model = answering(&["one", "two"]);
     let step = LlmAgent::builder("step", model.clone()).build().unwrap();
     let pipeline = SequentialAgent::new("pipeline", vec![Arc::new(step)]).unwrap();
     let extra_model = ScriptedModel::new("x").reply(LlmResponse::text("extra")).reply(LlmResponse::text("extra 2"));

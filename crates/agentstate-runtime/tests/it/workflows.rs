@@ -9,12 +9,11 @@ use agentstate_runtime::testing::ScriptedModel;
 use agentstate_runtime::{FunctionTool, LlmAgent, ParallelAgent, Runner, SequentialAgent};
 use serde_json::json;
 
-use crate::support::{authors, create, instruction, run_ok, schema, services, stored};
+use crate::support::{authors, instruction, run_ok, schema, services_with, stored};
 
 #[tokio::test]
 async fn a_sequential_pipeline_passes_temp_results_along() {
-    for (name, service) in services().await {
-        create(&service, "s").await;
+    for (name, service) in services_with("s").await {
         let writer_model = ScriptedModel::new("w").reply(LlmResponse::text("DRAFT-1")).reply(LlmResponse::text("D2"));
         let reader_model = ScriptedModel::new("r").reply(LlmResponse::text("fine")).reply(LlmResponse::text("ok"));
         let writer = LlmAgent::builder("writer", writer_model)
@@ -48,8 +47,7 @@ async fn a_sequential_pipeline_passes_temp_results_along() {
 
 #[tokio::test]
 async fn parallel_agents_keep_every_write_and_do_not_see_each_other() {
-    for (name, service) in services().await {
-        create(&service, "s").await;
+    for (name, service) in services_with("s").await {
         let mut children: Vec<Arc<dyn Agent>> = Vec::new();
         let mut models = Vec::new();
         for i in 0..4 {

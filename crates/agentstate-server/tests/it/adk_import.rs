@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use agentstate::{GetSessionConfig, SessionKey, SessionService};
+use agentstate::{GetSessionConfig, Session, SessionKey, SessionService};
 use agentstate_conformance::reference::adk_python;
 use agentstate_sql::SqlStore;
 use serde_json::{Value, json};
@@ -23,6 +23,29 @@ fn normalize(mut event: Value) -> Value {
     event
 }
 
+/// Runs `agentstate import-adk` with `args` into a fresh SQLite database, checks it says `said`,
+/// and answers each session the reference wrote (`reference`, of `app`) with ours, whose state
+/// is the same.
+async fn import<'r>(app: &str, args: &[&str], said: &str, reference: &'r Value) -> Vec<(Session, &'r Value)> {
+    let dir = std::env::temp_dir().join("agentstate-tests").join(agentstate::Event::new_id());
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = format!("sqlite://{}/agentstate.db", dir.display());
+    let run = Command::new(env!("CARGO_BIN_EXE_agentstate")).args(["import-adk", "--db", &db]).args(args).output();
+    let run = run.unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(stderr.contains(said), "{stderr}");
+    let svc = SessionService::new(SqlStore::connect(&db).await.unwrap());
+    let mut pairs = Vec::new();
+    for theirs in reference.as_array().unwrap() {
+        let key = SessionKey::new(app, theirs["user_id"].as_str().unwrap(), theirs["id"].as_str().unwrap()).unwrap();
+        let ours = svc.get_session(&key, GetSessionConfig::default()).await.unwrap().unwrap();
+        assert_eq!(Value::Object(ours.state().all().clone()), theirs["state"], "state of {key}");
+        pairs.push((ours, theirs));
+    }
+    pairs
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn imports_the_adk_web_store() {
     let dir = std::env::temp_dir().join("agentstate-tests").join(agentstate::Event::new_id());
@@ -33,21 +56,10 @@ async fn imports_the_adk_web_store() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let reference: Value = serde_json::from_slice(&out.stdout).unwrap();
 
-    let db = format!("sqlite://{}/agentstate.db", dir.display());
-    let run = Command::new(env!("CARGO_BIN_EXE_agentstate"))
-        .args(["import-adk", "--db", &db, "--from"])
-        .arg(&store)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(run.status.success(), "{stderr}");
-    assert!(stderr.contains("imported 2 sessions with 3 events"), "{stderr}");
-
-    let svc = SessionService::new(SqlStore::connect(&db).await.unwrap());
-    for theirs in reference.as_array().unwrap() {
-        let key = SessionKey::new("web", theirs["user_id"].as_str().unwrap(), theirs["id"].as_str().unwrap()).unwrap();
-        let ours = svc.get_session(&key, GetSessionConfig::default()).await.unwrap().unwrap();
-        assert_eq!(Value::Object(ours.state().all().clone()), theirs["state"], "state of {key}");
+    let from = store.display().to_string();
+    let imported = import("web", &["--from", &from], "imported 2 sessions with 3 events", &reference).await;
+    for (ours, theirs) in imported {
+        let key = ours.key();
         let our_events: Vec<Value> =
             ours.events().iter().map(|e| normalize(serde_json::to_value(e).unwrap())).collect();
         let their_events: Vec<Value> = theirs["events"].as_array().unwrap().iter().cloned().map(normalize).collect();
@@ -67,24 +79,10 @@ async fn imports_sessions_of_the_references_redis_service() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let reference: Value = serde_json::from_slice(&out.stdout).unwrap();
 
-    let dir = std::env::temp_dir().join("agentstate-tests").join(agentstate::Event::new_id());
-    std::fs::create_dir_all(&dir).unwrap();
-    let db = format!("sqlite://{}/agentstate.db", dir.display());
-    let run = Command::new(env!("CARGO_BIN_EXE_agentstate"))
-        .args(["import-adk", "--db", &db, "--from", redis, "--key-prefix", &prefix])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(run.status.success(), "{stderr}");
-    assert!(stderr.contains("imported 3 sessions with 12 events from redis://127.0.0.1:6379/0"), "{stderr}");
-
-    let svc = SessionService::new(SqlStore::connect(&db).await.unwrap());
-    for theirs in reference.as_array().unwrap() {
-        let key =
-            SessionKey::new("interop", theirs["user_id"].as_str().unwrap(), theirs["id"].as_str().unwrap()).unwrap();
-        let ours = svc.get_session(&key, GetSessionConfig::default()).await.unwrap().unwrap();
-        assert_eq!(Value::Object(ours.state().all().clone()), theirs["state"], "state of {key}");
-        assert_eq!(ours.events().len(), theirs["events"].as_array().unwrap().len(), "events of {key}");
+    let said = "imported 3 sessions with 12 events from redis://127.0.0.1:6379/0";
+    let imported = import("interop", &["--from", redis, "--key-prefix", &prefix], said, &reference).await;
+    for (ours, theirs) in imported {
+        assert_eq!(ours.events().len(), theirs["events"].as_array().unwrap().len(), "events of {}", ours.key());
     }
     // Remove what the reference wrote.
     let keys = Command::new("redis-cli").args(["--scan", "--pattern", &format!("{prefix}*")]).output().unwrap();

@@ -33,6 +33,14 @@ pub(crate) fn serve(db: &str) -> (Child, String) {
 }
 
 /// Starts `agentstate serve` with these options; returns the child and its address.
+/// `serve` on an in-memory SQLite database and a free port, with `options` (words split at
+/// spaces).
+fn serve_in_memory(options: &str) -> (Child, String) {
+    let mut all = vec!["--db", "sqlite::memory:", "--addr", "127.0.0.1:0"];
+    all.extend(options.split(' '));
+    serve_with(&all)
+}
+
 pub(crate) fn serve_with(options: &[&str]) -> (Child, String) {
     let mut child = Command::new(BIN)
         .arg("serve")
@@ -318,13 +326,7 @@ fn encrypted_databases_need_their_keys() {
     assert!(with_wrong.contains("is not the key this database was encrypted with"), "{with_wrong}");
     assert!(!with_wrong.contains(wrong.split(':').nth(1).unwrap()), "{with_wrong}");
     // With its key (from the environment this time), the session reads back.
-    let out = Command::new(BIN)
-        .args(["sessions", "list", "--db", &db, "a"])
-        .env("AGENTSTATE_ENCRYPTION_KEYS", &k1)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("4111-SECRET-1111"));
+    assert!(listed_with(&db, &k1).contains("4111-SECRET-1111"));
 
     // Rotation: a new key first, the old one kept; rekey; then the new key alone reads it all.
     let k2 = key("k2");
@@ -333,15 +335,21 @@ fn encrypted_databases_need_their_keys() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("1 sessions of 1 apps") && stdout.contains("re-encrypted"), "{stdout}");
+    assert!(listed_with(&db, &k2).contains("4111-SECRET-1111"));
+    let without = Command::new(BIN).args(["rekey", "--db", &db]).output().unwrap();
+    assert!(String::from_utf8_lossy(&without.stderr).contains("this database is encrypted"));
+}
+
+/// `agentstate sessions list` of app `a` in `db`, with the encryption keys `keys` in the
+/// environment: what it printed.
+fn listed_with(db: &str, keys: &str) -> String {
     let out = Command::new(BIN)
-        .args(["sessions", "list", "--db", &db, "a"])
-        .env("AGENTSTATE_ENCRYPTION_KEYS", &k2)
+        .args(["sessions", "list", "--db", db, "a"])
+        .env("AGENTSTATE_ENCRYPTION_KEYS", keys)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("4111-SECRET-1111"));
-    let without = Command::new(BIN).args(["rekey", "--db", &db]).output().unwrap();
-    assert!(String::from_utf8_lossy(&without.stderr).contains("this database is encrypted"));
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]
@@ -376,17 +384,7 @@ fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> Option<String> 
 
 #[test]
 fn slow_clients_are_cut_off_and_never_hold_up_others() {
-    let options = [
-        "--db",
-        "sqlite::memory:",
-        "--addr",
-        "127.0.0.1:0",
-        "--header-read-timeout-secs",
-        "1",
-        "--body-read-timeout-secs",
-        "1",
-    ];
-    let (child, addr) = serve_with(&options);
+    let (child, addr) = serve_in_memory("--header-read-timeout-secs 1 --body-read-timeout-secs 1");
     let _server = Running(child);
     // 200 connections trickling their headers, never finishing them.
     let mut slow: Vec<TcpStream> = (0..200)
@@ -415,17 +413,7 @@ fn slow_clients_are_cut_off_and_never_hold_up_others() {
 
 #[test]
 fn a_connection_limit_makes_others_wait_not_fail() {
-    let options = [
-        "--db",
-        "sqlite::memory:",
-        "--addr",
-        "127.0.0.1:0",
-        "--header-read-timeout-secs",
-        "1",
-        "--max-connections",
-        "4",
-    ];
-    let (child, addr) = serve_with(&options);
+    let (child, addr) = serve_in_memory("--header-read-timeout-secs 1 --max-connections 4");
     let _server = Running(child);
     let _slow: Vec<TcpStream> = (0..4)
         .map(|_| {

@@ -48,25 +48,31 @@ fn start_reference() -> (Server, String) {
     (server, addr)
 }
 
-/// Replaces what legitimately differs between two servers: generated ids and clock readings.
-fn normalize(value: Value) -> Value {
+/// `value` with each object entry (key, value) that `rule` answers for replaced by its answer,
+/// and the entries it answers `Some(None)` for dropped, at every depth.
+fn rewrite(value: Value, rule: &dyn Fn(&str, &Value) -> Option<Option<Value>>) -> Value {
     match value {
         Value::Object(map) => Value::Object(
             map.into_iter()
-                .map(|(k, v)| {
-                    let v = match (k.as_str(), &v) {
-                        ("lastUpdateTime" | "timestamp", Value::Number(_)) => json!("<time>"),
-                        ("id", Value::String(s)) if s.len() == 36 && s.matches('-').count() == 4 => json!("<uuid>"),
-                        ("invocationId", Value::String(s)) if s.starts_with("p-") => json!("p-<uuid>"),
-                        _ => normalize(v),
-                    };
-                    (k, v)
+                .filter_map(|(k, v)| match rule(&k, &v) {
+                    Some(replaced) => replaced.map(|v| (k, v)),
+                    None => Some((k, rewrite(v, rule))),
                 })
                 .collect(),
         ),
-        Value::Array(items) => Value::Array(items.into_iter().map(normalize).collect()),
+        Value::Array(items) => Value::Array(items.into_iter().map(|v| rewrite(v, rule)).collect()),
         other => other,
     }
+}
+
+/// Replaces what legitimately differs between two servers: generated ids and clock readings.
+fn normalize(value: Value) -> Value {
+    rewrite(value, &|k, v| match (k, v) {
+        ("lastUpdateTime" | "timestamp", Value::Number(_)) => Some(Some(json!("<time>"))),
+        ("id", Value::String(s)) if s.len() == 36 && s.matches('-').count() == 4 => Some(Some(json!("<uuid>"))),
+        ("invocationId", Value::String(s)) if s.starts_with("p-") => Some(Some(json!("p-<uuid>"))),
+        _ => None,
+    })
 }
 
 fn call(addr: &str, method: &str, path: &str, body: &str) -> (u16, Value) {
@@ -222,23 +228,12 @@ fn greeter() -> std::sync::Arc<dyn agentstate_runtime::agent::Agent> {
 /// Ids the two servers generate differently, and the reference's workflow-node path (`greeter@1`,
 /// from its 2.x node graph, which agentstate does not have).
 fn normalize_run(value: Value) -> Value {
-    match normalize(value) {
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .filter(|(k, _)| k != "nodeInfo")
-                .map(|(k, v)| {
-                    let v = match (k.as_str(), &v) {
-                        ("invocationId", Value::String(s)) if s.starts_with("e-") => json!("e-<uuid>"),
-                        ("id", Value::String(s)) if s.starts_with("adk-") => json!("adk-<uuid>"),
-                        _ => normalize_run(v),
-                    };
-                    (k, v)
-                })
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.into_iter().map(normalize_run).collect()),
-        other => other,
-    }
+    rewrite(normalize(value), &|k, v| match (k, v) {
+        ("nodeInfo", _) => Some(None),
+        ("invocationId", Value::String(s)) if s.starts_with("e-") => Some(Some(json!("e-<uuid>"))),
+        ("id", Value::String(s)) if s.starts_with("adk-") => Some(Some(json!("adk-<uuid>"))),
+        _ => None,
+    })
 }
 
 async fn post(client: &reqwest::Client, addr: &str, path: &str, body: &Value) -> (u16, String) {

@@ -4,7 +4,7 @@
 
 use agentstate::SessionService;
 
-use agentstate_server::{AppState, Tokens, app};
+use agentstate_server::{AppState, app};
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
@@ -115,12 +115,10 @@ async fn the_inspector_shows_sessions_their_timeline_and_state_and_escapes_every
 
 #[tokio::test]
 async fn with_tokens_the_inspector_asks_for_one_and_shows_only_what_it_may_read() {
-    let tokens = Tokens::parse(
+    let r = crate::support::with_tokens(
         r#"{"tokens": [{"token": "admin-token-0123456789", "apps": "*"},
                        {"token": "narrow-token-0123456789", "apps": ["shop"], "users": ["ann"]}]}"#,
-    )
-    .unwrap();
-    let r = app(AppState::new(SessionService::in_memory()).with_tokens(tokens));
+    );
     let admin = ("authorization", "Bearer admin-token-0123456789");
     for path in ["/apps/shop/users/ann/sessions", "/apps/shop/users/bob/sessions", "/apps/other/users/ann/sessions"] {
         assert_eq!(send(&r, Method::POST, path, "{}", &[JSON, admin]).await.0, StatusCode::OK);

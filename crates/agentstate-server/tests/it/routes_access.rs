@@ -10,12 +10,19 @@ use tower::ServiceExt;
 
 use crate::support::{S, call, router};
 
-#[tokio::test]
-async fn limits_are_enforced_with_messages_naming_them() {
+/// A router with small limits (2,000-byte bodies, 8-character keys, depth 3, 500-byte states) and
+/// a session `l`.
+async fn limited() -> axum::Router {
     use agentstate_server::Limits;
     let limits = Limits { max_body_bytes: 2000, max_key_chars: 8, max_json_depth: 3, max_state_bytes: 500 };
     let r = app(AppState::new(SessionService::in_memory()).with_limits(limits));
     call(&r, Method::POST, S, Some(r#"{"sessionId": "l"}"#)).await;
+    r
+}
+
+#[tokio::test]
+async fn limits_are_enforced_with_messages_naming_them() {
+    let r = limited().await;
     let patch = |delta: Value| json!({"stateDelta": delta}).to_string();
     let cases = [
         (patch(json!({"123456789": 1})), StatusCode::BAD_REQUEST, "--max-key-chars"),
@@ -38,10 +45,7 @@ async fn limits_are_enforced_with_messages_naming_them() {
 /// Each limit at its bound is accepted, and one past it refused with a message naming it.
 #[tokio::test]
 async fn every_limit_holds_at_its_bound_and_refuses_one_past() {
-    use agentstate_server::Limits;
-    let limits = Limits { max_body_bytes: 2000, max_key_chars: 8, max_json_depth: 3, max_state_bytes: 500 };
-    let r = app(AppState::new(SessionService::in_memory()).with_limits(limits));
-    call(&r, Method::POST, S, Some(r#"{"sessionId": "l"}"#)).await;
+    let r = limited().await;
     let patch = |delta: Value| json!({"stateDelta": delta}).to_string();
     // A body of exactly `n` bytes: a small delta padded with JSON whitespace.
     let padded = |n: usize| {
@@ -83,13 +87,10 @@ async fn every_limit_holds_at_its_bound_and_refuses_one_past() {
 
 #[tokio::test]
 async fn tokens_limit_access_to_their_apps_and_users() {
-    use agentstate_server::Tokens;
-    let tokens = Tokens::parse(
+    let r = crate::support::with_tokens(
         r#"{"tokens": [{"token": "admin-token-0123456789", "apps": "*"},
                        {"token": "alice-token-0123456789", "apps": ["myapp"], "users": ["alice"]}]}"#,
-    )
-    .unwrap();
-    let r = app(AppState::new(SessionService::in_memory()).with_tokens(tokens));
+    );
     let send = |token: Option<&'static str>, method: Method, path: &'static str| {
         let r = r.clone();
         async move {

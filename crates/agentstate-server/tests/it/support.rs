@@ -35,3 +35,9 @@ pub(crate) async fn call(router: &Router, method: Method, path: &str, body: Opti
 pub(crate) async fn call_json(router: &Router, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
     call(router, method, path, body.map(|b| b.to_string()).as_deref()).await
 }
+
+/// A router over a fresh in-memory service that admits the tokens of `tokens_json`.
+pub(crate) fn with_tokens(tokens_json: &str) -> Router {
+    let tokens = agentstate_server::Tokens::parse(tokens_json).unwrap();
+    app(AppState::new(SessionService::in_memory()).with_tokens(tokens))
+}

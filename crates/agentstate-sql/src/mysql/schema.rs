@@ -2,11 +2,19 @@
 //! so a named lock (not a transaction) serialises concurrent starters.
 
 use agentstate::Result;
-use sqlx::Row;
 use sqlx::mysql::{MySqlConnection, MySqlPool};
 
 use crate::pool::sqlx_error;
-use crate::schema::{self, Found, Schema};
+use crate::schema::{self, Catalogue, Schema};
+
+const CATALOGUE: Catalogue = Catalogue {
+    tables: "SELECT CAST(table_name AS CHAR) AS name FROM information_schema.tables WHERE table_schema = DATABASE()",
+    version: "SELECT value FROM adk_internal_metadata WHERE `key` = 'schema_version'",
+    event_columns: "SELECT CAST(column_name AS CHAR) AS name, CAST(data_type AS CHAR) AS type \
+                    FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'events'",
+    indexes: "SELECT DISTINCT CAST(index_name AS CHAR) AS name FROM information_schema.statistics \
+              WHERE table_schema = DATABASE()",
+};
 
 pub(super) async fn prepare(pool: &MySqlPool, location: &str) -> Result<Schema> {
     let fail = |e| sqlx_error("preparing the schema", e);
@@ -20,40 +28,7 @@ pub(super) async fn prepare(pool: &MySqlPool, location: &str) -> Result<Schema> 
 
 async fn inspect_and_create(conn: &mut MySqlConnection, location: &str) -> Result<Schema> {
     let fail = |e| sqlx_error("preparing the schema", e);
-    let tables = sqlx::query_scalar(
-        "SELECT CAST(table_name AS CHAR) AS name FROM information_schema.tables WHERE table_schema = DATABASE()",
-    )
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(fail)?;
-    let mut found = Found { tables, ..Found::default() };
-    if found.has_table("adk_internal_metadata") {
-        found.version = sqlx::query_scalar("SELECT value FROM adk_internal_metadata WHERE `key` = 'schema_version'")
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(fail)?;
-    }
-    if found.has_table("events") {
-        let rows = sqlx::query(
-            "SELECT CAST(column_name AS CHAR) AS name, CAST(data_type AS CHAR) AS type FROM information_schema.columns \
-             WHERE table_schema = DATABASE() AND table_name = 'events'",
-        )
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(fail)?;
-        found.event_columns = rows
-            .iter()
-            .map(|r| Ok((r.try_get("name")?, r.try_get("type")?)))
-            .collect::<std::result::Result<_, sqlx::Error>>()
-            .map_err(fail)?;
-    }
-    found.indexes = sqlx::query_scalar(
-        "SELECT DISTINCT CAST(index_name AS CHAR) AS name FROM information_schema.statistics \
-         WHERE table_schema = DATABASE()",
-    )
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(fail)?;
+    let found = super::ops::find_schema(conn, &CATALOGUE).await.map_err(fail)?;
     let schema = schema::check(&found, location)?;
     if !found.is_complete() {
         sqlx::raw_sql(sql!("schema")).execute(&mut *conn).await.map_err(fail)?;

@@ -239,7 +239,7 @@ impl SessionStore for SqliteStore {
     }
 
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
-        self.writer.write(move |conn| ops::commit(conn, commit)).await
+        self.writer.write(move |conn| ops::commit(conn, &commit)).await
     }
 
     async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {

@@ -103,3 +103,23 @@ async fn a_password_never_shows_in_debug() {
     let url = agentstate_sql::DatabaseUrl::parse(&url).unwrap();
     assert!(!format!("{url} {url:?}").contains("pw-never-shown"));
 }
+
+/// `sql/README.md` names every statement file of every dialect, and no file that is gone.
+#[test]
+fn the_statement_table_names_every_file() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql");
+    let table = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut files = std::collections::BTreeSet::new();
+    for dialect in ["sqlite", "mysql", "postgres"] {
+        for entry in std::fs::read_dir(root.join(dialect)).unwrap() {
+            files.insert(entry.unwrap().file_name().into_string().unwrap());
+        }
+    }
+    for file in &files {
+        assert!(table.contains(&format!("`{file}`")), "sql/README.md does not name {file}");
+    }
+    let named = table.split('`').skip(1).step_by(2).filter(|s| s.ends_with(".sql"));
+    for name in named {
+        assert!(files.contains(name), "sql/README.md names {name}, which no dialect has");
+    }
+}

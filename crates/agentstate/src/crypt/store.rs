@@ -155,8 +155,10 @@ impl<S: SessionStore> SessionStore for EncryptedStore<S> {
                 let query = EventQuery { key: key.clone(), select: EventSelect::Id(plain.id.clone()), now_micros };
                 let stored = self.inner.events(&query).await?.and_then(|mut found| found.pop());
                 match stored.map(|e| self.keys.open_event(&key, e)).transpose()? {
-                    Some(stored) if stored.same_as_retry(&plain) => Ok(CommitOutcome::Duplicate(Box::new(stored))),
-                    _ => Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { event_id: plain.id.clone() } }),
+                    Some(stored) => CommitOutcome::of_stored(stored, &plain),
+                    None => {
+                        Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { event_id: plain.id.clone() } })
+                    }
                 }
             }
             Err(e) => Err(e),

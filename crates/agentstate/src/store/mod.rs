@@ -33,7 +33,7 @@ pub use capability::{
 pub use query::{EventCursor, EventForm, EventQuery, EventSelect, EventWindow, ListCursor, ListQuery, SessionRead};
 pub use stored::{LoadedSession, StoredEvent};
 
-use crate::error::Result;
+use crate::error::{ConflictKind, Error, Result};
 use crate::event::Event;
 use crate::key::SessionKey;
 use crate::session::{Session, SessionAttributes};
@@ -80,6 +80,26 @@ pub struct EventCommit {
     pub extend_expiry_to: Option<i64>,
 }
 
+impl EventCommit {
+    /// An event copied into a session's history as it is (an import, a fork): stored after
+    /// `marker` (its time moved just past it if it is not later), no delta applied, expiry not
+    /// judged.
+    pub fn history_only(key: SessionKey, marker: i64, event: Event) -> Self {
+        let stored = crate::time::secs_to_micros(event.timestamp).unwrap_or_default();
+        let timestamp_micros = stored.max(marker.saturating_add(1));
+        Self {
+            key,
+            expected_last_update_micros: marker,
+            event: Arc::new(Event { timestamp: crate::time::micros_to_secs(timestamp_micros), ..event }),
+            timestamp_micros,
+            delta: ScopedState::default(),
+            deleted: ScopedKeys::default(),
+            now_micros: i64::MIN,
+            extend_expiry_to: None,
+        }
+    }
+}
+
 /// What [`SessionStore::commit`] did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CommitOutcome {
@@ -88,6 +108,19 @@ pub enum CommitOutcome {
     /// The same event (see [`Event::same_as_retry`]) was already stored; nothing changed.
     /// Carries the stored event.
     Duplicate(Box<Event>),
+}
+
+impl CommitOutcome {
+    /// What a commit answers when an event with the sent one's id is already stored: the sent
+    /// event again (a retry) → [`Duplicate`](Self::Duplicate); anything else → `Conflict`
+    /// (`DuplicateEventId`).
+    pub fn of_stored(stored: Event, sent: &Event) -> Result<Self> {
+        if stored.same_as_retry(sent) {
+            Ok(Self::Duplicate(Box::new(stored)))
+        } else {
+            Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { event_id: sent.id.clone() } })
+        }
+    }
 }
 
 /// Storage for sessions: the core every backend implements. Anything more is a

@@ -6,13 +6,11 @@
 //! empty (a client of a service that keeps no creation state), and [`copy_events`] stores whose
 //! own copy cannot take every case.
 
-use std::sync::Arc;
-
 use serde_json::Map;
 
 use super::{
     EventCommit, EventCopy, EventCursor, EventQuery, EventSelect, EventWindow, HistorySnapshot, HistoryStore,
-    NewSession, ScopedKeys, ScopedState, SessionRead, SessionStore, micros_to_secs, secs_to_micros,
+    NewSession, ScopedState, SessionRead, SessionStore, micros_to_secs, secs_to_micros,
 };
 use crate::error::{Error, Result};
 use crate::event::Event;
@@ -52,8 +50,10 @@ impl Target {
     }
 }
 
-/// A store's history, read at one time: its events, and its snapshots if it keeps them.
-pub(crate) struct Replay<'a> {
+/// A store's history, read at one time: its events, and its snapshots if it keeps them. The
+/// service's history answers for a store with [`HistoryStore`]; a remote store without its own
+/// answers (an Agent Engine without agentstate's extensions) uses it too.
+pub struct Replay<'a> {
     store: &'a dyn SessionStore,
     history: Option<&'a dyn HistoryStore>,
     now_micros: i64,
@@ -61,7 +61,7 @@ pub(crate) struct Replay<'a> {
 
 impl<'a> Replay<'a> {
     /// The history of `store`'s sessions, judging expiry at `now_micros`.
-    pub(crate) fn new(store: &'a dyn SessionStore, now_micros: i64) -> Self {
+    pub fn new(store: &'a dyn SessionStore, now_micros: i64) -> Self {
         Self { store, history: store.capabilities().history, now_micros }
     }
 
@@ -195,7 +195,7 @@ impl<'a> Replay<'a> {
     }
 
     /// See [`SessionService::state_at`](crate::SessionService::state_at).
-    pub(crate) async fn state_at(&self, key: &SessionKey, at: &HistoryAt) -> Result<Option<StateAt>> {
+    pub async fn state_at(&self, key: &SessionKey, at: &HistoryAt) -> Result<Option<StateAt>> {
         let (target, created) = match at {
             HistoryAt::AfterEvent(id) | HistoryAt::BeforeEvent(id) => {
                 let Some(event) = self.known_event(key, id).await? else { return Ok(None) };
@@ -227,7 +227,7 @@ impl<'a> Replay<'a> {
     }
 
     /// See [`SessionService::event_diff`](crate::SessionService::event_diff).
-    pub(crate) async fn event_diff(&self, key: &SessionKey, event_id: &str) -> Result<Option<EventDiff>> {
+    pub async fn event_diff(&self, key: &SessionKey, event_id: &str) -> Result<Option<EventDiff>> {
         let Some(event) = self.known_event(key, event_id).await? else { return Ok(None) };
         let Some(before) = self.fold(key, &Target::Before(EventCursor::of(&event))).await? else { return Ok(None) };
         Ok(Some(EventDiff {
@@ -240,7 +240,7 @@ impl<'a> Replay<'a> {
     }
 
     /// See [`SessionService::fork_session`](crate::SessionService::fork_session).
-    pub(crate) async fn fork(&self, request: &ForkSession) -> Result<Session> {
+    pub async fn fork(&self, request: &ForkSession) -> Result<Session> {
         let source_key = &request.source;
         let missing = || Error::NotFound { session_id: source_key.session_id().to_owned() };
         let source = self.session(source_key).await?.ok_or_else(missing)?;
@@ -309,31 +309,6 @@ fn behind_window(key: &SessionKey, boundary: &HistorySnapshot) -> Error {
     )
 }
 
-/// The state at `at`, replayed from `store`'s events (and snapshots, with [`HistoryStore`]).
-pub async fn state_at(
-    store: &dyn SessionStore,
-    key: &SessionKey,
-    at: &HistoryAt,
-    now_micros: i64,
-) -> Result<Option<StateAt>> {
-    Replay::new(store, now_micros).state_at(key, at).await
-}
-
-/// What event `event_id` changed, replayed from `store`'s events.
-pub async fn event_diff(
-    store: &dyn SessionStore,
-    key: &SessionKey,
-    event_id: &str,
-    now_micros: i64,
-) -> Result<Option<EventDiff>> {
-    Replay::new(store, now_micros).event_diff(key, event_id).await
-}
-
-/// A fork made with `store`'s core: create, then copy the events.
-pub async fn fork(store: &dyn SessionStore, request: &ForkSession, now_micros: i64) -> Result<Session> {
-    Replay::new(store, now_micros).fork(request).await
-}
-
 /// [`HistoryStore::copy_events`] with one commit per event, through the core alone: for stores
 /// without history, and for the cases a store's own copy cannot take. Expiry is not judged (the
 /// service checked the source before the fork began).
@@ -358,21 +333,11 @@ pub async fn copy_events(store: &dyn SessionStore, copy: &EventCopy) -> Result<O
             }
             after = Some(position.clone());
             // History only: no delta is applied again.
-            let timestamp_micros = position.timestamp_micros.max(marker.saturating_add(1));
             let event_id = event.id.clone();
-            let commit = EventCommit {
-                key: to.clone(),
-                expected_last_update_micros: marker,
-                event: Arc::new(Event { timestamp: micros_to_secs(timestamp_micros), ..event }),
-                timestamp_micros,
-                delta: ScopedState::default(),
-                deleted: ScopedKeys::default(),
-                now_micros: i64::MIN,
-                extend_expiry_to: None,
-            };
+            let commit = EventCommit::history_only(to.clone(), marker, event);
+            marker = commit.timestamp_micros;
             store.commit(commit).await?;
-            marker = timestamp_micros;
-            last = Some(EventCursor { timestamp_micros, event_id });
+            last = Some(EventCursor { timestamp_micros: marker, event_id });
         }
         if !full {
             break;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use agentstate::store::{
     CommitOutcome, EventCommit, EventCopy, EventCursor, HistorySnapshot, NewSession, UserDataCounts, merge_scopes,
 };
-use agentstate::{ConflictKind, Error, Event, SessionKey};
+use agentstate::{Error, Event, SessionKey};
 use chrono::NaiveDateTime;
 use sqlx::Row as _;
 use sqlx::mysql::MySqlConnection;
@@ -84,11 +84,7 @@ pub(in crate::mysql) async fn commit_in(conn: &mut MySqlConnection, commit: &Eve
         .map_err(sql_step("read event"))?;
     if let Some(dup) = dup {
         let existing = event_of(&dup)?;
-        return if existing.same_as_retry(event) {
-            Ok(CommitOutcome::Duplicate(Box::new(existing)))
-        } else {
-            Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { event_id: event.id.clone() } }.into())
-        };
+        return CommitOutcome::of_stored(existing, event).map_err(Into::into);
     }
     if marker != *expected_last_update_micros {
         return Err(Error::stale().into());

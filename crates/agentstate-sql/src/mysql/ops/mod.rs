@@ -5,6 +5,7 @@
 
 mod commit;
 mod load;
+mod pooled;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -15,9 +16,10 @@ use chrono::NaiveDateTime;
 use sqlx::mysql::{MySqlConnection, MySqlRow};
 use sqlx::{Connection as _, Row as _};
 
-pub(super) use commit::{commit_in, copy_in, create_in, delete_expired_in, drop_events_in, erase_in, put_snapshot};
+use commit::{commit_in, copy_in, create_in, delete_expired_in, drop_events_in, erase_in, put_snapshot};
 pub(super) use common::*;
-pub(super) use load::{events_in, get_in, list_in};
+use load::{events_in, get_in, list_in};
+pub(super) use pooled::*;
 
 use crate::codec::{self, merge_row, micros, parse_state, state_text};
 use crate::pool::sqlx_error;

@@ -70,30 +70,21 @@ pub(in crate::postgres) async fn create(pool: &Pool, new: NewSession) -> Result<
 }
 
 pub(in crate::postgres) async fn commit(pool: &Pool, commit: EventCommit) -> Result<CommitOutcome> {
-    let EventCommit {
-        key,
-        expected_last_update_micros,
-        event,
-        timestamp_micros,
-        delta,
-        deleted,
-        now_micros,
-        extend_expiry_to,
-    } = commit;
-    let result = keyed(sql!("event_commit"), &key)
+    let EventCommit { key, event, delta, deleted, .. } = &commit;
+    let result = keyed(sql!("event_commit"), key)
         .bind(&event.id)
         .bind(&event.invocation_id)
-        .bind(naive(timestamp_micros)?)
+        .bind(naive(commit.timestamp_micros)?)
         .bind(Json(event.as_ref()))
-        .bind(naive(expected_last_update_micros)?)
+        .bind(naive(commit.expected_last_update_micros)?)
         .bind(Json(&delta.session))
         .bind(delta_or_null(&delta.user))
         .bind(delta_or_null(&delta.app))
         .bind(&deleted.session)
         .bind(&deleted.user)
         .bind(&deleted.app)
-        .bind(expiry_time(now_micros)?)
-        .bind(extend_expiry_to.map(naive).transpose()?)
+        .bind(expiry_time(commit.now_micros)?)
+        .bind(commit.extend_expiry_to.map(naive).transpose()?)
         .fetch_one(pool)
         .await;
     let row = match result {
@@ -117,11 +108,7 @@ pub(in crate::postgres) async fn commit(pool: &Pool, commit: EventCommit) -> Res
             .map_or_else(|| Value::Object(Map::new()), |j| j.0);
         let micros = get::<Option<i64>>(&row, "dup_micros")?.unwrap_or_default();
         let existing = codec::decode_event(data, event.id.clone(), invocation, micros)?;
-        return if existing.same_as_retry(&event) {
-            Ok(CommitOutcome::Duplicate(Box::new(existing)))
-        } else {
-            Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { event_id: event.id.clone() } })
-        };
+        return CommitOutcome::of_stored(existing, event);
     }
     // Live, no duplicate: changed since the caller loaded it, or by a writer that committed while
     // this statement waited for the row lock.

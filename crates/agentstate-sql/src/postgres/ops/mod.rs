@@ -107,16 +107,22 @@ pub(super) async fn list(pool: &Pool, query: &ListQuery) -> Result<Vec<Session>>
 pub(super) async fn events(pool: &Pool, query: &EventQuery) -> Result<Option<Vec<Event>>> {
     let EventQuery { key, select, now_micros } = query;
     let now = expiry_time(*now_micros)?;
+    // Each statement is events_present.sql (is the session there, live at $4) and its own tail.
+    macro_rules! with_present {
+        ($name:literal) => {
+            concat!(sql!("events_present"), sql!($name))
+        };
+    }
     let statement = match select {
-        EventSelect::Page { after, since_micros, limit } => keyed(sql!("events_page"), key)
+        EventSelect::Page { after, since_micros, limit } => keyed(with_present!("events_page"), key)
+            .bind(now)
             .bind(after.as_ref().map(|c| naive(c.timestamp_micros)).transpose()?)
             .bind(after.as_ref().map_or("", |c| c.event_id.as_str()))
             .bind(i64::try_from(*limit).unwrap_or(i64::MAX))
-            .bind(since_micros.map(naive).transpose()?)
-            .bind(now),
-        EventSelect::Id(id) => keyed(sql!("event_get"), key).bind(id.as_str()).bind(now),
+            .bind(since_micros.map(naive).transpose()?),
+        EventSelect::Id(id) => keyed(with_present!("event_get"), key).bind(now).bind(id.as_str()),
         EventSelect::FirstOfInvocation(invocation) => {
-            keyed(sql!("invocation_first"), key).bind(invocation.as_str()).bind(now)
+            keyed(with_present!("invocation_first"), key).bind(now).bind(invocation.as_str())
         }
     };
     let row = statement.fetch_one(pool).await.map_err(|e| sqlx_error("reading events", e))?;

@@ -3,7 +3,7 @@
 use std::sync::LazyLock;
 
 use agentstate::store::{CommitOutcome, EventCommit};
-use agentstate::{ConflictKind, Error, Event, Map, Result, SessionKey, Value};
+use agentstate::{Error, Map, Result, SessionKey, Value};
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
 use super::{Shared, execute, now_text, stored_event};
@@ -65,35 +65,26 @@ impl Shared<'_> {
     }
 }
 
-pub(in crate::sqlite) fn commit(conn: &Connection, commit: EventCommit) -> Result<CommitOutcome> {
-    let EventCommit {
-        key,
-        expected_last_update_micros,
-        event,
-        timestamp_micros,
-        delta,
-        deleted,
-        now_micros,
-        extend_expiry_to,
-    } = commit;
+pub(in crate::sqlite) fn commit(conn: &Connection, commit: &EventCommit) -> Result<CommitOutcome> {
+    let EventCommit { key, event, delta, deleted, .. } = commit;
     let not_found = || Error::NotFound { session_id: key.session_id().to_owned() };
-    let now = sqlite_text(timestamp_micros)?;
-    let expiry_at = now_text(now_micros)?;
+    let now = sqlite_text(commit.timestamp_micros)?;
+    let expiry_at = now_text(commit.now_micros)?;
     // The event goes in first: an id clash is a retry (or a conflict) whatever the marker says,
     // and nothing is written then. A missing session fails the insert's foreign key.
-    let data = codec::event_data(&event)?;
+    let data = codec::event_data(event)?;
     let params = params![key.app_name(), key.user_id(), key.session_id(), event.id, event.invocation_id, now, data];
     if let Err(e) = conn.prepare_cached(sql!("event_insert")).and_then(|mut stmt| stmt.execute(params)) {
         let code = e.sqlite_error().map(|e| e.extended_code);
         if code == Some(rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY) {
             return Err(Error::NotFound { session_id: key.session_id().to_owned() });
         }
-        return match stored_event(conn, &key, &event.id)? {
+        return match stored_event(conn, key, &event.id)? {
             Some(existing) if code == Some(rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY) => {
-                if marker_of(conn, &key, now_micros)?.is_none() {
+                if marker_of(conn, key, commit.now_micros)?.is_none() {
                     return Err(not_found());
                 }
-                duplicate_or_conflict(existing, &event)
+                CommitOutcome::of_stored(existing, event)
             }
             _ => Err(sqlite_error("insert event", &e)),
         };
@@ -101,15 +92,15 @@ pub(in crate::sqlite) fn commit(conn: &Connection, commit: EventCommit) -> Resul
     // Then the marker moves, only from where the caller's handle saw it and only on a live
     // session (any error from here on rolls the event back with the rest).
     let edit = StateEdit::new(&delta.session, &deleted.session);
-    let at = Moving { key: &key, now: &now, expiry_at: expiry_at.as_deref() };
-    if !at.move_marker(conn, &edit, &sqlite_text(expected_last_update_micros)?)? {
-        let Some(marker) = marker_of(conn, &key, now_micros)? else { return Err(not_found()) };
+    let at = Moving { key, now: &now, expiry_at: expiry_at.as_deref() };
+    if !at.move_marker(conn, &edit, &sqlite_text(commit.expected_last_update_micros)?)? {
+        let Some(marker) = marker_of(conn, key, commit.now_micros)? else { return Err(not_found()) };
         // The same time in another text form (written by another program) moves it too.
-        if parse_sqlite_text(&marker)? != expected_last_update_micros || !at.move_marker(conn, &edit, &marker)? {
+        if parse_sqlite_text(&marker)? != commit.expected_last_update_micros || !at.move_marker(conn, &edit, &marker)? {
             return Err(Error::stale());
         }
     }
-    if let Some(to) = extend_expiry_to {
+    if let Some(to) = commit.extend_expiry_to {
         let params = params![key.app_name(), key.user_id(), key.session_id(), sqlite_text(to)?];
         execute(conn, "move an expire time", sql!("session_expire_extend"), params)?;
     }
@@ -117,7 +108,7 @@ pub(in crate::sqlite) fn commit(conn: &Connection, commit: EventCommit) -> Resul
         Shared::App(key.app_name()).edit(conn, &delta.app, &deleted.app, &now)?;
     }
     if !delta.user.is_empty() {
-        Shared::User(&key).edit(conn, &delta.user, &deleted.user, &now)?;
+        Shared::User(key).edit(conn, &delta.user, &deleted.user, &now)?;
     }
     Ok(CommitOutcome::Committed)
 }
@@ -183,14 +174,5 @@ impl Moving<'_> {
                 Ok(moved)
             }
         }
-    }
-}
-
-/// An append whose event id is stored already: the same event again (a retry), or a clash.
-fn duplicate_or_conflict(existing: Event, event: &Event) -> Result<CommitOutcome> {
-    if existing.same_as_retry(event) {
-        Ok(CommitOutcome::Duplicate(Box::new(existing)))
-    } else {
-        Err(Error::Conflict { kind: ConflictKind::DuplicateEventId { event_id: event.id.clone() } })
     }
 }
