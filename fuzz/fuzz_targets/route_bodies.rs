@@ -30,6 +30,7 @@ fn fill(path: &str, method: &str) -> String {
             "{session}" if method == "post" => "s0:appendEvent",
             "{session}" => "s0",
             "{engine}" => "1",
+            "{version}" => "v1beta1",
             p if p.starts_with('{') => "x",
             p => p,
         };

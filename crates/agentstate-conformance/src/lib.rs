@@ -270,6 +270,7 @@ macro_rules! session_store_tests {
             handles_are_independent_copies,
             event_pages_walk_history_in_order,
             event_pages_start_at_a_time,
+            event_pages_go_back_in_time,
             sessions_are_found_by_app_and_id,
             list_orders_merges_and_omits_events,
             list_unknown_app_or_user_is_empty,

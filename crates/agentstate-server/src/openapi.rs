@@ -102,7 +102,7 @@ fn schemas() -> Value {
                 "transferAgent": {"type": "string"}, "escalate": {"type": "boolean"}, "skipSummarization": {"type": "boolean"}}},
             "errorCode": {"type": "string"}, "errorMessage": {"type": "string"}, "eventMetadata": {"type": "object"},
             "rawEvent": {"type": "object", "description": "The whole ADK event (camelCase)"},
-            "agentstateDuplicate": {"type": "boolean", "description": "agentstate extension, on an append: the same event was stored already; nothing changed"}},
+            "agentstateDuplicate": {"type": "boolean", "description": "agentstate extension, answering an append from agentstate's client: the same event was stored already; nothing changed"}},
             "description": "Nested field names in camelCase or snake_case; unknown fields ignored"},
         "VertexEventList": {"type": "object", "properties": {
             "sessionEvents": {"type": "array", "items": {"$ref": "#/components/schemas/VertexEvent"}},
@@ -165,14 +165,20 @@ fn parameters(op: &Operation) -> Vec<Value> {
         .map(|name| {
             let schema = if name == "file" {
                 json!({"type": "string", "enum": ["inspector.css", "inspector.js"]})
+            } else if name == "version" {
+                json!({"type": "string", "enum": crate::routes::ENGINE_API_VERSIONS})
             } else if matches!(name, "project" | "location" | "operation") || path.contains("/operations/") {
                 // Part of the managed service's resource names; agentstate does not use them.
                 json!({"type": "string", "minLength": 1})
             } else {
                 json!({"type": "string", "minLength": 1, "maxLength": 128, "pattern": ID_PATTERN})
             };
-            json!({"name": name, "in": "path", "required": true, "schema": schema,
-                   "description": "1–128 printable characters, no leading or trailing whitespace, no / or \\, not . or .."})
+            let description = if name == "version" {
+                "The Agent Engine API version; the same surface under each"
+            } else {
+                "1–128 printable characters, no leading or trailing whitespace, no / or \\, not . or .."
+            };
+            json!({"name": name, "in": "path", "required": true, "schema": schema, "description": description})
         })
         .collect();
     let query = |name: &str, schema: Value, description: &str| json!({"name": name, "in": "query", "schema": schema, "description": description});
@@ -180,7 +186,7 @@ fn parameters(op: &Operation) -> Vec<Value> {
         // The inspector's own query parameters are described in each route's summary.
         return params;
     }
-    let vertex = path.starts_with("/v1beta1/");
+    let vertex = path.starts_with("/{version}/");
     if vertex && (path.ends_with("/events") || (path.ends_with("/sessions") && op.method == "get")) {
         let what = if path.ends_with("/events") {
             "timestamp>=\"<RFC 3339>\" (also >, <=, <; AND)"
@@ -188,6 +194,13 @@ fn parameters(op: &Operation) -> Vec<Value> {
             "user_id=\"<user>\""
         };
         params.push(query("filter", json!({"type": "string"}), what));
+        if path.ends_with("/events") {
+            params.push(query(
+                "orderBy",
+                json!({"type": "string", "enum": ["timestamp", "timestamp asc", "timestamp desc"]}),
+                "Oldest first (the default) or newest first; pages keep the order",
+            ));
+        }
         params.push(query("pageSize", json!({"type": "integer", "default": 100}), "Page size, clamped to 1–100"));
         params.push(query("pageToken", json!({"type": "string"}), "nextPageToken of the previous page"));
     } else if vertex && path.ends_with("/sessions") {
@@ -285,7 +298,7 @@ pub fn document(operations: &[Operation]) -> Value {
             };
             responses.insert(status.to_string(), response);
         }
-        let error_schema = if op.path.starts_with("/v1beta1/") { "GoogleError" } else { "Error" };
+        let error_schema = if op.path.starts_with("/{version}/") { "GoogleError" } else { "Error" };
         let denied = |description: &str| json!({"description": description, "content": body(error_schema)});
         // Every id, parameter and body is checked: a malformed one is a 400 (422 for an ADK body,
         // as FastAPI answers), whatever the route.
@@ -300,7 +313,7 @@ pub fn document(operations: &[Operation]) -> Value {
                 || json!({"description": "A malformed id, parameter or body", "content": body(checked_schema)}),
             );
         }
-        if op.request.is_some() && !op.path.starts_with("/v1beta1/") {
+        if op.request.is_some() && !op.path.starts_with("/{version}/") {
             responses
                 .entry("422")
                 .or_insert_with(|| json!({"description": "A body of the wrong shape", "content": body("Error")}));

@@ -145,6 +145,42 @@ pub(super) async fn event_pages_start_at_a_time(svc: Svc) {
     assert!(svc.list_events(s.key(), late).await.unwrap().unwrap().events.is_empty());
 }
 
+/// `list_events` newest first: each page the newest of what is older than the last page, the
+/// lower time bound kept; an event appended meanwhile does not move the pages already begun.
+pub(super) async fn event_pages_go_back_in_time(svc: Svc) {
+    use agentstate::ListEvents;
+    let (mut s, t0) = a_second_apart(&svc, "b", 8).await;
+    let walk = |request: ListEvents| {
+        let svc = &svc;
+        let key = s.key().clone();
+        async move {
+            let (mut request, mut pages) = (request, Vec::new());
+            loop {
+                let page = svc.list_events(&key, request.clone()).await.unwrap().unwrap();
+                pages.push(page.events.iter().map(|e| e.id.clone()).collect::<Vec<_>>());
+                match page.next_page_token {
+                    Some(token) => request.page_token = Some(token),
+                    None => return pages,
+                }
+            }
+        }
+    };
+    let backwards = ListEvents { page_size: 3, newest_first: true, ..ListEvents::default() };
+    assert_eq!(walk(backwards.clone()).await, [vec!["b7", "b6", "b5"], vec!["b4", "b3", "b2"], vec!["b1", "b0"]]);
+    let bounded = ListEvents { after_timestamp: Some(t0 + 3.0), ..backwards.clone() };
+    assert_eq!(walk(bounded).await, [vec!["b7", "b6", "b5"], vec!["b4", "b3"]]);
+    let exact = ListEvents { page_size: 4, ..backwards.clone() };
+    assert_eq!(walk(exact).await, [vec!["b7", "b6", "b5", "b4"], vec!["b3", "b2", "b1", "b0"]]);
+
+    let first = svc.list_events(s.key(), backwards.clone()).await.unwrap().unwrap();
+    let mut late = event("inv", json!({})).at(t0 + 20.0);
+    late.id = "b8".into();
+    svc.append_event(&mut s, late).await.unwrap();
+    let next = ListEvents { page_token: first.next_page_token, ..backwards };
+    let second = svc.list_events(s.key(), next).await.unwrap().unwrap();
+    assert_eq!(second.events.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["b4", "b3", "b2"]);
+}
+
 /// `find_sessions` finds a session by app and id alone: the users that have one called so.
 pub(super) async fn sessions_are_found_by_app_and_id(svc: Svc) {
     let (app, other_app) = (unique("app"), unique("app"));

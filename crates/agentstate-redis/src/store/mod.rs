@@ -397,6 +397,11 @@ impl SessionStore for RedisStore {
                 };
                 invocation.arg("page").arg(min).arg(*limit)
             }
+            EventSelect::Latest { before, since_micros, limit } => {
+                let max = before.as_ref().map_or("+inf".to_owned(), |c| format!("({}", c.timestamp_micros));
+                let min = since_micros.map_or("-inf".to_owned(), |since| since.to_string());
+                invocation.arg("latest").arg(max).arg(*limit).arg(min)
+            }
             EventSelect::Id(id) => invocation.arg("id").arg(id),
             EventSelect::FirstOfInvocation(invocation_id) => invocation.arg("invocation").arg(invocation_id),
         };

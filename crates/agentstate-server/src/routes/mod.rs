@@ -20,6 +20,16 @@ use crate::state::AppState;
 
 pub(crate) use system::OpenApiDocument;
 
+/// The versions of the Agent Engine REST API served (`/{version}/…`): the same surface, the
+/// version carried into the resource types and operation names it answers.
+pub(crate) const ENGINE_API_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
+
+/// The Agent Engine API version a path is under, if it is under one.
+pub(crate) fn engine_api_version(path: &str) -> Option<&'static str> {
+    let first = path.strip_prefix('/')?.split('/').next()?;
+    ENGINE_API_VERSIONS.into_iter().find(|v| *v == first)
+}
+
 /// Registers every route and describes it for `/openapi.json`, from one table. A row may carry
 /// `#[cfg(...)]` attributes; they apply to its registration and to its description.
 macro_rules! routes {
@@ -125,51 +135,53 @@ routes! {
     post "/run_sse" => run::run_sse, BodyAppUser, "Run an agent for one user turn, streaming its events as server-sent events", Some("RunAgentRequest"),
         [200 "text/event-stream of `data: <Event JSON>`; a late failure as `data: {\"error\": …}`" "EventStream",
          404 "Unknown app or session" "Error", 422 "Malformed body" "Error"];
-    post "/v1beta1/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions" => vertex::create, EngineUser,
+    post "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions" => vertex::create, EngineUser,
         "Agent Engine: create a session (`?sessionId=`); a done operation holding it", Some("VertexCreateSession"),
-        [200 "A done operation" "VertexOperation", 400 "Bad body, or the id is taken" "GoogleError"];
-    post "/v1beta1/reasoningEngines/{engine}/sessions" => vertex::create, EngineUser,
+        [200 "A done operation" "VertexOperation", 400 "Bad body, or (v1beta1) the id is taken" "GoogleError",
+         409 "ALREADY_EXISTS (v1): the id is taken" "GoogleError"];
+    post "/{version}/reasoningEngines/{engine}/sessions" => vertex::create, EngineUser,
         "Agent Engine (short form): create a session", Some("VertexCreateSession"),
-        [200 "A done operation" "VertexOperation", 400 "Bad body, or the id is taken" "GoogleError"];
-    get "/v1beta1/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions" => vertex::list, EngineUser,
+        [200 "A done operation" "VertexOperation", 400 "Bad body, or (v1beta1) the id is taken" "GoogleError",
+         409 "ALREADY_EXISTS (v1): the id is taken" "GoogleError"];
+    get "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions" => vertex::list, EngineUser,
         "Agent Engine: list sessions (`?filter=user_id=\"…\"`, `pageSize` up to 100, `pageToken`)", None,
         [200 "A page of sessions" "VertexSessionList", 400 "Bad filter or token" "GoogleError"];
-    get "/v1beta1/reasoningEngines/{engine}/sessions" => vertex::list, EngineUser,
+    get "/{version}/reasoningEngines/{engine}/sessions" => vertex::list, EngineUser,
         "Agent Engine (short form): list sessions", None,
         [200 "A page of sessions" "VertexSessionList", 400 "Bad filter or token" "GoogleError"];
-    get "/v1beta1/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}" => vertex::get, EngineUser,
+    get "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}" => vertex::get, EngineUser,
         "Agent Engine: get a session", None,
         [200 "The session" "VertexSession", 404 "No such session" "GoogleError"];
-    get "/v1beta1/reasoningEngines/{engine}/sessions/{session}" => vertex::get, EngineUser,
+    get "/{version}/reasoningEngines/{engine}/sessions/{session}" => vertex::get, EngineUser,
         "Agent Engine (short form): get a session", None,
         [200 "The session" "VertexSession", 404 "No such session" "GoogleError"];
-    delete "/v1beta1/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}" => vertex::delete, EngineUser,
+    delete "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}" => vertex::delete, EngineUser,
         "Agent Engine: delete a session; a done operation", None,
         [200 "A done operation" "VertexOperation", 404 "No such session" "GoogleError"];
-    delete "/v1beta1/reasoningEngines/{engine}/sessions/{session}" => vertex::delete, EngineUser,
+    delete "/{version}/reasoningEngines/{engine}/sessions/{session}" => vertex::delete, EngineUser,
         "Agent Engine (short form): delete a session", None,
         [200 "A done operation" "VertexOperation", 404 "No such session" "GoogleError"];
-    post "/v1beta1/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}" => vertex::append_event, EngineUser,
-        "Agent Engine: `{session}:appendEvent`, append an event (agentstate answers the stored event)", Some("VertexEvent"),
-        [200 "The stored event" "VertexEvent", 400 "Bad event" "GoogleError", 404 "No such session" "GoogleError",
+    post "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}" => vertex::append_event, EngineUser,
+        "Agent Engine: `{session}:appendEvent`, append an event", Some("VertexEvent"),
+        [200 "`{}`; to agentstate's client, a retried event that was stored already" "VertexEvent", 400 "Bad event" "GoogleError", 404 "No such session" "GoogleError",
          409 "ABORTED: changed since x-agentstate-last-update" "GoogleError"];
-    post "/v1beta1/reasoningEngines/{engine}/sessions/{session}" => vertex::append_event, EngineUser,
+    post "/{version}/reasoningEngines/{engine}/sessions/{session}" => vertex::append_event, EngineUser,
         "Agent Engine (short form): `{session}:appendEvent`", Some("VertexEvent"),
-        [200 "The stored event" "VertexEvent", 400 "Bad event" "GoogleError", 404 "No such session" "GoogleError",
+        [200 "`{}`; to agentstate's client, a retried event that was stored already" "VertexEvent", 400 "Bad event" "GoogleError", 404 "No such session" "GoogleError",
          409 "ABORTED: changed since x-agentstate-last-update" "GoogleError"];
-    get "/v1beta1/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}/events" => vertex::events, EngineUser,
-        "Agent Engine: a session's events, oldest first (`?filter=timestamp>=\"…\"`, `pageSize`, `pageToken`)", None,
-        [200 "A page of events" "VertexEventList", 400 "Bad filter or token" "GoogleError", 404 "No such session" "GoogleError"];
-    get "/v1beta1/reasoningEngines/{engine}/sessions/{session}/events" => vertex::events, EngineUser,
+    get "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}/events" => vertex::events, EngineUser,
+        "Agent Engine: a session's events, oldest first or (`orderBy=timestamp desc`) newest first (`?filter=timestamp>=\"…\"`, `pageSize`, `pageToken`)", None,
+        [200 "A page of events" "VertexEventList", 400 "Bad filter, order or token" "GoogleError", 404 "No such session" "GoogleError"];
+    get "/{version}/reasoningEngines/{engine}/sessions/{session}/events" => vertex::events, EngineUser,
         "Agent Engine (short form): a session's events", None,
-        [200 "A page of events" "VertexEventList", 400 "Bad filter or token" "GoogleError", 404 "No such session" "GoogleError"];
-    get "/v1beta1/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}/operations/{operation}" => vertex::operation, EngineUser,
+        [200 "A page of events" "VertexEventList", 400 "Bad filter, order or token" "GoogleError", 404 "No such session" "GoogleError"];
+    get "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}/operations/{operation}" => vertex::operation, EngineUser,
         "Agent Engine: an operation on a session (always done)", None, [200 "The operation" "VertexOperation"];
-    get "/v1beta1/reasoningEngines/{engine}/sessions/{session}/operations/{operation}" => vertex::operation, EngineUser,
+    get "/{version}/reasoningEngines/{engine}/sessions/{session}/operations/{operation}" => vertex::operation, EngineUser,
         "Agent Engine (short form): an operation on a session", None, [200 "The operation" "VertexOperation"];
-    get "/v1beta1/projects/{project}/locations/{location}/operations/{operation}" => vertex::operation, EngineUser,
+    get "/{version}/projects/{project}/locations/{location}/operations/{operation}" => vertex::operation, EngineUser,
         "Agent Engine: an operation (always done)", None, [200 "The operation" "VertexOperation"];
-    get "/v1beta1/reasoningEngines/{engine}/operations/{operation}" => vertex::operation, EngineUser,
+    get "/{version}/reasoningEngines/{engine}/operations/{operation}" => vertex::operation, EngineUser,
         "Agent Engine (short form): an operation", None, [200 "The operation" "VertexOperation"];
     delete "/apps/{app_name}/users/{user_id}" => sessions::erase_user, Admin,
         "agentstate extension: erase everything of a user in the app (sessions, events, user: state; app: state stays); `?dryRun=true` only counts",

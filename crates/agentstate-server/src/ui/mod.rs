@@ -414,7 +414,7 @@ async fn events_at(
 ) -> agentstate::Result<Vec<agentstate::Event>> {
     let mut skipped = 0;
     let mut out = Vec::with_capacity(count);
-    let mut request = ListEvents { page_size: agentstate::MAX_EVENT_PAGE, page_token: None, after_timestamp: None };
+    let mut request = ListEvents { page_size: agentstate::MAX_EVENT_PAGE, ..ListEvents::default() };
     loop {
         let Some(page) = service.list_events(key, request.clone()).await? else { return Ok(out) };
         for event in page.events {
@@ -507,7 +507,7 @@ pub(crate) async fn live(
     let after =
         query.after.as_deref().and_then(|a| a.split_once(':')).and_then(|(t, id)| Some((t.parse::<i64>().ok()?, id)));
     let since = after.map(|(t, _)| agentstate::store::micros_to_secs(t));
-    let request = ListEvents { page_size: 200, page_token: None, after_timestamp: since };
+    let request = ListEvents { page_size: 200, after_timestamp: since, ..ListEvents::default() };
     let page = match service.list_events(&key, request).await {
         Ok(Some(page)) => page,
         Ok(None) => return (StatusCode::NOT_FOUND, axum::Json(serde_json::json!({"gone": true}))).into_response(),

@@ -29,3 +29,4 @@ mod transfer;
 mod vertex;
 mod vertex_client;
 mod vertex_routes;
+mod vertex_v1;

@@ -30,6 +30,7 @@ use crate::store::{
     Capabilities, CommitOutcome, EventCursor, EventForm, EventQuery, EventSelect, ListCursor, ListQuery, LoadedSession,
     NewSession, SessionRead, SessionStore, merge_scopes,
 };
+use crate::time::secs_to_micros;
 
 /// Creates, loads, lists and deletes sessions, and appends events to them, on any store. Cheap
 /// to clone: clones share the store.
@@ -295,21 +296,48 @@ impl SessionService {
         commit::Target { key, marker, now_micros, extend_expiry_to }
     }
 
-    /// Reads a session's history a page at a time, oldest first, without loading the rest;
+    /// Reads a session's history a page at a time, oldest first (or newest first, with
+    /// [`ListEvents::newest_first`]), without loading the rest;
     /// `Ok(None)` when the session does not exist. Pages stay consistent while events are
     /// appended: a page token marks a position, so nothing is skipped or repeated.
     pub async fn list_events(&self, key: &SessionKey, request: ListEvents) -> Result<Option<EventPage>> {
         if !(1..=MAX_EVENT_PAGE).contains(&request.page_size) {
             return Err(Error::invalid("page_size", format!("must be between 1 and {MAX_EVENT_PAGE}")));
         }
-        let after = request.page_token.as_deref().map(page::decode_events).transpose()?;
+        let cursor = request.page_token.as_deref().map(page::decode_events).transpose()?;
         let since_micros = requests::timestamp_micros("after_timestamp", request.after_timestamp)?;
+        let until_micros = requests::timestamp_micros("until_timestamp", request.until_timestamp)?;
         // One extra event tells whether another page follows.
-        let select = EventSelect::Page { after, since_micros, limit: request.page_size + 1 };
+        let limit = request.page_size + 1;
+        let select = if request.newest_first {
+            // Backwards from the upper bound: strictly before (until + 1 µs, ""), ids being
+            // never empty, is at or before `until`.
+            let from_bound =
+                || until_micros.map(|t| EventCursor { timestamp_micros: t.saturating_add(1), event_id: String::new() });
+            EventSelect::Latest { before: cursor.or_else(from_bound), since_micros, limit }
+        } else {
+            EventSelect::Page { after: cursor, since_micros, limit }
+        };
         let query = EventQuery { key: key.clone(), select, now_micros: self.now_micros() };
         let found = self.inner.store.events(&query).instrument(span("list_events", key)).await?;
         Ok(found.map(|mut events| {
-            let next_page_token = (events.len() > request.page_size).then(|| {
+            if request.newest_first {
+                // Oldest first from the store: the extra one is the first; the page is reversed.
+                let more = events.len() > request.page_size;
+                if more {
+                    events.remove(0);
+                }
+                let next_page_token = more.then(|| events.first().map(|e| page::encode_events(&EventCursor::of(e))));
+                events.reverse();
+                return EventPage { events, next_page_token: next_page_token.flatten() };
+            }
+            // Forwards, the history is in time order: past the upper bound, nothing more fits.
+            let within = until_micros.map_or(events.len(), |until| {
+                events.partition_point(|e| secs_to_micros(e.timestamp).is_some_and(|t| t <= until))
+            });
+            let ended = within < events.len();
+            events.truncate(within);
+            let next_page_token = (!ended && events.len() > request.page_size).then(|| {
                 events.truncate(request.page_size);
                 events.last().map(|e| page::encode_events(&EventCursor::of(e)))
             });

@@ -191,18 +191,23 @@ pub struct ListEvents {
     pub page_token: Option<String>,
     /// Only events with a timestamp at or after this (epoch seconds).
     pub after_timestamp: Option<f64>,
+    /// Only events with a timestamp at or before this (epoch seconds).
+    pub until_timestamp: Option<f64>,
+    /// Newest first (pages go back in time) instead of oldest first. A page token continues the
+    /// order it was made in.
+    pub newest_first: bool,
 }
 
 impl Default for ListEvents {
     fn default() -> Self {
-        Self { page_size: 100, page_token: None, after_timestamp: None }
+        Self { page_size: 100, page_token: None, after_timestamp: None, until_timestamp: None, newest_first: false }
     }
 }
 
 /// The largest event page.
 pub const MAX_EVENT_PAGE: usize = 1000;
 
-/// One page of a session's history, oldest first.
+/// One page of a session's history, in the order asked (oldest first by default).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct EventPage {
     /// The events of this page.

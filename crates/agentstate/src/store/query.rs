@@ -148,6 +148,16 @@ pub enum EventSelect {
         /// At most this many events.
         limit: usize,
     },
+    /// A page backwards: the newest `limit` events strictly before `before` (the newest of all
+    /// if `None`) and at or after `since_micros`, answered oldest first like every selection.
+    Latest {
+        /// End strictly before this position.
+        before: Option<EventCursor>,
+        /// Only events with a timestamp at or after this (epoch microseconds).
+        since_micros: Option<i64>,
+        /// At most this many events.
+        limit: usize,
+    },
     /// The event with this id (none or one).
     Id(String),
     /// The oldest event of this invocation (none or one).
@@ -172,6 +182,17 @@ impl EventSelect {
                 });
                 let since = since_micros.map_or(0, |s| events.partition_point(|e| micros(e.borrow()) < s));
                 events.iter().skip(after.max(since)).take(*limit).cloned().collect()
+            }
+            Self::Latest { before, since_micros, limit } => {
+                let end = before.as_ref().map_or(events.len(), |c| {
+                    events.partition_point(|e| {
+                        let e = e.borrow();
+                        (micros(e), e.id.as_str()) < (c.timestamp_micros, c.event_id.as_str())
+                    })
+                });
+                let since = since_micros.map_or(0, |s| events.partition_point(|e| micros(e.borrow()) < s));
+                let start = since.max(end.saturating_sub(*limit));
+                events.get(start..end).unwrap_or_default().to_vec()
             }
             Self::Id(id) => events.iter().filter(|e| Borrow::<Event>::borrow(*e).id == *id).take(1).cloned().collect(),
             Self::FirstOfInvocation(invocation) => events
@@ -229,6 +250,13 @@ mod tests {
         let page = EventSelect::Page { after: Some(after), since_micros: None, limit: 2 };
         assert_eq!(ids(&page.pick(&all)), ["e3", "e4"]);
         assert_eq!(ids(&EventSelect::Id("e4".into()).pick(&all)), ["e4"]);
+        let latest =
+            |before: Option<EventCursor>, since_micros, limit| EventSelect::Latest { before, since_micros, limit };
+        assert_eq!(ids(&latest(None, None, 2).pick(&all)), ["e4", "e5"]);
+        let before_e4 = Some(EventCursor::of(&all[3]));
+        assert_eq!(ids(&latest(before_e4.clone(), None, 2).pick(&all)), ["e2", "e3"]);
+        assert_eq!(ids(&latest(before_e4, Some(micros(&all[2])), 9).pick(&all)), ["e3"]);
+        assert!(latest(Some(EventCursor::of(&all[0])), None, 3).pick(&all).is_empty());
         assert_eq!(ids(&EventSelect::FirstOfInvocation("even".into()).pick(&all)), ["e2"]);
     }
 

@@ -1,10 +1,11 @@
-//! The Agent Engine Sessions REST surface (Vertex AI, `v1beta1`), over the same sessions as the
-//! ADK routes: a client written for the managed service (ADK for Python's
-//! `VertexAiSessionService`, pointed at this server) keeps its sessions here.
+//! The Agent Engine Sessions REST surface (Vertex AI, `v1` and `v1beta1`: one implementation),
+//! over the same sessions as the ADK routes: a client written for the managed service (ADK for
+//! Python's and ADK-Rust's `VertexAiSessionService`, pointed at this server) keeps its sessions
+//! here.
 //!
 //! The engine id is the app. Every route answers under both path forms,
-//! `/v1beta1/projects/{project}/locations/{location}/reasoningEngines/{engine}/…` and
-//! `/v1beta1/reasoningEngines/{engine}/…`, and names resources in the form it was asked in.
+//! `/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/…` and
+//! `/{version}/reasoningEngines/{engine}/…`, and names resources in the form it was asked in.
 //! Session ids are unique per engine here, as on the managed service: a create whose id any
 //! user of the app already has is refused.
 //!
@@ -51,6 +52,7 @@ type Reply = Result<Json<Value>, GoogleError>;
 #[serde(rename_all = "camelCase")]
 pub(crate) struct PageQuery {
     filter: Option<String>,
+    order_by: Option<String>,
     page_size: Option<i64>,
     page_token: Option<String>,
 }
@@ -139,7 +141,7 @@ pub(crate) async fn create(
             check_path_safe("session_id", &id)?;
             agentstate::validate_id("session_id", &id)?;
             if !state.service().find_sessions(&engine.app, &id).await?.is_empty() {
-                return Err(already_exists(&id));
+                return Err(already_exists(&engine, &id));
             }
             id
         }
@@ -151,13 +153,16 @@ pub(crate) async fn create(
             .with_state(new.state);
     match state.service().create_session(request).await {
         Ok(session) => Ok(Json(engine.session_operation(&session))),
-        Err(Error::AlreadyExists { .. }) => Err(already_exists(&id)),
+        Err(Error::AlreadyExists { .. }) => Err(already_exists(&engine, &id)),
         Err(e) => Err(e.into()),
     }
 }
 
-fn already_exists(id: &str) -> GoogleError {
-    GoogleError::invalid(format!("Session with user-provided ID '{id}' already exists"))
+/// A create with an id the engine has: v1beta1 answers 400 `INVALID_ARGUMENT`, as the managed
+/// service was seen to; v1 answers 409 `ALREADY_EXISTS`, the status ADK-Rust's v1 client handles.
+fn already_exists(engine: &Engine, id: &str) -> GoogleError {
+    let message = format!("Session with user-provided ID '{id}' already exists");
+    if engine.version == "v1" { GoogleError::already_exists(message) } else { GoogleError::invalid(message) }
 }
 
 /// `GET …/sessions[?filter=user_id="…"][&pageSize][&pageToken]`: sessions with their merged
@@ -239,8 +244,8 @@ pub(crate) async fn delete(
     Ok(Json(engine.empty_operation()))
 }
 
-/// `POST …/sessions/{id}:appendEvent`: appends the event and applies its state delta. Answers the
-/// stored event (the real service answers `{}`; clients that read nothing lose nothing).
+/// `POST …/sessions/{id}:appendEvent`: appends the event and applies its state delta. Answers
+/// `{}`, as the managed service does.
 pub(crate) async fn append_event(
     State(state): State<AppState>,
     Path(params): Path<HashMap<String, String>>,
@@ -267,15 +272,18 @@ pub(crate) async fn append_event(
         }
         Err(e) => return Err(e.into()),
     };
-    let mut body = engine.event(id, &appended.event);
-    if appended.duplicate {
+    // As the managed service, an empty AppendEventResponse. agentstate's client (it names the
+    // user) learns of a retry of a stored event: the stored event, marked.
+    if appended.duplicate && header(&headers, USER_HEADER).is_some() {
+        let mut body = engine.event(id, &appended.event);
         body["agentstateDuplicate"] = json!(true);
+        return Ok(Json(body));
     }
-    Ok(Json(body))
+    Ok(Json(json!({})))
 }
 
-/// `GET …/sessions/{id}/events[?filter=timestamp>="…"][&pageSize][&pageToken]`: the history,
-/// oldest first, a page at a time.
+/// `GET …/sessions/{id}/events[?filter=timestamp>="…"][&orderBy=timestamp desc][&pageSize][&pageToken]`:
+/// the history, oldest first (or newest first), a page at a time.
 pub(crate) async fn events(
     State(state): State<AppState>,
     Path(params): Path<HashMap<String, String>>,
@@ -287,26 +295,19 @@ pub(crate) async fn events(
     let id = params.get("session").map(String::as_str).unwrap_or_default();
     let page_query = query(page_query)?;
     let range = page_query.filter.as_deref().map(request::event_filter).transpose()?.unwrap_or_default();
+    let newest_first = request::event_order(page_query.order_by.as_deref())?;
     let key = resolve(&state, &engine, id, &headers, &permit).await?;
     let request = ListEvents {
         page_size: page_size(page_query.page_size),
         page_token: page_query.page_token.filter(|t| !t.is_empty()),
         after_timestamp: range.since.map(agentstate::store::micros_to_secs),
+        until_timestamp: range.until.map(agentstate::store::micros_to_secs),
+        newest_first,
     };
     let page = state.service().list_events(&key, request).await?.ok_or_else(|| not_found(&engine, id))?;
-    let mut next = page.next_page_token;
-    let mut events = Vec::with_capacity(page.events.len());
-    for event in &page.events {
-        let micros = agentstate::store::secs_to_micros(event.timestamp).unwrap_or(i64::MAX);
-        if range.until.is_some_and(|until| micros > until) {
-            // Past the upper bound: the history is in time order, so nothing after it fits.
-            next = None;
-            break;
-        }
-        events.push(engine.event(id, event));
-    }
+    let events: Vec<Value> = page.events.iter().map(|event| engine.event(id, event)).collect();
     let mut body = json!({ "sessionEvents": events });
-    if let Some(token) = next {
+    if let Some(token) = page.next_page_token {
         body["nextPageToken"] = json!(token);
     }
     Ok(Json(body))
@@ -321,7 +322,10 @@ pub(crate) async fn operation(
     headers: HeaderMap,
     uri: axum::http::Uri,
 ) -> Reply {
-    let name = uri.path().trim_start_matches("/v1beta1/").to_owned();
+    let Some(version) = crate::routes::engine_api_version(uri.path()) else {
+        return Err(GoogleError::not_found("no such API version; this server answers v1 and v1beta1"));
+    };
+    let name = uri.path().trim_start_matches('/').trim_start_matches(version).trim_start_matches('/').to_owned();
     if let (Some(id), Ok(engine)) = (params.get("session"), Engine::from_params(&params))
         && let Ok(key) = resolve(&state, &engine, id, &headers, &permit).await
         && let Some(session) = state.service().get_session(&key, GetSessionConfig::recent(0)).await?

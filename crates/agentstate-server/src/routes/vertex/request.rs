@@ -158,6 +158,20 @@ pub(crate) fn event_filter(filter: &str) -> Result<TimeRange, GoogleError> {
     Ok(range)
 }
 
+/// An events `orderBy`: `timestamp` (or none, or `timestamp asc`) oldest first, `timestamp desc`
+/// newest first; whether newest first.
+pub(crate) fn event_order(order_by: Option<&str>) -> Result<bool, GoogleError> {
+    let words: Vec<&str> = order_by.unwrap_or_default().split_whitespace().collect();
+    match words.as_slice() {
+        [] | ["timestamp"] | ["timestamp", "asc"] => Ok(false),
+        ["timestamp", "desc"] => Ok(true),
+        _ => Err(GoogleError::invalid(format!(
+            "events can be ordered by \"timestamp\" or \"timestamp desc\", not {:?}",
+            order_by.unwrap_or_default()
+        ))),
+    }
+}
+
 /// A sessions filter: `user_id="…"` (or `userId`); `None` for none.
 pub(crate) fn session_filter(filter: &str) -> Result<Option<String>, GoogleError> {
     let mut user = None;

@@ -1,5 +1,11 @@
 //! Resource names and the JSON of sessions, events and operations, as the Agent Engine Sessions
-//! API (`v1beta1`) writes them.
+//! API writes them in the version asked (`v1` or `v1beta1`).
+//!
+//! The clients disagree on one name: the operation a create answers. ADK for Go and ADK for
+//! Python parse the session-scoped form (`…/reasoningEngines/E/sessions/S/operations/N`, the form
+//! v1beta1 answers); ADK-Rust's client (`validate_vertex_operation_name`, adk-session 2.3) accepts
+//! only the location-scoped form (`projects/P/locations/L/operations/N`), which v1 answers when
+//! the request named a project and location. `GetOperation` answers both forms on both versions.
 
 use std::collections::HashMap;
 
@@ -11,7 +17,6 @@ use agentstate::wire::{self, engine};
 use super::error::GoogleError;
 use crate::limits::check_path_safe;
 
-const SESSION_TYPE: &str = "type.googleapis.com/google.cloud.aiplatform.v1beta1.Session";
 const EMPTY_TYPE: &str = "type.googleapis.com/google.protobuf.Empty";
 
 /// The engine a request names, and the prefix of the names it is answered with: the form it
@@ -19,6 +24,8 @@ const EMPTY_TYPE: &str = "type.googleapis.com/google.protobuf.Empty";
 /// request back what they were given.
 #[derive(Debug, Clone)]
 pub(crate) struct Engine {
+    /// The API version asked (`v1`, `v1beta1`).
+    pub(crate) version: &'static str,
     prefix: String,
     location: Option<String>,
     /// The engine id: the agentstate app.
@@ -28,6 +35,12 @@ pub(crate) struct Engine {
 impl Engine {
     /// From a route's path parameters (`project`, `location`, `engine`).
     pub(crate) fn from_params(params: &HashMap<String, String>) -> Result<Self, GoogleError> {
+        let asked = params.get("version").map_or("", String::as_str);
+        let Some(version) = crate::routes::ENGINE_API_VERSIONS.into_iter().find(|v| *v == asked) else {
+            return Err(GoogleError::not_found(format!(
+                "no API version {asked:?}; this server answers v1 and v1beta1"
+            )));
+        };
         let engine = params.get("engine").cloned().unwrap_or_default();
         agentstate::validate_id("engine", &engine)?;
         check_path_safe("engine", &engine)?;
@@ -38,7 +51,7 @@ impl Engine {
             ),
             _ => (format!("reasoningEngines/{engine}"), None),
         };
-        Ok(Self { prefix, location, app: engine })
+        Ok(Self { version, prefix, location, app: engine })
     }
 
     /// `…/sessions/{id}`.
@@ -49,9 +62,13 @@ impl Engine {
     /// A done long-running operation that created (or concerns) a session.
     pub(crate) fn session_operation(&self, session: &Session) -> Value {
         let mut response = self.session(session);
-        response["@type"] = json!(SESSION_TYPE);
+        response["@type"] = json!(format!("type.googleapis.com/google.cloud.aiplatform.{}.Session", self.version));
+        let parent = match (&self.location, self.version) {
+            (Some(location), "v1") => location.clone(),
+            _ => self.session_name(session.id()),
+        };
         json!({
-            "name": format!("{}/operations/{}", self.session_name(session.id()), operation_id()),
+            "name": format!("{parent}/operations/{}", operation_id()),
             "done": true,
             "response": response,
         })

@@ -131,13 +131,18 @@ pub(in crate::mysql) async fn events_in(conn: &mut MySqlConnection, query: &Even
         return Ok(None);
     }
     let statement = match select {
-        EventSelect::Page { after, since_micros, limit } => {
-            let cursor_time = after.as_ref().map(|c| naive(c.timestamp_micros)).transpose()?;
+        EventSelect::Page { after: cursor, since_micros, limit }
+        | EventSelect::Latest { before: cursor, since_micros, limit } => {
+            let statement = match select {
+                EventSelect::Page { .. } => sql!("events_page"),
+                _ => sql!("events_latest"),
+            };
+            let cursor_time = cursor.as_ref().map(|c| naive(c.timestamp_micros)).transpose()?;
             let since = since_micros.map(naive).transpose()?;
-            keyed(sql!("events_page"), key)
+            keyed(statement, key)
                 .bind(cursor_time)
                 .bind(cursor_time)
-                .bind(after.as_ref().map_or("", |c| c.event_id.as_str()))
+                .bind(cursor.as_ref().map_or("", |c| c.event_id.as_str()))
                 .bind(since)
                 .bind(since)
                 .bind(u64::try_from(*limit).unwrap_or(u64::MAX))

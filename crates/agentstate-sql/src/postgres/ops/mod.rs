@@ -120,6 +120,12 @@ pub(super) async fn events(pool: &Pool, query: &EventQuery) -> Result<Option<Vec
             .bind(after.as_ref().map_or("", |c| c.event_id.as_str()))
             .bind(i64::try_from(*limit).unwrap_or(i64::MAX))
             .bind(since_micros.map(naive).transpose()?),
+        EventSelect::Latest { before, since_micros, limit } => keyed(with_present!("events_latest"), key)
+            .bind(now)
+            .bind(before.as_ref().map(|c| naive(c.timestamp_micros)).transpose()?)
+            .bind(before.as_ref().map_or("", |c| c.event_id.as_str()))
+            .bind(i64::try_from(*limit).unwrap_or(i64::MAX))
+            .bind(since_micros.map(naive).transpose()?),
         EventSelect::Id(id) => keyed(with_present!("event_get"), key).bind(now).bind(id.as_str()),
         EventSelect::FirstOfInvocation(invocation) => {
             keyed(with_present!("invocation_first"), key).bind(now).bind(invocation.as_str())

@@ -460,6 +460,17 @@ pub(super) fn events(conn: &Connection, query: &EventQuery) -> Result<Option<Vec
                 let params = params![app, user, session, time, id, limit, since];
                 query_events(conn, sql!("events_page"), params)?
             }
+            EventSelect::Latest { before, since_micros, limit } => {
+                // Every stored time sorts before U+10FFFF.
+                let (time, id) = match before {
+                    Some(c) => (sqlite_text(c.timestamp_micros)?, c.event_id.clone()),
+                    None => ('\u{10FFFF}'.to_string(), String::new()),
+                };
+                let limit = i64::try_from(*limit).unwrap_or(i64::MAX);
+                let since = since_micros.map(sqlite_text).transpose()?.unwrap_or_default();
+                let params = params![app, user, session, time, id, limit, since];
+                query_events(conn, sql!("events_latest"), params)?
+            }
             EventSelect::Id(id) => stored_event(conn, key, id)?.into_iter().collect(),
             EventSelect::FirstOfInvocation(invocation) => {
                 query_events(conn, sql!("invocation_first"), params![app, user, session, invocation])?
