@@ -56,8 +56,11 @@ SELECT
     COALESCE((SELECT state FROM a_merge), (SELECT state FROM app_states WHERE app_name = $1), '{}'::jsonb) AS app_state,
     COALESCE((SELECT state FROM u_merge),
              (SELECT state FROM user_states WHERE app_name = $1 AND user_id = $2), '{}'::jsonb) AS user_state,
-    EXISTS (SELECT 1 FROM sessions x
-            JOIN agentstate_session_attributes a
-              ON a.app_name = x.app_name AND a.user_id = x.user_id AND a.session_id = x.id
-             AND a.session_create_time = x.create_time
-            WHERE x.app_name = $1 AND x.user_id = $2 AND x.id = $3 AND a.expire_time <= $7) AS expired
+    -- Looked up only when the id was taken (the common path pays nothing for it).
+    CASE WHEN NOT EXISTS (SELECT 1 FROM s) THEN
+        EXISTS (SELECT 1 FROM sessions x
+                JOIN agentstate_session_attributes a
+                  ON a.app_name = x.app_name AND a.user_id = x.user_id AND a.session_id = x.id
+                 AND a.session_create_time = x.create_time
+                WHERE x.app_name = $1 AND x.user_id = $2 AND x.id = $3 AND a.expire_time <= $7)
+    ELSE false END AS expired
