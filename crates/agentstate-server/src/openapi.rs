@@ -313,6 +313,11 @@ pub fn document(operations: &[Operation]) -> Value {
                 || json!({"description": "A malformed id, parameter or body", "content": body(checked_schema)}),
             );
         }
+        if op.path.starts_with("/{version}/") {
+            responses.entry("404").or_insert_with(
+                || json!({"description": "No such API version (or, where it applies, session)", "content": body("GoogleError")}),
+            );
+        }
         if op.request.is_some() && !op.path.starts_with("/{version}/") {
             responses
                 .entry("422")
