@@ -114,18 +114,20 @@ pub(super) async fn events(pool: &Pool, query: &EventQuery) -> Result<Option<Vec
         };
     }
     let statement = match select {
-        EventSelect::Page { after, since_micros, limit } => keyed(with_present!("events_page"), key)
-            .bind(now)
-            .bind(after.as_ref().map(|c| naive(c.timestamp_micros)).transpose()?)
-            .bind(after.as_ref().map_or("", |c| c.event_id.as_str()))
-            .bind(i64::try_from(*limit).unwrap_or(i64::MAX))
-            .bind(since_micros.map(naive).transpose()?),
-        EventSelect::Latest { before, since_micros, limit } => keyed(with_present!("events_latest"), key)
-            .bind(now)
-            .bind(before.as_ref().map(|c| naive(c.timestamp_micros)).transpose()?)
-            .bind(before.as_ref().map_or("", |c| c.event_id.as_str()))
-            .bind(i64::try_from(*limit).unwrap_or(i64::MAX))
-            .bind(since_micros.map(naive).transpose()?),
+        // Both directions take the same parameters: a cursor, the page size, the lower bound.
+        EventSelect::Page { after: cursor, since_micros, limit }
+        | EventSelect::Latest { before: cursor, since_micros, limit } => {
+            let statement = match select {
+                EventSelect::Page { .. } => with_present!("events_page"),
+                _ => with_present!("events_latest"),
+            };
+            keyed(statement, key)
+                .bind(now)
+                .bind(cursor.as_ref().map(|c| naive(c.timestamp_micros)).transpose()?)
+                .bind(cursor.as_ref().map_or("", |c| c.event_id.as_str()))
+                .bind(i64::try_from(*limit).unwrap_or(i64::MAX))
+                .bind(since_micros.map(naive).transpose()?)
+        }
         EventSelect::Id(id) => keyed(with_present!("event_get"), key).bind(now).bind(id.as_str()),
         EventSelect::FirstOfInvocation(invocation) => {
             keyed(with_present!("invocation_first"), key).bind(now).bind(invocation.as_str())
