@@ -5,17 +5,17 @@ use agentstate_runtime::{LlmAgent, RunRequest, Runner, RuntimeError, inject_sess
 use futures_util::StreamExt;
 use serde_json::json;
 
-use crate::support::{answering, create, instruction, run, run_ok, services, services_with, stored};
+use crate::support::{answering, create, instruction, run, run_ok, runner_of, services, services_with, stored};
 
 #[tokio::test]
 async fn story_instruction_reads_topic_and_optional_user_name() {
     for (name, service) in services_with("s").await {
         let model = answering(&["A story.", "B story."]);
-        let agent = LlmAgent::builder("story_agent", model.clone())
-            .instruction("Write a short story about {topic} for {user:name?}. Keep {{braces}}.")
-            .build()
-            .unwrap();
-        let runner = Runner::new("app", agent, service.clone());
+        let runner = runner_of(
+            &service,
+            LlmAgent::builder("story_agent", model.clone())
+                .instruction("Write a short story about {topic} for {user:name?}. Keep {{braces}}."),
+        );
 
         // {topic} is required: the run fails with the reference's message, the user's turn kept.
         let (events, error) = run(&runner, "s", "story please").await;

@@ -12,7 +12,7 @@ use serde_json::json;
 use wiremock::matchers::{body_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{create, run_ok, services, stored};
+use crate::support::{create, run_ok, runner_of, services, stored};
 
 fn sse(events: &[Value]) -> ResponseTemplate {
     let body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
@@ -84,14 +84,14 @@ async fn gemini_function_calling_round_trip() {
     let (_, service) = services().await.remove(1);
     create(&service, "s").await;
     let model = Gemini::new("gemini-test", "test-key").base_url(&server.uri());
-    let agent = LlmAgent::builder("weather_agent", model)
-        .instruction("You help {user:name}.")
-        .temperature(0.5)
-        .tool(weather_tool())
-        .output_key("answer")
-        .build()
-        .unwrap();
-    let runner = Runner::new("app", agent, service.clone());
+    let runner = runner_of(
+        &service,
+        LlmAgent::builder("weather_agent", model)
+            .instruction("You help {user:name}.")
+            .temperature(0.5)
+            .tool(weather_tool())
+            .output_key("answer"),
+    );
     let request =
         RunRequest::new("u", "s", Content::text("user", "Weather in Paris?")).state("user:name", json!("Ann"));
     let events: Vec<_> = runner.run_request(request).map(Result::unwrap).collect().await;
@@ -210,14 +210,14 @@ async fn openai_function_calling_round_trip() {
     let (_, service) = services().await.remove(1);
     create(&service, "s").await;
     let model = OpenAiCompatible::new("gpt-test", &format!("{}/v1/", server.uri())).api_key("sk-test");
-    let agent = LlmAgent::builder("assistant", model)
-        .instruction("Be helpful.")
-        .max_output_tokens(100)
-        .tool(weather_tool())
-        .output_key("answer")
-        .build()
-        .unwrap();
-    let runner = Runner::new("app", agent, service.clone());
+    let runner = runner_of(
+        &service,
+        LlmAgent::builder("assistant", model)
+            .instruction("Be helpful.")
+            .max_output_tokens(100)
+            .tool(weather_tool())
+            .output_key("answer"),
+    );
     let events = run_ok(&runner, "s", "Weather in Paris?").await;
     let call = events[0].content.as_ref().unwrap().parts()[0].function_call.clone().unwrap();
     assert_eq!(call.id.as_deref(), Some("call_1"), "the provider's call id is kept");

@@ -1,22 +1,24 @@
 //! The state an agent reads and writes: `output_key`, `output_schema`, `temp:` keys. Each scenario runs on the in-memory service and on SQLite.
 
+use agentstate_runtime::LlmAgent;
 use agentstate_runtime::model::LlmResponse;
 use agentstate_runtime::testing::ScriptedModel;
-use agentstate_runtime::{LlmAgent, Runner};
 use serde_json::json;
 
-use crate::support::{answering, authors, create, instruction, run, run_ok, services, services_with, stored};
+use crate::support::{
+    answering, authors, create, instruction, run, run_ok, runner_of, services, services_with, stored,
+};
 
 #[tokio::test]
 async fn output_key_saves_the_greeting() {
     for (name, service) in services_with("s1").await {
         let model = answering(&["Hello there!"]);
-        let agent = LlmAgent::builder("Greeter", model.clone())
-            .instruction("Generate a short, friendly greeting.")
-            .output_key("last_greeting")
-            .build()
-            .unwrap();
-        let runner = Runner::new("app", agent, service.clone());
+        let runner = runner_of(
+            &service,
+            LlmAgent::builder("Greeter", model.clone())
+                .instruction("Generate a short, friendly greeting.")
+                .output_key("last_greeting"),
+        );
         let events = run_ok(&runner, "s1", "Hello").await;
         // The user's message is stored, not yielded (as the reference).
         assert_eq!(authors(&events), ["Greeter"], "{name}");
@@ -45,12 +47,10 @@ async fn output_key_saves_the_greeting() {
 async fn temp_keys_are_gone_in_the_next_invocation() {
     for (name, service) in services_with("s").await {
         let model = answering(&["x", "y"]);
-        let agent = LlmAgent::builder("a", model.clone())
-            .instruction("Last: [{temp:out?}]")
-            .output_key("temp:out")
-            .build()
-            .unwrap();
-        let runner = Runner::new("app", agent, service.clone());
+        let runner = runner_of(
+            &service,
+            LlmAgent::builder("a", model.clone()).instruction("Last: [{temp:out?}]").output_key("temp:out"),
+        );
         run_ok(&runner, "s", "1").await;
         run_ok(&runner, "s", "2").await;
         let requests = model.requests();
@@ -68,12 +68,10 @@ async fn an_output_schema_saves_the_answer_as_json() {
         .reply(LlmResponse::text("```json\n{\"answer\": \"ok\", \"score\": 0.9}\n```"))
         .reply(LlmResponse::text("{\"score\": \"high\"}"))
         .reply(LlmResponse::text("Sure! Here it is."));
-    let agent = LlmAgent::builder("structured", model.clone())
-        .output_schema(schema.clone())
-        .output_key("result")
-        .build()
-        .unwrap();
-    let runner = Runner::new("app", agent, service.clone());
+    let runner = runner_of(
+        &service,
+        LlmAgent::builder("structured", model.clone()).output_schema(schema.clone()).output_key("result"),
+    );
     create(&service, "s").await;
     run_ok(&runner, "s", "rate it").await;
     assert_eq!(stored(&service, "s").await.state().get("result"), Some(&json!({"answer": "ok", "score": 0.9})));

@@ -71,3 +71,8 @@ pub(crate) fn answering(texts: &[&str]) -> agentstate_runtime::testing::Scripted
     let model = agentstate_runtime::testing::ScriptedModel::new("m");
     texts.iter().fold(model, |model, text| model.reply(agentstate_runtime::model::LlmResponse::text(*text)))
 }
+
+/// A Runner of app `app` on `service` for the agent `agent` builds.
+pub(crate) fn runner_of(service: &SessionService, agent: agentstate_runtime::LlmAgentBuilder) -> Runner {
+    Runner::new("app", agent.build().unwrap(), service.clone())
+}

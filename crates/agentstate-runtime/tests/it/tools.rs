@@ -9,7 +9,7 @@ use agentstate_runtime::{FunctionTool, LlmAgent, RunRequest, Runner};
 use futures_util::StreamExt;
 use serde_json::json;
 
-use crate::support::{authors, create, run_ok, schema, services, services_with, stored};
+use crate::support::{authors, create, run_ok, runner_of, schema, services, services_with, stored};
 
 /// Writes its own key, the shared `last_tool`, and adds itself to a shared list and counter
 /// (read-modify-write), after an await so the calls overlap.
@@ -39,13 +39,13 @@ async fn parallel_tools_lose_no_write() {
                 ("user_pref".to_owned(), json!({})),
             ]))
             .reply(LlmResponse::text("Done."));
-        let agent = LlmAgent::builder("assistant", model.clone())
-            .tool(writer_tool("weather", "weather", 30))
-            .tool(writer_tool("news", "news", 10))
-            .tool(writer_tool("user_pref", "user:pref", 20))
-            .build()
-            .unwrap();
-        let runner = Runner::new("app", agent, service.clone());
+        let runner = runner_of(
+            &service,
+            LlmAgent::builder("assistant", model.clone())
+                .tool(writer_tool("weather", "weather", 30))
+                .tool(writer_tool("news", "news", 10))
+                .tool(writer_tool("user_pref", "user:pref", 20)),
+        );
         let events = run_ok(&runner, "s", "everything").await;
         assert_eq!(authors(&events), ["assistant", "assistant", "assistant"], "{name}");
 
@@ -83,11 +83,11 @@ async fn tool_failures_go_back_to_the_model() {
         let model = ScriptedModel::new("m")
             .reply(LlmResponse::calls([("fails".to_owned(), json!({})), ("missing".to_owned(), json!({}))]))
             .reply(LlmResponse::text("Sorry."));
-        let agent = LlmAgent::builder("a", model.clone())
-            .tool(FunctionTool::new("fails", "fails", schema(), |_, _| Err("the database is down".into())))
-            .build()
-            .unwrap();
-        let runner = Runner::new("app", agent, service.clone());
+        let runner = runner_of(
+            &service,
+            LlmAgent::builder("a", model.clone())
+                .tool(FunctionTool::new("fails", "fails", schema(), |_, _| Err("the database is down".into()))),
+        );
         let events = run_ok(&runner, "s", "try").await;
         let parts = events[1].content.as_ref().unwrap().parts().to_vec();
         let errors: Vec<_> = parts
