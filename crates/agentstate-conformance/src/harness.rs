@@ -125,8 +125,7 @@ impl Harness {
 
     /// Whether the store keeps history (its own or a remote service's).
     pub fn keeps_history(&self) -> bool {
-        let has = self.service.capabilities();
-        has.history.is_some() || has.remote_history.is_some()
+        self.service.capabilities().answers_history()
     }
 
     /// Answers a history question the way a store without history must: `Unsupported`, and

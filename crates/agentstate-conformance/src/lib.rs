@@ -148,7 +148,7 @@ impl Capability {
     pub fn lacked_by(store: &dyn SessionStore) -> Vec<Capability> {
         let has = store.capabilities();
         [
-            (Capability::History, has.history.is_some() || has.remote_history.is_some()),
+            (Capability::History, has.answers_history()),
             (Capability::Retention, has.history.is_some()),
             (Capability::Lifecycle, has.lifecycle.is_some()),
             (Capability::Admin, has.admin.is_some()),

@@ -69,7 +69,7 @@ impl Entry {
     }
 
     fn live_at(&self, now_micros: i64) -> bool {
-        self.expire_micros().is_none_or(|t| t > now_micros)
+        crate::session::live_at(self.expire_micros(), now_micros)
     }
 
     fn set_expire(&mut self, expire_micros: Option<i64>) {

@@ -76,7 +76,7 @@ pub use service::{
     Appended, CreateSession, EventPage, GetSessionConfig, ListEvents, ListSessions, MAX_EVENT_PAGE,
     MAX_INVOCATION_ID_CHARS, Policies, Retention, SessionPage, SessionService, SessionServiceBuilder,
 };
-pub use session::{Events, MAX_DISPLAY_NAME_CHARS, MAX_LABEL_CHARS, MAX_LABELS, Session, SessionAttributes};
+pub use session::{Events, MAX_DISPLAY_NAME_CHARS, MAX_LABEL_CHARS, MAX_LABELS, Session, SessionAttributes, live_at};
 pub use state::State;
 pub use store::UserDataCounts;
 

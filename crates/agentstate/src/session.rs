@@ -26,6 +26,13 @@ pub struct Session {
     attributes: Option<Arc<SessionAttributes>>,
 }
 
+/// The one rule of expiry: a session that expires at `expire_micros` (epoch µs; `None`: never)
+/// is live at `now_micros` until that time, and expired from it on. Every store judges expiry
+/// with it.
+pub fn live_at(expire_micros: Option<i64>, now_micros: i64) -> bool {
+    expire_micros.is_none_or(|t| t > now_micros)
+}
+
 /// What a session carries besides its state and history: a name to show, labels, and when it
 /// expires. All optional; the managed service's `displayName`, `labels` and `expireTime`.
 ///
@@ -72,7 +79,7 @@ impl SessionAttributes {
     /// Whether a session with these attributes has expired at `now_micros` (epoch µs): its
     /// expire time is at or before then.
     pub fn expired_at(&self, now_micros: i64) -> bool {
-        self.expire_time_micros.is_some_and(|t| t <= now_micros)
+        !live_at(self.expire_time_micros, now_micros)
     }
 
     /// Checks the sizes: a display name of at most [`MAX_DISPLAY_NAME_CHARS`], at most

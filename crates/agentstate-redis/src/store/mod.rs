@@ -85,6 +85,12 @@ fn event_json(event: &Event) -> Result<String> {
     serde_json::to_string(event).map_err(|e| Error::invalid("event", format!("cannot be encoded as JSON: {e}")))
 }
 
+/// Whether a session whose metadata hash answered `HMGET update expire` with these exists and is
+/// live at `now_micros`.
+fn meta_live((update, expire): &(Option<i64>, Option<i64>), now_micros: i64) -> bool {
+    update.is_some() && agentstate::live_at(*expire, now_micros)
+}
+
 /// A session's metadata hash.
 struct Meta {
     create: i64,
@@ -95,7 +101,7 @@ struct Meta {
 impl Meta {
     /// Whether the session has not expired at `now_micros`.
     fn live_at(&self, now_micros: i64) -> bool {
-        self.attributes.as_ref().and_then(|a| a.expire_time_micros).is_none_or(|t| t > now_micros)
+        !self.attributes.as_ref().is_some_and(|a| a.expired_at(now_micros))
     }
 }
 
@@ -418,8 +424,7 @@ impl SessionStore for RedisStore {
         pipe.atomic().cmd("HMGET").arg(&keys.meta).arg("update").arg("expire").cmd("ZCARD").arg(&keys.times);
         let ((update, expire), count): ((Option<i64>, Option<i64>), i64) =
             pipe.query_async(&mut self.connection()).await.map_err(|e| backend("count", e))?;
-        let live = update.is_some() && expire.is_none_or(|t| t > now_micros);
-        Ok(live.then(|| usize::try_from(count).unwrap_or_default()))
+        Ok(meta_live(&(update, expire), now_micros).then(|| usize::try_from(count).unwrap_or_default()))
     }
 
     async fn users_with_session(&self, app: &str, session_id: &str, now_micros: i64) -> Result<Vec<String>> {
@@ -441,9 +446,7 @@ impl SessionStore for RedisStore {
         }
         let metas: Vec<(Option<i64>, Option<i64>)> =
             pipe.query_async(&mut connection).await.map_err(|e| backend("lookup", e))?;
-        let live =
-            |(update, expire): &(Option<i64>, Option<i64>)| update.is_some() && expire.is_none_or(|t| t > now_micros);
-        Ok(users.into_iter().zip(metas).filter(|(_, meta)| live(meta)).map(|(user, _)| user).collect())
+        Ok(users.into_iter().zip(metas).filter(|(_, meta)| meta_live(meta, now_micros)).map(|(user, _)| user).collect())
     }
 
     fn capabilities(&self) -> Capabilities<'_> {

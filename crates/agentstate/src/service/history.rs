@@ -73,6 +73,10 @@ impl SessionService {
         if before_invocation_id.is_empty() {
             return Err(unknown());
         }
+        // Refused before any read: the state before the invocation is a history question.
+        if !self.capabilities().answers_history() {
+            return Err(Error::Unsupported { operation: "rewind sessions", capability: "history" });
+        }
         let select = EventSelect::FirstOfInvocation(before_invocation_id.to_owned());
         let query = EventQuery { key: key.clone(), select, now_micros: self.now_micros() };
         let first = self.store().events(&query).await?.ok_or_else(not_found)?;

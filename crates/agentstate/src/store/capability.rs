@@ -78,6 +78,12 @@ impl<'a> Capabilities<'a> {
         self
     }
 
+    /// Whether the service can answer history questions (state at, diffs, rewind, fork) over
+    /// this store: it keeps history, or a remote service answers them.
+    pub fn answers_history(&self) -> bool {
+        self.history.is_some() || self.remote_history.is_some()
+    }
+
     /// The names of those it has, for logs and docs: `history`, `lifecycle`, `admin`,
     /// `remote_history`.
     pub fn names(&self) -> Vec<&'static str> {

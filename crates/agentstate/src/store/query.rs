@@ -109,7 +109,7 @@ impl ListQuery {
     /// the page (the app and the limit aside).
     pub fn admits(&self, last_update_micros: i64, user_id: &str, session_id: &str, expire_micros: Option<i64>) -> bool {
         self.user_id.as_deref().is_none_or(|u| u == user_id)
-            && expire_micros.is_none_or(|t| t > self.now_micros)
+            && crate::session::live_at(expire_micros, self.now_micros)
             && self.after.as_ref().is_none_or(|c| {
                 (last_update_micros, user_id, session_id) > (c.last_update_micros, &c.user_id, &c.session_id)
             })

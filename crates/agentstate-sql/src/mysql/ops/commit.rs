@@ -72,7 +72,7 @@ pub(in crate::mysql) async fn commit_in(conn: &mut MySqlConnection, commit: &Eve
     let row = keyed(sql!("session_lock"), key).fetch_optional(&mut *conn).await.map_err(sql_step("lock session"))?;
     let Some(row) = row else { return Err(not_found()) };
     let expires: Option<NaiveDateTime> = row.try_get("expire_time").map_err(sql_step("read session"))?;
-    if expires.map(micros).is_some_and(|t| t <= commit.now_micros) {
+    if !agentstate::live_at(expires.map(micros), commit.now_micros) {
         return Err(not_found());
     }
     let (session_state, marker) = session_of(&row)?;

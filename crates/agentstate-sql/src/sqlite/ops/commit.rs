@@ -123,8 +123,8 @@ fn marker_of(conn: &Connection, key: &SessionKey, now_micros: i64) -> Result<Opt
         })
         .map_err(|e| sqlite_error("read session", &e))?;
     let Some((marker, expire)) = row else { return Ok(None) };
-    let expired = expire.as_deref().map(parse_sqlite_text).transpose()?.is_some_and(|t| t <= now_micros);
-    Ok((!expired).then_some(marker))
+    let expire = expire.as_deref().map(parse_sqlite_text).transpose()?;
+    Ok(agentstate::live_at(expire, now_micros).then_some(marker))
 }
 
 /// Where a marker moves: the session, the new marker, and the time expiry is judged at.

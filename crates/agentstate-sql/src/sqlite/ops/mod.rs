@@ -122,7 +122,7 @@ struct SessionRow {
 impl SessionRow {
     /// Whether it has not expired at `now_micros`.
     fn live_at(&self, now_micros: i64) -> bool {
-        self.attributes.as_ref().and_then(|a| a.expire_time_micros).is_none_or(|t| t > now_micros)
+        !self.attributes.as_ref().is_some_and(|a| a.expired_at(now_micros))
     }
 
     fn decode(raw: RawSessionRow) -> Result<Self> {
@@ -450,26 +450,21 @@ pub(super) fn events(conn: &Connection, query: &EventQuery) -> Result<Option<Vec
             return Ok(None);
         }
         let events = match select {
-            EventSelect::Page { after, since_micros, limit } => {
-                let (time, id) = match after {
+            // Both directions take the same parameters: a cursor, the page size, the lower bound.
+            EventSelect::Page { after: cursor, since_micros, limit }
+            | EventSelect::Latest { before: cursor, since_micros, limit } => {
+                let (statement, open_end) = match select {
+                    EventSelect::Page { .. } => (sql!("events_page"), String::new()),
+                    // Every stored time sorts before U+10FFFF.
+                    _ => (sql!("events_latest"), '\u{10FFFF}'.to_string()),
+                };
+                let (time, id) = match cursor {
                     Some(c) => (sqlite_text(c.timestamp_micros)?, c.event_id.clone()),
-                    None => (String::new(), String::new()),
+                    None => (open_end, String::new()),
                 };
                 let limit = i64::try_from(*limit).unwrap_or(i64::MAX);
                 let since = since_micros.map(sqlite_text).transpose()?.unwrap_or_default();
-                let params = params![app, user, session, time, id, limit, since];
-                query_events(conn, sql!("events_page"), params)?
-            }
-            EventSelect::Latest { before, since_micros, limit } => {
-                // Every stored time sorts before U+10FFFF.
-                let (time, id) = match before {
-                    Some(c) => (sqlite_text(c.timestamp_micros)?, c.event_id.clone()),
-                    None => ('\u{10FFFF}'.to_string(), String::new()),
-                };
-                let limit = i64::try_from(*limit).unwrap_or(i64::MAX);
-                let since = since_micros.map(sqlite_text).transpose()?.unwrap_or_default();
-                let params = params![app, user, session, time, id, limit, since];
-                query_events(conn, sql!("events_latest"), params)?
+                query_events(conn, statement, params![app, user, session, time, id, limit, since])?
             }
             EventSelect::Id(id) => stored_event(conn, key, id)?.into_iter().collect(),
             EventSelect::FirstOfInvocation(invocation) => {
