@@ -127,7 +127,7 @@ impl IntoResponse for ApiError {
 /// the surface's shape (`{"detail"}`, or Google's `{"error"}` on the managed-service routes).
 pub(crate) async fn json_rejections(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
     use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
-    let google = crate::routes::engine_api_version(request.uri().path()).is_some();
+    let google = crate::engine_api::version_of(request.uri().path()).is_some();
     let response = next.run(request).await;
     let status = response.status();
     let plain =

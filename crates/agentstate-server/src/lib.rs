@@ -20,6 +20,7 @@
 //! off the `agents` feature, which brings in the agent runtime and its HTTP client.
 
 mod auth;
+mod engine_api;
 mod error;
 mod expiry;
 mod limits;

@@ -166,7 +166,7 @@ fn parameters(op: &Operation) -> Vec<Value> {
             let schema = if name == "file" {
                 json!({"type": "string", "enum": ["inspector.css", "inspector.js"]})
             } else if name == "version" {
-                json!({"type": "string", "enum": crate::routes::ENGINE_API_VERSIONS})
+                json!({"type": "string", "enum": crate::engine_api::VERSIONS})
             } else if matches!(name, "project" | "location" | "operation") || path.contains("/operations/") {
                 // Part of the managed service's resource names; agentstate does not use them.
                 json!({"type": "string", "minLength": 1})

@@ -20,16 +20,6 @@ use crate::state::AppState;
 
 pub(crate) use system::OpenApiDocument;
 
-/// The versions of the Agent Engine REST API served (`/{version}/…`): the same surface, the
-/// version carried into the resource types and operation names it answers.
-pub(crate) const ENGINE_API_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
-
-/// The Agent Engine API version a path is under, if it is under one.
-pub(crate) fn engine_api_version(path: &str) -> Option<&'static str> {
-    let first = path.strip_prefix('/')?.split('/').next()?;
-    ENGINE_API_VERSIONS.into_iter().find(|v| *v == first)
-}
-
 /// Registers every route and describes it for `/openapi.json`, from one table. A row may carry
 /// `#[cfg(...)]` attributes; they apply to its registration and to its description.
 macro_rules! routes {

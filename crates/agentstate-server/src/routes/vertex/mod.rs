@@ -322,7 +322,7 @@ pub(crate) async fn operation(
     headers: HeaderMap,
     uri: axum::http::Uri,
 ) -> Reply {
-    let Some(version) = crate::routes::engine_api_version(uri.path()) else {
+    let Some(version) = crate::engine_api::version_of(uri.path()) else {
         return Err(GoogleError::not_found("no such API version; this server answers v1 and v1beta1"));
     };
     let name = uri.path().trim_start_matches('/').trim_start_matches(version).trim_start_matches('/').to_owned();

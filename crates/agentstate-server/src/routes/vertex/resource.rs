@@ -36,7 +36,7 @@ impl Engine {
     /// From a route's path parameters (`project`, `location`, `engine`).
     pub(crate) fn from_params(params: &HashMap<String, String>) -> Result<Self, GoogleError> {
         let asked = params.get("version").map_or("", String::as_str);
-        let Some(version) = crate::routes::ENGINE_API_VERSIONS.into_iter().find(|v| *v == asked) else {
+        let Some(version) = crate::engine_api::VERSIONS.into_iter().find(|v| *v == asked) else {
             return Err(GoogleError::not_found(format!(
                 "no API version {asked:?}; this server answers v1 and v1beta1"
             )));
