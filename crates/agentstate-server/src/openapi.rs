@@ -201,7 +201,15 @@ fn parameters(op: &Operation) -> Vec<Value> {
                 "Oldest first (the default) or newest first; pages keep the order",
             ));
         }
-        params.push(query("pageSize", json!({"type": "integer", "default": 100}), "Page size, clamped to 1–100"));
+        if path.ends_with("/events") {
+            params.push(query(
+                "pageSize",
+                json!({"type": "integer"}),
+                "Page size, clamped to 1–100; without it, every event in one page (clients that read one page only get the whole history)",
+            ));
+        } else {
+            params.push(query("pageSize", json!({"type": "integer", "default": 100}), "Page size, clamped to 1–100"));
+        }
         params.push(query("pageToken", json!({"type": "string"}), "nextPageToken of the previous page"));
     } else if vertex && path.ends_with("/sessions") {
         params.push(query("sessionId", json!({"type": "string"}), "The id; generated (19 digits) if absent"));

@@ -13,6 +13,8 @@ mod differential;
 mod history_routes;
 mod inspector;
 #[cfg(feature = "cli")]
+mod js_package;
+#[cfg(feature = "cli")]
 mod outage;
 #[cfg(feature = "cli")]
 mod python_package;

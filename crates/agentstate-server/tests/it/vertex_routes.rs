@@ -142,8 +142,8 @@ async fn events_are_listed_oldest_first_in_pages_and_by_time() {
     let mut token: Option<String> = None;
     loop {
         let path = match &token {
-            Some(t) => format!("{E}/sessions/h/events?pageToken={t}"),
-            None => format!("{E}/sessions/h/events"),
+            Some(t) => format!("{E}/sessions/h/events?pageSize=100&pageToken={t}"),
+            None => format!("{E}/sessions/h/events?pageSize=100"),
         };
         let (status, page) = call(&r, "GET", &path, None, &[]).await;
         assert_eq!(status, StatusCode::OK, "{page}");
@@ -159,6 +159,13 @@ async fn events_are_listed_oldest_first_in_pages_and_by_time() {
     }
     assert_eq!((pages, ids.len()), (3, 250), "pages of 100");
     assert_eq!(ids, (0..250).map(|i| format!("h{i:03}")).collect::<Vec<_>>());
+    // Without a page size, the whole history in one page (ADK for TypeScript reads one page only).
+    let (status, whole) = call(&r, "GET", &format!("{E}/sessions/h/events"), None, &[]).await;
+    assert_eq!(status, StatusCode::OK, "{whole}");
+    let all: Vec<&str> =
+        whole["sessionEvents"].as_array().unwrap().iter().map(|e| e["rawEvent"]["id"].as_str().unwrap()).collect();
+    assert_eq!(all, ids.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(whole.get("nextPageToken").is_none());
     let filter =
         "timestamp%3E%3D%222030-01-01T00%3A04%3A00%2B00%3A00%22%20AND%20timestamp%3C%222030-01-01T00%3A04%3A03Z%22";
     let (status, page) = call(&r, "GET", &format!("{E}/sessions/h/events?filter={filter}"), None, &[]).await;

@@ -21,7 +21,7 @@ mod resource;
 
 use std::collections::HashMap;
 
-use agentstate::{CreateSession, Error, GetSessionConfig, ListEvents, ListSessions, SessionKey, Value};
+use agentstate::{CreateSession, Error, GetSessionConfig, ListEvents, ListSessions, MAX_EVENT_PAGE, SessionKey, Value};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
@@ -297,17 +297,28 @@ pub(crate) async fn events(
     let range = page_query.filter.as_deref().map(request::event_filter).transpose()?.unwrap_or_default();
     let newest_first = request::event_order(page_query.order_by.as_deref())?;
     let key = resolve(&state, &engine, id, &headers, &permit).await?;
-    let request = ListEvents {
-        page_size: page_size(page_query.page_size),
+    // A client that names no page size gets the whole history in one page: ADK for TypeScript
+    // reads the first page only and never follows a token, so a default page would cut its
+    // sessions short. Clients that name a size get pages, and tokens, as before.
+    let whole = page_query.page_size.is_none();
+    let mut request = ListEvents {
+        page_size: if whole { MAX_EVENT_PAGE } else { page_size(page_query.page_size) },
         page_token: page_query.page_token.filter(|t| !t.is_empty()),
         after_timestamp: range.since.map(agentstate::store::micros_to_secs),
         until_timestamp: range.until.map(agentstate::store::micros_to_secs),
         newest_first,
     };
-    let page = state.service().list_events(&key, request).await?.ok_or_else(|| not_found(&engine, id))?;
-    let events: Vec<Value> = page.events.iter().map(|event| engine.event(id, event)).collect();
+    let mut events = Vec::new();
+    let next_page_token = loop {
+        let page = state.service().list_events(&key, request.clone()).await?.ok_or_else(|| not_found(&engine, id))?;
+        events.extend(page.events.iter().map(|event| engine.event(id, event)));
+        match page.next_page_token {
+            Some(token) if whole => request.page_token = Some(token),
+            token => break token,
+        }
+    };
     let mut body = json!({ "sessionEvents": events });
-    if let Some(token) = page.next_page_token {
+    if let Some(token) = next_page_token {
         body["nextPageToken"] = json!(token);
     }
     Ok(Json(body))
