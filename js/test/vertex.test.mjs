@@ -57,6 +57,34 @@ test('a session written through the Agent Engine client is the one the ADK route
   assert.equal(back.state.n, 2);
 });
 
+test('rawEvent comes back as the client sent it: its keys, its millisecond time', async () => {
+  const appName = engine();
+  const service = vertexService(server.url);
+  const sent = [];
+  const append = service.sessions.events.append.bind(service.sessions.events);
+  service.sessions.events.append = (params) => {
+    sent.push(JSON.parse(JSON.stringify(params.config.rawEvent)));
+    return append(params);
+  };
+  const session = await service.createSession({ appName, userId: 'u' });
+  await run(service, new SequentialAgent({ name: 'pipeline', subAgents: [new ScopedAgent(), greeter()] }), {
+    appName, userId: 'u', sessionId: session.id, messages: ['hi'],
+  });
+  await service.appendEvent({
+    session,
+    event: createEvent({ invocationId: 'js', author: 'node', output: { k: 1 }, nodeInfo: { path: 'a/b' }, customMetadata: { mine: true } }),
+  });
+  const path = `/v1beta1/projects/my-project/locations/us-central1/reasoningEngines/${appName}/sessions/${session.id}/events`;
+  const listed = await (await fetch(`${server.url}${path}`)).json();
+  assert.equal(listed.sessionEvents.length, sent.length);
+  listed.sessionEvents.forEach((resource, i) => assert.deepEqual(resource.rawEvent, sent[i], `event ${i}`));
+  assert.ok(sent.every((raw) => raw.timestamp > 1e12), 'the client writes milliseconds');
+  // The ADK routes still show agentstate's time in seconds, and no metadata the client did not write.
+  const shown = await direct.getSession({ appName, userId: 'u', sessionId: session.id });
+  assert.deepEqual(shown.events.map((e) => e.timestamp), sent.map((raw) => raw.timestamp));
+  assert.deepEqual(shown.events.map((e) => e.customMetadata), sent.map((raw) => raw.customMetadata));
+});
+
 test('a long history comes back whole, and timestamp filters keep working', async () => {
   const appName = engine();
   const session = await vertex.createSession({ appName, userId: 'u' });

@@ -31,6 +31,40 @@ use crate::time::{micros_to_secs, secs_to_micros};
 const METADATA: [&str; 7] =
     ["partial", "turnComplete", "interrupted", "branch", "customMetadata", "longRunningToolIds", "groundingMetadata"];
 
+/// Where an event keeps the time its client wrote into `rawEvent` when it differs from the
+/// event's own (ADK for TypeScript writes milliseconds): ADK's internal metadata, stored and
+/// never shown on the ADK routes, and taken out again when the API echoes `rawEvent`.
+const RAW_TIME_KEY: &str = "__adk_internal_raw_event_timestamp";
+
+/// Keeps `sent`, the `timestamp` a client wrote into an event's `rawEvent`, when it is a number
+/// other than the event's time in seconds, so that the API answers `rawEvent` with it as sent.
+pub fn keep_raw_timestamp(event: &mut Event, sent: Option<Value>) {
+    let Some(Value::Number(sent)) = sent else { return };
+    if sent.as_f64() == Some(event.timestamp) {
+        return;
+    }
+    let meta = event.extra.entry("custom_metadata").or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(meta) = meta {
+        meta.insert(RAW_TIME_KEY.into(), Value::Number(sent));
+    }
+}
+
+/// The event as its client wrote it into `rawEvent`: camelCase, its own time (see
+/// [`keep_raw_timestamp`]) in place of agentstate's.
+pub fn raw_event(event: &Event) -> Value {
+    let mut raw = event_to_camel(event);
+    let Some(Value::Object(meta)) = raw.get_mut("customMetadata") else { return raw };
+    let Some(sent) = meta.shift_remove(RAW_TIME_KEY) else { return raw };
+    let emptied = meta.is_empty();
+    if let Value::Object(fields) = &mut raw {
+        if emptied {
+            fields.shift_remove("customMetadata");
+        }
+        fields.insert("timestamp".into(), sent);
+    }
+    raw
+}
+
 /// Epoch microseconds as RFC 3339, UTC, to the microsecond.
 pub fn rfc3339(micros: i64) -> String {
     DateTime::<Utc>::from_timestamp_micros(micros).unwrap_or_default().to_rfc3339_opts(SecondsFormat::Micros, true)
@@ -120,7 +154,7 @@ pub fn create_body(user: &str, state: Map<String, Value>, attributes: &SessionAt
 /// service merges (the event's own, but for an import, which records deltas without applying
 /// them again).
 pub fn event_resource(event: &Event, state_delta: &Map<String, Value>, timestamp_micros: i64) -> Map<String, Value> {
-    let raw = event_to_camel(event);
+    let raw = raw_event(event);
     let mut out = Map::new();
     out.insert("author".into(), json!(event.author));
     out.insert("invocationId".into(), json!(event.invocation_id));
@@ -234,6 +268,26 @@ mod tests {
         assert_eq!(typed.actions.transfer_to_agent.as_deref(), Some("b"));
         assert_eq!(typed.actions.state_delta, sent.actions.state_delta);
         assert_eq!(typed.content, sent.content);
+    }
+
+    #[test]
+    fn raw_event_answers_the_time_its_client_wrote() {
+        let mut event: Event =
+            serde_json::from_value(json!({"id": "e1", "author": "a", "timestamp": 1_795_701_059.873})).unwrap();
+        keep_raw_timestamp(&mut event, Some(json!(1_795_701_059_873_u64)));
+        assert_eq!(raw_event(&event)["timestamp"], json!(1_795_701_059_873_u64));
+        assert!(raw_event(&event).get("customMetadata").is_none(), "the kept time is not shown as metadata");
+        let shown = crate::wire::event_to_wire(&event);
+        assert_eq!((shown["timestamp"].as_f64(), shown.get("customMetadata")), (Some(1_795_701_059.873), None));
+        // The client's own metadata stays; a time equal to the event's is not kept.
+        let mut own: Event = serde_json::from_value(json!({"timestamp": 2.5, "custom_metadata": {"k": 1}})).unwrap();
+        keep_raw_timestamp(&mut own, Some(json!(2.5)));
+        assert_eq!(raw_event(&own)["customMetadata"], json!({"k": 1}));
+        keep_raw_timestamp(&mut own, Some(json!(2500)));
+        assert_eq!(
+            (raw_event(&own)["timestamp"].clone(), raw_event(&own)["customMetadata"].clone()),
+            (json!(2500), json!({"k": 1}))
+        );
     }
 
     #[test]

@@ -112,12 +112,13 @@ pub(crate) fn appended(mut body: Map<String, Value>) -> Result<Event, GoogleErro
             engine::event_from_typed_fields(&typed)
         }
     };
-    raw.remove("timestamp");
+    let raw_timestamp = raw.remove("timestamp");
     let mut event = wire::event_from_wire(Value::Object(raw))
         .map_err(|e| GoogleError::invalid(format!("the event cannot be read: {e}")))?;
     event.author = author;
     event.invocation_id = invocation_id;
     event.timestamp = agentstate::store::micros_to_secs(timestamp_micros);
+    engine::keep_raw_timestamp(&mut event, raw_timestamp);
     if let Some(mut actions) = typed_actions {
         if let Some(delta) = take(&mut actions, "stateDelta") {
             event.actions.state_delta = object(delta, "actions.stateDelta")?;

@@ -95,7 +95,7 @@ impl Engine {
         json!({
             "name": self.event_name(session_id, &event.id),
             "timestamp": rfc3339(engine::event_micros(event)),
-            "rawEvent": wire::event_to_camel(event),
+            "rawEvent": engine::raw_event(event),
         })
     }
 
