@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use agentstate::{Event, Map, Session, Value};
 use serde_json::json;
 
-use agentstate::wire::{self, engine};
+use agentstate::wire::engine;
 
 use super::error::GoogleError;
 use crate::limits::check_path_safe;
