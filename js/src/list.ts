@@ -1,32 +1,29 @@
-/** ADK-TS's `listSessions` page: its `order`, `limit`, `offset` and `page`, with its arithmetic. */
+/** ADK-TS's `listSessions` answer: its page numbers, from what the server answered. */
 
-import type { ListSessionsRequest, ListSessionsResponse, Session } from '@google/adk';
+import type { ListSessionsResponse, Session } from '@google/adk';
+
+/** What the server answered for one request of `listSessions`. */
+export interface ListedPage {
+  /** The `limit` asked, if any. */
+  limit: number | undefined;
+  /** The `page` asked, if any. */
+  page: number | undefined;
+  /** Where the sessions start among all of them (`offset`, or `(page - 1) * limit`). */
+  start: number;
+  /** Every session the list covers, counted by the server. */
+  totalItems: number;
+}
 
 /**
- * Orders and cuts `sessions` as ADK-TS's own services do: `order` by last update (ties by id);
- * without `limit`, everything from `offset` as page 1; with it, the page `page` (1-based) or the
- * one starting at `offset`.
+ * `sessions` with ADK-TS's page arithmetic: without `limit`, one page holding everything from
+ * `start`; with it, the page `page` (or the one `start` falls in) of `totalPages`.
  */
-export function listPage(sessions: Session[], request: ListSessionsRequest): ListSessionsResponse {
-  const { limit, offset, page, order } = request;
-  if (order === 'asc') {
-    sessions.sort((a, b) => a.lastUpdateTime - b.lastUpdateTime || a.id.localeCompare(b.id));
-  } else if (order === 'desc') {
-    sessions.sort((a, b) => b.lastUpdateTime - a.lastUpdateTime || a.id.localeCompare(b.id));
-  }
-  const totalItems = sessions.length;
+export function listPage(sessions: Session[], { limit, page, start, totalItems }: ListedPage): ListSessionsResponse {
   if (limit === undefined) {
-    return {
-      sessions: offset ? sessions.slice(offset) : sessions,
-      page: 1,
-      limit: totalItems,
-      totalItems,
-      totalPages: totalItems === 0 ? 0 : 1,
-    };
+    return { sessions, page: 1, limit: totalItems, totalItems, totalPages: totalItems === 0 ? 0 : 1 };
   }
-  const start = page !== undefined ? (page - 1) * limit : (offset ?? 0);
   return {
-    sessions: sessions.slice(start, start + limit),
+    sessions,
     page: page ?? (limit === 0 ? 1 : Math.floor(start / limit) + 1),
     limit,
     totalItems,

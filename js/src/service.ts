@@ -119,23 +119,32 @@ export class AgentstateSessionService extends BaseSessionService {
 
   /**
    * The sessions of one user (or of every user of the app), without events, in ADK-TS's shape.
-   * `order` sorts by last update (ties by id); `limit` with `offset` or `page` cuts a page.
+   * The server orders (`order`, by last update), skips (`offset`, or `page` with `limit`), cuts
+   * (`limit`) and counts (`totalItems`); without `limit`, its pages are followed to the end.
    */
   override async listSessions(request: ListSessionsRequest): Promise<ListSessionsResponse> {
-    const { appName, userId } = request;
+    const { appName, userId, limit, offset, page, order } = request;
     const path = userId === undefined ? `/apps/${segment(appName)}/sessions` : sessionsPath(appName, userId);
+    const start = limit !== undefined && page !== undefined ? (page - 1) * limit : (offset ?? 0);
+    const query = new URLSearchParams({ pageSize: String(limit === undefined ? PAGE_SIZE : Math.max(limit, 1)), count: 'true' });
+    if (order) query.set('order', order);
+    if (start > 0) query.set('offset', String(start));
     const sessions: Session[] = [];
-    let token: string | undefined;
-    do {
-      const query = new URLSearchParams({ pageSize: String(PAGE_SIZE) });
-      if (token) query.set('pageToken', token);
-      const page = await this.#json(await this.#request('GET', `${path}?${query}`));
-      for (const wire of Array.isArray(page['sessions']) ? (page['sessions'] as Json[]) : []) {
+    let totalItems = 0;
+    for (;;) {
+      const answer = await this.#json(await this.#request('GET', `${path}?${query}`));
+      if (typeof answer['totalSize'] === 'number') totalItems = answer['totalSize'];
+      for (const wire of Array.isArray(answer['sessions']) ? (answer['sessions'] as Json[]) : []) {
         sessions.push(sessionFromWire({ ...wire, events: [] }));
       }
-      token = typeof page['nextPageToken'] === 'string' && page['nextPageToken'] ? page['nextPageToken'] : undefined;
-    } while (token);
-    return listPage(sessions, request);
+      const token = answer['nextPageToken'];
+      if (limit !== undefined || typeof token !== 'string' || !token) break;
+      // Later pages start at the token: no offset, no second count.
+      query.set('pageToken', token);
+      query.delete('offset');
+      query.delete('count');
+    }
+    return listPage(limit === 0 ? [] : sessions, { limit, page, start, totalItems });
   }
 
   override async deleteSession({ appName, userId, sessionId }: DeleteSessionRequest): Promise<void> {

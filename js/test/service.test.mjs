@@ -153,6 +153,39 @@ test('lists in ADK-TS shape: order, limit, offset, page; one user or all', async
   assert.deepEqual(everyone.sessions.map((s) => s.id).sort(), ['a', 'b', 'c', 'd']);
   const empty = await service.listSessions({ appName: app, userId: 'nobody', limit: 10 });
   assert.deepEqual([empty.sessions.length, empty.totalItems, empty.totalPages], [0, 0, 0]);
+  const none = await service.listSessions({ appName: app, userId: 'u', limit: 0 });
+  assert.deepEqual([none.sessions.length, none.page, none.totalItems, none.totalPages], [0, 1, 3, 0]);
+  const rest = await service.listSessions({ appName: app, userId: 'u', order: 'desc', offset: 1 });
+  assert.deepEqual(rest.sessions.map((s) => s.id), ['d', 'b']);
+  assert.deepEqual([rest.page, rest.limit, rest.totalItems], [1, 3, 3]);
+});
+
+test('a page of a long list is one request: the server orders, skips, cuts and counts', async () => {
+  const app = unique('app');
+  for (let i = 0; i < 30; i++) {
+    await service.createSession({ appName: app, userId: 'u', sessionId: `s${String(i).padStart(2, '0')}` });
+  }
+  const asked = [];
+  const original = globalThis.fetch;
+  globalThis.fetch = (url, init) => {
+    asked.push(String(url));
+    return original(url, init);
+  };
+  let page;
+  try {
+    page = await service.listSessions({ appName: app, userId: 'u', order: 'desc', limit: 4, page: 3 });
+  } finally {
+    globalThis.fetch = original;
+  }
+  assert.equal(asked.length, 1, asked.join('\n'));
+  assert.match(asked[0], /pageSize=4/);
+  assert.match(asked[0], /offset=8/);
+  assert.deepEqual(page.sessions.map((s) => s.id), ['s21', 's20', 's19', 's18']);
+  assert.deepEqual([page.page, page.limit, page.totalItems, page.totalPages], [3, 4, 30, 8]);
+  // Without a limit, the server's pages are followed, in the order asked.
+  const all = await service.listSessions({ appName: app, userId: 'u', order: 'desc' });
+  assert.equal(all.sessions.length, 30);
+  assert.equal(all.sessions[0].id, 's29');
 });
 
 test('a stale handle is refused, never reloaded, and writes nothing', async () => {

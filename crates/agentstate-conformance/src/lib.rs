@@ -275,6 +275,7 @@ macro_rules! session_store_tests {
             list_orders_merges_and_omits_events,
             list_unknown_app_or_user_is_empty,
             list_pages_cover_every_session_once,
+            list_newest_first_offsets_and_counts,
             apps_users_and_event_counts_are_listed [admin],
             delete_removes_session_and_keeps_shared_state,
             append_to_missing_session_is_not_found,

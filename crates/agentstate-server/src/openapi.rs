@@ -50,7 +50,8 @@ fn schemas() -> Value {
             {"$ref": "#/components/schemas/SessionList"},
             {"type": "object", "required": ["sessions"], "properties": {
                 "sessions": {"$ref": "#/components/schemas/SessionList"},
-                "nextPageToken": {"type": "string", "description": "Pass as pageToken for the next page; absent on the last"}}}]},
+                "nextPageToken": {"type": "string", "description": "Pass as pageToken for the next page; absent on the last"},
+                "totalSize": {"type": "integer", "description": "With count=true: the sessions of every page together"}}}]},
         "SessionList": {"type": "array", "items": {"$ref": "#/components/schemas/Session"}},
         "CreateSessionRequest": {"type": ["object", "null"], "description": "null: a session with a generated id", "properties": {
             "sessionId": {"type": "string", "description": "1–128 printable characters; generated (UUIDv4) if absent"},
@@ -135,7 +136,8 @@ fn history_schemas() -> Value {
                 "after": {"description": "Absent when the event deleted the key"}}}}}},
         "SessionPage": {"type": "object", "required": ["sessions"], "properties": {
             "sessions": {"type": "array", "items": {"$ref": "#/components/schemas/Session"}},
-            "nextPageToken": {"type": "string"}}},
+            "nextPageToken": {"type": "string"},
+            "totalSize": {"type": "integer", "description": "With count=true: the sessions of every page together"}}},
         "AppendRequest": {"type": "object", "required": ["event"], "properties": {
             "event": {"$ref": "#/components/schemas/Event"},
             "expectedLastUpdateTime": {"type": ["number", "null"],
@@ -220,6 +222,21 @@ fn parameters(op: &Operation) -> Vec<Value> {
             "agentstate extension: answer a page of this many sessions (clamped to 1–1000)",
         ));
         params.push(query("pageToken", json!({"type": "string"}), "nextPageToken of the previous page"));
+        params.push(query(
+            "order",
+            json!({"type": "string", "enum": ["asc", "desc"]}),
+            "agentstate extension: by last update, oldest first (the default) or newest first; a page token keeps its order",
+        ));
+        params.push(query(
+            "offset",
+            json!({"type": "integer", "minimum": 0}),
+            "agentstate extension: skip this many sessions first",
+        ));
+        params.push(query(
+            "count",
+            json!({"type": "boolean"}),
+            "agentstate extension: answer totalSize, the sessions of every page together",
+        ));
     } else if path.ends_with("{session_id}") && op.method == "get" {
         params.push(query(
             "numRecentEvents",

@@ -70,6 +70,18 @@ macro_rules! operations {
                 Ok(n.map(|n| usize::try_from(n).unwrap_or_default()))
             }
 
+            /// How many sessions a list covers, every page.
+            pub(crate) async fn count_sessions(pool: &Pool, query: &agentstate::store::ListQuery) -> Result<usize> {
+                let n: i64 = sqlx::query_scalar(sql!("sessions_count"))
+                    .bind(&query.app_name)
+                    .bind(query.user_id.as_deref())
+                    .bind(expiry_time(query.now_micros)?)
+                    .fetch_one(pool)
+                    .await
+                    .map_err(|e| sqlx_error("counting sessions", e))?;
+                Ok(usize::try_from(n).unwrap_or_default())
+            }
+
             /// Every app with sessions or state.
             pub(crate) async fn apps(pool: &Pool) -> Result<Vec<String>> {
                 sqlx::query_scalar(sql!("apps")).fetch_all(pool).await.map_err(|e| sqlx_error("listing apps", e))
@@ -245,6 +257,10 @@ macro_rules! pool_store {
 
             async fn list(&self, query: &agentstate::store::ListQuery) -> agentstate::Result<Vec<agentstate::Session>> {
                 ops::list(&self.pool, query).await
+            }
+
+            async fn count_sessions(&self, query: &agentstate::store::ListQuery) -> agentstate::Result<usize> {
+                ops::count_sessions(&self.pool, query).await
             }
 
             async fn delete(&self, key: &agentstate::SessionKey) -> agentstate::Result<()> {

@@ -396,18 +396,17 @@ impl SessionStore for VertexAiStore {
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
         let limit = query.limit.unwrap_or(usize::MAX);
-        if self.client.extensions() {
+        if self.client.extensions() && !query.descending {
             // The server pages in the store order, from the same tokens.
             let token = query.after.as_ref().map(agentstate::store::ListCursor::to_page_token);
             return self.session_pages(query, token, limit).await;
         }
+        // Newest first is not an order the API pages in: read whole and sorted here.
         let mut sessions = self.all_sessions(query).await?;
-        if let Some(after) = &query.after {
-            sessions.retain(|s| {
-                (s.last_update_micros(), s.user_id(), s.id())
-                    > (after.last_update_micros, after.user_id.as_str(), after.session_id.as_str())
-            });
+        if query.descending {
+            sessions.reverse();
         }
+        sessions.retain(|s| query.admits(s.last_update_micros(), s.user_id(), s.id(), None));
         sessions.truncate(limit);
         Ok(sessions)
     }
@@ -493,6 +492,7 @@ impl SessionStore for VertexAiStore {
                     app_name: app.to_owned(),
                     user_id: None,
                     after: None,
+                    descending: false,
                     limit: None,
                     now_micros: i64::MIN,
                 };

@@ -139,7 +139,7 @@ pub async fn export(
         app_name: app_name.to_owned(),
         user_id: user_id.map(str::to_owned),
         page_size: Some(EXPORT_PAGE),
-        page_token: None,
+        ..ListSessions::default()
     };
     let mut done = Progress::default();
     loop {

@@ -179,6 +179,9 @@ impl SessionStore for InMemoryStore {
             .filter(|(t, user_id, id, _, s)| query.admits(*t, user_id, id, s.expire_micros()))
             .collect();
         rows.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+        if query.descending {
+            rows.reverse();
+        }
         rows.truncate(query.limit.unwrap_or(usize::MAX));
         Ok(rows
             .into_iter()
@@ -186,6 +189,18 @@ impl SessionStore for InMemoryStore {
                 handle(SessionKey::from_storage(query.app_name.as_str(), user_id, id), app, user, entry, &[])
             })
             .collect())
+    }
+
+    async fn count_sessions(&self, query: &ListQuery) -> Result<usize> {
+        let apps = self.read();
+        let Some(app) = apps.get(&query.app_name) else { return Ok(0) };
+        let query = query.whole();
+        Ok(app
+            .users
+            .iter()
+            .flat_map(|(user_id, user)| user.sessions.iter().map(move |(id, s)| (user_id, id, s)))
+            .filter(|(user_id, id, s)| query.admits(s.last_update_micros, user_id, id, s.expire_micros()))
+            .count())
     }
 
     async fn delete(&self, key: &SessionKey) -> Result<()> {

@@ -34,17 +34,33 @@ pub(crate) fn encode(cursor: &ListCursor) -> String {
     to_hex(&json!([VERSION, cursor.last_update_micros, cursor.user_id, cursor.session_id]).to_string())
 }
 
-pub(crate) fn decode(token: &str) -> Result<ListCursor> {
+/// A token of a newest-first list: the cursor, tagged with its order.
+pub(crate) fn encode_newest_first(cursor: &ListCursor) -> String {
+    to_hex(&json!([VERSION, cursor.last_update_micros, cursor.user_id, cursor.session_id, NEWEST_FIRST]).to_string())
+}
+
+/// Tags tokens of newest-first lists (those of oldest-first lists have no tag, as before).
+const NEWEST_FIRST: &str = "desc";
+
+/// A list token: its cursor, and whether it continues a newest-first list.
+pub(crate) fn decode(token: &str) -> Result<(ListCursor, bool)> {
     let bad = || Error::invalid("page_token", "is not a token this service issued; pass next_page_token unchanged");
     let bytes = hex(token).ok_or_else(bad)?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
-    match value.as_array().map(Vec::as_slice) {
-        Some([v, Value::Number(t), Value::String(u), Value::String(s)]) if v.as_u64() == Some(VERSION) => {
-            Ok(ListCursor {
+    // By length: a session id may well be "desc".
+    let (fields, newest_first) = match value.as_array().map(Vec::as_slice) {
+        Some([fields @ .., Value::String(tag)]) if fields.len() == 4 && tag == NEWEST_FIRST => (fields, true),
+        Some(fields) => (fields, false),
+        None => return Err(bad()),
+    };
+    match fields {
+        [v, Value::Number(t), Value::String(u), Value::String(s)] if v.as_u64() == Some(VERSION) => {
+            let cursor = ListCursor {
                 last_update_micros: t.as_i64().ok_or_else(bad)?,
                 user_id: u.clone(),
                 session_id: s.clone(),
-            })
+            };
+            Ok((cursor, newest_first))
         }
         _ => Err(bad()),
     }
@@ -87,7 +103,10 @@ mod tests {
             user_id: "ü \"x\"".into(),
             session_id: "s/1".into(),
         };
-        assert_eq!(decode(&encode(&c)).unwrap(), c);
+        assert_eq!(decode(&encode(&c)).unwrap(), (c.clone(), false));
+        assert_eq!(decode(&encode_newest_first(&c)).unwrap(), (c.clone(), true));
+        let named_desc = ListCursor { session_id: NEWEST_FIRST.into(), ..c };
+        assert_eq!(decode(&encode(&named_desc)).unwrap(), (named_desc, false), "a session called desc");
     }
 
     #[test]

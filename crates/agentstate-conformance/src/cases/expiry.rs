@@ -32,6 +32,19 @@ async fn gone(svc: &Svc, app: &str, id: &str, live_ids: &[&str]) {
         }
     }
     assert_eq!(paged, live_ids, "paged list");
+    // Newest first, a page at a time, and counted: the same sessions.
+    let mut newest = Vec::new();
+    let mut request = ListSessions::app(app).page_size(1).newest_first().count();
+    loop {
+        let page = svc.list_sessions(request.clone()).await.unwrap();
+        assert_eq!(page.total_size, Some(live_ids.len()), "counted");
+        newest.extend(page.sessions.iter().map(|s| s.id().to_owned()));
+        match page.next_page_token {
+            Some(token) => request = request.page_token(token),
+            None => break,
+        }
+    }
+    assert_eq!(newest, live_ids.iter().rev().copied().collect::<Vec<_>>(), "newest first");
     assert!(svc.list_events(&k, ListEvents::default()).await.unwrap().is_none(), "events of {id}");
     if let Some(at) = svc.history(svc.state_at(&k, HistoryAt::Creation).await) {
         assert!(at.is_none(), "history of {id}");

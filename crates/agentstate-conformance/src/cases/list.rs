@@ -82,6 +82,62 @@ pub(super) async fn list_pages_cover_every_session_once(svc: Svc) {
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
 }
 
+/// Newest first is the order reversed, in pages that visit every session once; a token keeps
+/// its order; `offset` skips and `count` counts every page, of an app or of one user.
+pub(super) async fn list_newest_first_offsets_and_counts(svc: Svc) {
+    let app = unique("app");
+    let mut sessions = Vec::new();
+    for i in 0..7 {
+        sessions.push(create(&svc, &app, if i % 3 == 0 { "ua" } else { "ub" }, &format!("s{i}"), json!({})).await);
+    }
+    // An append moves s1 to the newest end.
+    svc.append_event(&mut sessions[1], event("inv", json!({"k": 1}))).await.unwrap();
+    let oldest_first = order(&svc.list_sessions(ListSessions::app(&app)).await.unwrap().sessions);
+    let mut expected = oldest_first.clone();
+    expected.reverse();
+    assert_eq!(expected[0], ("ub".into(), "s1".into()));
+
+    let all = svc.list_sessions(ListSessions::app(&app).newest_first()).await.unwrap();
+    assert_eq!(order(&all.sessions), expected);
+    let times: Vec<f64> = all.sessions.iter().map(Session::last_update_time).collect();
+    assert!(times.windows(2).all(|w| w[0] >= w[1]), "{times:?}");
+
+    let mut seen = Vec::new();
+    let mut request = ListSessions::app(&app).newest_first().page_size(3).count();
+    loop {
+        let page = svc.list_sessions(request.clone()).await.unwrap();
+        assert_eq!(page.total_size, Some(7));
+        seen.extend(order(&page.sessions));
+        match page.next_page_token {
+            Some(token) => {
+                let asc = svc.list_sessions(ListSessions::app(&app).page_token(&token)).await.unwrap_err();
+                assert_eq!(asc.kind(), ErrorKind::InvalidArgument, "a newest-first token in an oldest-first list");
+                request = request.page_token(token);
+            }
+            None => break,
+        }
+        assert!(seen.len() <= 7, "pagination does not terminate");
+    }
+    assert_eq!(seen, expected);
+
+    let user: Vec<_> = expected.iter().filter(|(u, _)| u == "ub").cloned().collect();
+    let page = svc.list_sessions(ListSessions::user(&app, "ub").newest_first().offset(1).page_size(2).count()).await;
+    let page = page.unwrap();
+    assert_eq!(order(&page.sessions), user[1..3]);
+    assert_eq!(page.total_size, Some(user.len()));
+    assert!(page.next_page_token.is_some());
+    let rest = svc.list_sessions(ListSessions::app(&app).offset(5)).await.unwrap();
+    assert_eq!(order(&rest.sessions), oldest_first[5..]);
+    assert_eq!(rest.total_size, None, "counted only when asked");
+    let past_the_end = svc.list_sessions(ListSessions::app(&app).offset(7).count()).await.unwrap();
+    assert_eq!(
+        (past_the_end.sessions.len(), past_the_end.total_size, past_the_end.next_page_token),
+        (0, Some(7), None)
+    );
+    let nobody = svc.list_sessions(ListSessions::user(&app, "nobody").count()).await.unwrap();
+    assert_eq!(nobody.total_size, Some(0));
+}
+
 pub(crate) async fn apps_users_and_event_counts_are_listed(svc: Svc) {
     let app = crate::unique("apps");
     for (user, events) in [("b", 3), ("a", 0)] {

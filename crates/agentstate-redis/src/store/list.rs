@@ -24,18 +24,26 @@ impl RedisStore {
         let read = |reply: Reply| -> Vec<(String, i64)> {
             array(reply).chunks_exact(2).filter_map(|p| Some((text(&p[0])?.to_owned(), score(&p[1])?))).collect()
         };
+        // Newest first, the same reads in reverse: scores from the top, ties (equal scores, in
+        // member order) from the last.
+        let (by_score, towards, past) = if query.descending {
+            ("ZREVRANGEBYSCORE", "-inf", std::cmp::Ordering::Less)
+        } else {
+            ("ZRANGEBYSCORE", "+inf", std::cmp::Ordering::Greater)
+        };
         let (ties, after) = match (&query.after, cursor_member) {
             (Some(cursor), Some(member)) => {
                 let at = cursor.last_update_micros.to_string();
                 let mut pipe = redis::pipe();
-                pipe.cmd("ZRANGEBYSCORE").arg(zset).arg(&at).arg(&at).arg("WITHSCORES");
-                let rest = pipe.cmd("ZRANGEBYSCORE").arg(zset).arg(format!("({at}")).arg("+inf").arg("WITHSCORES");
+                pipe.cmd(by_score).arg(zset).arg(&at).arg(&at).arg("WITHSCORES");
+                let rest = pipe.cmd(by_score).arg(zset).arg(format!("({at}")).arg(towards).arg("WITHSCORES");
                 if let Some(limit) = query.limit {
                     rest.arg("LIMIT").arg(0).arg(limit);
                 }
                 let (ties, rest): (Reply, Reply) =
                     pipe.query_async(&mut connection).await.map_err(|e| backend("list", e))?;
-                let ties: Vec<_> = read(ties).into_iter().filter(|(m, _)| m.as_bytes() > member.as_bytes()).collect();
+                let ties: Vec<_> =
+                    read(ties).into_iter().filter(|(m, _)| m.as_bytes().cmp(member.as_bytes()) == past).collect();
                 (ties, read(rest))
             }
             _ => {
@@ -43,7 +51,7 @@ impl RedisStore {
                 if stop < 0 && query.limit.is_some() {
                     return Ok(Vec::new());
                 }
-                let reply: Reply = redis::cmd("ZRANGE")
+                let reply: Reply = redis::cmd(if query.descending { "ZREVRANGE" } else { "ZRANGE" })
                     .arg(zset)
                     .arg(0)
                     .arg(stop)
@@ -134,6 +142,9 @@ impl RedisStore {
                             b.id(),
                         ))
                     });
+                    if query.descending {
+                        out.reverse();
+                    }
                 }
                 return Ok((out, listed, last));
             }

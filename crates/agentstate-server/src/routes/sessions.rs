@@ -198,12 +198,42 @@ pub(crate) struct WindowQuery {
     after_timestamp: Option<f64>,
 }
 
-/// The page of the list routes (agentstate's extension).
+/// The page of the list routes (agentstate's extension): its size and token, the order (by last
+/// update: `asc`, the default, or `desc`), sessions to skip first, and whether to count them all.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct PageQuery {
     page_size: Option<usize>,
     page_token: Option<String>,
+    order: Option<String>,
+    offset: Option<usize>,
+    count: Option<bool>,
+}
+
+impl PageQuery {
+    /// Whether the client asked for a page (any of the extension's parameters) rather than the
+    /// reference's array.
+    fn paged(&self) -> bool {
+        self.page_size.is_some() || self.order.is_some() || self.offset.is_some() || self.count.is_some()
+    }
+
+    /// The request: `page_size` (or `default_size`) clamped to 1–1000.
+    fn request(self, app: String, user: Option<String>, default_size: Option<usize>) -> Result<ListSessions, ApiError> {
+        let newest_first = match self.order.as_deref() {
+            None | Some("asc") => false,
+            Some("desc") => true,
+            Some(other) => return Err(ApiError::BadRequest(format!("order must be asc or desc, not {other:?}"))),
+        };
+        Ok(ListSessions {
+            app_name: app,
+            user_id: user,
+            page_size: self.page_size.or(default_size).map(|n| n.clamp(1, 1000)),
+            page_token: self.page_token.filter(|t| !t.is_empty()),
+            newest_first,
+            offset: self.offset.unwrap_or(0),
+            count: self.count.unwrap_or(false),
+        })
+    }
 }
 
 fn page_body(page: agentstate::SessionPage) -> Value {
@@ -212,11 +242,14 @@ fn page_body(page: agentstate::SessionPage) -> Value {
     if let Some(token) = page.next_page_token {
         body["nextPageToken"] = Value::String(token);
     }
+    if let Some(total) = page.total_size {
+        body["totalSize"] = json!(total);
+    }
     body
 }
 
-/// `GET /apps/{app}/sessions?pageSize&pageToken`: every user's sessions of the app, a page at a
-/// time, oldest update first.
+/// `GET /apps/{app}/sessions?pageSize&pageToken&order&offset&count`: every user's sessions of the
+/// app, a page at a time, oldest update first (or newest).
 pub(crate) async fn list_app(
     State(state): State<AppState>,
     Path(app): Path<String>,
@@ -224,12 +257,7 @@ pub(crate) async fn list_app(
 ) -> Reply {
     check_path_safe("app_name", &app)?;
     let Query(page) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
-    let request = ListSessions {
-        app_name: app,
-        user_id: None,
-        page_size: Some(page.page_size.unwrap_or(100).clamp(1, 1000)),
-        page_token: page.page_token.filter(|t| !t.is_empty()),
-    };
+    let request = page.request(app, None, Some(100))?;
     Ok(Json(page_body(state.service().list_sessions(request).await?)))
 }
 
@@ -285,12 +313,8 @@ pub(crate) async fn list(
 ) -> Reply {
     check_owner(&app, &user)?;
     let Query(page) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
-    if let Some(size) = page.page_size {
-        let request = ListSessions {
-            page_size: Some(size.clamp(1, 1000)),
-            page_token: page.page_token.filter(|t| !t.is_empty()),
-            ..ListSessions::user(app, user)
-        };
+    if page.paged() {
+        let request = page.request(app, Some(user), None)?;
         return Ok(Json(page_body(state.service().list_sessions(request).await?)));
     }
     let page = state.service().list_sessions(ListSessions::user(app, user)).await?;

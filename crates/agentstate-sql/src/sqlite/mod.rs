@@ -233,6 +233,11 @@ impl SessionStore for SqliteStore {
         self.read(move |conn| ops::list(conn, &query)).await
     }
 
+    async fn count_sessions(&self, query: &ListQuery) -> Result<usize> {
+        let query = query.clone();
+        self.read(move |conn| ops::count_sessions(conn, &query)).await
+    }
+
     async fn delete(&self, key: &SessionKey) -> Result<()> {
         let key = key.clone();
         self.writer.write(move |conn| ops::delete(conn, &key)).await

@@ -70,6 +70,7 @@ impl<S: SessionStore> EncryptedStore<S> {
                 app_name: app.clone(),
                 user_id: None,
                 after: None,
+                descending: false,
                 limit: Some(PAGE),
                 now_micros: EVERY_SESSION,
             };

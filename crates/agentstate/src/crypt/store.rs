@@ -136,6 +136,10 @@ impl<S: SessionStore> SessionStore for EncryptedStore<S> {
         self.inner.list(query).await?.iter().map(|s| self.keys.open_session(s)).collect()
     }
 
+    async fn count_sessions(&self, query: &ListQuery) -> Result<usize> {
+        self.inner.count_sessions(query).await
+    }
+
     async fn delete(&self, key: &SessionKey) -> Result<()> {
         self.inner.delete(key).await
     }

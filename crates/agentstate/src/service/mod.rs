@@ -214,25 +214,45 @@ impl SessionService {
         if request.page_size == Some(0) {
             return Err(Error::invalid("page_size", "must be at least 1"));
         }
-        let after = request.page_token.as_deref().map(page::decode).transpose()?;
+        let after = match request.page_token.as_deref().map(page::decode).transpose()? {
+            Some((_, newest_first)) if newest_first != request.newest_first => {
+                let made = if newest_first { "newest first" } else { "oldest first" };
+                return Err(Error::invalid("page_token", format!("continues a list {made}; ask for that order")));
+            }
+            token => token.map(|(cursor, _)| cursor),
+        };
         let span = tracing::debug_span!("list_sessions", app = request.app_name, user = request.user_id);
+        let store = &self.inner.store;
         // One extra row tells whether another page follows.
-        let query = ListQuery {
+        let mut query = ListQuery {
             app_name: request.app_name,
             user_id: request.user_id,
             after,
+            descending: request.newest_first,
             limit: request.page_size.map(|n| n.saturating_add(1)),
             now_micros: self.now_micros(),
         };
-        let mut sessions = self.inner.store.list(&query).instrument(span).await?;
+        let total_size =
+            if request.count { Some(store.count_sessions(&query).instrument(span.clone()).await?) } else { None };
+        if request.offset > 0 {
+            // The skipped sessions are read, in order, to find where the page starts.
+            let skip = ListQuery { limit: Some(request.offset), ..query.clone() };
+            let skipped = store.list(&skip).instrument(span.clone()).await?;
+            if skipped.len() < request.offset {
+                return Ok(SessionPage { sessions: Vec::new(), next_page_token: None, total_size });
+            }
+            query.after = skipped.last().map(ListCursor::of);
+        }
+        let mut sessions = store.list(&query).instrument(span).await?;
         let next_page_token = match request.page_size {
             Some(n) if sessions.len() > n => {
                 sessions.truncate(n);
-                sessions.last().map(|s| page::encode(&ListCursor::of(s)))
+                let encode = if request.newest_first { page::encode_newest_first } else { page::encode };
+                sessions.last().map(|s| encode(&ListCursor::of(s)))
             }
             _ => None,
         };
-        Ok(SessionPage { sessions, next_page_token })
+        Ok(SessionPage { sessions, next_page_token, total_size })
     }
 
     /// Deletes a session and its events. Deleting a missing session succeeds; app and user state

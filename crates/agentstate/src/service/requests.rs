@@ -134,6 +134,14 @@ pub struct ListSessions {
     pub page_size: Option<usize>,
     /// `next_page_token` of the previous page.
     pub page_token: Option<String>,
+    /// Newest update first instead of oldest first. A page token continues the order it was
+    /// made in (and is refused with the other).
+    pub newest_first: bool,
+    /// Skip this many sessions first (after the page token, if any): ADK for TypeScript's
+    /// `offset`. They are read and dropped, so a large offset costs what it skips.
+    pub offset: usize,
+    /// Also count every session the list covers, all pages ([`SessionPage::total_size`]).
+    pub count: bool,
 }
 
 impl ListSessions {
@@ -160,6 +168,27 @@ impl ListSessions {
         self.page_token = Some(token.into());
         self
     }
+
+    /// Newest update first.
+    #[must_use]
+    pub fn newest_first(mut self) -> Self {
+        self.newest_first = true;
+        self
+    }
+
+    /// Skips the first `offset` sessions.
+    #[must_use]
+    pub fn offset(mut self, offset: usize) -> Self {
+        self.offset = offset;
+        self
+    }
+
+    /// Counts every session the list covers, in [`SessionPage::total_size`].
+    #[must_use]
+    pub fn count(mut self) -> Self {
+        self.count = true;
+        self
+    }
 }
 
 /// How much of a session's history to keep (see
@@ -173,13 +202,16 @@ pub struct Retention {
     pub max_age: Option<Duration>,
 }
 
-/// One page of sessions, oldest update first. Sessions carry merged state and no events.
+/// One page of sessions, oldest update first (or newest first, as asked). Sessions carry merged
+/// state and no events.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SessionPage {
     /// The sessions of this page.
     pub sessions: Vec<Session>,
     /// Pass it as `page_token` for the next page; `None` on the last page.
     pub next_page_token: Option<String>,
+    /// How many sessions every page together holds, when the request asked to count.
+    pub total_size: Option<usize>,
 }
 
 /// Arguments of [`SessionService::list_events`](crate::SessionService::list_events).

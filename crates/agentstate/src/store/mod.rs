@@ -142,9 +142,26 @@ pub trait SessionStore: Send + Sync + 'static {
     /// say) answer them decoded.
     async fn get(&self, key: &SessionKey, read: &SessionRead) -> Result<Option<LoadedSession>>;
 
-    /// Lists sessions in the order (last update time, user id, session id), with merged state,
-    /// creation time and attributes, and no events; expired ones are left out.
+    /// Lists sessions in the order (last update time, user id, session id), or its reverse when
+    /// `query.descending`, with merged state, creation time and attributes, and no events;
+    /// expired ones are left out.
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>>;
+
+    /// How many sessions [`list`](Self::list) would give for `query.whole()` (every page). By
+    /// default it pages through the list and counts; stores with an index count there.
+    async fn count_sessions(&self, query: &ListQuery) -> Result<usize> {
+        const PAGE: usize = 1000;
+        let mut page = ListQuery { limit: Some(PAGE), ..query.whole() };
+        let mut count = 0;
+        loop {
+            let sessions = self.list(&page).await?;
+            count += sessions.len();
+            match sessions.last() {
+                Some(last) if sessions.len() == PAGE => page.after = Some(ListCursor::of(last)),
+                _ => return Ok(count),
+            }
+        }
+    }
 
     /// Deletes a session and its events; a missing session is not an error. App and user state
     /// stay.
@@ -207,6 +224,10 @@ impl<T: DelegatingStore> SessionStore for T {
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
         self.delegate().list(query).await
+    }
+
+    async fn count_sessions(&self, query: &ListQuery) -> Result<usize> {
+        self.delegate().count_sessions(query).await
     }
 
     async fn delete(&self, key: &SessionKey) -> Result<()> {

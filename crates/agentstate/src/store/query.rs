@@ -89,15 +89,19 @@ impl ListCursor {
     }
 }
 
-/// A page of sessions, in the order (last update time, user id, session id).
+/// A page of sessions, in the order (last update time, user id, session id), or in its reverse
+/// when `descending`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListQuery {
     /// The app.
     pub app_name: String,
     /// One user, or every user of the app.
     pub user_id: Option<String>,
-    /// Start strictly after this position.
+    /// Start strictly after this position, in the order asked (so strictly before it, in
+    /// ascending terms, when `descending`).
     pub after: Option<ListCursor>,
+    /// Newest update first.
+    pub descending: bool,
     /// At most this many sessions; `None` for all.
     pub limit: Option<usize>,
     /// Sessions expired at or before this (epoch microseconds) are left out.
@@ -111,8 +115,18 @@ impl ListQuery {
         self.user_id.as_deref().is_none_or(|u| u == user_id)
             && crate::session::live_at(expire_micros, self.now_micros)
             && self.after.as_ref().is_none_or(|c| {
-                (last_update_micros, user_id, session_id) > (c.last_update_micros, &c.user_id, &c.session_id)
+                let order =
+                    (last_update_micros, user_id, session_id).cmp(&(c.last_update_micros, &c.user_id, &c.session_id));
+                order == if self.descending { std::cmp::Ordering::Less } else { std::cmp::Ordering::Greater }
             })
+    }
+
+    /// The same query from the start (no cursor), every session: what [`SessionStore::count_sessions`]
+    /// counts.
+    ///
+    /// [`SessionStore::count_sessions`]: super::SessionStore::count_sessions
+    pub fn whole(&self) -> Self {
+        Self { after: None, limit: None, ..self.clone() }
     }
 }
 
@@ -266,6 +280,7 @@ mod tests {
             app_name: "app".into(),
             user_id: Some("u".into()),
             after: Some(ListCursor { last_update_micros: 10, user_id: "u".into(), session_id: "b".into() }),
+            descending: false,
             limit: None,
             now_micros: 100,
         };
@@ -274,5 +289,10 @@ mod tests {
         assert!(!query.admits(11, "v", "a", None), "another user");
         assert!(!query.admits(11, "u", "a", Some(100)), "expired at now");
         assert!(query.admits(11, "u", "a", Some(101)));
+        let back = ListQuery { descending: true, ..query };
+        assert!(back.admits(10, "u", "a", None) && back.admits(9, "u", "z", None), "before the cursor");
+        assert!(
+            !back.admits(10, "u", "b", None) && !back.admits(10, "u", "c", None) && !back.admits(11, "u", "a", None)
+        );
     }
 }

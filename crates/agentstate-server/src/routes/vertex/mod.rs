@@ -188,6 +188,7 @@ pub(crate) async fn list(
         user_id: user,
         page_size: Some(page_size(page_query.page_size)),
         page_token: page_query.page_token.filter(|t| !t.is_empty()),
+        ..ListSessions::default()
     };
     let page = state.service().list_sessions(request).await?;
     let sessions: Vec<Value> = page.sessions.iter().map(|s| engine.session(s)).collect();

@@ -88,7 +88,8 @@ pub(in crate::mysql) async fn list_in(conn: &mut MySqlConnection, query: &ListQu
     let cursor_time = cursor.map(|c| naive(c.last_update_micros)).transpose()?;
     let limit = query.limit.map_or(u64::MAX, |n| u64::try_from(n).unwrap_or(u64::MAX));
     let mut tx = read_snapshot(conn).await.map_err(sql_step("begin"))?;
-    let rows = sqlx::query(sql!("sessions_list"))
+    let sql = if query.descending { sql!("sessions_list_desc") } else { sql!("sessions_list") };
+    let rows = sqlx::query(sql)
         .bind(&query.app_name)
         .bind(query.user_id.as_deref())
         .bind(query.user_id.as_deref())

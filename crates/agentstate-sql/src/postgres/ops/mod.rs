@@ -78,7 +78,8 @@ fn stored_session(row: &PgRow, key: SessionKey, merged: Map<String, Value>, even
 pub(super) async fn list(pool: &Pool, query: &ListQuery) -> Result<Vec<Session>> {
     let cursor = query.after.as_ref();
     let limit = query.limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
-    let rows = sqlx::query(sql!("sessions_list"))
+    let sql = if query.descending { sql!("sessions_list_desc") } else { sql!("sessions_list") };
+    let rows = sqlx::query(sql)
         .bind(&query.app_name)
         .bind(query.user_id.as_deref())
         .bind(cursor.map(|c| naive(c.last_update_micros)).transpose()?)

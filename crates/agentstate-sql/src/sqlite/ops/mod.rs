@@ -477,13 +477,19 @@ pub(super) fn events(conn: &Connection, query: &EventQuery) -> Result<Option<Vec
 
 pub(super) fn list(conn: &Connection, query: &ListQuery) -> Result<Vec<Session>> {
     snapshot(conn, || {
+        // From the start: before every stored time ('') or, newest first, after all of them ('~').
         let (time, after_user, after_id) = match &query.after {
             Some(c) => (sqlite_text(c.last_update_micros)?, c.user_id.clone(), c.session_id.clone()),
-            None => (String::new(), String::new(), String::new()),
+            None => (if query.descending { "~" } else { "" }.to_owned(), String::new(), String::new()),
         };
         let limit = query.limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
         let now = now_text(query.now_micros)?;
-        let sql = if query.user_id.is_some() { sql!("sessions_list_user") } else { sql!("sessions_list") };
+        let sql = match (query.user_id.is_some(), query.descending) {
+            (true, false) => sql!("sessions_list_user"),
+            (false, false) => sql!("sessions_list"),
+            (true, true) => sql!("sessions_list_user_desc"),
+            (false, true) => sql!("sessions_list_desc"),
+        };
         let mut stmt = conn.prepare_cached(sql).map_err(|e| sqlite_error("list sessions", &e))?;
         let row =
             |r: &Row<'_>| Ok((r.get::<_, String>("user_id")?, r.get::<_, String>("id")?, RawSessionRow::read(r)?));
@@ -509,6 +515,14 @@ pub(super) fn list(conn: &Connection, query: &ListQuery) -> Result<Vec<Session>>
         }
         Ok(sessions)
     })
+}
+
+pub(super) fn count_sessions(conn: &Connection, query: &ListQuery) -> Result<usize> {
+    let now = now_text(query.now_micros)?;
+    conn.prepare_cached(sql!("sessions_count"))
+        .and_then(|mut stmt| stmt.query_row(params![query.app_name, query.user_id, now], |r| r.get::<_, i64>(0)))
+        .map(|n| usize::try_from(n).unwrap_or_default())
+        .map_err(|e| sqlite_error("count sessions", &e))
 }
 
 pub(super) fn users_with_session(
