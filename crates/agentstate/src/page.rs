@@ -14,7 +14,7 @@ impl ListCursor {
     /// [`SessionService::list_sessions`](crate::SessionService::list_sessions) issues it. For
     /// stores that pass positions on to another agentstate service.
     pub fn to_page_token(&self) -> String {
-        encode(self)
+        encode(self, false)
     }
 }
 
@@ -30,16 +30,17 @@ fn to_hex(raw: &str) -> String {
     raw.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
-pub(crate) fn encode(cursor: &ListCursor) -> String {
-    to_hex(&json!([VERSION, cursor.last_update_micros, cursor.user_id, cursor.session_id]).to_string())
+/// A list token: the cursor, tagged when the list goes newest first (an oldest-first token has no
+/// tag, as before there was a choice).
+pub(crate) fn encode(cursor: &ListCursor, newest_first: bool) -> String {
+    let mut fields = json!([VERSION, cursor.last_update_micros, cursor.user_id, cursor.session_id]);
+    if let (true, Value::Array(fields)) = (newest_first, &mut fields) {
+        fields.push(json!(NEWEST_FIRST));
+    }
+    to_hex(&fields.to_string())
 }
 
-/// A token of a newest-first list: the cursor, tagged with its order.
-pub(crate) fn encode_newest_first(cursor: &ListCursor) -> String {
-    to_hex(&json!([VERSION, cursor.last_update_micros, cursor.user_id, cursor.session_id, NEWEST_FIRST]).to_string())
-}
-
-/// Tags tokens of newest-first lists (those of oldest-first lists have no tag, as before).
+/// The tag of newest-first list tokens.
 const NEWEST_FIRST: &str = "desc";
 
 /// A list token: its cursor, and whether it continues a newest-first list.
@@ -103,17 +104,17 @@ mod tests {
             user_id: "ü \"x\"".into(),
             session_id: "s/1".into(),
         };
-        assert_eq!(decode(&encode(&c)).unwrap(), (c.clone(), false));
-        assert_eq!(decode(&encode_newest_first(&c)).unwrap(), (c.clone(), true));
+        assert_eq!(decode(&encode(&c, false)).unwrap(), (c.clone(), false));
+        assert_eq!(decode(&encode(&c, true)).unwrap(), (c.clone(), true));
         let named_desc = ListCursor { session_id: NEWEST_FIRST.into(), ..c };
-        assert_eq!(decode(&encode(&named_desc)).unwrap(), (named_desc, false), "a session called desc");
+        assert_eq!(decode(&encode(&named_desc, false)).unwrap(), (named_desc, false), "a session called desc");
     }
 
     #[test]
     fn event_tokens_round_trip_and_are_not_list_tokens() {
         let c = EventCursor { timestamp_micros: 5, event_id: "e1".into() };
         assert_eq!(decode_events(&encode_events(&c)).unwrap(), c);
-        let list = encode(&ListCursor { last_update_micros: 5, user_id: "u".into(), session_id: "s".into() });
+        let list = encode(&ListCursor { last_update_micros: 5, user_id: "u".into(), session_id: "s".into() }, false);
         assert!(decode_events(&list).is_err());
         assert!(decode(&encode_events(&c)).is_err());
     }

@@ -247,8 +247,7 @@ impl SessionService {
         let next_page_token = match request.page_size {
             Some(n) if sessions.len() > n => {
                 sessions.truncate(n);
-                let encode = if request.newest_first { page::encode_newest_first } else { page::encode };
-                sessions.last().map(|s| encode(&ListCursor::of(s)))
+                sessions.last().map(|s| page::encode(&ListCursor::of(s), request.newest_first))
             }
             _ => None,
         };
