@@ -202,6 +202,12 @@ fn parameters(op: &Operation) -> Vec<Value> {
                 json!({"type": "string", "enum": ["timestamp", "timestamp asc", "timestamp desc"]}),
                 "Oldest first (the default) or newest first; pages keep the order",
             ));
+        } else {
+            params.push(query(
+                "orderBy",
+                json!({"type": "string", "enum": ["update_time", "update_time asc", "update_time desc"]}),
+                "By last update, oldest first (the default) or newest first; pages keep the order",
+            ));
         }
         if path.ends_with("/events") {
             params.push(query(

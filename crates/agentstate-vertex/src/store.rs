@@ -183,6 +183,9 @@ impl VertexAiStore {
             if let Some(token) = &token {
                 call = call.query("pageToken", token.clone());
             }
+            if query.descending {
+                call = call.query("orderBy", "update_time desc".to_owned());
+            }
             let page = self.client.send(&call).await.map_err(|f| error(f, "listing sessions"))?;
             let mut page = page;
             for item in resource::take_array(&mut page, "sessions")? {
@@ -396,12 +399,13 @@ impl SessionStore for VertexAiStore {
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
         let limit = query.limit.unwrap_or(usize::MAX);
-        if self.client.extensions() && !query.descending {
-            // The server pages in the store order, from the same tokens.
-            let token = query.after.as_ref().map(agentstate::store::ListCursor::to_page_token);
+        if self.client.extensions() {
+            // The server pages in the store order (either way), from the same tokens.
+            let token = query.after.as_ref().map(|cursor| {
+                if query.descending { cursor.to_newest_first_page_token() } else { cursor.to_page_token() }
+            });
             return self.session_pages(query, token, limit).await;
         }
-        // Newest first is not an order the API pages in: read whole and sorted here.
         let mut sessions = self.all_sessions(query).await?;
         if query.descending {
             sessions.reverse();

@@ -16,6 +16,11 @@ impl ListCursor {
     pub fn to_page_token(&self) -> String {
         encode(self, false)
     }
+
+    /// The same for a list newest first (`ListSessions::newest_first`).
+    pub fn to_newest_first_page_token(&self) -> String {
+        encode(self, true)
+    }
 }
 
 impl EventCursor {

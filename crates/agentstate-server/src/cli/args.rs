@@ -187,9 +187,18 @@ fn app_seconds(text: &str) -> Result<(String, u64), String> {
     Ok((app.to_owned(), positive_seconds(seconds)?))
 }
 
+/// The order of `sessions list`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ListOrder {
+    /// Oldest update first.
+    Asc,
+    /// Newest update first.
+    Desc,
+}
+
 #[derive(Subcommand)]
 pub(crate) enum SessionsCommand {
-    /// List the sessions of an app (or of one user), oldest update first.
+    /// List the sessions of an app (or of one user), oldest update first (or newest).
     List {
         #[command(flatten)]
         db: DbArg,
@@ -198,6 +207,18 @@ pub(crate) enum SessionsCommand {
         /// Only this user's sessions.
         #[arg(long)]
         user: Option<String>,
+        /// By last update: oldest first, or newest first.
+        #[arg(long, value_enum, default_value_t = ListOrder::Asc)]
+        order: ListOrder,
+        /// At most this many sessions.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Skip this many sessions first.
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+        /// Print how many sessions there are instead of listing them.
+        #[arg(long, conflicts_with_all = ["limit", "offset"])]
+        count: bool,
     },
     /// Print one session, with its events, as the API shows it.
     Show {

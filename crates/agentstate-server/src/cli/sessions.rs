@@ -7,10 +7,10 @@ use std::time::Duration;
 use agentstate::archive::{self, ImportOptions, Progress};
 use agentstate::wire;
 use agentstate::{GetSessionConfig, ListEvents, ListSessions, SessionKey, SessionService};
-use anyhow::Context;
+use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::args::{DbArg, SessionsCommand};
+use super::args::{DbArg, ListOrder, SessionsCommand};
 use super::backend::{Backend, is_redis, open, open_sql};
 
 /// A spinner on standard error when it is a terminal (else the caller prints lines, for a log).
@@ -143,10 +143,27 @@ pub(crate) async fn import_adk(db: &DbArg, from: &str, key_prefix: &str, skip_ex
 
 pub(crate) async fn run(command: SessionsCommand) -> anyhow::Result<()> {
     match command {
-        SessionsCommand::List { db, app, user } => {
+        SessionsCommand::List { db, app, user, order, limit, offset, count } => {
             let service = open(&db).await?.0.service();
-            let request = ListSessions { app_name: app, user_id: user, ..ListSessions::default() };
-            for s in service.list_sessions(request).await?.sessions {
+            if limit == Some(0) {
+                bail!("--limit must be at least 1");
+            }
+            let request = ListSessions {
+                app_name: app,
+                user_id: user,
+                newest_first: order == ListOrder::Desc,
+                offset,
+                count,
+                // Counting needs no session: one is read.
+                page_size: if count { Some(1) } else { limit },
+                ..ListSessions::default()
+            };
+            let page = service.list_sessions(request).await?;
+            if count {
+                println!("{}", page.total_size.unwrap_or_default());
+                return Ok(());
+            }
+            for s in page.sessions {
                 println!(
                     "{}\t{}\t{:.6}\t{}",
                     s.user_id(),

@@ -293,19 +293,16 @@ pub(crate) async fn sessions(
     Query(filter): Query<Filter>,
 ) -> Page {
     let service = state.service();
-    let mut sessions = Vec::new();
-    let mut request = ListSessions::user(&app, &user).page_size(500);
-    loop {
-        let page = service.list_sessions(request.clone()).await.map_err(|e| backend(&state, &e))?;
-        sessions.extend(page.sessions);
-        match page.next_page_token {
-            Some(token) => request = request.page_token(token),
-            None => break,
-        }
-    }
-    sessions.reverse();
     let page = filter.page.unwrap_or(1).max(1);
-    let shown: Vec<_> = sessions.iter().skip((page - 1) * LIST_PAGE).take(LIST_PAGE).collect();
+    // One page, newest first, from the store; counted there.
+    let request = ListSessions::user(&app, &user)
+        .newest_first()
+        .offset((page - 1).saturating_mul(LIST_PAGE))
+        .page_size(LIST_PAGE)
+        .count();
+    let listed = service.list_sessions(request).await.map_err(|e| backend(&state, &e))?;
+    let total = listed.total_size.unwrap_or_default();
+    let shown = listed.sessions;
     let mut counts = Vec::with_capacity(shown.len());
     for s in &shown {
         counts.push(service.count_events(s.key()).await.map_err(|e| backend(&state, &e))?.unwrap_or_default());
@@ -317,7 +314,7 @@ pub(crate) async fn sessions(
     ];
     let body = html! {
         h1 { "Sessions of " (user) }
-        @if sessions.is_empty() { p.empty { "No sessions." } }
+        @if total == 0 { p.empty { "No sessions." } }
         table.sessions {
             thead { tr { th { "session" } th { "last update" } th { "events" } th { "state" } } }
             tbody {
@@ -331,7 +328,7 @@ pub(crate) async fn sessions(
                 }
             }
         }
-        (pager(page, sessions.len(), LIST_PAGE, "?page="))
+        (pager(page, total, LIST_PAGE, "?page="))
     };
     Ok(Html(layout(&user, &crumbs, state.ui_secret(), &body).into_string()))
 }

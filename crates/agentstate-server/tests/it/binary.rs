@@ -255,6 +255,36 @@ fn redis_passwords_never_show() {
 }
 
 #[test]
+fn sessions_list_orders_pages_and_counts() {
+    let db = format!("sqlite://{}/list.db", scratch().display());
+    let (mut child, addr) = serve(&db);
+    for (user, id) in [("u", "first"), ("v", "second"), ("u", "third")] {
+        let body = format!(r#"{{"sessionId": "{id}"}}"#);
+        assert_eq!(http(&addr, "POST", &format!("/apps/app/users/{user}/sessions"), &body).0, 200);
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let list = |extra: &[&str]| {
+        let out = Command::new(BIN).args(["sessions", "list", "--db", &db, "app"]).args(extra).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|line| line.split('\t').take(2).collect::<Vec<_>>().join("/"))
+            .collect();
+        ids
+    };
+    assert_eq!(list(&[]), ["u/first", "v/second", "u/third"]);
+    assert_eq!(list(&["--order", "desc"]), ["u/third", "v/second", "u/first"]);
+    assert_eq!(list(&["--order", "desc", "--offset", "1", "--limit", "1"]), ["v/second"]);
+    assert_eq!(list(&["--user", "u", "--order", "desc"]), ["u/third", "u/first"]);
+    assert_eq!(list(&["--count"]), ["3"]);
+    assert_eq!(list(&["--count", "--user", "v"]), ["1"]);
+    let bad = Command::new(BIN).args(["sessions", "list", "--db", &db, "app", "--order", "sideways"]).output().unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("asc"), "names the choices");
+}
+
+#[test]
 fn erase_user_counts_first_and_erases_with_yes() {
     let db = format!("sqlite://{}/erase.db", scratch().display());
     let (mut child, addr) = serve(&db);

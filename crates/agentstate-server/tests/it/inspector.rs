@@ -114,6 +114,28 @@ async fn the_inspector_shows_sessions_their_timeline_and_state_and_escapes_every
 }
 
 #[tokio::test]
+async fn a_users_sessions_are_listed_newest_first_a_page_at_a_time() {
+    let r = app(AppState::new(SessionService::in_memory()));
+    for i in 0..55 {
+        let create = format!(r#"{{"sessionId": "s{i:02}"}}"#);
+        assert_eq!(send(&r, Method::POST, "/apps/shop/users/ann/sessions", &create, &[JSON]).await.0, StatusCode::OK);
+    }
+    let ids = |page: &str| -> Vec<String> {
+        page.split("/ui/apps/shop/users/ann/sessions/").skip(1).map(|rest| rest[..3].to_owned()).collect()
+    };
+    let (_, first, _) = send(&r, Method::GET, "/ui/apps/shop/users/ann", "", &[]).await;
+    let shown = ids(&first);
+    assert_eq!(shown.len(), 50);
+    assert_eq!((shown[0].as_str(), shown[49].as_str()), ("s54", "s05"), "newest first");
+    assert!(first.contains("page 1 of 2"), "{first}");
+    let (_, second, _) = send(&r, Method::GET, "/ui/apps/shop/users/ann?page=2", "", &[]).await;
+    assert_eq!(ids(&second), ["s04", "s03", "s02", "s01", "s00"]);
+    assert!(second.contains("page 2 of 2"));
+    let (_, beyond, _) = send(&r, Method::GET, "/ui/apps/shop/users/ann?page=9", "", &[]).await;
+    assert!(ids(&beyond).is_empty(), "past the last page: no session");
+}
+
+#[tokio::test]
 async fn with_tokens_the_inspector_asks_for_one_and_shows_only_what_it_may_read() {
     let r = crate::support::with_tokens(
         r#"{"tokens": [{"token": "admin-token-0123456789", "apps": "*"},

@@ -116,6 +116,26 @@ async fn sessions_are_the_same_through_both_surfaces() {
     assert!(second.get("nextPageToken").is_none());
     let (_, all) = call(&r, "GET", &format!("{E}/sessions"), None, &[]).await;
     assert_eq!(all["sessions"].as_array().unwrap().len(), 3);
+    // Newest first (`v1` was appended to last), a page at a time; another order is refused.
+    let names = |page: &Value| -> Vec<String> {
+        page["sessions"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap().to_owned()).collect()
+    };
+    let (status, newest) =
+        call(&r, "GET", &format!("{E}/sessions?orderBy=update_time%20desc&pageSize=2"), None, &[]).await;
+    assert_eq!(status, StatusCode::OK, "{newest}");
+    let mut walked = names(&newest);
+    assert!(walked[0].ends_with("/sessions/v1"), "{walked:?}");
+    let token = newest["nextPageToken"].as_str().unwrap();
+    let (_, rest) =
+        call(&r, "GET", &format!("{E}/sessions?orderBy=update_time%20desc&pageSize=2&pageToken={token}"), None, &[])
+            .await;
+    walked.extend(names(&rest));
+    let mut oldest = names(&all);
+    oldest.reverse();
+    assert_eq!(walked, oldest);
+    let (status, refused) = call(&r, "GET", &format!("{E}/sessions?orderBy=create_time"), None, &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    google_error(&refused, 400, "INVALID_ARGUMENT");
 
     // Deleting answers a done operation; the session is gone from both surfaces.
     let (status, deleted) = call(&r, "DELETE", &format!("{E}/sessions/v1"), None, &[]).await;

@@ -165,8 +165,8 @@ fn already_exists(engine: &Engine, id: &str) -> GoogleError {
     if engine.version == "v1" { GoogleError::already_exists(message) } else { GoogleError::invalid(message) }
 }
 
-/// `GET …/sessions[?filter=user_id="…"][&pageSize][&pageToken]`: sessions with their merged
-/// state, no events.
+/// `GET …/sessions[?filter=user_id="…"][&orderBy=update_time desc][&pageSize][&pageToken]`:
+/// sessions with their merged state, no events, oldest update first (or newest).
 pub(crate) async fn list(
     State(state): State<AppState>,
     Path(params): Path<HashMap<String, String>>,
@@ -176,6 +176,7 @@ pub(crate) async fn list(
     let engine = Engine::from_params(&params)?;
     let page_query = query(page_query)?;
     let user = page_query.filter.as_deref().map(request::session_filter).transpose()?.flatten();
+    let newest_first = request::session_order(page_query.order_by.as_deref())?;
     match &user {
         Some(user) => permit.check(&engine.app, user)?,
         None if !permit.covers_every_user() => {
@@ -188,6 +189,7 @@ pub(crate) async fn list(
         user_id: user,
         page_size: Some(page_size(page_query.page_size)),
         page_token: page_query.page_token.filter(|t| !t.is_empty()),
+        newest_first,
         ..ListSessions::default()
     };
     let page = state.service().list_sessions(request).await?;

@@ -173,6 +173,20 @@ pub(crate) fn event_order(order_by: Option<&str>) -> Result<bool, GoogleError> {
     }
 }
 
+/// A sessions `orderBy`: `update_time` (or `updateTime`), ascending by default, `desc` for newest
+/// first; whether it is newest first. Sessions are not ordered by creation yet.
+pub(crate) fn session_order(order_by: Option<&str>) -> Result<bool, GoogleError> {
+    let words: Vec<&str> = order_by.unwrap_or_default().split_whitespace().collect();
+    match words.as_slice() {
+        [] | ["update_time" | "updateTime"] | ["update_time" | "updateTime", "asc"] => Ok(false),
+        ["update_time" | "updateTime", "desc"] => Ok(true),
+        _ => Err(GoogleError::invalid(format!(
+            "sessions can be ordered by \"update_time\" or \"update_time desc\", not {:?}",
+            order_by.unwrap_or_default()
+        ))),
+    }
+}
+
 /// A sessions filter: `user_id="…"` (or `userId`); `None` for none.
 pub(crate) fn session_filter(filter: &str) -> Result<Option<String>, GoogleError> {
     let mut user = None;
