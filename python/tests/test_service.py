@@ -94,6 +94,16 @@ def test_lists_follow_the_pages_for_one_user_and_for_all(server):
         everyone = await svc.list_sessions(app_name="app")
         assert len(everyone.sessions) == 135
         assert (await svc.list_sessions(app_name="other")).sessions == []
+        # agentstate's extensions: newest first, a limit, an offset, chosen by the server.
+        latest = await svc.list_sessions(app_name="app", user_id="u1", newest_first=True, limit=3)
+        assert [s.id for s in latest.sessions] == ["a129", "a128", "a127"]
+        skipped = await svc.list_sessions(app_name="app", user_id="u1", newest_first=True, limit=2, offset=128)
+        assert [s.id for s in skipped.sessions] == ["a001", "a000"]
+        newest = await svc.list_sessions(app_name="app", newest_first=True)
+        assert [s.id for s in newest.sessions][:6] == ["b4", "b3", "b2", "b1", "b0", "a129"]
+        assert len(newest.sessions) == 135, "every page, newest first"
+        with pytest.raises(ValueError):
+            await svc.list_sessions(app_name="app", limit=0)
 
     run(steps())
 

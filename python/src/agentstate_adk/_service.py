@@ -228,21 +228,40 @@ class AgentstateSessionService(BaseSessionService):
             raise self._fail(response)
         return _session(response.json())
 
-    async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
+    async def list_sessions(
+        self,
+        *,
+        app_name: str,
+        user_id: Optional[str] = None,
+        newest_first: bool = False,
+        limit: Optional[int] = None,
+        offset: int = 0,
+    ) -> ListSessionsResponse:
+        """The sessions, oldest update first as the reference lists them; agentstate's extensions:
+        ``newest_first``, and ``limit`` sessions after skipping ``offset``, all chosen by the server
+        (a "latest 20" sidebar is one request)."""
+        if limit is not None and limit < 1:
+            raise ValueError(f"limit must be at least 1, not {limit}")
+        if offset < 0:
+            raise ValueError(f"offset must not be negative, not {offset}")
         path = self._sessions(app_name, user_id) if user_id is not None else f"/apps/{_segment(app_name)}/sessions"
         sessions: list[Session] = []
         token: Optional[str] = None
         while True:
-            params: dict[str, Any] = {"pageSize": PAGE_SIZE}
+            params: dict[str, Any] = {"pageSize": PAGE_SIZE if limit is None else limit - len(sessions)}
+            if newest_first:
+                params["order"] = "desc"
             if token:
                 params["pageToken"] = token
+            elif offset:
+                params["offset"] = offset
             response = await self._request("GET", path, params=params)
             if response.status_code != 200:
                 raise self._fail(response)
             page = _Page.model_validate_json(response.content)
             sessions.extend(_session(s) for s in page.sessions)
             token = page.next_page_token
-            if not token:
+            if not token or (limit is not None and len(sessions) >= limit):
                 return ListSessionsResponse(sessions=sessions)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
