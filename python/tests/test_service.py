@@ -213,3 +213,16 @@ def test_expiring_sessions_read_as_adk_sessions():
         run(steps())
     finally:
         server.stop()
+
+
+def test_user_state_is_read_without_a_session(server):
+    svc = AgentstateSessionService(server.url)
+
+    async def steps():
+        assert await svc.get_user_state(app_name="app", user_id="u") == {}
+        session = await svc.create_session(app_name="app", user_id="u", state={"user:lang": "fr", "app:x": 1, "own": 2})
+        await svc.delete_session(app_name="app", user_id="u", session_id=session.id)
+        assert await svc.get_user_state(app_name="app", user_id="u") == {"lang": "fr"}, "outlives its sessions"
+        assert await svc.get_user_state(app_name="app", user_id="other") == {}
+
+    run(steps())

@@ -141,6 +141,9 @@ pub enum Capability {
     /// The store lists its apps and an app's users
     /// ([`AdminStore`](agentstate::store::AdminStore); `admin` in the macro).
     Admin,
+    /// The store reads `app:` and `user:` state without a session
+    /// ([`SharedStateStore`](agentstate::store::SharedStateStore); `shared_state` in the macro).
+    SharedState,
 }
 
 impl Capability {
@@ -152,6 +155,7 @@ impl Capability {
             (Capability::Retention, has.history.is_some()),
             (Capability::Lifecycle, has.lifecycle.is_some()),
             (Capability::Admin, has.admin.is_some()),
+            (Capability::SharedState, has.shared_state.is_some()),
         ]
         .into_iter()
         .filter_map(|(capability, present)| (!present).then_some(capability))
@@ -166,6 +170,7 @@ impl Capability {
             "retention" => Capability::Retention,
             "lifecycle" => Capability::Lifecycle,
             "admin" => Capability::Admin,
+            "shared_state" => Capability::SharedState,
             other => panic!("no conformance capability is called {other}"),
         }
     }
@@ -277,6 +282,7 @@ macro_rules! session_store_tests {
             list_pages_cover_every_session_once,
             list_newest_first_offsets_and_counts,
             apps_users_and_event_counts_are_listed [admin],
+            user_and_app_state_are_read_without_a_session [shared_state],
             delete_removes_session_and_keeps_shared_state,
             append_to_missing_session_is_not_found,
             append_applies_delta_by_scope,

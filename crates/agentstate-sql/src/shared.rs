@@ -299,7 +299,21 @@ macro_rules! pool_store {
             }
 
             fn capabilities(&self) -> agentstate::store::Capabilities<'_> {
-                agentstate::store::Capabilities::none().with_history(self).with_lifecycle(self).with_admin(self)
+                agentstate::store::Capabilities::none()
+                    .with_history(self)
+                    .with_lifecycle(self)
+                    .with_admin(self)
+                    .with_shared_state(self)
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl agentstate::store::SharedStateStore for $store {
+            async fn shared_state(
+                &self,
+                owner: &agentstate::store::StateOwner,
+            ) -> agentstate::Result<agentstate::Map<String, agentstate::Value>> {
+                agentstate::store::shared_state_as_stored(self, owner).await
             }
         }
 

@@ -270,7 +270,7 @@ impl SessionStore for InMemoryStore {
     }
 
     fn capabilities(&self) -> Capabilities<'_> {
-        Capabilities::none().with_history(self).with_lifecycle(self).with_admin(self)
+        Capabilities::none().with_history(self).with_lifecycle(self).with_admin(self).with_shared_state(self)
     }
 }
 
@@ -418,5 +418,12 @@ impl AdminStore for InMemoryStore {
     async fn set_metadata(&self, name: &str, value: &str) -> Result<()> {
         self.metadata.write().unwrap_or_else(PoisonError::into_inner).insert(name.to_owned(), value.to_owned());
         Ok(())
+    }
+}
+
+#[async_trait]
+impl crate::store::SharedStateStore for InMemoryStore {
+    async fn shared_state(&self, owner: &StateOwner) -> Result<Map<String, Value>> {
+        crate::store::shared_state_as_stored(self, owner).await
     }
 }

@@ -264,6 +264,16 @@ class AgentstateSessionService(BaseSessionService):
             if not token or (limit is not None and len(sessions) >= limit):
                 return ListSessionsResponse(sessions=sessions)
 
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        """The user's ``user:`` state without a session: raw (un-prefixed) keys, ``{}`` when none.
+        Read by the server from its store; it outlives the user's sessions."""
+        response = await self._request("GET", f"/apps/{_segment(app_name)}/users/{_segment(user_id)}/state")
+        if response.status_code == 501:
+            raise NotImplementedError(self._detail(response))
+        if response.status_code != 200:
+            raise self._fail(response)
+        return dict(response.json())
+
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         path = f"{self._sessions(app_name, user_id)}/{_segment(session_id)}"
         response = await self._request("DELETE", path)

@@ -1,5 +1,5 @@
 use agentstate::{ListSessions, Session};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{Svc, create, event, key, reload, state_of};
 use crate::unique;
@@ -74,4 +74,28 @@ pub(super) async fn scopes_are_isolated_between_users_and_apps(svc: Svc) {
     assert_eq!(state_of(&u2), json!({"app:y": "app1"}));
     assert_eq!(state_of(&reload(&svc, &key(&app1, "u1", "s")).await), json!({"user:x": "app1-u1", "app:y": "app1"}));
     assert_eq!(state_of(&reload(&svc, &key(&app2, "u1", "s")).await), json!({"user:x": "app2-u1", "app:y": "app2"}));
+}
+
+/// A user's and an app's state read without a session: prefixes dropped, each user's own, still
+/// there when every session is gone; nothing for a user or app without state; bad ids refused.
+pub(crate) async fn user_and_app_state_are_read_without_a_session(svc: Svc) {
+    let app = unique("shared");
+    assert!(svc.user_state(&app, "ann").await.unwrap().is_empty(), "no state yet");
+    assert!(svc.app_state(&app).await.unwrap().is_empty());
+    let mut ann = create(&svc, &app, "ann", "s1", json!({"user:lang": "fr", "app:theme": "dark", "own": 1})).await;
+    svc.append_event(&mut ann, event("inv", json!({"user:visits": 2, "user:lang": "de"}))).await.unwrap();
+    create(&svc, &app, "bob", "s1", json!({"user:lang": "en"})).await;
+    assert_eq!(Value::Object(svc.user_state(&app, "ann").await.unwrap()), json!({"lang": "de", "visits": 2}));
+    assert_eq!(Value::Object(svc.user_state(&app, "bob").await.unwrap()), json!({"lang": "en"}));
+    assert_eq!(Value::Object(svc.app_state(&app).await.unwrap()), json!({"theme": "dark"}));
+    svc.delete_session(ann.key()).await.unwrap();
+    assert_eq!(
+        Value::Object(svc.user_state(&app, "ann").await.unwrap()),
+        json!({"lang": "de", "visits": 2}),
+        "outlives its sessions"
+    );
+    assert!(svc.user_state(&app, "nobody").await.unwrap().is_empty());
+    assert!(svc.user_state(&unique("other"), "ann").await.unwrap().is_empty(), "per app");
+    let bad = svc.user_state(&app, "").await.unwrap_err();
+    assert_eq!(bad.kind(), agentstate::ErrorKind::InvalidArgument);
 }

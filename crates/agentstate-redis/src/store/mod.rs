@@ -450,7 +450,7 @@ impl SessionStore for RedisStore {
     }
 
     fn capabilities(&self) -> Capabilities<'_> {
-        Capabilities::none().with_history(self).with_lifecycle(self).with_admin(self)
+        Capabilities::none().with_history(self).with_lifecycle(self).with_admin(self).with_shared_state(self)
     }
 }
 
@@ -459,5 +459,12 @@ pub(super) fn array_len(reply: &Reply) -> usize {
         Reply::Array(items) | Reply::Set(items) => items.len(),
         Reply::Map(pairs) => pairs.len(),
         _ => 0,
+    }
+}
+
+#[async_trait]
+impl agentstate::store::SharedStateStore for RedisStore {
+    async fn shared_state(&self, owner: &agentstate::store::StateOwner) -> Result<Map<String, Value>> {
+        agentstate::store::shared_state_as_stored(self, owner).await
     }
 }

@@ -46,6 +46,17 @@ pub(crate) enum Command {
         #[command(flatten)]
         retention: RetentionArg,
     },
+    /// Print an app's `app:` state, or with --user a user's `user:` state, without a session (JSON,
+    /// keys without the prefix).
+    State {
+        #[command(flatten)]
+        db: DbArg,
+        /// The app.
+        app: String,
+        /// This user's state instead of the app's.
+        #[arg(long)]
+        user: Option<String>,
+    },
     /// Erase everything of a user in an app (every session, event and user: key; app: state stays).
     /// Without --yes it only counts what it would remove.
     EraseUser {

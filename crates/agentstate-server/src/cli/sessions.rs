@@ -103,6 +103,17 @@ pub(crate) async fn rekey(db: &DbArg) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `agentstate state APP [--user USER]`.
+pub(crate) async fn shared_state(db: &DbArg, app: &str, user: Option<&str>) -> anyhow::Result<()> {
+    let service = open(db).await?.0.service();
+    let state = match user {
+        Some(user) => service.user_state(app, user).await?,
+        None => service.app_state(app).await?,
+    };
+    println!("{}", serde_json::to_string_pretty(&state)?);
+    Ok(())
+}
+
 pub(crate) async fn erase_user(db: &DbArg, app: &str, user: &str, yes: bool) -> anyhow::Result<()> {
     let service = open(db).await?.0.service();
     let found = if yes { service.erase_user(app, user).await? } else { service.count_user_data(app, user).await? };

@@ -7,6 +7,7 @@ mod history;
 #[cfg(feature = "agents")]
 mod run;
 mod sessions;
+mod shared;
 mod system;
 mod vertex;
 
@@ -75,6 +76,15 @@ routes! {
     get "/apps/{app_name}/sessions" => sessions::list_app, PathApp,
         "agentstate extension: every user's sessions of an app, a page at a time (`pageSize`, `pageToken`)", None,
         [200 "A page of sessions, oldest update first" "SessionPage", 400 "Bad page token" "Error"];
+    get "/apps/{app_name}/users/{user_id}/state" => shared::user_state, PathAppUser,
+        "agentstate extension: the user's `user:` state without a session (keys without the prefix), as ADK for Python's get_user_state",
+        None,
+        [200 "The user's state ({} when none)" "State", 400 "Invalid id" "Error",
+         501 "The backend cannot read state without a session" "Error"];
+    get "/apps/{app_name}/state" => shared::app_state, PathApp,
+        "agentstate extension: the app's `app:` state without a session (keys without the prefix)", None,
+        [200 "The app's state ({} when none)" "State", 400 "Invalid id" "Error",
+         501 "The backend cannot read state without a session" "Error"];
     get "/apps/{app_name}/users/{user_id}/sessions/{session_id}" => sessions::get, PathAppUser,
         "Get a session with its events (agentstate extension: `numRecentEvents`, `afterTimestamp` select them)", None,
         [200 "The session" "Session", 400 "Bad window" "Error", 404 "No such session" "Error"];

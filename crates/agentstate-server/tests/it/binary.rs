@@ -255,11 +255,11 @@ fn redis_passwords_never_show() {
 }
 
 #[test]
-fn sessions_list_orders_pages_and_counts() {
+fn sessions_list_orders_pages_and_counts_and_state_prints() {
     let db = format!("sqlite://{}/list.db", scratch().display());
     let (mut child, addr) = serve(&db);
     for (user, id) in [("u", "first"), ("v", "second"), ("u", "third")] {
-        let body = format!(r#"{{"sessionId": "{id}"}}"#);
+        let body = format!(r#"{{"sessionId": "{id}", "state": {{"user:seen": true, "app:theme": "dark"}}}}"#);
         assert_eq!(http(&addr, "POST", &format!("/apps/app/users/{user}/sessions"), &body).0, 200);
     }
     child.kill().unwrap();
@@ -279,6 +279,14 @@ fn sessions_list_orders_pages_and_counts() {
     assert_eq!(list(&["--user", "u", "--order", "desc"]), ["u/third", "u/first"]);
     assert_eq!(list(&["--count"]), ["3"]);
     assert_eq!(list(&["--count", "--user", "v"]), ["1"]);
+    let state = |extra: &[&str]| {
+        let out = Command::new(BIN).args(["state", "--db", &db, "app"]).args(extra).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    assert_eq!(state(&["--user", "u"]), serde_json::json!({"seen": true}));
+    assert_eq!(state(&[]), serde_json::json!({"theme": "dark"}));
+    assert_eq!(state(&["--user", "nobody"]), serde_json::json!({}));
     let bad = Command::new(BIN).args(["sessions", "list", "--db", &db, "app", "--order", "sideways"]).output().unwrap();
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("asc"), "names the choices");

@@ -187,9 +187,9 @@ async fn openapi_describes_exactly_the_routes_that_answer() {
             );
         }
     }
-    // 51 routes (16 of the managed-service surface, 4 of history, 1 admin, 14 of the inspector); /list-apps, /run and /run_sse
-    // come with the `agents` feature.
-    let expected = if cfg!(feature = "agents") { 51 } else { 48 };
+    // 53 routes (16 of the managed-service surface, 4 of history, 2 of shared state, 1 admin, 14 of the inspector);
+    // /list-apps, /run and /run_sse come with the `agents` feature.
+    let expected = if cfg!(feature = "agents") { 53 } else { 50 };
     assert_eq!(operations, expected, "every route is documented");
     assert_eq!(operations, agentstate_server::OPERATIONS.len());
     assert!(spec["components"]["schemas"]["Session"]["required"].as_array().unwrap().len() >= 6);
@@ -284,4 +284,49 @@ async fn the_app_wide_list_needs_a_token_for_every_user() {
     };
     assert_eq!(get("whole-app-token-0123").await, StatusCode::OK);
     assert_eq!(get("one-user-token-01234").await, StatusCode::FORBIDDEN);
+}
+
+/// A user's and an app's state without a session: keys without their prefix; the user's needs a
+/// token for that user, the app's a token for every user of the app.
+#[tokio::test]
+async fn shared_state_is_read_without_a_session_with_the_tokens_it_needs() {
+    use agentstate_server::Tokens;
+    let tokens = Tokens::parse(
+        r#"{"tokens": [{"token": "whole-app-token-0123", "apps": ["myapp"]},
+                       {"token": "one-user-token-01234", "apps": ["myapp"], "users": ["u1"]}]}"#,
+    )
+    .unwrap();
+    let r = app(AppState::new(SessionService::in_memory()).with_tokens(tokens));
+    let send = |method: Method, path: &'static str, token: &'static str, body: &'static str| {
+        let r = r.clone();
+        async move {
+            let request = Request::builder()
+                .method(method)
+                .uri(path)
+                .header("authorization", format!("Bearer {token}"))
+                .header("content-type", "application/json");
+            let response = r.oneshot(request.body(Body::from(body)).unwrap()).await.unwrap();
+            let status = response.status();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            (status, serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null))
+        }
+    };
+    let create = r#"{"sessionId": "s", "state": {"user:lang": "fr", "app:theme": "dark", "own": 1}}"#;
+    assert_eq!(
+        send(Method::POST, "/apps/myapp/users/u1/sessions", "one-user-token-01234", create).await.0,
+        StatusCode::OK
+    );
+    assert_eq!(
+        send(Method::DELETE, "/apps/myapp/users/u1/sessions/s", "one-user-token-01234", "").await.0,
+        StatusCode::OK
+    );
+    let mine = send(Method::GET, "/apps/myapp/users/u1/state", "one-user-token-01234", "").await;
+    assert_eq!(mine, (StatusCode::OK, json!({"lang": "fr"})), "kept after its session is gone");
+    let other = send(Method::GET, "/apps/myapp/users/u2/state", "one-user-token-01234", "").await;
+    assert_eq!(other.0, StatusCode::FORBIDDEN);
+    let nobody = send(Method::GET, "/apps/myapp/users/u2/state", "whole-app-token-0123", "").await;
+    assert_eq!(nobody, (StatusCode::OK, json!({})));
+    assert_eq!(send(Method::GET, "/apps/myapp/state", "one-user-token-01234", "").await.0, StatusCode::FORBIDDEN);
+    let shared = send(Method::GET, "/apps/myapp/state", "whole-app-token-0123", "").await;
+    assert_eq!(shared, (StatusCode::OK, json!({"theme": "dark"})));
 }

@@ -263,7 +263,7 @@ impl SessionStore for SqliteStore {
     }
 
     fn capabilities(&self) -> Capabilities<'_> {
-        Capabilities::none().with_history(self).with_lifecycle(self).with_admin(self)
+        Capabilities::none().with_history(self).with_lifecycle(self).with_admin(self).with_shared_state(self)
     }
 }
 
@@ -354,5 +354,12 @@ impl AdminStore for SqliteStore {
     async fn set_metadata(&self, name: &str, value: &str) -> Result<()> {
         let (name, value) = (name.to_owned(), value.to_owned());
         self.writer.write(move |conn| ops::set_metadata(conn, &name, &value)).await
+    }
+}
+
+#[async_trait]
+impl agentstate::store::SharedStateStore for SqliteStore {
+    async fn shared_state(&self, owner: &agentstate::store::StateOwner) -> Result<Map<String, Value>> {
+        agentstate::store::shared_state_as_stored(self, owner).await
     }
 }

@@ -3,11 +3,10 @@
 
 use serde_json::Value;
 
-use super::seal::scope_aad;
+use super::seal::{owner_scope, scope_aad};
 use super::{EncryptedStore, KeyRing, PREFIX, SEALED};
 use crate::error::{Error, Result};
 use crate::key::SessionKey;
-use crate::scope::{APP_PREFIX, USER_PREFIX};
 use crate::store::{
     AdminStore, EventCursor, EventQuery, EventSelect, HistorySnapshot, HistoryStore, ListCursor, ListQuery,
     SessionStore, StateOwner, ValueSwap,
@@ -96,11 +95,7 @@ impl<S: SessionStore> EncryptedStore<S> {
     }
 
     async fn rekey_owner(&self, admin: &dyn AdminStore, owner: &StateOwner, done: &mut Rekeyed) -> Result<()> {
-        let (app, user, session, prefix) = match owner {
-            StateOwner::App(app) => (app.as_str(), "", "", APP_PREFIX),
-            StateOwner::User { app, user } => (app.as_str(), user.as_str(), "", USER_PREFIX),
-            StateOwner::Session(key) => (key.app_name(), key.user_id(), key.session_id(), ""),
-        };
+        let (app, user, session, prefix) = owner_scope(owner);
         let keys = self.keys();
         let mut swaps = Vec::new();
         for (k, old) in admin.stored_state(owner).await? {

@@ -9,6 +9,7 @@ use crate::event::Event;
 use crate::key::SessionKey;
 use crate::scope::{APP_PREFIX, Scope, ScopedState, USER_PREFIX};
 use crate::session::Session;
+use crate::store::StateOwner;
 
 /// Associated data binding a state value to where it belongs.
 fn value_aad(key: &SessionKey, flat_key: &str) -> Vec<u8> {
@@ -27,6 +28,16 @@ pub(super) fn scope_aad(app: &str, user: &str, session: &str, flat_key: &str) ->
 
 fn event_aad(key: &SessionKey, event_id: &str, part: &str) -> Vec<u8> {
     format!("e\0{}\0{}\0{event_id}\0{part}", key.app_name(), key.user_id()).into_bytes()
+}
+
+/// Where `owner`'s stored values are bound: its app, user and session (empty where the scope
+/// has none) and the prefix its keys have in a session's state.
+pub(super) fn owner_scope(owner: &StateOwner) -> (&str, &str, &str, &'static str) {
+    match owner {
+        StateOwner::App(app) => (app.as_str(), "", "", APP_PREFIX),
+        StateOwner::User { app, user } => (app.as_str(), user.as_str(), "", USER_PREFIX),
+        StateOwner::Session(key) => (key.app_name(), key.user_id(), key.session_id(), ""),
+    }
 }
 
 impl KeyRing {

@@ -19,7 +19,11 @@ use crate::session::Session;
 use crate::store::{
     Capabilities, CommitOutcome, ENCRYPTION_METADATA, EventCommit, EventCopy, EventCursor, EventForm, EventQuery,
     EventSelect, HistorySnapshot, HistoryStore, ListQuery, LoadedSession, NewSession, SessionRead, SessionStore,
+    SharedStateStore, StateOwner,
 };
+use serde_json::{Map, Value};
+
+use super::seal::{owner_scope, scope_aad};
 
 /// A [`SessionStore`] that encrypts what it hands to `S` and decrypts what it reads back. See
 /// the [module](super).
@@ -194,7 +198,32 @@ impl<S: SessionStore> SessionStore for EncryptedStore<S> {
         if let Some(admin) = inner.admin {
             capabilities = capabilities.with_admin(admin);
         }
+        if inner.shared_state.is_some() {
+            capabilities = capabilities.with_shared_state(self);
+        }
         capabilities
+    }
+}
+
+/// Shared state read from the inner store's values as stored, each opened where it is bound.
+#[async_trait]
+impl<S: SessionStore> SharedStateStore for EncryptedStore<S> {
+    async fn shared_state(&self, owner: &StateOwner) -> Result<Map<String, Value>> {
+        let Some(shared) = self.inner.capabilities().shared_state else {
+            return Err(Error::Unsupported { operation: "read shared state", capability: "shared_state" });
+        };
+        let (app, user, session, prefix) = owner_scope(owner);
+        let keys = self.keys();
+        shared
+            .shared_state(owner)
+            .await?
+            .into_iter()
+            .map(|(k, sealed)| {
+                let flat = format!("{prefix}{k}");
+                let what = || format!("app {app}: state key {flat:?}");
+                Ok((k, keys.open_value(&scope_aad(app, user, session, &flat), sealed, &what)?))
+            })
+            .collect()
     }
 }
 
@@ -331,7 +360,11 @@ mod tests {
     async fn capabilities_pass_through_as_declared() {
         let store = EncryptedStore::open(InMemoryStore::new(), KeyRing::parse(K1).unwrap()).await.unwrap();
         let names = store.capabilities().names();
-        assert_eq!(names, ["history", "lifecycle", "admin"], "what the in-memory store has, history transformed");
+        assert_eq!(
+            names,
+            ["history", "lifecycle", "admin", "shared_state"],
+            "what the in-memory store has, history and shared state transformed"
+        );
         let error = EncryptedStore::open(CoreOnly, KeyRing::parse(K1).unwrap()).await.unwrap_err().to_string();
         assert!(error.contains("no admin capability"), "{error}");
     }

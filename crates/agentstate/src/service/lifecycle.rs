@@ -1,4 +1,5 @@
-//! Lifecycle and administration through the service: expiry, retention, erasure, listings. Each
+//! Lifecycle and administration through the service: expiry, retention, erasure, listings, app
+//! and user state without a session. Each
 //! needs a capability of the store; without it the answer is [`Error::Unsupported`], naming the
 //! operation.
 
@@ -11,9 +12,10 @@ use crate::error::{Error, Result};
 use crate::key::{SessionKey, validate_id};
 use crate::store::replay::Replay;
 use crate::store::{
-    AdminStore, EventQuery, EventSelect, EventWindow, HistoryStore, LifecycleStore, SessionRead, UserDataCounts,
-    secs_to_micros,
+    AdminStore, EventQuery, EventSelect, EventWindow, HistoryStore, LifecycleStore, SessionRead, SharedStateStore,
+    StateOwner, UserDataCounts, secs_to_micros,
 };
+use crate::{Map, Value};
 
 impl SessionService {
     fn lifecycle(&self, operation: &'static str) -> Result<&dyn LifecycleStore> {
@@ -138,6 +140,26 @@ impl SessionService {
     pub async fn list_users(&self, app_name: &str) -> Result<Vec<String>> {
         validate_id("app_name", app_name)?;
         self.admin("list users")?.users(app_name).await
+    }
+
+    /// A user's `user:` state in `app_name`, without a session: keys without the prefix, as ADK
+    /// for Python's `get_user_state` answers (empty when the user has none). It outlives the
+    /// user's sessions.
+    pub async fn user_state(&self, app_name: &str, user_id: &str) -> Result<Map<String, Value>> {
+        validate_id("app_name", app_name)?;
+        validate_id("user_id", user_id)?;
+        let owner = StateOwner::User { app: app_name.to_owned(), user: user_id.to_owned() };
+        self.shared_state_store("read a user's state")?.shared_state(&owner).await
+    }
+
+    /// An app's `app:` state, without a session: keys without the prefix (empty when it has none).
+    pub async fn app_state(&self, app_name: &str) -> Result<Map<String, Value>> {
+        validate_id("app_name", app_name)?;
+        self.shared_state_store("read an app's state")?.shared_state(&StateOwner::App(app_name.to_owned())).await
+    }
+
+    fn shared_state_store(&self, operation: &'static str) -> Result<&dyn SharedStateStore> {
+        self.capabilities().shared_state.ok_or(Error::Unsupported { operation, capability: "shared_state" })
     }
 
     /// The expire time (epoch µs) a time to live gives a session created now.

@@ -10,6 +10,7 @@
 //! | [`LifecycleStore`] | the expiry sweep, moving expiry, erasure and its counts | expiry, `erase-user` |
 //! | [`AdminStore`] | apps and users, stored values, the store's metadata | listings, re-encryption, encryption's key check |
 //! | [`RemoteHistory`] | history answered by the store itself | a client of another agentstate server |
+//! | [`SharedStateStore`] | `app:` and `user:` state read without a session | ADK's `get_user_state`, the state routes |
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -42,6 +43,8 @@ pub struct Capabilities<'a> {
     pub admin: Option<&'a dyn AdminStore>,
     /// History the store answers itself.
     pub remote_history: Option<&'a dyn RemoteHistory>,
+    /// `app:` and `user:` state read without a session.
+    pub shared_state: Option<&'a dyn SharedStateStore>,
 }
 
 impl<'a> Capabilities<'a> {
@@ -78,6 +81,13 @@ impl<'a> Capabilities<'a> {
         self
     }
 
+    /// With `app:` and `user:` state read without a session.
+    #[must_use]
+    pub fn with_shared_state(mut self, shared: &'a dyn SharedStateStore) -> Self {
+        self.shared_state = Some(shared);
+        self
+    }
+
     /// Whether the service can answer history questions (state at, diffs, rewind, fork) over
     /// this store: it keeps history, or a remote service answers them.
     pub fn answers_history(&self) -> bool {
@@ -85,13 +95,14 @@ impl<'a> Capabilities<'a> {
     }
 
     /// The names of those it has, for logs and docs: `history`, `lifecycle`, `admin`,
-    /// `remote_history`.
+    /// `remote_history`, `shared_state`.
     pub fn names(&self) -> Vec<&'static str> {
         [
             ("history", self.history.is_some()),
             ("lifecycle", self.lifecycle.is_some()),
             ("admin", self.admin.is_some()),
             ("remote_history", self.remote_history.is_some()),
+            ("shared_state", self.shared_state.is_some()),
         ]
         .into_iter()
         .filter_map(|(name, has)| has.then_some(name))
@@ -265,6 +276,27 @@ pub trait AdminStore: Send + Sync {
 
     /// Sets a named entry of the store's metadata.
     async fn set_metadata(&self, name: &str, value: &str) -> Result<()>;
+}
+
+/// `app:` and `user:` state read without a session: what every session of the app, or of the
+/// user, sees under those prefixes.
+#[async_trait]
+pub trait SharedStateStore: Send + Sync {
+    /// The state of `owner` ([`StateOwner::App`] or [`StateOwner::User`]), keys without their
+    /// prefix, values as the sessions see them; empty if it has none.
+    async fn shared_state(&self, owner: &StateOwner) -> Result<Map<String, Value>>;
+}
+
+/// [`SharedStateStore::shared_state`] for a store whose stored values are what its sessions see
+/// (every store but one that transforms values, such as the encrypting wrapper): its admin read.
+pub async fn shared_state_as_stored(admin: &dyn AdminStore, owner: &StateOwner) -> Result<Map<String, Value>> {
+    if let StateOwner::Session(key) = owner {
+        return Err(crate::error::Error::invalid(
+            "owner",
+            format!("{key} is a session; shared state is an app's or a user's"),
+        ));
+    }
+    admin.stored_state(owner).await
 }
 
 /// History a store answers itself (a client of another agentstate server, which keeps the

@@ -28,7 +28,7 @@ pub use crate::scope::{ScopedKeys, ScopedState, apply_changes, merge_scopes};
 pub use crate::time::{micros_to_secs, now_micros, now_secs, secs_to_micros};
 pub use capability::{
     AdminStore, Capabilities, ENCRYPTION_METADATA, EventCopy, HistorySnapshot, HistoryStore, LifecycleStore,
-    RemoteHistory, StateOwner, UserDataCounts, ValueSwap,
+    RemoteHistory, SharedStateStore, StateOwner, UserDataCounts, ValueSwap, shared_state_as_stored,
 };
 pub use query::{EventCursor, EventForm, EventQuery, EventSelect, EventWindow, ListCursor, ListQuery, SessionRead};
 pub use stored::{LoadedSession, StoredEvent};
