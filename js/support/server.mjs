@@ -5,7 +5,10 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
+
+import { AgentstateSessionService } from '../dist/index.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -66,4 +69,18 @@ export async function sharedServer() {
 /** A name no other run uses: tests share a server given by URL. */
 export function unique(prefix) {
   return `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/**
+ * A test file's server ({@link sharedServer}) and an `AgentstateSessionService` on it, ready before
+ * the file's first test and stopped after its last: read `.server` and `.service` inside tests.
+ */
+export function serverForFile() {
+  const file = {};
+  before(async () => {
+    file.server = await sharedServer();
+    file.service = new AgentstateSessionService({ baseUrl: file.server.url });
+  });
+  after(async () => file.server.stop());
+  return file;
 }

@@ -2,22 +2,15 @@
 // continued by ADK for TypeScript through this one, and the reverse. Times keep their microseconds;
 // ADK-TS-only fields neither break ADK for Python nor get lost.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 
 import { createEvent } from '@google/adk';
 
-import { AgentstateSessionService } from '../dist/index.js';
 import { adkPython, python } from '../support/python.mjs';
-import { sharedServer, unique } from '../support/server.mjs';
+import { serverForFile, unique } from '../support/server.mjs';
 
 const skip = !adkPython() && 'no ADK for Python here (run `bash .ci/setup-adk`)';
-let server;
-let service;
-before(async () => {
-  server = await sharedServer();
-  service = new AgentstateSessionService({ baseUrl: server.url });
-});
-after(async () => server.stop());
+const file = serverForFile();
 
 const PY_WRITE = `
 from agentstate_adk import AgentstateSessionService
@@ -56,25 +49,25 @@ test('a session ADK for Python wrote is read and continued by ADK for TypeScript
   const app = unique('interop');
   // A time with microseconds, as Python's clock gives them (and ahead of the session's creation).
   const at = Math.floor(Date.now() / 1000) + 60 + 0.123456;
-  const written = await python(PY_WRITE, { url: server.url, app, at });
-  const session = await service.getSession({ appName: app, userId: 'u', sessionId: 'py' });
+  const written = await python(PY_WRITE, { url: file.server.url, app, at });
+  const session = await file.service.getSession({ appName: app, userId: 'u', sessionId: 'py' });
   assert.deepEqual({ ...session.state }, { from: 'python', 'user:lang': 'fr', n: 1 });
   assert.equal(session.events[0].timestamp, Math.round(written.timestamp * 1e6) / 1000, 'microseconds kept, as milliseconds');
   assert.equal(session.events[0].timestamp % 1 !== 0, true);
   assert.equal(session.lastUpdateTime, Math.round(written.last * 1e6) / 1000);
   assert.equal(session.events[0].content.parts[0].text, 'bonjour');
-  await service.appendEvent({
+  await file.service.appendEvent({
     session,
     event: createEvent({ invocationId: 'ts-1', author: 'agent', actions: { stateDelta: { n: 2 } } }),
   });
-  const again = await service.getSession({ appName: app, userId: 'u', sessionId: 'py' });
+  const again = await file.service.getSession({ appName: app, userId: 'u', sessionId: 'py' });
   assert.deepEqual(again.events.map((e) => e.invocationId), ['py-1', 'ts-1']);
   assert.equal(again.state.n, 2);
 });
 
 test('a session ADK for TypeScript wrote, with its own fields, is read and continued by ADK for Python', { skip }, async () => {
   const app = unique('interop');
-  const session = await service.createSession({ appName: app, userId: 'u', state: { from: 'ts' } });
+  const session = await file.service.createSession({ appName: app, userId: 'u', state: { from: 'ts' } });
   const event = createEvent({
     invocationId: 'ts-1',
     author: 'node',
@@ -85,8 +78,8 @@ test('a session ADK for TypeScript wrote, with its own fields, is read and conti
     isolationScope: 'scope-1',
     actions: { stateDelta: { 'user:lang': 'en', n: 1 } },
   });
-  await service.appendEvent({ session, event });
-  const read = await python(PY_READ, { url: server.url, app, id: session.id });
+  await file.service.appendEvent({ session, event });
+  const read = await python(PY_READ, { url: file.server.url, app, id: session.id });
   assert.deepEqual(read.state, { from: 'ts', 'user:lang': 'en', n: 1 });
   const [pyEvent] = read.events;
   assert.equal(pyEvent.author, 'node');
@@ -95,7 +88,7 @@ test('a session ADK for TypeScript wrote, with its own fields, is read and conti
   assert.equal(pyEvent.isolation_scope, 'scope-1');
   assert.equal(Math.round(pyEvent.timestamp * 1e6) / 1000, event.timestamp, 'the same instant in both clocks');
   // Python's continuation, and the TS-only fields still there for TS.
-  const back = await service.getSession({ appName: app, userId: 'u', sessionId: session.id });
+  const back = await file.service.getSession({ appName: app, userId: 'u', sessionId: session.id });
   assert.deepEqual(back.events.map((e) => e.invocationId), ['ts-1', 'py-2']);
   assert.equal(back.state.n, 3);
   assert.deepEqual(back.events[0].route, ['yes']);

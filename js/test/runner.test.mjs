@@ -1,25 +1,18 @@
 // ADK-TS's own Runner on AgentstateSessionService stores what it stores on ADK-TS's
 // InMemorySessionService (ids and clocks aside), and sixteen runners at once lose no `user:` key.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 
 import { InMemorySessionService, SequentialAgent } from '@google/adk';
 
-import { AgentstateSessionService } from '../dist/index.js';
 import { comparable, greeter, run, ScopedAgent } from '../support/agents.mjs';
-import { sharedServer, unique } from '../support/server.mjs';
+import { serverForFile, unique } from '../support/server.mjs';
 
-let server;
-let service;
-before(async () => {
-  server = await sharedServer();
-  service = new AgentstateSessionService({ baseUrl: server.url });
-});
-after(async () => server.stop());
+const file = serverForFile();
 
 async function both(agentFactory, messages) {
   const stored = [];
-  for (const sessionService of [new InMemorySessionService(), service]) {
+  for (const sessionService of [new InMemorySessionService(), file.service]) {
     const appName = unique('runner');
     const session = await sessionService.createSession({ appName, userId: 'u', state: { topic: 'state' } });
     const yielded = await run(sessionService, agentFactory(), { appName, userId: 'u', sessionId: session.id, messages });
@@ -51,11 +44,11 @@ test('an LlmAgent with an instruction template and outputKey stores the same', a
 test('sixteen runners at once on sixteen sessions of one user keep all sixteen user: keys', async () => {
   const appName = unique('concurrent');
   const sessions = await Promise.all(
-    Array.from({ length: 16 }, () => service.createSession({ appName, userId: 'u' })),
+    Array.from({ length: 16 }, () => file.service.createSession({ appName, userId: 'u' })),
   );
   await Promise.all(
     sessions.map((session, i) =>
-      run(service, new ScopedAgent(`writer_${i}`, `user:key_${i}`), {
+      run(file.service, new ScopedAgent(`writer_${i}`, `user:key_${i}`), {
         appName,
         userId: 'u',
         sessionId: session.id,
@@ -63,7 +56,7 @@ test('sixteen runners at once on sixteen sessions of one user keep all sixteen u
       }),
     ),
   );
-  const fresh = await service.createSession({ appName, userId: 'u' });
+  const fresh = await file.service.createSession({ appName, userId: 'u' });
   const kept = Object.keys(fresh.state).filter((k) => k.startsWith('user:key_'));
   assert.equal(kept.length, 16, `kept ${kept.length} of 16: ${kept}`);
 });

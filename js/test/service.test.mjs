@@ -1,7 +1,7 @@
 // AgentstateSessionService against a real agentstate server: ADK-TS's session contract, agentstate's
 // guarantees (stale handles refused, retries stored once, windows on the server), typed errors.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { inspect } from 'node:util';
 
 import { createEvent, InMemorySessionService } from '@google/adk';
@@ -18,15 +18,9 @@ import {
   msToSeconds,
   secondsToMs,
 } from '../dist/index.js';
-import { binary, sharedServer, startServer, unique } from '../support/server.mjs';
+import { binary, serverForFile, startServer, unique } from '../support/server.mjs';
 
-let server;
-let service;
-before(async () => {
-  server = await sharedServer();
-  service = new AgentstateSessionService({ baseUrl: server.url });
-});
-after(async () => server.stop());
+const file = serverForFile();
 
 function userEvent(invocationId, delta, extra = {}) {
   return createEvent({ invocationId, author: 'user', actions: { stateDelta: delta }, ...extra });
@@ -34,7 +28,7 @@ function userEvent(invocationId, delta, extra = {}) {
 
 test('sessions round-trip with scoped state, as on InMemorySessionService', async () => {
   const app = unique('app');
-  for (const svc of [service, new InMemorySessionService()]) {
+  for (const svc of [file.service, new InMemorySessionService()]) {
     const name = svc.constructor.name;
     const s1 = await svc.createSession({ appName: app, userId: 'u', sessionId: 's1', state: { x: 1 } });
     assert.equal(s1.id, 's1');
@@ -60,20 +54,20 @@ test('sessions round-trip with scoped state, as on InMemorySessionService', asyn
 test("a create's app: and user: keys are scoped, as ADK for Python scopes them", async () => {
   // ADK-TS's InMemorySessionService keeps them in the new session only; agentstate shares them.
   const app = unique('app');
-  await service.createSession({ appName: app, userId: 'u', state: { 'app:theme': 'dark', 'user:lang': 'fr', own: 1 } });
-  const next = await service.createSession({ appName: app, userId: 'u' });
+  await file.service.createSession({ appName: app, userId: 'u', state: { 'app:theme': 'dark', 'user:lang': 'fr', own: 1 } });
+  const next = await file.service.createSession({ appName: app, userId: 'u' });
   assert.deepEqual({ ...next.state }, { 'app:theme': 'dark', 'user:lang': 'fr' });
 });
 
 test('times are exact: milliseconds in, the same milliseconds out; microseconds read as fractions', async () => {
   const app = unique('app');
-  const session = await service.createSession({ appName: app, userId: 'u' });
+  const session = await file.service.createSession({ appName: app, userId: 'u' });
   const at = Math.floor(session.lastUpdateTime) + 5_000.125 - (Math.floor(session.lastUpdateTime) % 1000);
   const event = userEvent('i1', { a: 1 }, { timestamp: at });
-  await service.appendEvent({ session, event });
+  await file.service.appendEvent({ session, event });
   assert.equal(event.timestamp, at);
   assert.equal(session.lastUpdateTime, at);
-  const read = await service.getSession({ appName: app, userId: 'u', sessionId: session.id });
+  const read = await file.service.getSession({ appName: app, userId: 'u', sessionId: session.id });
   assert.equal(read.events[0].timestamp, at);
   assert.equal(read.lastUpdateTime, at);
   // Every microsecond converts both ways unchanged.
@@ -86,7 +80,7 @@ test('times are exact: milliseconds in, the same milliseconds out; microseconds 
 
 test('ADK-TS-only event fields survive a round trip', async () => {
   const app = unique('app');
-  const session = await service.createSession({ appName: app, userId: 'u' });
+  const session = await file.service.createSession({ appName: app, userId: 'u' });
   const event = createEvent({
     invocationId: 'i1',
     author: 'node',
@@ -98,8 +92,8 @@ test('ADK-TS-only event fields survive a round trip', async () => {
     content: { role: 'model', parts: [{ text: 'hi' }, { functionCall: { id: 'c1', name: 'f', args: { aB: 1 } } }] },
     actions: { stateDelta: { camelKey: { innerCamel: 1 } }, agentState: { someNode: { x: 1 } } },
   });
-  await service.appendEvent({ session, event });
-  const [read] = (await service.getSession({ appName: app, userId: 'u', sessionId: session.id })).events;
+  await file.service.appendEvent({ session, event });
+  const [read] = (await file.service.getSession({ appName: app, userId: 'u', sessionId: session.id })).events;
   for (const field of ['output', 'route', 'nodeInfo', 'isolationScope', 'customMetadata', 'content', 'author', 'id']) {
     assert.deepEqual(read[field], event[field], field);
   }
@@ -109,19 +103,19 @@ test('ADK-TS-only event fields survive a round trip', async () => {
 
 test('windows are answered by the server', async () => {
   const app = unique('app');
-  const session = await service.createSession({ appName: app, userId: 'u' });
+  const session = await file.service.createSession({ appName: app, userId: 'u' });
   const times = [];
   for (let i = 0; i < 5; i++) {
     const event = userEvent(`i${i}`, { n: i });
-    await service.appendEvent({ session, event });
+    await file.service.appendEvent({ session, event });
     times.push(event.timestamp);
   }
   const key = { appName: app, userId: 'u', sessionId: session.id };
-  const recent = await service.getSession({ ...key, config: { numRecentEvents: 2 } });
+  const recent = await file.service.getSession({ ...key, config: { numRecentEvents: 2 } });
   assert.deepEqual(recent.events.map((e) => e.invocationId), ['i3', 'i4']);
-  const since = await service.getSession({ ...key, config: { afterTimestamp: times[2] } });
+  const since = await file.service.getSession({ ...key, config: { afterTimestamp: times[2] } });
   assert.deepEqual(since.events.map((e) => e.invocationId), ['i2', 'i3', 'i4'], 'an event at exactly the bound is in');
-  const none = await service.getSession({ ...key, config: { numRecentEvents: 0 } });
+  const none = await file.service.getSession({ ...key, config: { numRecentEvents: 0 } });
   assert.deepEqual(none.events, []);
   assert.equal(none.state.n, 4);
 });
@@ -130,32 +124,32 @@ test('lists in ADK-TS shape: order, limit, offset, page; one user or all', async
   const app = unique('app');
   const made = [];
   for (const [user, id] of [['u', 'a'], ['u', 'b'], ['v', 'c'], ['u', 'd']]) {
-    const s = await service.createSession({ appName: app, userId: user, sessionId: id });
+    const s = await file.service.createSession({ appName: app, userId: user, sessionId: id });
     made.push(s);
   }
   // 'a' updated last.
-  await service.appendEvent({ session: made[0], event: userEvent('i', { k: 1 }) });
-  const all = await service.listSessions({ appName: app, userId: 'u' });
+  await file.service.appendEvent({ session: made[0], event: userEvent('i', { k: 1 }) });
+  const all = await file.service.listSessions({ appName: app, userId: 'u' });
   assert.equal(all.totalItems, 3);
   assert.equal(all.page, 1);
   assert.equal(all.limit, 3);
   assert.equal(all.totalPages, 1);
   assert.ok(all.sessions.every((s) => s.events.length === 0));
-  const desc = await service.listSessions({ appName: app, userId: 'u', order: 'desc' });
+  const desc = await file.service.listSessions({ appName: app, userId: 'u', order: 'desc' });
   assert.deepEqual(desc.sessions.map((s) => s.id), ['a', 'd', 'b']);
-  const page2 = await service.listSessions({ appName: app, userId: 'u', order: 'asc', limit: 2, page: 2 });
+  const page2 = await file.service.listSessions({ appName: app, userId: 'u', order: 'asc', limit: 2, page: 2 });
   assert.deepEqual(page2.sessions.map((s) => s.id), ['a']);
   assert.deepEqual([page2.page, page2.limit, page2.totalItems, page2.totalPages], [2, 2, 3, 2]);
-  const offset = await service.listSessions({ appName: app, userId: 'u', order: 'asc', limit: 1, offset: 1 });
+  const offset = await file.service.listSessions({ appName: app, userId: 'u', order: 'asc', limit: 1, offset: 1 });
   assert.deepEqual(offset.sessions.map((s) => s.id), ['d']);
   assert.equal(offset.page, 2);
-  const everyone = await service.listSessions({ appName: app });
+  const everyone = await file.service.listSessions({ appName: app });
   assert.deepEqual(everyone.sessions.map((s) => s.id).sort(), ['a', 'b', 'c', 'd']);
-  const empty = await service.listSessions({ appName: app, userId: 'nobody', limit: 10 });
+  const empty = await file.service.listSessions({ appName: app, userId: 'nobody', limit: 10 });
   assert.deepEqual([empty.sessions.length, empty.totalItems, empty.totalPages], [0, 0, 0]);
-  const none = await service.listSessions({ appName: app, userId: 'u', limit: 0 });
+  const none = await file.service.listSessions({ appName: app, userId: 'u', limit: 0 });
   assert.deepEqual([none.sessions.length, none.page, none.totalItems, none.totalPages], [0, 1, 3, 0]);
-  const rest = await service.listSessions({ appName: app, userId: 'u', order: 'desc', offset: 1 });
+  const rest = await file.service.listSessions({ appName: app, userId: 'u', order: 'desc', offset: 1 });
   assert.deepEqual(rest.sessions.map((s) => s.id), ['d', 'b']);
   assert.deepEqual([rest.page, rest.limit, rest.totalItems], [1, 3, 3]);
 });
@@ -163,7 +157,7 @@ test('lists in ADK-TS shape: order, limit, offset, page; one user or all', async
 test('a page of a long list is one request: the server orders, skips, cuts and counts', async () => {
   const app = unique('app');
   for (let i = 0; i < 30; i++) {
-    await service.createSession({ appName: app, userId: 'u', sessionId: `s${String(i).padStart(2, '0')}` });
+    await file.service.createSession({ appName: app, userId: 'u', sessionId: `s${String(i).padStart(2, '0')}` });
   }
   const asked = [];
   const original = globalThis.fetch;
@@ -173,7 +167,7 @@ test('a page of a long list is one request: the server orders, skips, cuts and c
   };
   let page;
   try {
-    page = await service.listSessions({ appName: app, userId: 'u', order: 'desc', limit: 4, page: 3 });
+    page = await file.service.listSessions({ appName: app, userId: 'u', order: 'desc', limit: 4, page: 3 });
   } finally {
     globalThis.fetch = original;
   }
@@ -183,67 +177,67 @@ test('a page of a long list is one request: the server orders, skips, cuts and c
   assert.deepEqual(page.sessions.map((s) => s.id), ['s21', 's20', 's19', 's18']);
   assert.deepEqual([page.page, page.limit, page.totalItems, page.totalPages], [3, 4, 30, 8]);
   // Without a limit, the server's pages are followed, in the order asked.
-  const all = await service.listSessions({ appName: app, userId: 'u', order: 'desc' });
+  const all = await file.service.listSessions({ appName: app, userId: 'u', order: 'desc' });
   assert.equal(all.sessions.length, 30);
   assert.equal(all.sessions[0].id, 's29');
 });
 
 test('a stale handle is refused, never reloaded, and writes nothing', async () => {
   const app = unique('app');
-  const first = await service.createSession({ appName: app, userId: 'u', sessionId: 's' });
-  const second = await service.getSession({ appName: app, userId: 'u', sessionId: 's' });
-  await service.appendEvent({ session: first, event: userEvent('i1', { 'user:a': 1 }) });
+  const first = await file.service.createSession({ appName: app, userId: 'u', sessionId: 's' });
+  const second = await file.service.getSession({ appName: app, userId: 'u', sessionId: 's' });
+  await file.service.appendEvent({ session: first, event: userEvent('i1', { 'user:a': 1 }) });
   await assert.rejects(
-    service.appendEvent({ session: second, event: userEvent('i2', { 'user:b': 2 }) }),
+    file.service.appendEvent({ session: second, event: userEvent('i2', { 'user:b': 2 }) }),
     (e) => e instanceof AgentstateStaleSessionError && e.status === 409,
   );
   assert.equal(second.events.length, 0, 'the handle is left as it was');
-  const stored = await service.getSession({ appName: app, userId: 'u', sessionId: 's' });
+  const stored = await file.service.getSession({ appName: app, userId: 'u', sessionId: 's' });
   assert.equal(stored.events.length, 1);
   assert.equal(stored.state['user:b'], undefined);
 });
 
 test('a retried append is stored once', async () => {
   const app = unique('app');
-  const session = await service.createSession({ appName: app, userId: 'u' });
-  const handle = await service.getSession({ appName: app, userId: 'u', sessionId: session.id });
+  const session = await file.service.createSession({ appName: app, userId: 'u' });
+  const handle = await file.service.getSession({ appName: app, userId: 'u', sessionId: session.id });
   const event = userEvent('i1', { count: 1 });
-  await service.appendEvent({ session, event });
+  await file.service.appendEvent({ session, event });
   // The same event again, as after an answer lost on the way back, through the earlier handle.
-  const again = await service.appendEvent({ session: handle, event: { ...event } });
+  const again = await file.service.appendEvent({ session: handle, event: { ...event } });
   assert.equal(again.id, event.id);
-  await service.appendEvent({ session, event: { ...event } });
-  const stored = await service.getSession({ appName: app, userId: 'u', sessionId: session.id });
+  await file.service.appendEvent({ session, event: { ...event } });
+  const stored = await file.service.getSession({ appName: app, userId: 'u', sessionId: session.id });
   assert.equal(stored.events.length, 1);
   assert.equal(session.events.length, 1);
 });
 
 test('partial events are not stored', async () => {
   const app = unique('app');
-  const session = await service.createSession({ appName: app, userId: 'u' });
-  await service.appendEvent({ session, event: userEvent('i1', { a: 1 }, { partial: true }) });
-  const stored = await service.getSession({ appName: app, userId: 'u', sessionId: session.id });
+  const session = await file.service.createSession({ appName: app, userId: 'u' });
+  await file.service.appendEvent({ session, event: userEvent('i1', { a: 1 }, { partial: true }) });
+  const stored = await file.service.getSession({ appName: app, userId: 'u', sessionId: session.id });
   assert.equal(stored.events.length, 0);
   assert.equal(stored.state.a, undefined);
 });
 
 test('refusals are typed: 409 on a taken id, 404 on a missing session, 400 on a bad id', async () => {
   const app = unique('app');
-  await service.createSession({ appName: app, userId: 'u', sessionId: 'taken' });
+  await file.service.createSession({ appName: app, userId: 'u', sessionId: 'taken' });
   await assert.rejects(
-    service.createSession({ appName: app, userId: 'u', sessionId: 'taken' }),
+    file.service.createSession({ appName: app, userId: 'u', sessionId: 'taken' }),
     (e) => e instanceof AgentstateAlreadyExistsError && e.status === 409,
   );
   const ghost = { id: 'ghost', appName: app, userId: 'u', state: {}, events: [], lastUpdateTime: 0 };
   await assert.rejects(
-    service.appendEvent({ session: ghost, event: userEvent('i', { a: 1 }) }),
+    file.service.appendEvent({ session: ghost, event: userEvent('i', { a: 1 }) }),
     (e) => e instanceof AgentstateNotFoundError && e.status === 404,
   );
   await assert.rejects(
-    service.createSession({ appName: app, userId: 'u', sessionId: '../etc' }),
+    file.service.createSession({ appName: app, userId: 'u', sessionId: '../etc' }),
     (e) => e instanceof AgentstateInvalidRequestError && e.status === 400,
   );
-  assert.equal((await service.listSessions({ appName: app, userId: 'u' })).totalItems, 1, 'nothing written');
+  assert.equal((await file.service.listSessions({ appName: app, userId: 'u' })).totalItems, 1, 'nothing written');
 });
 
 test('tokens are sent, refusals are typed, and the token never shows', { skip: !binary() && 'no agentstate binary' }, async () => {

@@ -264,17 +264,22 @@ async fn metrics_and_the_openapi_document_need_a_token_when_tokens_are_configure
     assert_eq!(r.oneshot(Request::get("/readyz").body(Body::empty()).unwrap()).await.unwrap().status(), StatusCode::OK);
 }
 
-/// agentstate's extensions of the ADK routes that `agentstate-adk` (the Python package) uses:
-/// event windows on get, pages on list, the app-wide list, and an append with the stale check.
-#[tokio::test]
-async fn the_app_wide_list_needs_a_token_for_every_user() {
-    use agentstate_server::Tokens;
-    let tokens = Tokens::parse(
+/// A router with two tokens for `myapp`: `whole-app-token-0123` (every user) and
+/// `one-user-token-01234` (user `u1` only).
+fn app_and_user_tokens() -> axum::Router {
+    let tokens = agentstate_server::Tokens::parse(
         r#"{"tokens": [{"token": "whole-app-token-0123", "apps": ["myapp"]},
                        {"token": "one-user-token-01234", "apps": ["myapp"], "users": ["u1"]}]}"#,
     )
     .unwrap();
-    let r = app(AppState::new(SessionService::in_memory()).with_tokens(tokens));
+    app(AppState::new(SessionService::in_memory()).with_tokens(tokens))
+}
+
+/// agentstate's extensions of the ADK routes that `agentstate-adk` (the Python package) uses:
+/// event windows on get, pages on list, the app-wide list, and an append with the stale check.
+#[tokio::test]
+async fn the_app_wide_list_needs_a_token_for_every_user() {
+    let r = app_and_user_tokens();
     let get = |token: &'static str| {
         let r = r.clone();
         async move {
@@ -290,13 +295,7 @@ async fn the_app_wide_list_needs_a_token_for_every_user() {
 /// token for that user, the app's a token for every user of the app.
 #[tokio::test]
 async fn shared_state_is_read_without_a_session_with_the_tokens_it_needs() {
-    use agentstate_server::Tokens;
-    let tokens = Tokens::parse(
-        r#"{"tokens": [{"token": "whole-app-token-0123", "apps": ["myapp"]},
-                       {"token": "one-user-token-01234", "apps": ["myapp"], "users": ["u1"]}]}"#,
-    )
-    .unwrap();
-    let r = app(AppState::new(SessionService::in_memory()).with_tokens(tokens));
+    let r = app_and_user_tokens();
     let send = |method: Method, path: &'static str, token: &'static str, body: &'static str| {
         let r = r.clone();
         async move {
