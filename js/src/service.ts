@@ -188,7 +188,13 @@ export class AgentstateSessionService extends BaseSessionService {
     return super.appendEvent({ session, event });
   }
 
+  /**
+   * One request. A connection refused is retried (nothing was sent); a connection lost after
+   * sending is retried only when repeating the request cannot do anything twice: reads, deletes
+   * and appends (the server recognises an event id it stored), not creates.
+   */
   async #request(method: string, path: string, body?: Json): Promise<Response> {
+    const repeatable = method !== 'POST' || path.endsWith('/events');
     const url = `${this.baseUrl}${path}`;
     for (let attempt = 1; ; attempt++) {
       try {
@@ -202,7 +208,7 @@ export class AgentstateSessionService extends BaseSessionService {
         if (isTimeout(error)) {
           throw new AgentstateTimeoutError(`agentstate at ${this.baseUrl} did not answer in ${this.timeoutMs} ms`);
         }
-        if (attempt < ATTEMPTS && neverArrived(error)) {
+        if (attempt < ATTEMPTS && (neverArrived(error) || (repeatable && connectionLost(error)))) {
           await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
           continue;
         }
@@ -252,10 +258,20 @@ function isTimeout(error: unknown): boolean {
   return error instanceof DOMException && (error.name === 'TimeoutError' || error.name === 'AbortError');
 }
 
+function causeCode(error: unknown): unknown {
+  return (error as { cause?: { code?: unknown } } | null)?.cause?.code;
+}
+
 /** Whether the request failed before the server could have read it. */
 function neverArrived(error: unknown): boolean {
-  const code = (error as { cause?: { code?: unknown } } | null)?.cause?.code;
-  return code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'UND_ERR_SOCKET';
+  return causeCode(error) === 'ECONNREFUSED';
+}
+
+/** Whether the connection broke (a kept-alive one the server had closed, say): the request may or
+ * may not have been read. */
+function connectionLost(error: unknown): boolean {
+  const code = causeCode(error);
+  return code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE';
 }
 
 function reason(error: unknown): string {

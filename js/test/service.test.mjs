@@ -297,3 +297,28 @@ test('bad URLs, a server that is down, and one that does not answer in time', as
     for (const socket of []) socket.destroy();
   }
 });
+
+test('a connection lost after sending is retried for reads and appends, never for creates', async () => {
+  const net = await import('node:net');
+  let connections = 0;
+  // Reads the request, then drops the connection without an answer.
+  const rude = net.createServer((socket) => {
+    connections++;
+    socket.once('data', () => socket.destroy());
+  });
+  await new Promise((resolve) => rude.listen(0, '127.0.0.1', resolve));
+  const svc = new AgentstateSessionService({ baseUrl: `http://127.0.0.1:${rude.address().port}` });
+  try {
+    await assert.rejects(svc.getSession({ appName: 'a', userId: 'u', sessionId: 's' }), AgentstateUnavailableError);
+    assert.equal(connections, 3, 'a read is tried three times');
+    connections = 0;
+    await assert.rejects(svc.createSession({ appName: 'a', userId: 'u' }), AgentstateUnavailableError);
+    assert.equal(connections, 1, 'a create could be stored twice: tried once');
+    connections = 0;
+    const session = { id: 's', appName: 'a', userId: 'u', state: {}, events: [], lastUpdateTime: 0 };
+    await assert.rejects(svc.appendEvent({ session, event: userEvent('i', { a: 1 }) }), AgentstateUnavailableError);
+    assert.equal(connections, 3, 'an append carries its id: tried three times');
+  } finally {
+    rude.close();
+  }
+});
