@@ -17,7 +17,7 @@ import {
   AgentstateUnavailableError,
   msToSeconds,
   secondsToMs,
-} from '../dist/index.js';
+} from 'agentstate-adk'; // the package by its name: its exports map, as users import it
 import { binary, serverForFile, startServer, unique } from '../support/server.mjs';
 
 const file = serverForFile();
