@@ -199,14 +199,14 @@ fn parameters(op: &Operation) -> Vec<Value> {
         if path.ends_with("/events") {
             params.push(query(
                 "orderBy",
-                json!({"type": "string", "enum": ["timestamp", "timestamp asc", "timestamp desc"]}),
-                "Oldest first (the default) or newest first; pages keep the order",
+                json!({"type": "string", "enum": ["", "timestamp", "timestamp asc", "timestamp desc"]}),
+                "Oldest first (the default, also when empty) or newest first; pages keep the order",
             ));
         } else {
             params.push(query(
                 "orderBy",
-                json!({"type": "string", "enum": ["update_time", "update_time asc", "update_time desc"]}),
-                "By last update, oldest first (the default) or newest first; pages keep the order",
+                json!({"type": "string", "enum": ["", "update_time", "update_time asc", "update_time desc"]}),
+                "By last update, oldest first (the default, also when empty) or newest first; pages keep the order",
             ));
         }
         if path.ends_with("/events") {
@@ -254,7 +254,7 @@ fn parameters(op: &Operation) -> Vec<Value> {
             json!({"type": "number"}),
             "agentstate extension: only events at or after this time (epoch seconds)",
         ));
-    } else if path.ends_with("/state") {
+    } else if path.ends_with("/sessions/{session_id}/state") {
         params.push(query("atEvent", json!({"type": "string"}), "After this event"));
         params.push(query("beforeEvent", json!({"type": "string"}), "Before this event"));
         params.push(query(
