@@ -147,6 +147,19 @@ export class AgentstateSessionService extends BaseSessionService {
     return listPage(limit === 0 ? [] : sessions, { limit, page, start, totalItems });
   }
 
+  /**
+   * A user's `user:` state without a session (keys without the prefix; `{}` when none), as ADK for
+   * Python's `get_user_state` answers: it outlives the user's sessions. agentstate's extension.
+   */
+  async getUserState({ appName, userId }: { appName: string; userId: string }): Promise<Record<string, unknown>> {
+    return this.#json(await this.#request('GET', `/apps/${segment(appName)}/users/${segment(userId)}/state`));
+  }
+
+  /** An app's `app:` state without a session (keys without the prefix). agentstate's extension. */
+  async getAppState({ appName }: { appName: string }): Promise<Record<string, unknown>> {
+    return this.#json(await this.#request('GET', `/apps/${segment(appName)}/state`));
+  }
+
   override async deleteSession({ appName, userId, sessionId }: DeleteSessionRequest): Promise<void> {
     await this.#json(await this.#request('DELETE', sessionPath(appName, userId, sessionId)));
   }

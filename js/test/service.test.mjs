@@ -322,3 +322,13 @@ test('a connection lost after sending is retried for reads and appends, never fo
     rude.close();
   }
 });
+
+test('user and app state are read without a session', async () => {
+  const app = unique('app');
+  assert.deepEqual(await file.service.getUserState({ appName: app, userId: 'u' }), {});
+  const session = await file.service.createSession({ appName: app, userId: 'u', state: { 'user:lang': 'fr', 'app:theme': 'dark', own: 1 } });
+  await file.service.deleteSession({ appName: app, userId: 'u', sessionId: session.id });
+  assert.deepEqual(await file.service.getUserState({ appName: app, userId: 'u' }), { lang: 'fr' }, 'outlives its sessions');
+  assert.deepEqual(await file.service.getAppState({ appName: app }), { theme: 'dark' });
+  await assert.rejects(file.service.getUserState({ appName: app, userId: '../x' }), AgentstateInvalidRequestError);
+});
