@@ -3,7 +3,6 @@
 
 use serde_json::Value;
 
-use super::seal::{owner_scope, scope_aad};
 use super::{EncryptedStore, KeyRing, PREFIX, SEALED};
 use crate::error::{Error, Result};
 use crate::key::SessionKey;
@@ -95,18 +94,15 @@ impl<S: SessionStore> EncryptedStore<S> {
     }
 
     async fn rekey_owner(&self, admin: &dyn AdminStore, owner: &StateOwner, done: &mut Rekeyed) -> Result<()> {
-        let (app, user, session, prefix) = owner_scope(owner);
         let keys = self.keys();
         let mut swaps = Vec::new();
         for (k, old) in admin.stored_state(owner).await? {
             if matches!(&old, Value::String(text) if !keys.is_stale(text)) {
                 continue;
             }
-            let flat = format!("{prefix}{k}");
-            let aad = scope_aad(app, user, session, &flat);
-            let what = || format!("app {app}: state key {flat:?}");
-            let plain = keys.open_value(&aad, old.clone(), &what)?;
-            swaps.push(ValueSwap { key: k, old, new: keys.seal_value(&aad, &plain) });
+            let plain = keys.open_owner_value(owner, &k, old.clone())?;
+            let new = keys.seal_owner_value(owner, &k, &plain);
+            swaps.push(ValueSwap { key: k, old, new });
         }
         if !swaps.is_empty() {
             done.values += admin.swap_values(owner, &swaps).await?;

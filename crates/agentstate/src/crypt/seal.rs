@@ -30,14 +30,16 @@ fn event_aad(key: &SessionKey, event_id: &str, part: &str) -> Vec<u8> {
     format!("e\0{}\0{}\0{event_id}\0{part}", key.app_name(), key.user_id()).into_bytes()
 }
 
-/// Where `owner`'s stored values are bound: its app, user and session (empty where the scope
-/// has none) and the prefix its keys have in a session's state.
-pub(super) fn owner_scope(owner: &StateOwner) -> (&str, &str, &str, &'static str) {
-    match owner {
+/// Where a stored value of `owner` under `key` (without its scope's prefix) is bound, and the
+/// key as a session's state shows it (for messages).
+fn owner_value_aad(owner: &StateOwner, key: &str) -> (Vec<u8>, String) {
+    let (app, user, session, prefix) = match owner {
         StateOwner::App(app) => (app.as_str(), "", "", APP_PREFIX),
         StateOwner::User { app, user } => (app.as_str(), user.as_str(), "", USER_PREFIX),
         StateOwner::Session(key) => (key.app_name(), key.user_id(), key.session_id(), ""),
-    }
+    };
+    let flat = format!("{prefix}{key}");
+    (scope_aad(app, user, session, &flat), format!("app {app}: state key {flat:?}"))
 }
 
 impl KeyRing {
@@ -61,6 +63,17 @@ impl KeyRing {
             )),
             Some(Err(Unsealed::Malformed)) => Err(undecryptable(&what(), "the ciphertext is malformed")),
         }
+    }
+
+    /// A stored value of `owner` under `key`, opened.
+    pub(super) fn open_owner_value(&self, owner: &StateOwner, key: &str, value: Value) -> Result<Value> {
+        let (aad, what) = owner_value_aad(owner, key);
+        self.open_value(&aad, value, &|| what.clone())
+    }
+
+    /// A value of `owner` under `key`, sealed for storage.
+    pub(super) fn seal_owner_value(&self, owner: &StateOwner, key: &str, value: &Value) -> Value {
+        self.seal_value(&owner_value_aad(owner, key).0, value)
     }
 
     /// A flat map (prefixed keys) of `key`'s session, sealed.

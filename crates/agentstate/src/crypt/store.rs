@@ -23,8 +23,6 @@ use crate::store::{
 };
 use serde_json::{Map, Value};
 
-use super::seal::{owner_scope, scope_aad};
-
 /// A [`SessionStore`] that encrypts what it hands to `S` and decrypts what it reads back. See
 /// the [module](super).
 pub struct EncryptedStore<S> {
@@ -212,17 +210,12 @@ impl<S: SessionStore> SharedStateStore for EncryptedStore<S> {
         let Some(shared) = self.inner.capabilities().shared_state else {
             return Err(Error::Unsupported { operation: "read shared state", capability: "shared_state" });
         };
-        let (app, user, session, prefix) = owner_scope(owner);
         let keys = self.keys();
         shared
             .shared_state(owner)
             .await?
             .into_iter()
-            .map(|(k, sealed)| {
-                let flat = format!("{prefix}{k}");
-                let what = || format!("app {app}: state key {flat:?}");
-                Ok((k, keys.open_value(&scope_aad(app, user, session, &flat), sealed, &what)?))
-            })
+            .map(|(k, sealed)| Ok((k.clone(), keys.open_owner_value(owner, &k, sealed)?)))
             .collect()
     }
 }

@@ -162,33 +162,29 @@ pub(crate) fn event_filter(filter: &str) -> Result<TimeRange, GoogleError> {
 /// An events `orderBy`: `timestamp` (or none, or `timestamp asc`) oldest first, `timestamp desc`
 /// newest first; whether newest first.
 pub(crate) fn event_order(order_by: Option<&str>) -> Result<bool, GoogleError> {
-    if order_by.is_none_or(str::is_empty) {
-        return Ok(false);
-    }
-    let words: Vec<&str> = order_by.unwrap_or_default().split_whitespace().collect();
-    match words.as_slice() {
-        ["timestamp"] | ["timestamp", "asc"] => Ok(false),
-        ["timestamp", "desc"] => Ok(true),
-        _ => Err(GoogleError::invalid(format!(
-            "events can be ordered by \"timestamp\" or \"timestamp desc\", not {:?}",
-            order_by.unwrap_or_default()
-        ))),
-    }
+    newest_first(order_by, "events", &["timestamp"])
 }
 
 /// A sessions `orderBy`: `update_time` (or `updateTime`), ascending by default, `desc` for newest
 /// first; whether it is newest first. Sessions are not ordered by creation yet.
 pub(crate) fn session_order(order_by: Option<&str>) -> Result<bool, GoogleError> {
-    if order_by.is_none_or(str::is_empty) {
+    newest_first(order_by, "sessions", &["update_time", "updateTime"])
+}
+
+/// Whether `order_by` (absent or empty: the default) orders `what` by its one field (any of
+/// `names`) newest first, `desc`, rather than oldest first (`asc` or nothing).
+fn newest_first(order_by: Option<&str>, what: &str, names: &[&str]) -> Result<bool, GoogleError> {
+    let text = order_by.unwrap_or_default();
+    if text.is_empty() {
         return Ok(false);
     }
-    let words: Vec<&str> = order_by.unwrap_or_default().split_whitespace().collect();
-    match words.as_slice() {
-        ["update_time" | "updateTime"] | ["update_time" | "updateTime", "asc"] => Ok(false),
-        ["update_time" | "updateTime", "desc"] => Ok(true),
+    match text.split_whitespace().collect::<Vec<_>>().as_slice() {
+        [field] if names.contains(field) => Ok(false),
+        [field, "asc"] if names.contains(field) => Ok(false),
+        [field, "desc"] if names.contains(field) => Ok(true),
         _ => Err(GoogleError::invalid(format!(
-            "sessions can be ordered by \"update_time\" or \"update_time desc\", not {:?}",
-            order_by.unwrap_or_default()
+            "{what} can be ordered by \"{0}\" or \"{0} desc\", not {text:?}",
+            names[0]
         ))),
     }
 }
