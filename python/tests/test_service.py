@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+from decimal import Decimal
 
 import pytest
 from google.adk.errors._stale_session_error import StaleSessionError
@@ -31,6 +32,34 @@ def run(coroutine):
 def event(invocation: str, delta: dict, text: str = "") -> Event:
     content = types.Content(role="model", parts=[types.Part(text=text)]) if text else None
     return Event(invocation_id=invocation, author="agent", content=content, actions=EventActions(state_delta=delta))
+
+
+def test_event_times_come_back_bit_for_bit(server):
+    """`time.time()` floats are finer than a microsecond: the server keeps them exactly, a handle
+    appends after each of them without a stale conflict, and a reload answers the same floats
+    (and the session's update time to the microsecond, as the reference's database does)."""
+    svc = AgentstateSessionService(server.url)
+
+    async def steps():
+        s = await svc.create_session(app_name="times", user_id="u")
+        base = s.last_update_time + 10
+        sent = [base + 0.1234567, base + 1.9999996, base + 2.5000004]
+        for i, t in enumerate(sent):
+            e = event(f"i{i}", {"n": i})
+            e.timestamp = t
+            await svc.append_event(s, e)
+        got = await svc.get_session(app_name="times", user_id="u", session_id=s.id)
+        assert [e.timestamp for e in got.events] == sent
+        assert [e.timestamp.hex() for e in got.events] == [t.hex() for t in sent]
+        # The microsecond nearest the last time, computed exactly (a float product would round).
+        assert got.last_update_time == s.last_update_time == round(Decimal(sent[-1]) * 10**6) / 1e6
+        after = await svc.get_session(
+            app_name="times", user_id="u", session_id=s.id, config=GetSessionConfig(after_timestamp=sent[1])
+        )
+        assert [e.timestamp for e in after.events] == sent[1:]
+        await svc.close()
+
+    run(steps())
 
 
 def test_sessions_round_trip_with_scoped_state(server):

@@ -36,10 +36,10 @@ pub(crate) fn event(resource: Value) -> Result<Event, Error> {
 }
 
 /// The body of `:appendEvent`: the typed fields the managed service reads, and the whole event
-/// as `rawEvent` (without its time, which is the typed one), at `timestamp_micros`. `delta` is
-/// what the service is to merge.
-pub(crate) fn append_body(event: &Event, delta: &Map<String, Value>, timestamp_micros: i64) -> Value {
-    let mut body = engine::event_resource(event, delta, timestamp_micros);
+/// as `rawEvent` (without its time, which is the typed one, to the nanosecond). `delta` is what
+/// the service is to merge.
+pub(crate) fn append_body(event: &Event, delta: &Map<String, Value>) -> Value {
+    let mut body = engine::event_resource(event, delta);
     if let Some(Value::Object(raw)) = body.get_mut("rawEvent") {
         raw.remove("timestamp");
     }
@@ -52,8 +52,9 @@ mod tests {
 
     #[test]
     fn append_bodies_carry_the_event_without_its_time_twice() {
-        let event = Event::new("inv").author("agent");
-        let body = append_body(&event, &Map::new(), 1_800_000_000_123_456);
+        let mut event = Event::new("inv").author("agent");
+        event.set_time(agentstate::Timestamp::from_micros(1_800_000_000_123_456));
+        let body = append_body(&event, &Map::new());
         assert_eq!(body["timestamp"], "2027-01-15T08:00:00.123456Z");
         assert!(body["rawEvent"].get("timestamp").is_none());
         let broken = serde_json::json!({"name": "x/sessions/s", "userId": "u", "updateTime": "soon"});

@@ -435,7 +435,7 @@ impl SessionStore for VertexAiStore {
         let delta = merge_scopes(&commit.delta.session, &commit.delta.app, &commit.delta.user);
         let mut call = self
             .session_call(Method::POST, &commit.key, ":appendEvent", None, retry)
-            .body(resource::append_body(&commit.event, &delta, commit.timestamp_micros));
+            .body(resource::append_body(&commit.event, &delta));
         if extensions {
             call = call.header(LAST_UPDATE_HEADER, commit.expected_last_update_micros.to_string());
         }

@@ -219,7 +219,7 @@ async fn import_one(store: &dyn SessionStore, record: Record) -> Result<usize, E
     // Keys from an archive may be ids agentstate itself would refuse (written by another
     // program); they are stored as they were, like keys read back from storage.
     let key = SessionKey::from_storage(record.app_name, record.user_id, record.id);
-    let first = record.events.first().and_then(|e| secs_to_micros(e.timestamp));
+    let first = record.events.first().map(|e| e.time().micros());
     let last_update = secs_to_micros(record.last_update_time).unwrap_or_default();
     let earliest = first.map_or(last_update, |t| t.min(last_update) - 1);
     let created = record.create_time.and_then(secs_to_micros).map_or(earliest, |t| t.min(earliest));

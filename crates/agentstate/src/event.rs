@@ -7,7 +7,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::content::Content;
-use crate::time::now_secs;
+use crate::time::{Timestamp, now_secs};
+
+/// Where an event keeps its time to the nanosecond when `timestamp`, a float, cannot say it
+/// exactly: ADK's internal metadata, stored and never shown (see [`Event::time`]).
+pub(crate) const EXACT_TIME_KEY: &str = "__adk_internal_timestamp_nanos";
 
 /// One entry of a session's history.
 ///
@@ -58,8 +62,10 @@ pub struct Event {
     /// Unique within its session; assigned on append when empty.
     #[serde(default)]
     pub id: String,
-    /// Epoch seconds. Stored to the microsecond and kept strictly increasing within a session.
-    /// Now, when the JSON read has none.
+    /// Epoch seconds, as ADK for Python counts them: the float nearest the event's time. The
+    /// time itself is kept to the nanosecond ([`time`](Self::time)); storage orders a session's
+    /// events by the microsecond nearest it, strictly increasing. Now, when the JSON read has
+    /// none.
     #[serde(default = "defaulted_timestamp")]
     pub timestamp: f64,
     /// Keys this event deletes from the state, after `actions.state_delta` is applied (each
@@ -177,6 +183,67 @@ impl Event {
         self
     }
 
+    /// The event's time to the nanosecond: the time it was given with
+    /// [`set_time`](Self::set_time) while `timestamp` still says it, else `timestamp`'s own
+    /// (to the nearest nanosecond; the epoch for a float that is not a time).
+    ///
+    /// ```
+    /// use agentstate::{Event, Timestamp};
+    /// let mut event = Event::new("inv");
+    /// event.set_time(Timestamp::from_nanos(1_795_318_375_327_913_461));
+    /// assert_eq!(event.time().nanos(), 1_795_318_375_327_913_461);
+    /// assert_eq!(event.timestamp, 1_795_318_375.327_913_461, "the float nearest it");
+    /// event.timestamp = 2.5; // a new float is a new time
+    /// assert_eq!(event.time(), Timestamp::from_nanos(2_500_000_000));
+    /// ```
+    pub fn time(&self) -> Timestamp {
+        let float = Timestamp::from_secs(self.timestamp).unwrap_or_default();
+        let exact = self
+            .extra
+            .get("custom_metadata")
+            .and_then(|meta| meta.get(EXACT_TIME_KEY))
+            .and_then(Value::as_i64)
+            .map(Timestamp::from_nanos);
+        match exact {
+            Some(exact) if exact.secs() == self.timestamp => exact,
+            _ => float,
+        }
+    }
+
+    /// Sets the event's time to the nanosecond: `timestamp` becomes the float nearest it, and
+    /// when that float says it only approximately, the exact time is kept beside it in ADK's
+    /// internal metadata (stored, never shown).
+    pub fn set_time(&mut self, time: Timestamp) {
+        self.timestamp = time.secs();
+        let exact = Timestamp::from_secs(self.timestamp) == Some(time);
+        if exact {
+            if let Some(Value::Object(meta)) = self.extra.get_mut("custom_metadata")
+                && meta.shift_remove(EXACT_TIME_KEY).is_some()
+                && meta.is_empty()
+            {
+                self.extra.shift_remove("custom_metadata");
+            }
+            return;
+        }
+        // Metadata that is not an object is the caller's to keep: the float alone says the time.
+        if let Value::Object(meta) = self.extra.entry("custom_metadata").or_insert_with(|| Value::Object(Map::new())) {
+            meta.insert(EXACT_TIME_KEY.into(), Value::from(time.nanos()));
+        }
+    }
+
+    /// Places the event after a session's last one, stored at microsecond `marker`: its time
+    /// stays exactly as it is when the microsecond nearest it is later, and is moved to the
+    /// next whole one (1 µs after `marker`) when it is not: the one case a time is changed, so
+    /// that a session's events are strictly increasing by the microsecond they are stored at.
+    /// Returns that microsecond (the session's new marker).
+    pub(crate) fn place_after(&mut self, marker: i64) -> i64 {
+        let time = self.time();
+        let micros = time.micros().max(marker.saturating_add(1));
+        let placed = if micros == time.micros() { time } else { Timestamp::from_micros(micros) };
+        self.set_time(placed);
+        micros
+    }
+
     /// Marks the event as a streaming fragment (never stored).
     #[must_use]
     pub fn partial(mut self, partial: bool) -> Self {
@@ -198,8 +265,8 @@ impl Event {
     /// everything but the timestamp, which the service may have moved forward when storing.
     pub fn same_as_retry(&self, other: &Event) -> bool {
         let (mut a, mut b) = (self.clone(), other.clone());
-        a.timestamp = 0.0;
-        b.timestamp = 0.0;
+        a.set_time(Timestamp::default());
+        b.set_time(Timestamp::default());
         a == b
     }
 }

@@ -79,6 +79,7 @@ pub use service::{
 pub use session::{Events, MAX_DISPLAY_NAME_CHARS, MAX_LABEL_CHARS, MAX_LABELS, Session, SessionAttributes, live_at};
 pub use state::State;
 pub use store::UserDataCounts;
+pub use time::Timestamp;
 
 /// The same JSON map type the model uses (insertion-ordered).
 pub use serde_json::{Map, Value};

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use crate::event::Event;
 use crate::key::SessionKey;
 use crate::state::State;
-use crate::time::{micros_to_secs, secs_to_micros};
+use crate::time::micros_to_secs;
 
 /// One conversation, as loaded from a [`SessionService`](crate::SessionService).
 ///
@@ -222,6 +222,13 @@ impl Session {
         self.last_update_micros
     }
 
+    /// Drops the handle's oldest event (one outside the window asked for).
+    pub(crate) fn drop_first_event(&mut self) {
+        if !self.events.0.is_empty() {
+            self.events.0.remove(0);
+        }
+    }
+
     /// Records an append that storage has committed: the invocation's `temp:` changes, then the
     /// persisted delta and deletions, then the event; and the expire time the append moved to
     /// `extended_expiry` (as the store did: only an expiring session, only later).
@@ -237,7 +244,7 @@ impl Session {
         self.state.remove(&temp.deleted);
         self.state.apply(&event.actions.state_delta);
         self.state.remove(&event.deleted_keys);
-        self.last_update_micros = secs_to_micros(event.timestamp).unwrap_or(self.last_update_micros);
+        self.last_update_micros = event.time().micros();
         self.events.0.push(event);
     }
 }

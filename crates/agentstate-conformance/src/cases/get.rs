@@ -1,4 +1,4 @@
-use agentstate::{GetSessionConfig, Session};
+use agentstate::{GetSessionConfig, Session, Timestamp};
 use serde_json::json;
 
 use super::{Svc, create, event, ids, key, reload, state_of};
@@ -14,6 +14,7 @@ pub(super) async fn get_missing_is_none(svc: Svc) {
 }
 
 async fn window(svc: &Svc, s: &Session, recent: Option<usize>, after: Option<f64>) -> Vec<String> {
+    let after = after.map(|t| Timestamp::from_secs(t).unwrap());
     let config = GetSessionConfig { num_recent_events: recent, after_timestamp: after };
     let loaded = svc.get_session(s.key(), config).await.unwrap().unwrap();
     assert_eq!(loaded.state(), reload(svc, s.key()).await.state(), "a window never changes the state");
@@ -50,10 +51,7 @@ pub(super) async fn get_selects_event_windows(svc: Svc) {
     assert_eq!(window(&svc, &s, Some(10), Some(t0 + 1.0)).await, ["m1", "m2", "m3", "m4"]);
     assert_eq!(window(&svc, &s, Some(0), Some(t0)).await, Vec::<String>::new());
 
-    let err = svc
-        .get_session(s.key(), GetSessionConfig { num_recent_events: None, after_timestamp: Some(f64::NAN) })
-        .await
-        .unwrap_err();
+    let err = Timestamp::try_from_secs("after_timestamp", f64::NAN).unwrap_err();
     assert_eq!(err.kind(), agentstate::ErrorKind::InvalidArgument);
 }
 
@@ -130,7 +128,7 @@ pub(super) async fn event_pages_walk_history_in_order(svc: Svc) {
 pub(super) async fn event_pages_start_at_a_time(svc: Svc) {
     use agentstate::ListEvents;
     let (s, t0) = a_second_apart(&svc, "t", 8).await;
-    let mut request = ListEvents { page_size: 2, after_timestamp: Some(t0 + 3.0), ..ListEvents::default() };
+    let mut request = ListEvents { page_size: 2, after_timestamp: secs(t0 + 3.0), ..ListEvents::default() };
     let mut seen = Vec::new();
     loop {
         let page = svc.list_events(s.key(), request.clone()).await.unwrap().unwrap();
@@ -141,7 +139,7 @@ pub(super) async fn event_pages_start_at_a_time(svc: Svc) {
         }
     }
     assert_eq!(seen, ["t3", "t4", "t5", "t6", "t7"], "inclusive, in order, each once");
-    let late = ListEvents { after_timestamp: Some(t0 + 100.0), ..ListEvents::default() };
+    let late = ListEvents { after_timestamp: secs(t0 + 100.0), ..ListEvents::default() };
     assert!(svc.list_events(s.key(), late).await.unwrap().unwrap().events.is_empty());
 }
 
@@ -167,7 +165,7 @@ pub(super) async fn event_pages_go_back_in_time(svc: Svc) {
     };
     let backwards = ListEvents { page_size: 3, newest_first: true, ..ListEvents::default() };
     assert_eq!(walk(backwards.clone()).await, [vec!["b7", "b6", "b5"], vec!["b4", "b3", "b2"], vec!["b1", "b0"]]);
-    let bounded = ListEvents { after_timestamp: Some(t0 + 3.0), ..backwards.clone() };
+    let bounded = ListEvents { after_timestamp: secs(t0 + 3.0), ..backwards.clone() };
     assert_eq!(walk(bounded).await, [vec!["b7", "b6", "b5"], vec!["b4", "b3"]]);
     let exact = ListEvents { page_size: 4, ..backwards.clone() };
     assert_eq!(walk(exact).await, [vec!["b7", "b6", "b5", "b4"], vec!["b3", "b2", "b1", "b0"]]);
@@ -223,6 +221,7 @@ pub(super) async fn stored_reads_show_what_decoded_reads_do(svc: Svc) {
         svc.append_event(&mut s, e).await.unwrap();
     }
     for (recent, after) in [(None, None), (Some(0), None), (Some(2), None), (None, Some(s.last_update_time()))] {
+        let after = after.and_then(Timestamp::from_secs);
         let config = GetSessionConfig { num_recent_events: recent, after_timestamp: after };
         let decoded = svc.get_session(s.key(), config).await.unwrap().unwrap();
         let stored = svc.get_session_stored(s.key(), config).await.unwrap().unwrap();
@@ -235,4 +234,9 @@ pub(super) async fn stored_reads_show_what_decoded_reads_do(svc: Svc) {
     }
     let missing = svc.get_session_stored(&key(&app, "u", "missing"), GetSessionConfig::default()).await.unwrap();
     assert!(missing.is_none());
+}
+
+/// Epoch seconds as a bound.
+fn secs(t: f64) -> Option<Timestamp> {
+    Timestamp::from_secs(t)
 }

@@ -16,6 +16,7 @@ mod history;
 mod list;
 mod retention;
 mod scopes;
+mod time;
 
 use append::*;
 use concurrency::*;
@@ -29,6 +30,7 @@ use history::*;
 use list::*;
 use retention::*;
 use scopes::*;
+use time::*;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -205,7 +205,7 @@ impl Run {
                 let after = after_nth_newest.and_then(|n| {
                     let events = &self.model.sessions.get(&(user, sid))?.events;
                     let e = events.iter().rev().nth(n)?;
-                    Some(e.timestamp)
+                    Some(e.time())
                 });
                 self.compare_get(user, sid, GetSessionConfig { num_recent_events: recent, after_timestamp: after })
                     .await
@@ -320,8 +320,8 @@ impl Run {
             return Ok(());
         };
         let got = got.ok_or_else(|| TestCaseError::fail("session missing"))?;
-        let after = config.after_timestamp.map_or(i64::MIN, micros);
-        let mut window: Vec<&Event> = stored.events.iter().filter(|e| micros(e.timestamp) >= after).collect();
+        let mut window: Vec<&Event> =
+            stored.events.iter().filter(|e| config.after_timestamp.is_none_or(|after| e.time() >= after)).collect();
         if let Some(n) = config.num_recent_events {
             window = window.split_off(window.len().saturating_sub(n));
         }

@@ -2,7 +2,8 @@
 
 use agentstate::wire;
 use agentstate::{
-    CreateSession, Error, Event, EventActions, GetSessionConfig, ListEvents, ListSessions, Map, SessionKey, Value,
+    CreateSession, Error, Event, EventActions, GetSessionConfig, ListEvents, ListSessions, Map, SessionKey, Timestamp,
+    Value,
 };
 use axum::Json;
 use axum::body::Bytes;
@@ -178,8 +179,8 @@ pub(crate) async fn get(
     query: Result<Query<WindowQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(window) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
-    let config =
-        GetSessionConfig { num_recent_events: window.num_recent_events, after_timestamp: window.after_timestamp };
+    let after = window.after_timestamp.map(|t| Timestamp::try_from_secs("after_timestamp", t)).transpose()?;
+    let config = GetSessionConfig { num_recent_events: window.num_recent_events, after_timestamp: after };
     let session = state.service().get_session_stored(&key(&app, &user, &id)?, config).await?;
     let session = session.ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
     // Written straight from the stored events' text: no `Event`, no JSON tree.
@@ -281,21 +282,26 @@ pub(crate) async fn append(
     state.limits().check_state("event.actions.stateDelta", &event.actions.state_delta)?;
     let expected = match input.get("expectedLastUpdateTime").or_else(|| input.get("expected_last_update_time")) {
         None | Some(Value::Null) => None,
-        Some(Value::Number(n)) => Some(n.as_f64().and_then(agentstate::store::secs_to_micros).ok_or_else(|| {
-            model_error("expectedLastUpdateTime", "Input should be an epoch time in seconds", &input)
-        })?),
+        // The session's marker is the microsecond its last event's time falls in: a handle
+        // may hold that time itself (finer than a microsecond), or the marker.
+        Some(Value::Number(n)) => {
+            Some(n.as_f64().and_then(Timestamp::from_secs).map(Timestamp::micros).ok_or_else(|| {
+                model_error("expectedLastUpdateTime", "Input should be an epoch time in seconds", &input)
+            })?)
+        }
         Some(other) => return Err(model_error("expectedLastUpdateTime", "Input should be a valid number", other)),
     };
     let appended = append::append(&state, &key, event, expected).await.map_err(|e| match e {
         Error::NotFound { .. } => ApiError::NotFound("Session not found".into()),
         e => e.into(),
     })?;
-    // The session's update time now: the stored event's, unless it was stored before (a retry).
+    // The session's update time now (the microsecond of the stored event's time, as a reload
+    // answers it), unless the event was stored before (a retry).
     let marker = if appended.duplicate {
         let session = state.service().get_session(&key, GetSessionConfig::recent(0)).await?;
         session.ok_or_else(|| ApiError::NotFound("Session not found".into()))?.last_update_time()
     } else {
-        appended.event.timestamp
+        agentstate::store::micros_to_secs(appended.event.time().micros())
     };
     Ok(Json(json!({
         "event": wire::event_to_wire(&appended.event),

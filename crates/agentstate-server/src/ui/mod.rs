@@ -371,9 +371,7 @@ pub(crate) async fn session(
         (user.clone(), Some(format!("/ui/apps/{}/users/{}", seg(&app), seg(&user)))),
         (id.clone(), None),
     ];
-    let last = events
-        .last()
-        .map(|e| format!("{}:{}", agentstate::store::secs_to_micros(e.timestamp).unwrap_or_default(), e.id));
+    let last = events.last().map(|e| format!("{}:{}", e.time().micros(), e.id));
     let body = html! {
         div.session data-base=(base) data-live=[(page == pages).then_some("1")] data-after=[last] {
             section.timeline {
@@ -503,7 +501,7 @@ pub(crate) async fn live(
     let service = state.service();
     let after =
         query.after.as_deref().and_then(|a| a.split_once(':')).and_then(|(t, id)| Some((t.parse::<i64>().ok()?, id)));
-    let since = after.map(|(t, _)| agentstate::store::micros_to_secs(t));
+    let since = after.map(|(t, _)| agentstate::Timestamp::from_micros(t));
     let request = ListEvents { page_size: 200, after_timestamp: since, ..ListEvents::default() };
     let page = match service.list_events(&key, request).await {
         Ok(Some(page)) => page,
@@ -515,10 +513,7 @@ pub(crate) async fn live(
     let base = session_path(&key);
     let first = total.saturating_sub(new.len());
     let rows = html! { @for (i, e) in new.iter().enumerate() { (event_row(e, first + i, false, &base)) } };
-    let next = new
-        .last()
-        .map(|e| format!("{}:{}", agentstate::store::secs_to_micros(e.timestamp).unwrap_or_default(), e.id))
-        .or(query.after);
+    let next = new.last().map(|e| format!("{}:{}", e.time().micros(), e.id)).or(query.after);
     axum::Json(serde_json::json!({"html": rows.into_string(), "after": next, "count": total})).into_response()
 }
 

@@ -114,7 +114,7 @@ fn part(part: &Part) -> Markup {
 
 /// One event of the timeline; `index` is its position in the session (from 0).
 pub(crate) fn event_row(event: &Event, index: usize, selected: bool, base: &str) -> Markup {
-    let micros = agentstate::store::secs_to_micros(event.timestamp).unwrap_or_default();
+    let micros = event.time().micros();
     html! {
         li.event.selected[selected] id={ "e-" (event.id) } data-id=(event.id) data-cursor={ (micros) ":" (event.id) }
             style={ "--inv: " (hue(&event.invocation_id)) }

@@ -329,3 +329,44 @@ async fn ids_two_users_share_are_ambiguous_here_and_tokens_bind_users() {
     let (status, body) = call(&r, "GET", &format!("{E}/sessions/twin"), None, &[("x-agentstate-user-id", "u2")]).await;
     assert_eq!((status, body["userId"].as_str()), (StatusCode::OK, Some("u2")));
 }
+
+/// A time to the nanosecond, as ADK-Rust's client sends it, is answered as sent on v1 and
+/// v1beta1, bounds at its very nanosecond decide, and the ADK routes answer the float nearest it.
+#[tokio::test]
+async fn a_nanosecond_time_is_answered_as_sent() {
+    let r = router();
+    for (version, id) in [("v1", "n1"), ("v1beta1", "n2")] {
+        let engine = format!("/{version}/projects/p/locations/l/reasoningEngines/42");
+        let (status, _) =
+            call(&r, "POST", &format!("{engine}/sessions?sessionId={id}"), Some(json!({"userId": "u"})), &[]).await;
+        assert_eq!(status, StatusCode::OK);
+        let mut e = event("agent", &json!({"k": 1}));
+        e["timestamp"] = json!("2030-01-01T00:00:00.123456789Z");
+        let (status, body) = call(&r, "POST", &format!("{engine}/sessions/{id}:appendEvent"), Some(e), &[]).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let events = |filter: &'static str| {
+            let (r, engine) = (r.clone(), engine.clone());
+            async move {
+                let (status, page) =
+                    call(&r, "GET", &format!("{engine}/sessions/{id}/events?filter={filter}"), None, &[]).await;
+                assert_eq!(status, StatusCode::OK, "{page}");
+                page["sessionEvents"].as_array().cloned().unwrap_or_default()
+            }
+        };
+        let all = events("").await;
+        assert_eq!(all[0]["timestamp"], "2030-01-01T00:00:00.123456789Z", "{version}");
+        assert!(all[0]["rawEvent"].get("customMetadata").is_none(), "{}", all[0]);
+        // timestamp>="…789Z", then >="…790Z" and >"…789Z".
+        assert_eq!(events("timestamp%3E%3D%222030-01-01T00%3A00%3A00.123456789Z%22").await.len(), 1);
+        assert_eq!(events("timestamp%3E%3D%222030-01-01T00%3A00%3A00.12345679Z%22").await.len(), 0);
+        assert_eq!(events("timestamp%3E%222030-01-01T00%3A00%3A00.123456789Z%22").await.len(), 0);
+        assert_eq!(events("timestamp%3C%3D%222030-01-01T00%3A00%3A00.123456788Z%22").await.len(), 0);
+        assert_eq!(events("timestamp%3C%3D%222030-01-01T00%3A00%3A00.123456789Z%22").await.len(), 1);
+        // The ADK routes: the float nearest the time, and no internal metadata.
+        let (status, session) = call(&r, "GET", &format!("/apps/42/users/u/sessions/{id}"), None, &[]).await;
+        assert_eq!(status, StatusCode::OK, "{session}");
+        let nearest = agentstate::Timestamp::parse_rfc3339("2030-01-01T00:00:00.123456789Z").unwrap().secs();
+        assert_eq!(session["events"][0]["timestamp"].as_f64().map(f64::to_bits), Some(nearest.to_bits()));
+        assert!(session["events"][0].get("customMetadata").is_none(), "{session}");
+    }
+}

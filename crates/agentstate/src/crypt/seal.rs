@@ -116,11 +116,12 @@ impl KeyRing {
             id: event.id.clone(),
             invocation_id: event.invocation_id.clone(),
             author: event.author.clone(),
-            timestamp: event.timestamp,
             partial: event.partial,
             deleted_keys: event.deleted_keys.clone(),
             ..Event::default()
         };
+        // The time in the clear, exactly: stores order events by it.
+        stored.set_time(event.time());
         stored.actions.rewind_before_invocation_id = event.actions.rewind_before_invocation_id.clone();
         stored.extra.insert(SEALED.to_owned(), Value::String(sealed));
         Ok(stored)

@@ -9,7 +9,8 @@ use crate::event::Event;
 use crate::key::{SessionKey, validate_id};
 use crate::scope::{Scope, ScopedKeys, ScopedState};
 use crate::session::TempChanges;
-use crate::store::{EventCommit, micros_to_secs, secs_to_micros};
+use crate::store::EventCommit;
+use crate::time::Timestamp;
 
 /// The longest invocation id accepted, in characters (the reference's `VARCHAR(256)`).
 pub const MAX_INVOCATION_ID_CHARS: usize = 256;
@@ -38,7 +39,8 @@ pub(crate) struct Target<'a> {
 }
 
 /// Validates `event`, assigns its id, moves its `temp:` keys out, normalises its deletions
-/// (each key once, and `null` in the delta) and its timestamp (after `target.marker`). Returns
+/// (each key once, and `null` in the delta) and its time ([`Event::place_after`]
+/// `target.marker`). Returns
 /// the commit and the `temp:` changes for the caller's handle.
 pub(crate) fn prepare(target: &Target<'_>, mut event: Event) -> Result<(EventCommit, TempChanges)> {
     if event.id.is_empty() {
@@ -53,11 +55,13 @@ pub(crate) fn prepare(target: &Target<'_>, mut event: Event) -> Result<(EventCom
             format!("is {invocation_chars} characters long; at most {MAX_INVOCATION_ID_CHARS} are allowed"),
         ));
     }
-    let requested = secs_to_micros(event.timestamp).ok_or_else(|| {
-        Error::invalid("event.timestamp", format!("{} is not a valid epoch time in seconds", event.timestamp))
-    })?;
-    let timestamp_micros = requested.max(target.marker.saturating_add(1));
-    event.timestamp = micros_to_secs(timestamp_micros);
+    if Timestamp::from_secs(event.timestamp).is_none() {
+        return Err(Error::invalid(
+            "event.timestamp",
+            format!("{} is not a valid epoch time in seconds", event.timestamp),
+        ));
+    }
+    let timestamp_micros = event.place_after(target.marker);
 
     let mut deleted: Vec<String> = Vec::with_capacity(event.deleted_keys.len());
     for key in std::mem::take(&mut event.deleted_keys) {

@@ -13,7 +13,7 @@ use crate::key::{SessionKey, validate_id};
 use crate::store::replay::Replay;
 use crate::store::{
     AdminStore, EventQuery, EventSelect, EventWindow, HistoryStore, LifecycleStore, SessionRead, SharedStateStore,
-    StateOwner, UserDataCounts, secs_to_micros,
+    StateOwner, UserDataCounts,
 };
 use crate::{Map, Value};
 
@@ -95,7 +95,7 @@ impl SessionService {
         let now = self.now_micros();
         let span = span("apply_retention", key);
         let store = self.store();
-        let event_time = |e: &crate::Event| secs_to_micros(e.timestamp).unwrap_or(i64::MIN);
+        let event_time = |e: &crate::Event| e.time().micros();
         let newest = |n: usize| async move {
             let read = SessionRead::decoded(EventWindow { recent: Some(n), since_micros: None }, now);
             Ok::<_, Error>(store.get(key, &read).await?.map(|loaded| loaded.session))

@@ -6,6 +6,7 @@ mod history;
 mod lifecycle;
 mod policy;
 mod requests;
+mod window;
 
 use std::fmt;
 use std::sync::Arc;
@@ -30,7 +31,7 @@ use crate::store::{
     Capabilities, CommitOutcome, EventCursor, EventForm, EventQuery, EventSelect, ListCursor, ListQuery, LoadedSession,
     NewSession, SessionRead, SessionStore, merge_scopes,
 };
-use crate::time::secs_to_micros;
+use crate::time::Timestamp;
 
 /// Creates, loads, lists and deletes sessions, and appends events to them, on any store. Cheap
 /// to clone: clones share the store.
@@ -186,9 +187,9 @@ impl SessionService {
     /// Loads a session with the events `config` selects; `Ok(None)` when it does not exist or
     /// has expired.
     pub async fn get_session(&self, key: &SessionKey, config: GetSessionConfig) -> Result<Option<Session>> {
-        let read = SessionRead::decoded(config.window()?, self.now_micros());
+        let read = SessionRead::decoded(config.window(), self.now_micros());
         let found = self.inner.store.get(key, &read).instrument(span("get_session", key)).await?;
-        Ok(found.map(|loaded| loaded.session))
+        Ok(found.map(|loaded| window::since(loaded, config.after_timestamp).session))
     }
 
     /// Like [`get_session`](Self::get_session), for writing the session out rather than using
@@ -200,8 +201,9 @@ impl SessionService {
         key: &SessionKey,
         config: GetSessionConfig,
     ) -> Result<Option<LoadedSession>> {
-        let read = SessionRead { window: config.window()?, form: EventForm::Stored, now_micros: self.now_micros() };
-        self.inner.store.get(key, &read).instrument(span("get_session_stored", key)).await
+        let read = SessionRead { window: config.window(), form: EventForm::Stored, now_micros: self.now_micros() };
+        let found = self.inner.store.get(key, &read).instrument(span("get_session_stored", key)).await?;
+        Ok(found.map(|loaded| window::since(loaded, config.after_timestamp)))
     }
 
     /// Lists sessions ordered by (last update time, user id, session id), with merged state and
@@ -324,13 +326,16 @@ impl SessionService {
             return Err(Error::invalid("page_size", format!("must be between 1 and {MAX_EVENT_PAGE}")));
         }
         let cursor = request.page_token.as_deref().map(page::decode_events).transpose()?;
-        let since_micros = requests::timestamp_micros("after_timestamp", request.after_timestamp)?;
-        let until_micros = requests::timestamp_micros("until_timestamp", request.until_timestamp)?;
-        // One extra event tells whether another page follows.
-        let limit = request.page_size + 1;
+        let (since, until) = (request.after_timestamp, request.until_timestamp);
+        let (since_micros, until_micros) = (since.map(Timestamp::micros), until.map(Timestamp::micros));
+        // One extra event tells whether another page follows; storage selects by microsecond,
+        // so one more stands in for an event of a bound's microsecond that is outside it.
+        let bounds_within_micros = usize::from(since.is_some_and(|t| !t.is_whole_micros()))
+            + usize::from(request.newest_first && until.is_some());
+        let limit = request.page_size + 1 + bounds_within_micros;
         let select = if request.newest_first {
             // Backwards from the upper bound: strictly before (until + 1 µs, ""), ids being
-            // never empty, is at or before `until`.
+            // never empty, is in or before `until`'s microsecond.
             let from_bound =
                 || until_micros.map(|t| EventCursor { timestamp_micros: t.saturating_add(1), event_id: String::new() });
             EventSelect::Latest { before: cursor.or_else(from_bound), since_micros, limit }
@@ -340,20 +345,21 @@ impl SessionService {
         let query = EventQuery { key: key.clone(), select, now_micros: self.now_micros() };
         let found = self.inner.store.events(&query).instrument(span("list_events", key)).await?;
         Ok(found.map(|mut events| {
+            window::drop_before(&mut events, since);
             if request.newest_first {
-                // Oldest first from the store: the extra one is the first; the page is reversed.
+                window::drop_after(&mut events, until);
+                // Oldest first from the store: the extra ones are the first; the page is
+                // reversed.
                 let more = events.len() > request.page_size;
                 if more {
-                    events.remove(0);
+                    events.drain(..events.len() - request.page_size);
                 }
                 let next_page_token = more.then(|| events.first().map(|e| page::encode_events(&EventCursor::of(e))));
                 events.reverse();
                 return EventPage { events, next_page_token: next_page_token.flatten() };
             }
             // Forwards, the history is in time order: past the upper bound, nothing more fits.
-            let within = until_micros.map_or(events.len(), |until| {
-                events.partition_point(|e| secs_to_micros(e.timestamp).is_some_and(|t| t <= until))
-            });
+            let within = until.map_or(events.len(), |until| events.partition_point(|e| e.time() <= until));
             let ended = within < events.len();
             events.truncate(within);
             let next_page_token = (!ended && events.len() > request.page_size).then(|| {

@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::session::{Session, SessionAttributes};
 use crate::store::{EventWindow, secs_to_micros};
+use crate::time::Timestamp;
 
 /// Arguments of [`SessionService::create_session`](crate::SessionService::create_session).
 ///
@@ -99,8 +100,8 @@ impl CreateSession {
 pub struct GetSessionConfig {
     /// `None`: all events; `Some(0)`: none; `Some(n)`: the `n` most recent.
     pub num_recent_events: Option<usize>,
-    /// Only events with a timestamp at or after this (epoch seconds).
-    pub after_timestamp: Option<f64>,
+    /// Only events whose time is at or after this (to the nanosecond).
+    pub after_timestamp: Option<Timestamp>,
 }
 
 impl GetSessionConfig {
@@ -109,9 +110,10 @@ impl GetSessionConfig {
         Self { num_recent_events: Some(n), after_timestamp: None }
     }
 
-    pub(crate) fn window(self) -> Result<EventWindow> {
-        let since_micros = timestamp_micros("after_timestamp", self.after_timestamp)?;
-        Ok(EventWindow { recent: self.num_recent_events, since_micros })
+    /// The events storage selects: by the microsecond nearest the bound (the service drops
+    /// an event of that microsecond that is before it).
+    pub(crate) fn window(self) -> EventWindow {
+        EventWindow { recent: self.num_recent_events, since_micros: self.after_timestamp.map(Timestamp::micros) }
     }
 }
 
@@ -221,10 +223,10 @@ pub struct ListEvents {
     pub page_size: usize,
     /// `next_page_token` of the previous page; `None` for the first.
     pub page_token: Option<String>,
-    /// Only events with a timestamp at or after this (epoch seconds).
-    pub after_timestamp: Option<f64>,
-    /// Only events with a timestamp at or before this (epoch seconds).
-    pub until_timestamp: Option<f64>,
+    /// Only events whose time is at or after this.
+    pub after_timestamp: Option<Timestamp>,
+    /// Only events whose time is at or before this.
+    pub until_timestamp: Option<Timestamp>,
     /// Newest first (pages go back in time) instead of oldest first. A page token continues the
     /// order it was made in.
     pub newest_first: bool,

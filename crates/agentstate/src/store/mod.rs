@@ -63,10 +63,10 @@ pub struct EventCommit {
     pub key: SessionKey,
     /// The storage marker the caller's handle was loaded at; storage must still hold it.
     pub expected_last_update_micros: i64,
-    /// The event to store: id assigned, `temp:` keys trimmed, timestamp normalised.
+    /// The event to store: id assigned, `temp:` keys trimmed, time placed.
     pub event: Arc<Event>,
-    /// The event's timestamp in epoch microseconds, later than `expected_last_update_micros`;
-    /// it becomes the session's new marker.
+    /// The microsecond the event is stored at (the one nearest its [`time`](Event::time)), later
+    /// than `expected_last_update_micros`; it becomes the session's new marker.
     pub timestamp_micros: i64,
     /// The event's state delta split by scope, to merge key by key.
     pub delta: ScopedState,
@@ -84,13 +84,12 @@ impl EventCommit {
     /// An event copied into a session's history as it is (an import, a fork): stored after
     /// `marker` (its time moved just past it if it is not later), no delta applied, expiry not
     /// judged.
-    pub fn history_only(key: SessionKey, marker: i64, event: Event) -> Self {
-        let stored = crate::time::secs_to_micros(event.timestamp).unwrap_or_default();
-        let timestamp_micros = stored.max(marker.saturating_add(1));
+    pub fn history_only(key: SessionKey, marker: i64, mut event: Event) -> Self {
+        let timestamp_micros = event.place_after(marker);
         Self {
             key,
             expected_last_update_micros: marker,
-            event: Arc::new(Event { timestamp: crate::time::micros_to_secs(timestamp_micros), ..event }),
+            event: Arc::new(event),
             timestamp_micros,
             delta: ScopedState::default(),
             deleted: ScopedKeys::default(),

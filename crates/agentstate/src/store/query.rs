@@ -11,7 +11,6 @@ use std::borrow::Borrow;
 use crate::event::Event;
 use crate::key::SessionKey;
 use crate::session::Session;
-use crate::time::secs_to_micros;
 
 /// Which events a session read returns, oldest first: those at or after `since_micros`, of
 /// those the `recent` newest.
@@ -230,9 +229,9 @@ pub struct EventQuery {
     pub now_micros: i64,
 }
 
-/// An event's time in epoch microseconds (stored events always have one).
+/// The microsecond an event is stored in.
 fn micros(event: &Event) -> i64 {
-    secs_to_micros(event.timestamp).unwrap_or(i64::MIN)
+    event.time().micros()
 }
 
 #[cfg(test)]

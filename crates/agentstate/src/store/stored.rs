@@ -3,7 +3,9 @@
 //! (see [`write_stored_event`](crate::wire::write_stored_event)). "Stored" means this
 //! throughout: as the store keeps it, not decoded (nor, for the state, decrypted).
 
+use crate::event::Event;
 use crate::session::Session;
+use crate::time::Timestamp;
 
 /// An event as a store keeps it: the JSON text of the reference's `event_data` (snake_case) and
 /// its row's own columns.
@@ -17,6 +19,17 @@ pub struct StoredEvent {
     pub timestamp_micros: i64,
     /// The JSON text; `None` for a row without one.
     pub data: Option<String>,
+}
+
+impl StoredEvent {
+    /// The event's time: its text's (to the nanosecond), else its row's.
+    pub fn time(&self) -> Timestamp {
+        let own = self.data.as_deref().and_then(|text| Event::from_stored_json(text).ok());
+        match own {
+            Some((event, true)) => event.time(),
+            _ => Timestamp::from_micros(self.timestamp_micros),
+        }
+    }
 }
 
 /// What a session read returns: the handle, and its events as stored text when they were asked

@@ -22,10 +22,11 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Map, Value, json};
 
 use super::{event_from_wire, event_to_camel};
+use crate::event::EXACT_TIME_KEY;
 use crate::event::Event;
 use crate::key::SessionKey;
 use crate::session::{Session, SessionAttributes};
-use crate::time::{micros_to_secs, secs_to_micros};
+use crate::time::Timestamp;
 
 /// The fields of an event that the API keeps in `eventMetadata` (ADK keeps them on the event).
 const METADATA: [&str; 7] =
@@ -50,17 +51,21 @@ pub fn keep_raw_timestamp(event: &mut Event, sent: Option<Value>) {
 }
 
 /// The event as its client wrote it into `rawEvent`: camelCase, its own time (see
-/// [`keep_raw_timestamp`]) in place of agentstate's.
+/// [`keep_raw_timestamp`]) in place of agentstate's, without agentstate's exact time (the
+/// resource's `timestamp` says it).
 pub fn raw_event(event: &Event) -> Value {
     let mut raw = event_to_camel(event);
     let Some(Value::Object(meta)) = raw.get_mut("customMetadata") else { return raw };
-    let Some(sent) = meta.shift_remove(RAW_TIME_KEY) else { return raw };
-    let emptied = meta.is_empty();
+    let sent = meta.shift_remove(RAW_TIME_KEY);
+    let exact = meta.shift_remove(EXACT_TIME_KEY);
+    let emptied = meta.is_empty() && (sent.is_some() || exact.is_some());
     if let Value::Object(fields) = &mut raw {
         if emptied {
             fields.shift_remove("customMetadata");
         }
-        fields.insert("timestamp".into(), sent);
+        if let Some(sent) = sent {
+            fields.insert("timestamp".into(), sent);
+        }
     }
     raw
 }
@@ -150,15 +155,15 @@ pub fn create_body(user: &str, state: Map<String, Value>, attributes: &SessionAt
 }
 
 /// An event as the API writes it: the typed fields (camelCase) and the whole ADK event as
-/// `rawEvent`, at `timestamp_micros`. `state_delta` is the typed `actions.stateDelta`: what the
-/// service merges (the event's own, but for an import, which records deltas without applying
-/// them again).
-pub fn event_resource(event: &Event, state_delta: &Map<String, Value>, timestamp_micros: i64) -> Map<String, Value> {
+/// `rawEvent`, at the event's time to the nanosecond. `state_delta` is the typed
+/// `actions.stateDelta`: what the service merges (the event's own, but for an import, which
+/// records deltas without applying them again).
+pub fn event_resource(event: &Event, state_delta: &Map<String, Value>) -> Map<String, Value> {
     let raw = raw_event(event);
     let mut out = Map::new();
     out.insert("author".into(), json!(event.author));
     out.insert("invocationId".into(), json!(event.invocation_id));
-    out.insert("timestamp".into(), json!(rfc3339(timestamp_micros)));
+    out.insert("timestamp".into(), json!(event.time().rfc3339()));
     if let Some(content) = raw.get("content") {
         out.insert("content".into(), content.clone());
     }
@@ -229,14 +234,11 @@ pub fn event_from_resource(mut resource: Map<String, Value>) -> Result<Event, St
         event.id = id_of(name).to_owned();
     }
     if let Some(time) = resource.get("timestamp") {
-        event.timestamp = micros_to_secs(parse_rfc3339(time.as_str().unwrap_or_default(), "timestamp")?);
+        let time =
+            Timestamp::parse_rfc3339(time.as_str().unwrap_or_default()).map_err(|e| format!("timestamp: {e}"))?;
+        event.set_time(time);
     }
     Ok(event)
-}
-
-/// An event's time in epoch microseconds, for its resource.
-pub fn event_micros(event: &Event) -> i64 {
-    secs_to_micros(event.timestamp).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -252,8 +254,8 @@ mod tests {
             "branch": "a.b", "turn_complete": true, "custom_metadata": {"x_y": 1}, "error_code": "E",
         }))
         .unwrap();
-        sent.timestamp = micros_to_secs(1_800_000_000_123_456);
-        let mut resource = event_resource(&sent, &sent.actions.state_delta, 1_800_000_000_123_456);
+        sent.set_time(Timestamp::from_micros(1_800_000_000_123_456));
+        let mut resource = event_resource(&sent, &sent.actions.state_delta);
         assert_eq!(resource["timestamp"], "2027-01-15T08:00:00.123456Z");
         assert_eq!(resource["actions"]["transferAgent"], "b");
         assert_eq!(resource["eventMetadata"]["branch"], "a.b");
@@ -268,6 +270,21 @@ mod tests {
         assert_eq!(typed.actions.transfer_to_agent.as_deref(), Some("b"));
         assert_eq!(typed.actions.state_delta, sent.actions.state_delta);
         assert_eq!(typed.content, sent.content);
+    }
+
+    #[test]
+    fn an_event_keeps_its_nanoseconds_through_a_resource() {
+        let time = Timestamp::parse_rfc3339("2026-11-25T02:58:13.327913461Z").unwrap();
+        let mut sent = Event::new("inv").author("agent");
+        sent.set_time(time);
+        let resource = event_resource(&sent, &Map::new());
+        assert_eq!(resource["timestamp"], "2026-11-25T02:58:13.327913461Z");
+        assert!(resource["rawEvent"].get("customMetadata").is_none(), "{resource:?}");
+        assert!(resource["eventMetadata"].get("customMetadata").is_none(), "{resource:?}");
+        let back = event_from_resource(resource).unwrap();
+        assert_eq!((back.time(), back.timestamp), (time, sent.timestamp));
+        let shown = crate::wire::event_to_wire(&back);
+        assert!(shown.get("customMetadata").is_none(), "the exact time is not shown as metadata: {shown}");
     }
 
     #[test]

@@ -215,11 +215,8 @@ pub(crate) async fn get(
     let get_query = query(get_query)?;
     let config = if get_query.agentstate_events {
         let after =
-            get_query.agentstate_after.as_deref().map(|t| resource::parse_rfc3339(t, "agentstateAfter")).transpose()?;
-        GetSessionConfig {
-            num_recent_events: get_query.agentstate_num_recent_events,
-            after_timestamp: after.map(agentstate::store::micros_to_secs),
-        }
+            get_query.agentstate_after.as_deref().map(|t| resource::parse_time(t, "agentstateAfter")).transpose()?;
+        GetSessionConfig { num_recent_events: get_query.agentstate_num_recent_events, after_timestamp: after }
     } else {
         GetSessionConfig::recent(0)
     };
@@ -307,8 +304,8 @@ pub(crate) async fn events(
     let mut request = ListEvents {
         page_size: if whole { MAX_EVENT_PAGE } else { page_size(page_query.page_size) },
         page_token: page_query.page_token.filter(|t| !t.is_empty()),
-        after_timestamp: range.since.map(agentstate::store::micros_to_secs),
-        until_timestamp: range.until.map(agentstate::store::micros_to_secs),
+        after_timestamp: range.since,
+        until_timestamp: range.until,
         newest_first,
     };
     let mut events = Vec::new();

@@ -7,7 +7,8 @@ use std::time::Duration;
 use agentstate::{Event, Map, SessionAttributes, Value};
 
 use super::error::GoogleError;
-use super::resource::parse_rfc3339;
+use super::resource::{parse_rfc3339, parse_time};
+use agentstate::Timestamp;
 use agentstate::wire::{self, engine};
 
 /// `field` of `object` under its camelCase or snake_case name.
@@ -99,7 +100,7 @@ pub(crate) fn appended(mut body: Map<String, Value>) -> Result<Event, GoogleErro
     let (Some(author), Some(invocation_id), Some(timestamp)) = (author, invocation_id, timestamp) else {
         return Err(GoogleError::invalid("author, invocationId and timestamp are required"));
     };
-    let timestamp_micros = parse_rfc3339(&timestamp, "timestamp")?;
+    let time = parse_time(&timestamp, "timestamp")?;
     let typed_actions = take(&mut body, "actions").map(|v| object(v, "actions")).transpose()?;
     let mut raw = match take(&mut body, "rawEvent") {
         Some(raw) => object(raw, "rawEvent")?,
@@ -117,7 +118,7 @@ pub(crate) fn appended(mut body: Map<String, Value>) -> Result<Event, GoogleErro
         .map_err(|e| GoogleError::invalid(format!("the event cannot be read: {e}")))?;
     event.author = author;
     event.invocation_id = invocation_id;
-    event.timestamp = agentstate::store::micros_to_secs(timestamp_micros);
+    event.set_time(time);
     engine::keep_raw_timestamp(&mut event, raw_timestamp);
     if let Some(mut actions) = typed_actions {
         if let Some(delta) = take(&mut actions, "stateDelta") {
@@ -131,11 +132,11 @@ pub(crate) fn appended(mut body: Map<String, Value>) -> Result<Event, GoogleErro
     Ok(event)
 }
 
-/// A lower and an upper bound on event times (epoch microseconds, both inclusive).
+/// A lower and an upper bound on event times (both inclusive, to the nanosecond).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct TimeRange {
-    pub(crate) since: Option<i64>,
-    pub(crate) until: Option<i64>,
+    pub(crate) since: Option<Timestamp>,
+    pub(crate) until: Option<Timestamp>,
 }
 
 /// An events filter: `timestamp` compared (`>=`, `>`, `<=`, `<`) with a quoted RFC 3339 time,
@@ -147,12 +148,16 @@ pub(crate) fn event_filter(filter: &str) -> Result<TimeRange, GoogleError> {
         if field != "timestamp" {
             return Err(GoogleError::invalid(format!("events can be filtered by timestamp only, not {field:?}")));
         }
-        let micros = parse_rfc3339(&value, "filter")?;
+        let time = parse_time(&value, "filter")?;
+        let (after, before) = (
+            Timestamp::from_nanos(time.nanos().saturating_add(1)),
+            Timestamp::from_nanos(time.nanos().saturating_sub(1)),
+        );
         match op {
-            ">=" => range.since = Some(range.since.map_or(micros, |s| s.max(micros))),
-            ">" => range.since = Some(range.since.map_or(micros + 1, |s| s.max(micros + 1))),
-            "<=" => range.until = Some(range.until.map_or(micros, |u| u.min(micros))),
-            "<" => range.until = Some(range.until.map_or(micros - 1, |u| u.min(micros - 1))),
+            ">=" => range.since = range.since.max(Some(time)),
+            ">" => range.since = range.since.max(Some(after)),
+            "<=" => range.until = Some(range.until.map_or(time, |u| u.min(time))),
+            "<" => range.until = Some(range.until.map_or(before, |u| u.min(before))),
             _ => return Err(GoogleError::invalid(format!("timestamp takes >=, >, <= or <, not {op}"))),
         }
     }
@@ -293,8 +298,13 @@ mod tests {
         let range =
             event_filter(r#"timestamp>="2026-11-22T03:32:55.281155+00:00" AND timestamp<"2026-11-22T03:33:00Z""#)
                 .unwrap();
-        assert_eq!(range, TimeRange { since: Some(1_795_318_375_281_155), until: Some(1_795_318_379_999_999) });
-        assert_eq!(event_filter(r#"timestamp>"2026-11-22T03:32:55Z""#).unwrap().since, Some(1_795_318_375_000_001));
+        let nanos = |n: i64| Some(Timestamp::from_nanos(n));
+        assert_eq!(
+            range,
+            TimeRange { since: nanos(1_795_318_375_281_155_000), until: nanos(1_795_318_379_999_999_999) }
+        );
+        let exact = event_filter(r#"timestamp>"2026-11-22T03:32:55.000000001Z""#).unwrap();
+        assert_eq!(exact.since, nanos(1_795_318_375_000_000_002), "to the nanosecond");
         assert!(event_filter(r#"author="x""#).is_err());
         assert!(event_filter("timestamp>=yesterday").is_err());
     }

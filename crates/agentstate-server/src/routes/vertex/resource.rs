@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use agentstate::{Event, Map, Session, Value};
+use agentstate::{Event, Map, Session, Timestamp, Value};
 use serde_json::json;
 
 use agentstate::wire::engine;
@@ -94,7 +94,7 @@ impl Engine {
     pub(crate) fn raw_event(&self, session_id: &str, event: &Event) -> Value {
         json!({
             "name": self.event_name(session_id, &event.id),
-            "timestamp": rfc3339(engine::event_micros(event)),
+            "timestamp": event.time().rfc3339(),
             "rawEvent": engine::raw_event(event),
         })
     }
@@ -104,7 +104,7 @@ impl Engine {
     pub(crate) fn event(&self, session_id: &str, event: &Event) -> Value {
         let mut out = Map::new();
         out.insert("name".into(), json!(self.event_name(session_id, &event.id)));
-        out.extend(engine::event_resource(event, &event.actions.state_delta, engine::event_micros(event)));
+        out.extend(engine::event_resource(event, &event.actions.state_delta));
         Value::Object(out)
     }
 
@@ -124,12 +124,15 @@ pub(crate) fn new_session_id() -> String {
     operation_id().to_string()
 }
 
-pub(crate) use engine::rfc3339;
-
 /// An RFC 3339 time (`Z` or an offset; any fraction, cut to the microsecond) as epoch
 /// microseconds.
 pub(crate) fn parse_rfc3339(text: &str, field: &str) -> Result<i64, GoogleError> {
     engine::parse_rfc3339(text, field).map_err(GoogleError::invalid)
+}
+
+/// An RFC 3339 time to the nanosecond (an event's, or a bound on events' times).
+pub(crate) fn parse_time(text: &str, field: &str) -> Result<Timestamp, GoogleError> {
+    Timestamp::parse_rfc3339(text).map_err(|e| GoogleError::invalid(format!("{field}: {e}")))
 }
 
 #[cfg(test)]

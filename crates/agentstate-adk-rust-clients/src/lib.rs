@@ -1,0 +1,69 @@
+//! An agentstate server for ADK-Rust's own clients to talk to, in the test's process, over a
+//! throwaway store on each backend the conformance suite runs: SQLite (in memory), PostgreSQL
+//! and MariaDB (a fresh database each, see [`agentstate_conformance::databases`]) and Redis (a
+//! key prefix of its own). The tests are in `tests/`; this crate publishes nothing.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use agentstate::SessionService;
+use agentstate_server::{AppState, Tokens, app};
+
+/// The API key the servers accept (ADK-Rust's API-key credentials send it as
+/// `x-goog-api-key`).
+pub const API_KEY: &str = "adk-rust-client-key-0123456789";
+
+/// A service over SQLite in memory, the embedded default.
+pub async fn sqlite() -> SessionService {
+    sql("sqlite::memory:".into()).await
+}
+
+/// A service over a new, empty database on the local PostgreSQL.
+pub async fn postgres() -> SessionService {
+    sql(agentstate_conformance::databases::fresh_postgres().await).await
+}
+
+/// A service over a new, empty database on the local MariaDB.
+pub async fn mysql() -> SessionService {
+    sql(agentstate_conformance::databases::fresh_mysql().await).await
+}
+
+/// A service over a key prefix of its own on the local Redis.
+///
+/// # Panics
+/// When Redis cannot be reached: a test setup failure, named.
+pub async fn redis() -> SessionService {
+    let url = format!("{}?prefix={}", redis_url(), fresh_prefix());
+    let store = agentstate_redis::RedisStore::connect(&url).await;
+    SessionService::new(store.unwrap_or_else(|e| panic!("{url}: {e}")))
+}
+
+/// A service over the SQL database at `url`; a server that cannot be reached panics, named.
+async fn sql(url: String) -> SessionService {
+    let store = agentstate_sql::SqlStore::connect(&url).await;
+    SessionService::new(store.unwrap_or_else(|e| panic!("{url}: {e}")))
+}
+
+/// The Redis the tests use: `AGENTSTATE_TEST_REDIS`, else the local one.
+fn redis_url() -> String {
+    std::env::var("AGENTSTATE_TEST_REDIS").unwrap_or_else(|_| "redis://127.0.0.1:6379/0".to_owned())
+}
+
+/// A key prefix no other run uses, in the form the Redis tests sweep a day later.
+fn fresh_prefix() -> String {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    format!("agentstate-test-{now}-{}:", agentstate::Event::new_id())
+}
+
+/// Serves `service` on a spare loopback port, with [`API_KEY`] allowed every app, for the
+/// life of the current runtime; the base URL.
+///
+/// # Panics
+/// When no loopback port can be had.
+pub async fn serve(service: SessionService) -> String {
+    let tokens = Tokens::parse(&format!(r#"{{"tokens": [{{"token": "{API_KEY}", "apps": "*"}}]}}"#));
+    let tokens = tokens.unwrap_or_else(|e| panic!("the test's tokens: {e}"));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("a port: {e}"));
+    let base = format!("http://{}", listener.local_addr().unwrap_or_else(|e| panic!("its address: {e}")));
+    tokio::spawn(async move { axum::serve(listener, app(AppState::new(service).with_tokens(tokens))).await });
+    base
+}

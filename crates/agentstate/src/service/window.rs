@@ -1,0 +1,44 @@
+//! Event windows to the nanosecond. Storage selects events by the microsecond they are stored
+//! at, the one nearest their time; a bound finer than that is met by dropping what storage
+//! selects at the bound's own microsecond but falls outside it. A session has at most one event
+//! per microsecond, so that is at most one event at each end.
+
+use crate::event::Event;
+use crate::store::LoadedSession;
+use crate::time::Timestamp;
+
+/// `loaded` without an event before `since` (its first, if any).
+pub(super) fn since(mut loaded: LoadedSession, since: Option<Timestamp>) -> LoadedSession {
+    let Some(since) = since.filter(|t| !t.is_whole_micros()) else { return loaded };
+    match &mut loaded.stored_events {
+        Some(stored) => {
+            if stored.first().is_some_and(|e| e.time() < since) {
+                stored.remove(0);
+            }
+        }
+        None => {
+            if loaded.session.events().first().is_some_and(|e| e.time() < since) {
+                loaded.session.drop_first_event();
+            }
+        }
+    }
+    loaded
+}
+
+/// `events` (oldest first) without the first if it is before `since`.
+pub(super) fn drop_before(events: &mut Vec<Event>, since: Option<Timestamp>) {
+    if let Some(since) = since
+        && events.first().is_some_and(|e| e.time() < since)
+    {
+        events.remove(0);
+    }
+}
+
+/// `events` (oldest first) without the last if it is after `until`.
+pub(super) fn drop_after(events: &mut Vec<Event>, until: Option<Timestamp>) {
+    if let Some(until) = until
+        && events.last().is_some_and(|e| e.time() > until)
+    {
+        events.pop();
+    }
+}
