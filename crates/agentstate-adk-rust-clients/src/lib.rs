@@ -12,6 +12,11 @@ use agentstate_server::{AppState, Tokens, app};
 /// `x-goog-api-key`).
 pub const API_KEY: &str = "adk-rust-client-key-0123456789";
 
+/// A service over agentstate's in-memory store.
+pub async fn in_memory() -> SessionService {
+    SessionService::in_memory()
+}
+
 /// A service over SQLite in memory, the embedded default.
 pub async fn sqlite() -> SessionService {
     sql("sqlite::memory:".into()).await

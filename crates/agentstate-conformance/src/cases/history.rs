@@ -33,6 +33,11 @@ async fn written_history(svc: &Svc, app: &str) -> (Session, Vec<Value>, Vec<Even
         if i == 70 {
             event = event.delete("app:a");
         }
+        if i % 7 == 0 {
+            // A time to the nanosecond, as ADK-Rust gives them: history and forks keep it.
+            let next = agentstate::Timestamp::from_micros(session.last_update_micros() + 1_000);
+            event.set_time(agentstate::Timestamp::from_nanos(next.nanos() + 123));
+        }
         let stored = svc.append_event(&mut session, event).await.unwrap();
         let mut state = obj(expected.last().cloned().unwrap_or_default());
         agentstate::history::apply(&mut state, &stored);

@@ -16,7 +16,8 @@ use tracing::Instrument;
 pub use commit::{Appended, MAX_INVOCATION_ID_CHARS};
 pub use policy::Policies;
 pub use requests::{
-    CreateSession, EventPage, GetSessionConfig, ListEvents, ListSessions, MAX_EVENT_PAGE, Retention, SessionPage,
+    BLIND_APPEND_ATTEMPTS, CreateSession, EventPage, GetSessionConfig, ListEvents, ListSessions, MAX_EVENT_PAGE,
+    Retention, SessionPage,
 };
 
 use crate::clock::{self, Clock, SystemClock};
@@ -268,8 +269,9 @@ impl SessionService {
     /// - A partial event is returned untouched; nothing is stored.
     /// - `temp:` keys are applied to `session` (visible for the rest of the invocation) but
     ///   never stored.
-    /// - The event's timestamp is kept later than the session's last update (at least 1 µs
-    ///   after), so history order is append order on every backend.
+    /// - The event's time is kept as given, to the nanosecond, when the microsecond nearest it
+    ///   is later than the session's last update; otherwise it is moved to 1 µs after that, so
+    ///   history order is append order on every backend ([`Event::time`]).
     /// - `session` is updated only after the write succeeded; on any error it is unchanged.
     /// - If storage changed since `session` was loaded → `Conflict` (stale handle): reload and
     ///   retry. Re-appending an event already stored is idempotent and returns the stored event.
@@ -303,6 +305,27 @@ impl SessionService {
             CommitOutcome::Committed => Ok(Appended { event: Arc::unwrap_or_clone(event), duplicate: false }),
             CommitOutcome::Duplicate(stored) => Ok(Appended { event: *stored, duplicate: true }),
         }
+    }
+
+    /// Appends `event` to the session `key` as it is in storage now, holding no handle (a
+    /// blind write, as ADK-Rust's stores append): at the marker just read; when another writer
+    /// appended in between, it reads again and retries, so no update is lost. Refused with the
+    /// stale-session conflict only after [`BLIND_APPEND_ATTEMPTS`] lost races.
+    pub async fn append_now(&self, key: &SessionKey, event: Event) -> Result<Appended> {
+        for _ in 0..BLIND_APPEND_ATTEMPTS {
+            let marker = self
+                .get_session(key, GetSessionConfig::recent(0))
+                .await?
+                .ok_or_else(|| Error::NotFound { session_id: key.session_id().to_owned() })?
+                .last_update_micros();
+            match self.append_at(key, marker, event.clone()).await {
+                Err(Error::Conflict { kind: crate::ConflictKind::StaleSession }) => {
+                    tracing::debug!(session = %key, "session changed during a blind append; reading again");
+                }
+                done => return done,
+            }
+        }
+        Err(Error::stale())
     }
 
     /// Where an append to `key` at `marker` goes now, with the refresh policy applied.

@@ -241,6 +241,11 @@ impl Default for ListEvents {
 /// The largest event page.
 pub const MAX_EVENT_PAGE: usize = 1000;
 
+/// How many lost races a blind append
+/// ([`SessionService::append_now`](crate::SessionService::append_now)) takes before it gives up:
+/// each lost race is another writer's append, so many writers at once all get through.
+pub const BLIND_APPEND_ATTEMPTS: usize = 64;
+
 /// One page of a session's history, in the order asked (oldest first by default).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct EventPage {

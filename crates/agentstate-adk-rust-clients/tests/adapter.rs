@@ -1,0 +1,235 @@
+//! `agentstate_adk_rust::AdkSessionService`, ADK-Rust's `SessionService` over agentstate's
+//! stores, on in-memory, SQLite, PostgreSQL, MariaDB and Redis: ADK-Rust's published session
+//! contract, its state guide's example, bare-id addressing, erasure, exact times, bad input, and
+//! 16 writers of one user's state at once.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use adk_core::{AdkIdentity, AppName, ErrorCategory, SessionId, UserId};
+use adk_session::{
+    AppendEventRequest, CreateRequest, DeleteRequest, Event, GetRequest, KEY_PREFIX_APP, KEY_PREFIX_USER, ListRequest,
+    SessionService,
+};
+use agentstate_adk_rust::AdkSessionService;
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+/// ADK-Rust's contract, as adk-session 2.3 publishes it (see `build.rs`).
+#[allow(dead_code, unreachable_pub, clippy::all, clippy::pedantic)]
+mod session_contract {
+    include!(concat!(env!("OUT_DIR"), "/session_contract.rs"));
+}
+
+fn create(app: &str, user: &str, id: Option<&str>, state: HashMap<String, serde_json::Value>) -> CreateRequest {
+    CreateRequest { app_name: app.into(), user_id: user.into(), session_id: id.map(str::to_owned), state }
+}
+
+fn get(app: &str, user: &str, id: &str) -> GetRequest {
+    GetRequest {
+        app_name: app.into(),
+        user_id: user.into(),
+        session_id: id.into(),
+        num_recent_events: None,
+        after: None,
+    }
+}
+
+fn identity(app: &str, user: &str, id: &str) -> AdkIdentity {
+    AdkIdentity::new(AppName::try_from(app).unwrap(), UserId::try_from(user).unwrap(), SessionId::try_from(id).unwrap())
+}
+
+fn event(invocation: &str, delta: &[(&str, serde_json::Value)]) -> Event {
+    let mut event = Event::new(invocation);
+    event.author = "agent".into();
+    event.actions.state_delta.extend(delta.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
+    event
+}
+
+async fn contract(service: AdkSessionService) {
+    session_contract::assert_session_contract(&service, "contract-app", "contract-other-app").await;
+}
+
+/// The complete example of ADK-Rust's state guide with only the constructor changed, and its
+/// append snippet.
+async fn seed_example(service: AdkSessionService) {
+    let mut state1 = HashMap::new();
+    state1.insert(format!("{KEY_PREFIX_APP}theme"), json!("dark"));
+    state1.insert(format!("{KEY_PREFIX_USER}language"), json!("en"));
+    state1.insert("context".to_string(), json!("session1"));
+    service.create(create("my_app", "alice", Some("s1"), state1)).await.unwrap();
+    let state2 = HashMap::from([("context".to_string(), json!("session2"))]);
+    let session2 = service.create(create("my_app", "alice", Some("s2"), state2)).await.unwrap();
+    assert_eq!(session2.state().get("app:theme"), Some(json!("dark")));
+    assert_eq!(session2.state().get("user:language"), Some(json!("en")));
+    assert_eq!(session2.state().get("context"), Some(json!("session2")));
+
+    let event = event("invocation_123", &[("counter", json!(42)), ("user:last_seen", json!("2024-01-15"))]);
+    service.append_event(session2.id(), event).await.unwrap();
+    let s1 = service.get(get("my_app", "alice", "s1")).await.unwrap();
+    assert_eq!(s1.state().get("user:last_seen"), Some(json!("2024-01-15")));
+    assert_eq!(s1.state().get("counter"), None);
+    assert_eq!(service.get(get("my_app", "alice", "s2")).await.unwrap().state().get("counter"), Some(json!(42)));
+}
+
+/// A bare session id names one session or is refused: unknown → not found, used by two users →
+/// an error that says to give the identity; with the identity, the append goes where it says.
+async fn bare_ids(service: AdkSessionService) {
+    service.create(create("bare", "u1", Some("shared-id"), HashMap::new())).await.unwrap();
+    service.create(create("bare", "u2", Some("shared-id"), HashMap::new())).await.unwrap();
+    service.create(create("bare", "u1", Some("own-id"), HashMap::new())).await.unwrap();
+    service.append_event("own-id", event("i", &[("k", json!(1))])).await.unwrap();
+    assert_eq!(service.get(get("bare", "u1", "own-id")).await.unwrap().state().get("k"), Some(json!(1)));
+
+    let ambiguous = service.append_event("shared-id", event("i", &[("k", json!(2))])).await.unwrap_err();
+    assert_eq!(ambiguous.category, ErrorCategory::InvalidInput, "{ambiguous}");
+    assert!(ambiguous.message.contains("append_event_for_identity"), "{ambiguous}");
+    let missing = service.append_event("no-such-id", event("i", &[])).await.unwrap_err();
+    assert!(missing.is_not_found() && missing.code == "session.not_found", "{missing}");
+    for user in ["u1", "u2"] {
+        let s = service.get(get("bare", user, "shared-id")).await.unwrap();
+        assert!(s.events().is_empty(), "nothing written to either");
+    }
+    let request =
+        AppendEventRequest { identity: identity("bare", "u2", "shared-id"), event: event("i", &[("k", json!(3))]) };
+    service.append_event_for_identity(request).await.unwrap();
+    assert_eq!(service.get(get("bare", "u2", "shared-id")).await.unwrap().state().get("k"), Some(json!(3)));
+    assert_eq!(service.get(get("bare", "u1", "shared-id")).await.unwrap().state().get("k"), None);
+}
+
+/// Times to the nanosecond through the adapter, and `after` windows exact at their bound.
+async fn exact_times(service: AdkSessionService) {
+    service.create(create("times", "u", Some("t"), HashMap::new())).await.unwrap();
+    let t0: DateTime<Utc> = "2031-05-06T07:08:09.123456789Z".parse().unwrap();
+    let times = [t0, t0 + chrono::Duration::nanoseconds(1_000_601), t0 + chrono::Duration::seconds(1)];
+    for (i, time) in times.iter().enumerate() {
+        let mut e = event(&format!("inv-{i}"), &[]);
+        e.timestamp = *time;
+        let request = AppendEventRequest { identity: identity("times", "u", "t"), event: e };
+        service.append_event_for_identity(request).await.unwrap();
+    }
+    let window = |after: Option<DateTime<Utc>>, recent: Option<usize>| GetRequest {
+        after,
+        num_recent_events: recent,
+        ..get("times", "u", "t")
+    };
+    let stamps = |s: Box<dyn adk_session::Session>| s.events().all().iter().map(|e| e.timestamp).collect::<Vec<_>>();
+    assert_eq!(stamps(service.get(window(None, None)).await.unwrap()), times);
+    assert_eq!(stamps(service.get(window(Some(times[1]), None)).await.unwrap()), times[1..]);
+    let just_after = times[1] + chrono::Duration::nanoseconds(1);
+    assert_eq!(stamps(service.get(window(Some(just_after), None)).await.unwrap()), times[2..]);
+    assert_eq!(stamps(service.get(window(None, Some(2))).await.unwrap()), times[1..]);
+}
+
+/// Bad identities answer ADK-Rust's invalid-input errors and write nothing; a missing session
+/// is `session.not_found`; `delete_all_sessions` erases one user's sessions only.
+async fn errors_and_erasure(service: AdkSessionService) {
+    let bad = service.create(create("", "u", None, HashMap::new())).await.err().expect("an empty app name");
+    assert_eq!(bad.category, ErrorCategory::InvalidInput, "{bad}");
+    // ADK-Rust's rules refuse a NUL; agentstate's, surrounding whitespace: both are bad input.
+    for user in ["u\0x", " u"] {
+        let bad = service.get(get("app", user, "s")).await.err().expect("a bad user id");
+        assert_eq!(bad.category, ErrorCategory::InvalidInput, "{bad}");
+        let bad = service.create(create("app", user, None, HashMap::new())).await.err().expect("a bad user id");
+        assert_eq!(bad.category, ErrorCategory::InvalidInput, "{bad}");
+    }
+    let listed = service.list(ListRequest { app_name: "app".into(), user_id: "u".into(), limit: None, offset: None });
+    assert!(listed.await.unwrap().is_empty(), "nothing was written");
+    let missing = service.get(get("app", "u", "nothing")).await.err().expect("a missing session");
+    assert!(missing.is_not_found() && missing.code == "session.not_found", "{missing}");
+
+    for (user, id) in [("gone", "a"), ("gone", "b"), ("stays", "c")] {
+        service
+            .create(create("erase", user, Some(id), HashMap::from([("user:x".to_string(), json!(1))])))
+            .await
+            .unwrap();
+    }
+    service.delete_all_sessions("erase", "gone").await.unwrap();
+    let list = |user: &str| ListRequest { app_name: "erase".into(), user_id: user.into(), limit: None, offset: None };
+    assert!(service.list(list("gone")).await.unwrap().is_empty());
+    assert_eq!(service.list(list("stays")).await.unwrap().len(), 1);
+    service
+        .delete(DeleteRequest { app_name: "erase".into(), user_id: "stays".into(), session_id: "c".into() })
+        .await
+        .unwrap();
+    assert!(service.list(list("stays")).await.unwrap().is_empty());
+    service.health_check().await.unwrap();
+}
+
+/// 16 writers at once on 16 sessions of one user, each writing its own `user:` key: all 16 kept.
+async fn sixteen_writers(service: AdkSessionService) {
+    let service = Arc::new(service);
+    for i in 0..16 {
+        service.create(create("writers", "u", Some(&format!("s{i}")), HashMap::new())).await.unwrap();
+    }
+    let writers = (0..16).map(|i| {
+        let service = Arc::clone(&service);
+        tokio::spawn(async move {
+            let e = event("inv", &[(&format!("user:k{i}"), json!(i))]);
+            let request = AppendEventRequest { identity: identity("writers", "u", &format!("s{i}")), event: e };
+            service.append_event_for_identity(request).await
+        })
+    });
+    for writer in writers.collect::<Vec<_>>() {
+        writer.await.unwrap().unwrap();
+    }
+    let state = service.get(get("writers", "u", "s0")).await.unwrap().state().all();
+    let kept = (0..16).filter(|i| state.get(&format!("user:k{i}")) == Some(&json!(i))).count();
+    assert_eq!(kept, 16, "{state:?}");
+}
+
+macro_rules! on_every_backend {
+    ($($backend:ident),*) => {
+        $(
+            mod $backend {
+                use super::*;
+
+                async fn service() -> AdkSessionService {
+                    AdkSessionService::new(agentstate_adk_rust_clients::$backend().await)
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn adk_rust_session_contract() {
+                    contract(service().await).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn the_state_guide_example() {
+                    seed_example(service().await).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn bare_session_ids() {
+                    bare_ids(service().await).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn times_to_the_nanosecond() {
+                    exact_times(service().await).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn errors_and_erasure_of_a_user() {
+                    errors_and_erasure(service().await).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sixteen_writers_of_one_user_lose_nothing() {
+                    sixteen_writers(service().await).await;
+                }
+            }
+        )*
+    };
+}
+
+on_every_backend!(in_memory, sqlite, postgres, mysql, redis);
+
+/// `open` takes the URLs `agentstate serve --db` takes, with its errors.
+#[tokio::test]
+async fn open_takes_the_servers_urls() {
+    let service = AdkSessionService::open("sqlite::memory:").await.unwrap();
+    service.create(create("a", "u", Some("s"), HashMap::new())).await.unwrap();
+    let bad = AdkSessionService::open("ftp://somewhere").await.unwrap_err().to_string();
+    assert!(bad.contains("unsupported scheme"), "{bad}");
+}

@@ -1,0 +1,321 @@
+//! ADK-Rust's [`SessionService`](adk_session::SessionService) (adk-session 2.3) over every
+//! agentstate backend. An ADK-Rust agent switches to agentstate by changing the line that builds
+//! its session service:
+//!
+//! ```no_run
+//! use adk_session::{CreateRequest, SessionService};
+//! use agentstate_adk_rust::AdkSessionService;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! // Was: let service = adk_session::InMemorySessionService::new();
+//! let service = AdkSessionService::open("sqlite://sessions.db").await?;
+//! let session = service
+//!     .create(CreateRequest {
+//!         app_name: "my_app".into(),
+//!         user_id: "alice".into(),
+//!         session_id: None,
+//!         state: Default::default(),
+//!     })
+//!     .await?;
+//! println!("{}", session.id());
+//! # Ok(()) }
+//! ```
+//!
+//! What changes for the better: scoped merges are atomic per key (concurrent writers of one
+//! `user:` key lose nothing), appends are checked by storage, history, lifecycle and encryption
+//! come with every backend, and event times are kept to the nanosecond. Events are stored in the
+//! form ADK for Python, ADK for TypeScript and agentstate's runtime read (see [`convert`]).
+
+use std::collections::HashMap;
+
+use adk_core::identity::{AppName, SessionId, UserId};
+use adk_core::{AdkError, ErrorCategory, ErrorComponent};
+use adk_session::{
+    AppendEventRequest, CreateRequest, DeleteRequest, Event as RustEvent, Events, GetRequest, ListRequest, Session,
+    SessionService as AdkService, State,
+};
+use agentstate::{
+    CreateSession, ErrorKind, GetSessionConfig, ListSessions, SessionKey, SessionService, Timestamp, Value,
+};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+pub mod convert;
+
+/// ADK-Rust's session service over an agentstate [`SessionService`]: any backend, any stack
+/// (encryption, policies) the service was built with.
+#[derive(Clone)]
+pub struct AdkSessionService {
+    service: SessionService,
+}
+
+impl std::fmt::Debug for AdkSessionService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdkSessionService").finish_non_exhaustive()
+    }
+}
+
+impl AdkSessionService {
+    /// Over `service`.
+    pub fn new(service: SessionService) -> Self {
+        Self { service }
+    }
+
+    /// Over the backend `url` names, as `agentstate serve --db` takes it (SQLite, PostgreSQL,
+    /// MySQL/MariaDB, Redis and Redis Cluster, the Agent Engine Sessions API), with the same
+    /// errors for a bad URL.
+    ///
+    /// # Errors
+    /// When the URL is not a backend's or the backend cannot be opened.
+    pub async fn open(url: &str) -> Result<Self, agentstate_backends::OpenError> {
+        Ok(Self::new(SessionService::shared(agentstate_backends::open(url).await?)))
+    }
+
+    /// The agentstate service underneath (for history, lifecycle, export…).
+    pub fn service(&self) -> &SessionService {
+        &self.service
+    }
+
+    /// The one session called `session_id`, in whichever app and for whichever user: ADK-Rust's
+    /// bare-id addressing. Refused when none or several have that id.
+    async fn locate(&self, session_id: &str) -> adk_core::Result<SessionKey> {
+        let checked = SessionId::try_from(session_id).map_err(AdkError::from)?;
+        let apps = self.service.list_apps().await.map_err(|e| {
+            if e.kind() == ErrorKind::Unsupported {
+                invalid(format!(
+                    "this backend cannot find session {session_id} by its id alone: use append_event_for_identity"
+                ))
+            } else {
+                error(e)
+            }
+        })?;
+        let mut found = Vec::new();
+        for app in apps {
+            found.extend(self.service.find_sessions(&app, checked.as_ref()).await.map_err(error)?);
+        }
+        match found.len() {
+            1 => Ok(found.remove(0)),
+            0 => Err(AdkError::not_found(
+                ErrorComponent::Session,
+                "session.not_found",
+                format!("session '{session_id}' was not found"),
+            )),
+            _ => {
+                let owners: Vec<String> = found.iter().map(|k| format!("{}/{}", k.app_name(), k.user_id())).collect();
+                Err(invalid(format!(
+                    "session id '{session_id}' is used by {} sessions ({}): append with \
+                     append_event_for_identity to say which",
+                    found.len(),
+                    owners.join(", ")
+                )))
+            }
+        }
+    }
+
+    async fn append(&self, key: &SessionKey, event: &RustEvent) -> adk_core::Result<()> {
+        let event = convert::to_agentstate(event).map_err(|e| invalid(format!("the event cannot be stored: {e}")))?;
+        self.service.append_now(key, event).await.map_err(error)?;
+        Ok(())
+    }
+}
+
+/// A session key from ADK-Rust's strings, checked by ADK-Rust's identity rules and then
+/// agentstate's.
+fn key(app_name: &str, user_id: &str, session_id: &str) -> adk_core::Result<SessionKey> {
+    let app = AppName::try_from(app_name).map_err(AdkError::from)?;
+    let user = UserId::try_from(user_id).map_err(AdkError::from)?;
+    let session = SessionId::try_from(session_id).map_err(AdkError::from)?;
+    SessionKey::new(app.as_ref(), user.as_ref(), session.as_ref()).map_err(error)
+}
+
+#[async_trait]
+impl AdkService for AdkSessionService {
+    async fn create(&self, req: CreateRequest) -> adk_core::Result<Box<dyn Session>> {
+        let (app, user, id) = (req.try_app_name()?, req.try_user_id()?, req.try_session_id()?);
+        let mut request = CreateSession::new(app.as_ref(), user.as_ref()).with_state(req.state.into_iter().collect());
+        if let Some(id) = id {
+            request = request.id(id.as_ref());
+        }
+        let session = self.service.create_session(request).await.map_err(error)?;
+        Ok(Box::new(AdkSession::from(&session)?))
+    }
+
+    async fn get(&self, req: GetRequest) -> adk_core::Result<Box<dyn Session>> {
+        let key = key(&req.app_name, &req.user_id, &req.session_id)?;
+        let after = req.after.map(|t| Timestamp::from_nanos(convert::nanos(t)));
+        let config = GetSessionConfig { num_recent_events: req.num_recent_events, after_timestamp: after };
+        match self.service.get_session(&key, config).await.map_err(error)? {
+            Some(session) => Ok(Box::new(AdkSession::from(&session)?)),
+            None => Err(not_found(&key)),
+        }
+    }
+
+    async fn list(&self, req: ListRequest) -> adk_core::Result<Vec<Box<dyn Session>>> {
+        let (app, user) = (req.try_app_name()?, req.try_user_id()?);
+        let request = ListSessions {
+            page_size: req.limit.filter(|&n| n > 0),
+            offset: req.offset.unwrap_or(0),
+            ..ListSessions::user(app.as_ref(), user.as_ref())
+        };
+        if req.limit == Some(0) {
+            return Ok(Vec::new());
+        }
+        let page = self.service.list_sessions(request).await.map_err(error)?;
+        page.sessions.iter().map(|s| AdkSession::from(s).map(|s| Box::new(s) as Box<dyn Session>)).collect()
+    }
+
+    async fn delete(&self, req: DeleteRequest) -> adk_core::Result<()> {
+        let key = key(&req.app_name, &req.user_id, &req.session_id)?;
+        self.service.delete_session(&key).await.map_err(error)
+    }
+
+    async fn append_event(&self, session_id: &str, event: RustEvent) -> adk_core::Result<()> {
+        let key = self.locate(session_id).await?;
+        self.append(&key, &event).await
+    }
+
+    async fn append_event_for_identity(&self, req: AppendEventRequest) -> adk_core::Result<()> {
+        let identity = &req.identity;
+        let key = key(identity.app_name.as_ref(), identity.user_id.as_ref(), identity.session_id.as_ref())?;
+        self.append(&key, &req.event).await
+    }
+
+    async fn delete_all_sessions(&self, app_name: &str, user_id: &str) -> adk_core::Result<()> {
+        let (app, user) = (AppName::try_from(app_name)?, UserId::try_from(user_id)?);
+        match self.service.erase_user(app.as_ref(), user.as_ref()).await {
+            Ok(_) => Ok(()),
+            // A store without erasure: the sessions one by one.
+            Err(e) if e.kind() == ErrorKind::Unsupported => {
+                let page = self.service.list_sessions(ListSessions::user(app.as_ref(), user.as_ref()));
+                for session in page.await.map_err(error)?.sessions {
+                    self.service.delete_session(session.key()).await.map_err(error)?;
+                }
+                Ok(())
+            }
+            Err(e) => Err(error(e)),
+        }
+    }
+
+    async fn health_check(&self) -> adk_core::Result<()> {
+        let probe = SessionKey::new("health-check", "health-check", "health-check").map_err(error)?;
+        self.service.get_session(&probe, GetSessionConfig::recent(0)).await.map(|_| ()).map_err(error)
+    }
+}
+
+/// A session as ADK-Rust reads it: a snapshot, its events converted.
+struct AdkSession {
+    id: String,
+    app_name: String,
+    user_id: String,
+    state: StateMap,
+    events: EventList,
+    last_update_time: DateTime<Utc>,
+}
+
+impl AdkSession {
+    fn from(session: &agentstate::Session) -> adk_core::Result<Self> {
+        let events = session
+            .events()
+            .iter()
+            .map(|event| {
+                convert::from_agentstate(event).map_err(|e| {
+                    AdkError::new(
+                        ErrorComponent::Session,
+                        ErrorCategory::Internal,
+                        "session.event_unreadable",
+                        format!("event {} of session {} cannot be read: {e}", event.id, session.id()),
+                    )
+                })
+            })
+            .collect::<adk_core::Result<Vec<_>>>()?;
+        Ok(Self {
+            id: session.id().to_owned(),
+            app_name: session.app_name().to_owned(),
+            user_id: session.user_id().to_owned(),
+            state: StateMap(session.state().all().iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
+            events: EventList(events),
+            last_update_time: DateTime::<Utc>::from_timestamp_micros(session.last_update_micros()).unwrap_or_default(),
+        })
+    }
+}
+
+impl Session for AdkSession {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn app_name(&self) -> &str {
+        &self.app_name
+    }
+    fn user_id(&self) -> &str {
+        &self.user_id
+    }
+    fn state(&self) -> &dyn State {
+        &self.state
+    }
+    fn events(&self) -> &dyn Events {
+        &self.events
+    }
+    fn last_update_time(&self) -> DateTime<Utc> {
+        self.last_update_time
+    }
+}
+
+struct StateMap(HashMap<String, Value>);
+
+impl State for StateMap {
+    fn get(&self, key: &str) -> Option<Value> {
+        self.0.get(key).cloned()
+    }
+    fn set(&mut self, key: String, value: Value) {
+        self.0.insert(key, value);
+    }
+    fn all(&self) -> HashMap<String, Value> {
+        self.0.clone()
+    }
+}
+
+struct EventList(Vec<RustEvent>);
+
+impl Events for EventList {
+    fn all(&self) -> Vec<RustEvent> {
+        self.0.clone()
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn at(&self, index: usize) -> Option<&RustEvent> {
+        self.0.get(index)
+    }
+}
+
+fn not_found(key: &SessionKey) -> AdkError {
+    AdkError::not_found(
+        ErrorComponent::Session,
+        "session.not_found",
+        format!(
+            "session '{}' was not found for app '{}' and user '{}'",
+            key.session_id(),
+            key.app_name(),
+            key.user_id()
+        ),
+    )
+}
+
+fn invalid(message: String) -> AdkError {
+    AdkError::new(ErrorComponent::Session, ErrorCategory::InvalidInput, "session.invalid_input", message)
+}
+
+/// agentstate's error as ADK-Rust's: its kind as the category, its message as said, itself as
+/// the source.
+fn error(e: agentstate::Error) -> AdkError {
+    let (category, code) = match e.kind() {
+        ErrorKind::NotFound => (ErrorCategory::NotFound, "session.not_found"),
+        ErrorKind::InvalidArgument => (ErrorCategory::InvalidInput, "session.invalid_input"),
+        ErrorKind::AlreadyExists => (ErrorCategory::InvalidInput, "session.already_exists"),
+        ErrorKind::Conflict => (ErrorCategory::InvalidInput, "session.conflict"),
+        ErrorKind::Unsupported => (ErrorCategory::Unsupported, "session.unsupported"),
+        ErrorKind::Backend if e.is_retryable() => (ErrorCategory::Unavailable, "session.backend_unavailable"),
+        _ => (ErrorCategory::Internal, "session.backend"),
+    };
+    AdkError::new(ErrorComponent::Session, category, code, e.to_string()).with_source(e)
+}
