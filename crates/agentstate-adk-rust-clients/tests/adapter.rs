@@ -157,6 +157,46 @@ async fn errors_and_erasure(service: AdkSessionService) {
     service.health_check().await.unwrap();
 }
 
+/// `rewind` and `rewind_steps` as ADK-Rust's trait reads them (only the events up to the target
+/// and the state they leave), while agentstate's history keeps what was rewound.
+async fn rewinds(service: AdkSessionService) {
+    let created =
+        service.create(create("rw", "u", Some("r"), HashMap::from([("k".to_string(), json!("init"))]))).await.unwrap();
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        let e =
+            event(&format!("inv-{i}"), &[("k", json!(i)), (&format!("only{i}"), json!(true)), ("user:seen", json!(i))]);
+        ids.push(e.id.clone());
+        service
+            .append_event_for_identity(AppendEventRequest { identity: created.try_identity().unwrap(), event: e })
+            .await
+            .unwrap();
+    }
+    let ids_of = |s: &dyn adk_session::Session| s.events().all().iter().map(|e| e.id.clone()).collect::<Vec<_>>();
+
+    let rewound = service.rewind("r", &ids[1]).await.unwrap();
+    assert_eq!(ids_of(rewound.as_ref()), ids[..2]);
+    assert_eq!(rewound.state().get("k"), Some(json!(1)));
+    assert_eq!((rewound.state().get("only2"), rewound.state().get("only1")), (None, Some(json!(true))));
+    assert_eq!(rewound.state().get("user:seen"), Some(json!(3)), "user: state is not rewound");
+    let read = service.get(get("rw", "u", "r")).await.unwrap();
+    assert_eq!((ids_of(read.as_ref()), read.state().all()), (ids[..2].to_vec(), rewound.state().all()));
+    let key = agentstate::SessionKey::new("rw", "u", "r").unwrap();
+    let history = service.service().get_session(&key, agentstate::GetSessionConfig::default()).await.unwrap().unwrap();
+    assert_eq!(history.events().len(), 5, "agentstate's history keeps what was rewound, and the rewind");
+
+    assert_eq!(ids_of(service.rewind_steps("r", 0).await.unwrap().as_ref()), ids[..2]);
+    let one = service.rewind_steps("r", 1).await.unwrap();
+    assert_eq!((ids_of(one.as_ref()), one.state().get("k")), (ids[..1].to_vec(), Some(json!(0))));
+    let too_many = service.rewind_steps("r", 2).await.err().expect("more steps than events");
+    assert_eq!(too_many.category, ErrorCategory::InvalidInput, "{too_many}");
+    let unknown = service.rewind("r", &ids[3]).await.err().expect("a rewound event is no target");
+    assert_eq!(unknown.category, ErrorCategory::InvalidInput, "{unknown}");
+    let all = service.rewind_steps("r", 1).await.unwrap();
+    assert!(all.events().is_empty());
+    assert_eq!((all.state().get("k"), all.state().get("only0")), (Some(json!("init")), None), "as created");
+}
+
 /// 16 writers at once on 16 sessions of one user, each writing its own `user:` key: all 16 kept.
 async fn sixteen_writers(service: AdkSessionService) {
     let service = Arc::new(service);
@@ -212,6 +252,11 @@ macro_rules! on_every_backend {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn errors_and_erasure_of_a_user() {
                     errors_and_erasure(service().await).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn rewind_and_rewind_steps() {
+                    rewinds(service().await).await;
                 }
 
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

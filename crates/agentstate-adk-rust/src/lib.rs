@@ -112,6 +112,11 @@ impl AdkSessionService {
         }
     }
 
+    /// The session with all its events, or ADK-Rust's not-found error.
+    async fn load(&self, key: &SessionKey) -> adk_core::Result<agentstate::Session> {
+        self.service.get_session(key, GetSessionConfig::default()).await.map_err(error)?.ok_or_else(|| not_found(key))
+    }
+
     async fn append(&self, key: &SessionKey, event: &RustEvent) -> adk_core::Result<()> {
         let event = convert::to_agentstate(event).map_err(|e| invalid(format!("the event cannot be stored: {e}")))?;
         self.service.append_now(key, event).await.map_err(error)?;
@@ -196,13 +201,44 @@ impl AdkService for AdkSessionService {
         }
     }
 
+    async fn rewind(&self, session_id: &str, target_event_id: &str) -> adk_core::Result<Box<dyn Session>> {
+        let key = self.locate(session_id).await?;
+        let mut session = self.load(&key).await?;
+        if !session.events().live().iter().any(|e| e.id == target_event_id) {
+            return Err(invalid(format!("session {session_id} has no event {target_event_id}")));
+        }
+        self.service.rewind_to_event(&mut session, target_event_id).await.map_err(error)?;
+        Ok(Box::new(AdkSession::from(&self.load(&key).await?)?))
+    }
+
+    async fn rewind_steps(&self, session_id: &str, steps: usize) -> adk_core::Result<Box<dyn Session>> {
+        let key = self.locate(session_id).await?;
+        let mut session = self.load(&key).await?;
+        let live: Vec<(String, String)> =
+            session.events().live().iter().map(|e| (e.id.clone(), e.invocation_id.clone())).collect();
+        if steps > live.len() {
+            return Err(invalid(format!("session {session_id} has {} events; cannot rewind {steps}", live.len())));
+        }
+        if steps > 0 {
+            match live.len() - steps {
+                // All of them: back to before the first invocation (the state the session was
+                // created with).
+                0 => self.service.rewind(&mut session, &live[0].1).await.map_err(error)?,
+                kept => self.service.rewind_to_event(&mut session, &live[kept - 1].0).await.map_err(error)?,
+            };
+            session = self.load(&key).await?;
+        }
+        Ok(Box::new(AdkSession::from(&session)?))
+    }
+
     async fn health_check(&self) -> adk_core::Result<()> {
         let probe = SessionKey::new("health-check", "health-check", "health-check").map_err(error)?;
         self.service.get_session(&probe, GetSessionConfig::recent(0)).await.map(|_| ()).map_err(error)
     }
 }
 
-/// A session as ADK-Rust reads it: a snapshot, its events converted.
+/// A session as ADK-Rust reads it: a snapshot, its live events converted (rewound events and
+/// the rewinds themselves stay in agentstate's history, not in ADK-Rust's view).
 struct AdkSession {
     id: String,
     app_name: String,
@@ -216,7 +252,8 @@ impl AdkSession {
     fn from(session: &agentstate::Session) -> adk_core::Result<Self> {
         let events = session
             .events()
-            .iter()
+            .live()
+            .into_iter()
             .map(|event| {
                 convert::from_agentstate(event).map_err(|e| {
                     AdkError::new(

@@ -300,6 +300,7 @@ macro_rules! session_store_tests {
             state_at_any_event_or_time [history],
             event_diffs_name_each_change [history],
             rewind_restores_session_keys [history],
+            rewind_to_an_event_keeps_what_came_before [history],
             fork_copies_history_up_to_an_event [history],
             expired_sessions_behave_as_deleted,
             expired_ids_are_taken_again_at_once,

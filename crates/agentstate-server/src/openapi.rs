@@ -146,8 +146,10 @@ fn history_schemas() -> Value {
             "event": {"$ref": "#/components/schemas/Event"},
             "lastUpdateTime": {"type": "number", "description": "The session's update time after the append"},
             "duplicate": {"type": "boolean", "description": "The same event was stored already; nothing changed"}}},
-        "RewindRequest": {"type": "object", "required": ["rewindBeforeInvocationId"], "properties": {
-            "rewindBeforeInvocationId": {"type": "string"}}},
+        "RewindRequest": {"type": "object", "properties": {
+            "rewindBeforeInvocationId": {"type": "string", "description": "Rewind to before this invocation's first event"},
+            "rewindAfterEventId": {"type": "string", "description": "Rewind to just after this event"}},
+            "oneOf": [{"required": ["rewindBeforeInvocationId"]}, {"required": ["rewindAfterEventId"]}]},
         "ForkRequest": {"type": "object", "required": ["atEventId"], "properties": {
             "atEventId": {"type": "string", "description": "The last event the fork keeps"},
             "sessionId": {"type": "string", "description": "The fork's id; generated if absent"}}},

@@ -74,6 +74,11 @@ pub struct Event {
     /// fields it does not know.
     #[serde(default, alias = "deletedKeys", skip_serializing_if = "Vec::is_empty")]
     pub deleted_keys: Vec<String>,
+    /// On a rewind to an event: the event after which, up to this one, nothing is live any
+    /// more (see [`history::live_events`](crate::history::live_events)). A field of the event
+    /// for the same reason as `deleted_keys`.
+    #[serde(default, alias = "rewindAfterEventId", skip_serializing_if = "Option::is_none")]
+    pub rewind_after_event_id: Option<String>,
     /// Fields not modelled here, kept as received.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -106,6 +111,7 @@ impl Default for Event {
             id: String::new(),
             timestamp: now_secs(),
             deleted_keys: Vec::new(),
+            rewind_after_event_id: None,
             extra: Map::new(),
         }
     }

@@ -179,15 +179,26 @@ pub fn session_keys(state: &Map<String, Value>) -> Map<String, Value> {
 
 /// The events still live after rewinds, in order, as ADK for Python decides it: walking back
 /// from the newest, an event carrying `actions.rewind_before_invocation_id = X` is dropped
-/// together with every event from X's first event up to it; rewinds of rewinds included. What
-/// the model sees and which agent answers next are decided on these.
+/// together with every event from X's first event up to it; rewinds of rewinds included. A
+/// rewind to an event (`rewind_after_event_id = E`, agentstate's, for ADK-Rust's rewind) drops
+/// every event after E up to it, and wins over an invocation marker on the same event. What the
+/// model sees and which agent answers next are decided on these.
 pub fn live_events<E: Borrow<Event>>(events: &[E]) -> Vec<&E> {
     let mut first_of: Option<HashMap<&str, usize>> = None;
+    let mut index_of: Option<HashMap<&str, usize>> = None;
     let mut kept = Vec::with_capacity(events.len());
     let mut i = events.len();
     while i > 0 {
         i -= 1;
         let event: &Event = events[i].borrow();
+        if let Some(target) = event.rewind_after_event_id.as_deref() {
+            let index = index_of
+                .get_or_insert_with(|| events.iter().enumerate().map(|(i, e)| (e.borrow().id.as_str(), i)).collect());
+            if let Some(&at) = index.get(target).filter(|&&at| at < i) {
+                i = at + 1;
+            }
+            continue;
+        }
         match event.actions.rewind_before_invocation_id.as_deref().filter(|x| !x.is_empty()) {
             Some(target) => {
                 let first = first_of.get_or_insert_with(|| {

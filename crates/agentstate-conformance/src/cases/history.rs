@@ -176,6 +176,44 @@ pub(super) async fn rewind_restores_session_keys(svc: Svc) {
     assert_eq!(missing.kind(), ErrorKind::NotFound);
 }
 
+/// A rewind to an event (ADK-Rust's rewind): the session's own keys as after that event, the
+/// events after it no longer live (the history keeps them), said in ADK for Python's terms too
+/// when the next event opens an invocation; rewinds of rewinds; unknown events refused.
+pub(super) async fn rewind_to_an_event_keeps_what_came_before(svc: Svc) {
+    let app = unique("app");
+    let mut s = create(&svc, &app, "u", "r", json!({"k": "init"})).await;
+    let mut ids = Vec::new();
+    for (invocation, delta) in [("A", json!({"k": "a1"})), ("A", json!({"k": "a2", "x": 1})), ("B", json!({"k": "b"}))]
+    {
+        let mut e = Event::new(invocation).author("agent");
+        e.actions.state_delta = obj(delta);
+        ids.push(svc.append_event(&mut s, e).await.unwrap().id);
+    }
+    let live = |s: &Session| s.events().live().iter().map(|e| e.id.clone()).collect::<Vec<_>>();
+
+    // Mid-invocation: only agentstate's marker can say it.
+    let rewind = svc.rewind_to_event(&mut s, &ids[0]).await.unwrap();
+    assert_eq!((rewind.author.as_str(), rewind.rewind_after_event_id.as_deref()), ("user", Some(ids[0].as_str())));
+    assert_eq!(rewind.actions.rewind_before_invocation_id, None);
+    assert_eq!(rewind.deleted_keys, ["x"]);
+    let stored = load(&svc, &s).await;
+    assert_eq!(state_of(&stored), json!({"k": "a1"}));
+    assert_eq!(live(&stored), ids[..1]);
+    assert_eq!(stored.events().len(), 4, "the history keeps what was rewound");
+
+    // Rewinding the rewind: to the last event of A, which ADK for Python can say too.
+    let again = svc.rewind_to_event(&mut s, &ids[1]).await.unwrap();
+    assert_eq!(again.actions.rewind_before_invocation_id.as_deref(), Some("B"));
+    let stored = load(&svc, &s).await;
+    assert_eq!(state_of(&stored), json!({"k": "a2", "x": 1}));
+    assert_eq!(live(&stored), ids[..2]);
+
+    let before = state_of(&load(&svc, &s).await);
+    let unknown = svc.rewind_to_event(&mut s, "no-such-event").await.unwrap_err();
+    assert_eq!(unknown.kind(), ErrorKind::InvalidArgument, "{unknown}");
+    assert_eq!(state_of(&load(&svc, &s).await), before, "nothing written");
+}
+
 /// A fork holds the source's events up to and including the chosen one (same ids, contents and
 /// times), its own state as of that event, and reads the same history; the source is untouched
 /// and `user:` state stays shared. Taken ids, unknown events and missing sources are refused.

@@ -29,23 +29,28 @@ fn not_found() -> ApiError {
 /// A JSON body with the one string field `field` (camelCase, or snake_case), and an optional
 /// second one.
 fn fields(bytes: &[u8], required: &str, optional: Option<&str>) -> Result<(String, Option<String>), ApiError> {
-    let value: Value = if bytes.iter().all(u8::is_ascii_whitespace) {
-        Value::Null
-    } else {
-        serde_json::from_slice(bytes).map_err(|e| ApiError::invalid_json(&e))?
-    };
-    let read = |name: &str| -> Result<Option<String>, ApiError> {
-        let snake = wire::to_snake(name);
-        match value.get(name).or_else(|| value.get(&snake)) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(ApiError::Unprocessable(json!([{"type": "string_type", "loc": ["body", name],
-                "msg": "Input should be a valid string", "input": other}]))),
-        }
-    };
-    let first = read(required)?.ok_or_else(|| ApiError::missing(required, &value))?;
-    let second = optional.map(read).transpose()?.flatten();
+    let value = body(bytes)?;
+    let first = string(&value, required)?.ok_or_else(|| ApiError::missing(required, &value))?;
+    let second = optional.map(|name| string(&value, name)).transpose()?.flatten();
     Ok((first, second))
+}
+
+/// A JSON body (an empty one is `null`).
+fn body(bytes: &[u8]) -> Result<Value, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Null);
+    }
+    serde_json::from_slice(bytes).map_err(|e| ApiError::invalid_json(&e))
+}
+
+/// The string field `name` (camelCase, or its snake_case) of a body, if there.
+fn string(value: &Value, name: &str) -> Result<Option<String>, ApiError> {
+    match value.get(name).or_else(|| value.get(wire::to_snake(name))) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(ApiError::Unprocessable(json!([{"type": "string_type", "loc": ["body", name],
+            "msg": "Input should be a valid string", "input": other}]))),
+    }
 }
 
 /// Where `GET …/state` reads: one of `atEvent`, `beforeEvent`, `atTime` (epoch seconds), or
@@ -140,12 +145,25 @@ pub(crate) async fn rewind(
     Body(bytes): Body,
 ) -> Reply {
     let key = key(&app, &user, &id)?;
-    let (invocation, _) = fields(&bytes, "rewindBeforeInvocationId", None)?;
+    let value = body(&bytes)?;
+    let target = match (string(&value, "rewindBeforeInvocationId")?, string(&value, "rewindAfterEventId")?) {
+        (Some(invocation), None) => Ok(invocation),
+        (None, Some(event)) => Err(event),
+        (None, None) => return Err(ApiError::missing("rewindBeforeInvocationId", &value)),
+        (Some(_), Some(_)) => {
+            return Err(ApiError::Unprocessable(json!([{"type": "value_error", "loc": ["body"],
+                "msg": "Give rewindBeforeInvocationId or rewindAfterEventId, not both", "input": value}])));
+        }
+    };
     // A rewind made of a blind write, as PATCH: retried if another writer appended meanwhile.
     for _ in 0..20 {
         let mut session =
             state.service().get_session(&key, GetSessionConfig::recent(0)).await?.ok_or_else(not_found)?;
-        match state.service().rewind(&mut session, &invocation).await {
+        let rewound = match &target {
+            Ok(invocation) => state.service().rewind(&mut session, invocation).await,
+            Err(event) => state.service().rewind_to_event(&mut session, event).await,
+        };
+        match rewound {
             Ok(_) => {
                 let session = state.service().get_session(&key, GetSessionConfig::default()).await?;
                 return Ok(Json(crate::expiry::session_value(&session.ok_or_else(not_found)?)));

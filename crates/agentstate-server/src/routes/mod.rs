@@ -115,10 +115,10 @@ routes! {
         [200 "The event's changes, by key" "EventDiff", 404 "No such session or event" "Error",
          501 "The backend keeps no history" "Error"];
     post "/apps/{app_name}/users/{user_id}/sessions/{session_id}/rewind" => history::rewind, PathAppUser,
-        "agentstate extension: rewind before an invocation, as ADK for Python's Runner.rewind_async (one event restores the session's own keys)",
+        "agentstate extension: rewind before an invocation, as ADK for Python's Runner.rewind_async, or to just after an event, as ADK-Rust's rewind (one event restores the session's own keys)",
         Some("RewindRequest"),
-        [200 "The session after the rewind" "Session", 400 "Invocation ID not found" "Error", 404 "No such session" "Error",
-         422 "rewindBeforeInvocationId missing" "Error", 501 "The backend keeps no history" "Error"];
+        [200 "The session after the rewind" "Session", 400 "Invocation or event not found" "Error", 404 "No such session" "Error",
+         422 "Neither rewindBeforeInvocationId nor rewindAfterEventId, or both" "Error", 501 "The backend keeps no history" "Error"];
     post "/apps/{app_name}/users/{user_id}/sessions/{session_id}/fork" => history::fork, PathAppUser,
         "agentstate extension: a new session of the same user with this one's history up to an event", Some("ForkRequest"),
         [200 "The new session" "Session", 400 "Unknown event or bad id" "Error", 404 "No such session" "Error",

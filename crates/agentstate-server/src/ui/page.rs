@@ -128,7 +128,8 @@ pub(crate) fn event_row(event: &Event, index: usize, selected: bool, base: &str)
                 @if event.long_running_tool_ids.as_ref().is_some_and(|ids| !ids.is_empty()) { span.badge { "long-running" } }
                 @if let Some(agent) = &event.actions.transfer_to_agent { span.badge.transfer { "→ " (agent) } }
                 @if event.actions.escalate == Some(true) { span.badge.escalate { "escalate" } }
-                @if let Some(before) = &event.actions.rewind_before_invocation_id { span.badge.rewind { "rewind before " (before) } }
+                @if let Some(after) = &event.rewind_after_event_id { span.badge.rewind { "rewind to " (truncate(after, 12)) } }
+                @else if let Some(before) = &event.actions.rewind_before_invocation_id { span.badge.rewind { "rewind before " (before) } }
                 @if !event.actions.state_delta.is_empty() { span.badge.delta { (event.actions.state_delta.len()) " keys" } }
             }
             div.body {

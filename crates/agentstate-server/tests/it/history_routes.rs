@@ -79,7 +79,15 @@ async fn rewind_and_fork_answer_sessions_and_refuse_bad_input() {
     let last = rewound["events"].as_array().unwrap().last().unwrap().clone();
     assert_eq!((&last["author"], &last["actions"]["rewindBeforeInvocationId"]), (&json!("user"), &json!(invocation)));
 
+    // To just after an event (ADK-Rust's rewind): the rewind names the event.
     let at = events[0]["id"].as_str().unwrap();
+    let (status, to_event) =
+        call(&r, Method::POST, &format!("{S}/h/rewind"), Some(json!({"rewindAfterEventId": at}))).await;
+    assert_eq!(status, StatusCode::OK, "{to_event}");
+    assert_eq!(to_event["state"], json!({"k": 1, "keep": 1}));
+    let last = to_event["events"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["rewindAfterEventId"], json!(at), "{last}");
+
     let (status, fork) =
         call(&r, Method::POST, &format!("{S}/h/fork"), Some(json!({"atEventId": at, "sessionId": "f"}))).await;
     assert_eq!(status, StatusCode::OK, "{fork}");
@@ -93,6 +101,12 @@ async fn rewind_and_fork_answer_sessions_and_refuse_bad_input() {
         ("missing/rewind", json!({"rewindBeforeInvocationId": invocation}), StatusCode::NOT_FOUND),
         ("h/rewind", json!({}), StatusCode::UNPROCESSABLE_ENTITY),
         ("h/rewind", json!({"rewindBeforeInvocationId": 7}), StatusCode::UNPROCESSABLE_ENTITY),
+        ("h/rewind", json!({"rewindAfterEventId": "nope"}), StatusCode::BAD_REQUEST),
+        (
+            "h/rewind",
+            json!({"rewindAfterEventId": at, "rewindBeforeInvocationId": invocation}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
         ("h/fork", json!({"atEventId": at, "sessionId": "f"}), StatusCode::CONFLICT),
         ("h/fork", json!({"atEventId": "nope"}), StatusCode::BAD_REQUEST),
         ("h/fork", json!({"atEventId": at, "sessionId": "a/b"}), StatusCode::BAD_REQUEST),

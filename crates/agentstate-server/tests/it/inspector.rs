@@ -169,3 +169,22 @@ async fn with_tokens_the_inspector_asks_for_one_and_shows_only_what_it_may_read(
         send(&r, Method::POST, "/ui/login", "token=narrow-token-0123456789&next=https://evil.example", &[FORM]).await;
     assert_eq!(next.as_deref(), Some("/ui"), "never a redirect elsewhere");
 }
+
+#[tokio::test]
+async fn rewinds_are_badged_in_the_timeline() {
+    let r = app(AppState::new(SessionService::in_memory()));
+    let create = r#"{"sessionId": "r"}"#;
+    assert_eq!(send(&r, Method::POST, "/apps/shop/users/ann/sessions", create, &[JSON]).await.0, StatusCode::OK);
+    for (id, invocation) in [("first-event", "inv-a"), ("second-event", "inv-b")] {
+        let body = format!(r#"{{"event": {{"id": "{id}", "author": "agent", "invocationId": "{invocation}"}}}}"#);
+        let (status, answer, _) =
+            send(&r, Method::POST, "/apps/shop/users/ann/sessions/r/events", &body, &[JSON]).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+    }
+    let path = "/apps/shop/users/ann/sessions/r/rewind";
+    let (status, answer, _) = send(&r, Method::POST, path, r#"{"rewindAfterEventId": "first-event"}"#, &[JSON]).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (_, page, _) = send(&r, Method::GET, "/ui/apps/shop/users/ann/sessions/r", "", &[]).await;
+    assert!(page.contains("rewind to first-event"), "{page}");
+    assert!(!page.contains("rewind before inv-b"), "one badge per rewind, the event it goes back to");
+}

@@ -12,7 +12,7 @@ use crate::history::{EventDiff, ForkSession, HistoryAt, StateAt};
 use crate::key::{SessionKey, validate_id};
 use crate::session::Session;
 use crate::store::replay::Replay;
-use crate::store::{EventQuery, EventSelect};
+use crate::store::{EventCursor, EventQuery, EventSelect};
 
 impl SessionService {
     /// The history of the store's sessions: the store's own answers, or a replay of its events
@@ -81,11 +81,53 @@ impl SessionService {
         let query = EventQuery { key: key.clone(), select, now_micros: self.now_micros() };
         let first = self.store().events(&query).await?.ok_or_else(not_found)?;
         let first = first.into_iter().next().ok_or_else(unknown)?;
-        let before = self.state_at(&key, HistoryAt::BeforeEvent(first.id)).await?.ok_or_else(not_found)?;
-        let then = crate::history::session_keys(&before.state);
+        let mut event = self.restoring(session, HistoryAt::BeforeEvent(first.id)).await?;
+        event.actions.rewind_before_invocation_id = Some(before_invocation_id.to_owned());
+        self.append_event(session, event).await
+    }
+
+    /// Rewinds `session` to just after its event `event_id`, as ADK-Rust's `rewind` means it:
+    /// appends one event (author `user`, invocation `e-<uuid>`, `rewind_after_event_id`) whose
+    /// delta restores every session-scoped key to its value after that event; the events after
+    /// it are no longer live ([`history::live_events`](crate::history::live_events)) and stay in
+    /// the history. When the event after the target opens an invocation, the rewind also says
+    /// `actions.rewind_before_invocation_id`, so ADK for Python reads the same live events. An
+    /// event the session does not have is [`Error::InvalidArgument`].
+    pub async fn rewind_to_event(&self, session: &mut Session, event_id: &str) -> Result<Event> {
+        validate_id("event_id", event_id)?;
+        if !self.capabilities().answers_history() {
+            return Err(Error::Unsupported { operation: "rewind sessions", capability: "history" });
+        }
+        let key = session.key().clone();
+        let mut event = self.restoring(session, HistoryAt::AfterEvent(event_id.to_owned())).await?;
+        event.rewind_after_event_id = Some(event_id.to_owned());
+        // What ADK for Python understands: a rewind to before the next invocation, when the
+        // target is the last event of its own.
+        let target = self.store().events(&self.events_query(&key, EventSelect::Id(event_id.to_owned()))).await?;
+        if let Some(target) = target.and_then(|found| found.into_iter().next()) {
+            let after = EventSelect::Page { after: Some(EventCursor::of(&target)), since_micros: None, limit: 1 };
+            let next = self.store().events(&self.events_query(&key, after)).await?.and_then(|e| e.into_iter().next());
+            if let Some(next) = next.filter(|n| !n.invocation_id.is_empty() && n.invocation_id != target.invocation_id)
+            {
+                let first = EventSelect::FirstOfInvocation(next.invocation_id.clone());
+                let opens = self.store().events(&self.events_query(&key, first)).await?;
+                if opens.and_then(|e| e.into_iter().next()).is_some_and(|first| first.id == next.id) {
+                    event.actions.rewind_before_invocation_id = Some(next.invocation_id);
+                }
+            }
+        }
+        self.append_event(session, event).await
+    }
+
+    /// An event of author `user` (invocation `e-<uuid>`) whose delta brings the session-scoped
+    /// keys of `session` back to their values at `at`: a rewind, without its marker.
+    async fn restoring(&self, session: &Session, at: HistoryAt) -> Result<Event> {
+        let key = session.key();
+        let not_found = || Error::NotFound { session_id: key.session_id().to_owned() };
+        let then = self.state_at(key, at).await?.ok_or_else(not_found)?;
+        let then = crate::history::session_keys(&then.state);
         let now = crate::history::session_keys(session.state().all());
         let mut event = Event::new(format!("e-{}", uuid::Uuid::new_v4())).author("user");
-        event.actions.rewind_before_invocation_id = Some(before_invocation_id.to_owned());
         for (k, v) in &then {
             if now.get(k) != Some(v) {
                 event.actions.state_delta.insert(k.clone(), v.clone());
@@ -94,7 +136,11 @@ impl SessionService {
         for k in now.keys().filter(|k| !then.contains_key(*k)) {
             event = event.delete(k.clone());
         }
-        self.append_event(session, event).await
+        Ok(event)
+    }
+
+    fn events_query(&self, key: &SessionKey, select: EventSelect) -> EventQuery {
+        EventQuery { key: key.clone(), select, now_micros: self.now_micros() }
     }
 
     /// A new session of the same user whose history is the source's up to and including
