@@ -185,6 +185,9 @@ async fn rewinds(service: AdkSessionService) {
     let history = service.service().get_session(&key, agentstate::GetSessionConfig::default()).await.unwrap().unwrap();
     assert_eq!(history.events().len(), 5, "agentstate's history keeps what was rewound, and the rewind");
 
+    // A window counts live events, as ADK-Rust's stores (which delete) do.
+    let newest = GetRequest { num_recent_events: Some(2), ..get("rw", "u", "r") };
+    assert_eq!(ids_of(service.get(newest).await.unwrap().as_ref()), ids[..2]);
     assert_eq!(ids_of(service.rewind_steps("r", 0).await.unwrap().as_ref()), ids[..2]);
     let one = service.rewind_steps("r", 1).await.unwrap();
     assert_eq!((ids_of(one.as_ref()), one.state().get("k")), (ids[..1].to_vec(), Some(json!(0))));

@@ -149,10 +149,18 @@ impl AdkService for AdkSessionService {
         let key = key(&req.app_name, &req.user_id, &req.session_id)?;
         let after = req.after.map(|t| Timestamp::from_nanos(convert::nanos(t)));
         let config = GetSessionConfig { num_recent_events: req.num_recent_events, after_timestamp: after };
-        match self.service.get_session(&key, config).await.map_err(error)? {
-            Some(session) => Ok(Box::new(AdkSession::from(&session)?)),
-            None => Err(not_found(&key)),
+        let mut session =
+            self.service.get_session(&key, config).await.map_err(error)?.ok_or_else(|| not_found(&key))?;
+        // A window counts stored events; ADK-Rust counts live ones. After a rewind in it, the
+        // window is taken again from the live events of the whole range.
+        let rewound = |e: &agentstate::Event| {
+            e.rewind_after_event_id.is_some() || e.actions.rewind_before_invocation_id.is_some()
+        };
+        if req.num_recent_events.is_some() && session.events().iter().any(rewound) {
+            let whole = GetSessionConfig { num_recent_events: None, after_timestamp: after };
+            session = self.service.get_session(&key, whole).await.map_err(error)?.ok_or_else(|| not_found(&key))?;
         }
+        Ok(Box::new(AdkSession::from(&session)?.newest(req.num_recent_events)))
     }
 
     async fn list(&self, req: ListRequest) -> adk_core::Result<Vec<Box<dyn Session>>> {
@@ -273,6 +281,17 @@ impl AdkSession {
             events: EventList(events),
             last_update_time: DateTime::<Utc>::from_timestamp_micros(session.last_update_micros()).unwrap_or_default(),
         })
+    }
+}
+
+impl AdkSession {
+    /// Only the `n` newest events, when a window asks for them.
+    fn newest(mut self, n: Option<usize>) -> Self {
+        if let Some(n) = n {
+            let events = &mut self.events.0;
+            events.drain(..events.len().saturating_sub(n));
+        }
+        self
     }
 }
 
