@@ -1,9 +1,13 @@
 //! An agentstate server for ADK-Rust's own clients to talk to, in the test's process, over a
 //! throwaway store on each backend the conformance suite runs: SQLite (in memory), PostgreSQL
 //! and MariaDB (a fresh database each, see [`agentstate_conformance::databases`]) and Redis (a
-//! key prefix of its own). The tests are in `tests/`; this crate publishes nothing.
+//! key prefix of its own). The tests are in `tests/`; [`scripted`] is an ADK-Rust agent on a
+//! scripted model, for the tests and the benchmark that compare session services. This crate
+//! publishes nothing.
 
 use std::time::{SystemTime, UNIX_EPOCH};
+
+pub mod scripted;
 
 use agentstate::SessionService;
 use agentstate_server::{AppState, Tokens, app};

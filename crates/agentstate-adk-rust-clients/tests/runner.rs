@@ -6,116 +6,22 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use adk_agent::LlmAgentBuilder;
-use adk_core::{Content, Llm, LlmRequest, LlmResponse, LlmResponseStream, Part, SessionId, Tool, ToolContext, UserId};
-use adk_runner::Runner;
-use adk_session::{CreateRequest, GetRequest, InMemorySessionService, SessionService};
+use adk_session::{GetRequest, InMemorySessionService, SessionService};
 use agentstate_adk_rust::AdkSessionService;
-use async_trait::async_trait;
-use futures::StreamExt;
+use agentstate_adk_rust_clients::scripted::{self, ScriptedModel};
 use serde_json::{Value, json};
-
-/// Answers a user's message with a call of `remember`, and the tool's answer with text; keeps
-/// every request it was sent (its configuration and contents, where the instruction is).
-#[derive(Default)]
-struct ScriptedModel {
-    requests: Mutex<Vec<String>>,
-}
-
-#[async_trait]
-impl Llm for ScriptedModel {
-    fn name(&self) -> &str {
-        "scripted"
-    }
-
-    async fn generate_content(&self, req: LlmRequest, _stream: bool) -> adk_core::Result<LlmResponseStream> {
-        self.requests.lock().unwrap().push(format!("{:?} {:?}", req.config, req.contents));
-        let answered_tool =
-            req.contents.last().is_some_and(|c| c.parts.iter().any(|p| matches!(p, Part::FunctionResponse { .. })));
-        let said = req
-            .contents
-            .iter()
-            .rev()
-            .find(|c| c.role == "user")
-            .and_then(|c| c.parts.iter().find_map(|p| p.text().map(str::to_owned)))
-            .unwrap_or_default();
-        let part = if answered_tool {
-            Part::Text { text: format!("Noted: {said}") }
-        } else {
-            Part::FunctionCall {
-                name: "remember".into(),
-                args: json!({"name": said}),
-                id: None,
-                thought_signature: None,
-            }
-        };
-        let response = LlmResponse {
-            content: Some(Content { role: "model".into(), parts: vec![part] }),
-            turn_complete: true,
-            ..LlmResponse::default()
-        };
-        Ok(Box::pin(futures::stream::iter(vec![Ok(response)])))
-    }
-}
-
-/// Writes the name to `user:name` and a scratch value to `temp:scratch`.
-struct Remember;
-
-#[async_trait]
-impl Tool for Remember {
-    fn name(&self) -> &str {
-        "remember"
-    }
-
-    fn description(&self) -> &str {
-        "Remembers the user's name"
-    }
-
-    async fn execute(&self, ctx: Arc<dyn ToolContext>, args: Value) -> adk_core::Result<Value> {
-        let mut actions = ctx.actions();
-        actions.state_delta.insert("user:name".into(), args["name"].clone());
-        actions.state_delta.insert("temp:scratch".into(), json!(1));
-        ctx.set_actions(actions);
-        Ok(json!({"remembered": args["name"]}))
-    }
-}
 
 /// Two turns of the runner on `service`; the stored session (events without ids and times,
 /// state) and the instructions the model was sent.
 async fn two_turns(service: Arc<dyn SessionService>) -> (Vec<Value>, HashMap<String, Value>, Vec<String>) {
     let model = Arc::new(ScriptedModel::default());
-    let agent = LlmAgentBuilder::new("assistant")
-        .model(Arc::clone(&model) as Arc<dyn Llm>)
-        .instruction("You help {user:name}.")
-        .output_key("last_reply")
-        .tool(Arc::new(Remember))
-        .build()
-        .unwrap();
-    let initial = HashMap::from([("user:name".to_string(), json!("nobody"))]);
-    let created = service
-        .create(CreateRequest {
-            app_name: "app".into(),
-            user_id: "ann".into(),
-            session_id: Some("s".into()),
-            state: initial,
-        })
-        .await
-        .unwrap();
-    let runner = Runner::builder()
-        .app_name("app")
-        .agent(Arc::new(agent) as Arc<dyn adk_core::Agent>)
-        .session_service(Arc::clone(&service))
-        .build()
-        .unwrap();
+    let runner =
+        scripted::runner("app", scripted::assistant(Arc::clone(&model)).unwrap(), Arc::clone(&service)).unwrap();
+    scripted::create(service.as_ref(), "app", "ann", "s").await.unwrap();
     for said in ["Ann", "Bob"] {
-        let content = Content { role: "user".into(), parts: vec![Part::Text { text: said.into() }] };
-        let mut events =
-            runner.run(UserId::new("ann").unwrap(), SessionId::new(created.id()).unwrap(), content).await.unwrap();
-        while let Some(event) = events.next().await {
-            event.unwrap();
-        }
+        scripted::turn(&runner, "ann", "s", said).await.unwrap();
     }
     let stored = service
         .get(GetRequest {

@@ -89,20 +89,24 @@ pub fn to_agentstate(event: &RustEvent) -> serde_json::Result<Event> {
         actions.insert("transfer_to_agent".into(), target);
     }
     out.insert("actions".into(), Value::Object(actions));
+    let from_elsewhere = stash.is_some();
     if let Some(stash) = stash {
         apply_stash(&mut out, stash);
     }
-    // What only ADK-Rust has: kept where agentstate keeps metadata it does not read.
+    // What only ADK-Rust has: kept where agentstate keeps metadata it does not read. There for
+    // every event ADK-Rust made (empty when there is nothing), so that reading it back knows it
+    // converts exactly without checking; not for one that came from elsewhere and carries a
+    // stash, which goes back as it was.
     rust.retain(|_, v| !v.is_null() && *v != Value::Object(Map::new()));
     rust_actions.retain(|_, v| !v.is_null());
-    if !rust.is_empty() || !rust_actions.is_empty() {
-        let mut only = Map::new();
-        if !rust.is_empty() {
-            only.insert("event".into(), Value::Object(rust));
-        }
-        if !rust_actions.is_empty() {
-            only.insert("actions".into(), Value::Object(rust_actions));
-        }
+    let mut only = Map::new();
+    if !rust.is_empty() {
+        only.insert("event".into(), Value::Object(rust));
+    }
+    if !rust_actions.is_empty() {
+        only.insert("actions".into(), Value::Object(rust_actions));
+    }
+    if !from_elsewhere || !only.is_empty() {
         let meta = out.entry("custom_metadata").or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(meta) = meta {
             meta.insert(RUST_ONLY.into(), Value::Object(only));
@@ -119,6 +123,11 @@ pub fn to_agentstate(event: &RustEvent) -> serde_json::Result<Event> {
 /// When a part of the event is of a shape ADK-Rust's model refuses.
 pub fn from_agentstate(event: &Event) -> serde_json::Result<RustEvent> {
     let mut rust = rust_fields(event)?;
+    // Written from an ADK-Rust event: it converts back exactly, nothing to keep.
+    let from_rust = |meta: &Value| meta.get(RUST_ONLY).is_some();
+    if event.extra.get("custom_metadata").is_some_and(from_rust) {
+        return Ok(rust);
+    }
     // What this conversion cannot say, so that converting back gives `event` again.
     let back = to_agentstate(&rust)?;
     let stash = stash_between(&serde_json::to_value(event)?, &serde_json::to_value(&back)?);
