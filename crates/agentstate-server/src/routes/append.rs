@@ -1,7 +1,7 @@
 //! Appending through the API: the routes that append on a client's behalf (PATCH, the managed
 //! service's `:appendEvent`) hold no session handle, only what the client said.
 
-use agentstate::{Appended, ConflictKind, Error, Event, GetSessionConfig, SessionKey};
+use agentstate::{Appended, ConflictKind, Error, Event, SessionKey};
 
 use crate::state::AppState;
 
@@ -23,7 +23,8 @@ fn backoff(attempt: u32) -> std::time::Duration {
 /// already (a retry: answered as stored), then a session changed since (the stale-handle
 /// conflict).
 ///
-/// Without it, a blind write on the session as it is in storage now: when another writer
+/// Without it, a blind write ([`SessionService::append_blind`](agentstate::SessionService::append_blind))
+/// on the session as it is in storage now, with a growing pause after each lost race: when another writer
 /// appended between the read of its marker and the append, it reads again and retries, so no
 /// update is lost. Uncontended, two storage round trips: the marker, the append.
 pub(crate) async fn append(
@@ -32,38 +33,34 @@ pub(crate) async fn append(
     event: Event,
     expected: Option<i64>,
 ) -> Result<Appended, Error> {
-    let not_found = || Error::NotFound { session_id: key.session_id().to_owned() };
     let partial = event.is_partial();
-    for attempt in 1.. {
-        let marker = match expected {
-            Some(marker) => marker,
-            // Only the marker: the window in which another writer can intervene stays one read.
-            None => state
-                .service()
-                .get_session(key, GetSessionConfig::recent(0))
-                .await?
-                .ok_or_else(not_found)?
-                .last_update_micros(),
-        };
-        match state.service().append_at(key, marker, event.clone()).await {
-            Ok(appended) => {
-                if !appended.duplicate && !partial {
-                    state.metrics().appended(1);
-                }
-                return Ok(appended);
-            }
-            Err(Error::Conflict { kind: ConflictKind::StaleSession }) if expected.is_none() && attempt < ATTEMPTS => {
+    let appended = match expected {
+        Some(marker) => state.service().append_at(key, marker, event).await,
+        None => {
+            let lost_race = |attempt: u32| async move {
                 state.metrics().conflict();
+                if attempt >= ATTEMPTS {
+                    return false;
+                }
                 tracing::debug!(attempt, "session changed during an append; reloading");
                 tokio::time::sleep(backoff(attempt)).await;
+                true
+            };
+            state.service().append_blind(key, event, lost_race).await
+        }
+    };
+    match appended {
+        Ok(appended) => {
+            if !appended.duplicate && !partial {
+                state.metrics().appended(1);
             }
-            Err(e) => {
-                if matches!(e, Error::Conflict { kind: ConflictKind::StaleSession }) {
-                    state.metrics().conflict();
-                }
-                return Err(e);
+            Ok(appended)
+        }
+        Err(e) => {
+            if expected.is_some() && matches!(e, Error::Conflict { kind: ConflictKind::StaleSession }) {
+                state.metrics().conflict();
             }
+            Err(e)
         }
     }
-    Err(Error::stale())
 }

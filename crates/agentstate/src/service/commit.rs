@@ -55,12 +55,7 @@ pub(crate) fn prepare(target: &Target<'_>, mut event: Event) -> Result<(EventCom
             format!("is {invocation_chars} characters long; at most {MAX_INVOCATION_ID_CHARS} are allowed"),
         ));
     }
-    if Timestamp::from_secs(event.timestamp).is_none() {
-        return Err(Error::invalid(
-            "event.timestamp",
-            format!("{} is not a valid epoch time in seconds", event.timestamp),
-        ));
-    }
+    Timestamp::try_from_secs("event.timestamp", event.timestamp)?;
     let timestamp_micros = event.place_after(target.marker);
 
     let mut deleted: Vec<String> = Vec::with_capacity(event.deleted_keys.len());

@@ -312,7 +312,19 @@ impl SessionService {
     /// appended in between, it reads again and retries, so no update is lost. Refused with the
     /// stale-session conflict only after [`BLIND_APPEND_ATTEMPTS`] lost races.
     pub async fn append_now(&self, key: &SessionKey, event: Event) -> Result<Appended> {
-        for _ in 0..BLIND_APPEND_ATTEMPTS {
+        let again = |lost: u32| std::future::ready(usize::try_from(lost).is_ok_and(|n| n < BLIND_APPEND_ATTEMPTS));
+        self.append_blind(key, event, again).await
+    }
+
+    /// [`append_now`](Self::append_now) with the caller's say after each lost race:
+    /// `lost_race(n)` is awaited after the `n`-th (from 1), may pause, and answers whether to
+    /// read again and retry; when it answers no, the append is the stale-session conflict.
+    pub async fn append_blind<F, Fut>(&self, key: &SessionKey, event: Event, mut lost_race: F) -> Result<Appended>
+    where
+        F: FnMut(u32) -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        for lost in 1.. {
             let marker = self
                 .get_session(key, GetSessionConfig::recent(0))
                 .await?
@@ -320,7 +332,10 @@ impl SessionService {
                 .last_update_micros();
             match self.append_at(key, marker, event.clone()).await {
                 Err(Error::Conflict { kind: crate::ConflictKind::StaleSession }) => {
-                    tracing::debug!(session = %key, "session changed during a blind append; reading again");
+                    tracing::debug!(session = %key, "session changed during a blind append");
+                    if !lost_race(lost).await {
+                        break;
+                    }
                 }
                 done => return done,
             }
