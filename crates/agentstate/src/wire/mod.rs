@@ -393,6 +393,9 @@ mod tests {
         texts.push(
             r#"{"author":"caf\u00e9","actions":{"state_delta":{"x":1.0,"y":1e300,"z":-0.0}},"id":"text-id"}"#.into(),
         );
+        // Found by fuzzing: empty lists of deleted keys, which the model leaves out.
+        texts.push("{\"author\":\"a\",\"deleted_keys\":[\r\r]}".into());
+        texts.push("{\"author\":\"a\",\"deletedKeys\":[ ]}".into());
         // Escaped names in models: renamed, and escaped again where they must be.
         texts.push(
             r#"{"we\"ird_key":1,"caf\u00e9_x":{"inner_key":"v","tab\tkey":[{"deep_key":true}]},"author":"a"}"#.into(),

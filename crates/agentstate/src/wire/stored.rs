@@ -387,6 +387,14 @@ fn object(scan: &mut Scan<'_>, out: &mut Vec<u8>, mode: Mode, row: Option<&Store
             }
         }
         let snake = snake(&key);
+        if row.is_some() && snake == "deleted_keys" {
+            // Left out when empty, as the model leaves it out.
+            let at = scan.at;
+            if scan.take(b'[').is_ok() && scan.take(b']').is_ok() {
+                return Ok(());
+            }
+            scan.at = at;
+        }
         for (i, (name, _, _)) in defaults.iter().enumerate() {
             if *name == snake {
                 seen[i] = true;
