@@ -1,7 +1,8 @@
 //! An agentstate server for ADK-Rust's own clients to talk to, in the test's process, over a
 //! throwaway store on each backend the conformance suite runs: SQLite (in memory), PostgreSQL
-//! and MariaDB (a fresh database each, see [`agentstate_conformance::databases`]) and Redis (a
-//! key prefix of its own). The tests are in `tests/`; [`scripted`] is an ADK-Rust agent on a
+//! and MariaDB (a fresh database each, see [`agentstate_conformance::databases`]), Redis and a
+//! Redis Cluster of the test's own (a key prefix each), and the managed-service API (agentstate's
+//! client of it talking to an agentstate server). The tests are in `tests/`; [`scripted`] is an ADK-Rust agent on a
 //! scripted model, for the tests and the benchmark that compare session services. This crate
 //! publishes nothing.
 
@@ -37,13 +38,34 @@ pub async fn mysql() -> SessionService {
 }
 
 /// A service over a key prefix of its own on the local Redis.
-///
-/// # Panics
-/// When Redis cannot be reached: a test setup failure, named.
 pub async fn redis() -> SessionService {
-    let url = format!("{}?prefix={}", redis_url(), fresh_prefix());
+    redis_at(format!("{}?prefix={}", redis_url(), fresh_prefix())).await
+}
+
+/// A service over a key prefix of its own on `cluster` (see
+/// [`RedisCluster::start`](agentstate_conformance::redis_servers::RedisCluster::start)).
+pub async fn redis_cluster(cluster: &agentstate_conformance::redis_servers::RedisCluster) -> SessionService {
+    redis_at(cluster.url(&fresh_prefix())).await
+}
+
+/// A service over the Redis at `url`; a server that cannot be reached panics, named.
+async fn redis_at(url: String) -> SessionService {
     let store = agentstate_redis::RedisStore::connect(&url).await;
     SessionService::new(store.unwrap_or_else(|e| panic!("{url}: {e}")))
+}
+
+/// A service over the managed-service API: agentstate's client of it (`agentstate-vertex`, with
+/// agentstate's extensions) talking to an agentstate server over SQLite in memory, served on a
+/// spare loopback port for the life of the current runtime. Like Agent Engine, it cannot list
+/// its apps.
+pub async fn agent_engine() -> SessionService {
+    let base = serve(sqlite().await).await;
+    let client = agentstate_vertex::VertexAiStore::builder()
+        .endpoint(base)
+        .credentials(agentstate_vertex::Credentials::api_key(API_KEY))
+        .agentstate_extensions(true)
+        .build();
+    SessionService::new(client.unwrap_or_else(|e| panic!("the managed-service client: {e}")))
 }
 
 /// A service over the SQL database at `url`; a server that cannot be reached panics, named.

@@ -1,5 +1,6 @@
 //! `agentstate_adk_rust::AdkSessionService`, ADK-Rust's `SessionService` over agentstate's
-//! stores, on in-memory, SQLite, PostgreSQL, MariaDB and Redis: ADK-Rust's published session
+//! stores, on in-memory, SQLite, PostgreSQL, MariaDB, Redis, a Redis Cluster and the
+//! managed-service API: ADK-Rust's published session
 //! contract, its state guide's example, bare-id addressing, erasure, exact times, bad input, and
 //! 16 writers of one user's state at once.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -73,11 +74,16 @@ async fn seed_example(service: AdkSessionService) {
     assert_eq!(service.get(get("my_app", "alice", "s2")).await.unwrap().state().get("counter"), Some(json!(42)));
 }
 
-/// A bare session id names one session or is refused: unknown → not found, used by two users →
-/// an error that says to give the identity; with the identity, the append goes where it says.
+/// A bare session id names one session or is refused: unknown → not found, used by two sessions
+/// (two users, in two apps: the managed service keeps ids unique per app) → an error that says
+/// to give the identity; with the identity, the append goes where it says.
+/// On a store that cannot list its apps (the managed service), a session is found by its id once
+/// this service has created, read, listed or appended to it; an id it has not seen is refused
+/// with the same advice.
 async fn bare_ids(service: AdkSessionService) {
+    let listable = service.service().list_apps().await.is_ok();
     service.create(create("bare", "u1", Some("shared-id"), HashMap::new())).await.unwrap();
-    service.create(create("bare", "u2", Some("shared-id"), HashMap::new())).await.unwrap();
+    service.create(create("bare-too", "u2", Some("shared-id"), HashMap::new())).await.unwrap();
     service.create(create("bare", "u1", Some("own-id"), HashMap::new())).await.unwrap();
     service.append_event("own-id", event("i", &[("k", json!(1))])).await.unwrap();
     assert_eq!(service.get(get("bare", "u1", "own-id")).await.unwrap().state().get("k"), Some(json!(1)));
@@ -86,16 +92,42 @@ async fn bare_ids(service: AdkSessionService) {
     assert_eq!(ambiguous.category, ErrorCategory::InvalidInput, "{ambiguous}");
     assert!(ambiguous.message.contains("append_event_for_identity"), "{ambiguous}");
     let missing = service.append_event("no-such-id", event("i", &[])).await.unwrap_err();
-    assert!(missing.is_not_found() && missing.code == "session.not_found", "{missing}");
-    for user in ["u1", "u2"] {
-        let s = service.get(get("bare", user, "shared-id")).await.unwrap();
+    if listable {
+        assert!(missing.is_not_found() && missing.code == "session.not_found", "{missing}");
+    } else {
+        assert_eq!(missing.category, ErrorCategory::InvalidInput, "{missing}");
+        assert!(missing.message.contains("append_event_for_identity"), "{missing}");
+    }
+    for (app, user) in [("bare", "u1"), ("bare-too", "u2")] {
+        let s = service.get(get(app, user, "shared-id")).await.unwrap();
         assert!(s.events().is_empty(), "nothing written to either");
     }
     let request =
-        AppendEventRequest { identity: identity("bare", "u2", "shared-id"), event: event("i", &[("k", json!(3))]) };
+        AppendEventRequest { identity: identity("bare-too", "u2", "shared-id"), event: event("i", &[("k", json!(3))]) };
     service.append_event_for_identity(request).await.unwrap();
-    assert_eq!(service.get(get("bare", "u2", "shared-id")).await.unwrap().state().get("k"), Some(json!(3)));
+    assert_eq!(service.get(get("bare-too", "u2", "shared-id")).await.unwrap().state().get("k"), Some(json!(3)));
     assert_eq!(service.get(get("bare", "u1", "shared-id")).await.unwrap().state().get("k"), None);
+
+    // Created elsewhere (not through this service).
+    let elsewhere = agentstate::CreateSession::new("bare", "u3").id("elsewhere");
+    service.service().create_session(elsewhere).await.unwrap();
+    let first = service.append_event("elsewhere", event("i", &[("k", json!(4))])).await;
+    if listable {
+        first.unwrap();
+    } else {
+        let refused = first.unwrap_err();
+        assert!(refused.message.contains("append_event_for_identity"), "{refused}");
+        service.get(get("bare", "u3", "elsewhere")).await.unwrap();
+        service.append_event("elsewhere", event("i", &[("k", json!(4))])).await.unwrap();
+    }
+    assert_eq!(service.get(get("bare", "u3", "elsewhere")).await.unwrap().state().get("k"), Some(json!(4)));
+    // Deleted: not found by its id, on every store.
+    service
+        .delete(DeleteRequest { app_name: "bare".into(), user_id: "u3".into(), session_id: "elsewhere".into() })
+        .await
+        .unwrap();
+    let gone = service.append_event("elsewhere", event("i", &[])).await.unwrap_err();
+    assert!(gone.is_not_found() && gone.code == "session.not_found", "{gone}");
 }
 
 /// Times to the nanosecond through the adapter, and `after` windows exact at their bound.
@@ -123,7 +155,8 @@ async fn exact_times(service: AdkSessionService) {
 }
 
 /// Bad identities answer ADK-Rust's invalid-input errors and write nothing; a missing session
-/// is `session.not_found`; `delete_all_sessions` erases one user's sessions only.
+/// is `session.not_found`; `delete_all_sessions` erases one user's sessions only; the identity
+/// forms of get and delete; the health check.
 async fn errors_and_erasure(service: AdkSessionService) {
     let bad = service.create(create("", "u", None, HashMap::new())).await.err().expect("an empty app name");
     assert_eq!(bad.category, ErrorCategory::InvalidInput, "{bad}");
@@ -154,6 +187,15 @@ async fn errors_and_erasure(service: AdkSessionService) {
         .await
         .unwrap();
     assert!(service.list(list("stays")).await.unwrap().is_empty());
+
+    // The identity forms of get and delete.
+    let state = HashMap::from([("k".to_string(), json!(5))]);
+    service.create(create("erase", "stays", Some("d"), state)).await.unwrap();
+    let by_identity = service.get_for_identity(&identity("erase", "stays", "d")).await.unwrap();
+    assert_eq!((by_identity.id(), by_identity.state().get("k")), ("d", Some(json!(5))));
+    service.delete_for_identity(&identity("erase", "stays", "d")).await.unwrap();
+    let gone = service.get_for_identity(&identity("erase", "stays", "d")).await.err().expect("deleted");
+    assert!(gone.is_not_found() && gone.code == "session.not_found", "{gone}");
     service.health_check().await.unwrap();
 }
 
@@ -271,7 +313,25 @@ macro_rules! on_every_backend {
     };
 }
 
-on_every_backend!(in_memory, sqlite, postgres, mysql, redis);
+on_every_backend!(in_memory, sqlite, postgres, mysql, redis, agent_engine);
+
+/// Every scenario above on a Redis Cluster of the test's own (three masters), each on a key
+/// prefix of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_redis_cluster() {
+    let cluster =
+        tokio::task::spawn_blocking(agentstate_conformance::redis_servers::RedisCluster::start).await.unwrap();
+    let service = || async { AdkSessionService::new(agentstate_adk_rust_clients::redis_cluster(&cluster).await) };
+    contract(service().await).await;
+    seed_example(service().await).await;
+    bare_ids(service().await).await;
+    exact_times(service().await).await;
+    errors_and_erasure(service().await).await;
+    rewinds(service().await).await;
+    sixteen_writers(service().await).await;
+    let holding = cluster.keys_per_node();
+    assert!(holding.iter().filter(|&&keys| keys > 0).count() >= 2, "apps spread over the nodes: {holding:?}");
+}
 
 /// `open` takes the URLs `agentstate serve --db` takes, with its errors.
 #[tokio::test]

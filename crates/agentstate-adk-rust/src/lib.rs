@@ -27,6 +27,7 @@
 //! form ADK for Python, ADK for TypeScript and agentstate's runtime read (see [`convert`]).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use adk_core::identity::{AppName, SessionId, UserId};
 use adk_core::{AdkError, ErrorCategory, ErrorComponent};
@@ -39,14 +40,22 @@ use agentstate::{
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use seen::Seen;
 
 pub mod convert;
+mod seen;
 
 /// ADK-Rust's session service over an agentstate [`SessionService`]: any backend, any stack
 /// (encryption, policies) the service was built with.
+///
+/// ADK-Rust's `append_event`, `rewind` and `rewind_steps` name a session by its id alone. It is
+/// found in every app of the store; on a store that cannot list its apps (the managed service)
+/// among the sessions this service created, read, listed or appended to (the newest 4096), as
+/// ADK-Rust's own Agent Engine client finds it.
 #[derive(Clone)]
 pub struct AdkSessionService {
     service: SessionService,
+    seen: Arc<Seen>,
 }
 
 impl std::fmt::Debug for AdkSessionService {
@@ -58,7 +67,7 @@ impl std::fmt::Debug for AdkSessionService {
 impl AdkSessionService {
     /// Over `service`.
     pub fn new(service: SessionService) -> Self {
-        Self { service }
+        Self { service, seen: Arc::default() }
     }
 
     /// Over the backend `url` names, as `agentstate serve --db` takes it (SQLite, PostgreSQL,
@@ -80,18 +89,29 @@ impl AdkSessionService {
     /// bare-id addressing. Refused when none or several have that id.
     async fn locate(&self, session_id: &str) -> adk_core::Result<SessionKey> {
         let checked = SessionId::try_from(session_id).map_err(AdkError::from)?;
-        let apps = self.service.list_apps().await.map_err(|e| {
-            if e.kind() == ErrorKind::Unsupported {
-                invalid(format!(
-                    "this backend cannot find session {session_id} by its id alone: use append_event_for_identity"
-                ))
-            } else {
-                error(e)
-            }
-        })?;
         let mut found = Vec::new();
-        for app in apps {
-            found.extend(self.service.find_sessions(&app, checked.as_ref()).await.map_err(error)?);
+        match self.service.list_apps().await {
+            Ok(apps) => {
+                for app in apps {
+                    found.extend(self.service.find_sessions(&app, checked.as_ref()).await.map_err(error)?);
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Unsupported => {
+                let seen = self.seen.called(checked.as_ref());
+                if seen.is_empty() {
+                    return Err(invalid(format!(
+                        "this backend cannot list its apps, and this service has not created, read or listed a \
+                         session '{session_id}': append with append_event_for_identity"
+                    )));
+                }
+                for key in seen {
+                    match self.service.get_session(&key, GetSessionConfig::recent(0)).await.map_err(error)? {
+                        Some(_) => found.push(key),
+                        None => self.seen.forget(&key),
+                    }
+                }
+            }
+            Err(e) => return Err(error(e)),
         }
         match found.len() {
             1 => Ok(found.remove(0)),
@@ -142,6 +162,7 @@ impl AdkService for AdkSessionService {
             request = request.id(id.as_ref());
         }
         let session = self.service.create_session(request).await.map_err(error)?;
+        self.seen.remember(session.key());
         Ok(Box::new(AdkSession::from(&session)?))
     }
 
@@ -160,6 +181,7 @@ impl AdkService for AdkSessionService {
             let whole = GetSessionConfig { num_recent_events: None, after_timestamp: after };
             session = self.service.get_session(&key, whole).await.map_err(error)?.ok_or_else(|| not_found(&key))?;
         }
+        self.seen.remember(&key);
         Ok(Box::new(AdkSession::from(&session)?.newest(req.num_recent_events)))
     }
 
@@ -174,6 +196,7 @@ impl AdkService for AdkSessionService {
             return Ok(Vec::new());
         }
         let page = self.service.list_sessions(request).await.map_err(error)?;
+        page.sessions.iter().for_each(|s| self.seen.remember(s.key()));
         page.sessions.iter().map(|s| AdkSession::from(s).map(|s| Box::new(s) as Box<dyn Session>)).collect()
     }
 
@@ -190,7 +213,9 @@ impl AdkService for AdkSessionService {
     async fn append_event_for_identity(&self, req: AppendEventRequest) -> adk_core::Result<()> {
         let identity = &req.identity;
         let key = key(identity.app_name.as_ref(), identity.user_id.as_ref(), identity.session_id.as_ref())?;
-        self.append(&key, &req.event).await
+        self.append(&key, &req.event).await?;
+        self.seen.remember(&key);
+        Ok(())
     }
 
     async fn delete_all_sessions(&self, app_name: &str, user_id: &str) -> adk_core::Result<()> {

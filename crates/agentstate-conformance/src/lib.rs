@@ -41,6 +41,8 @@ mod cases;
 pub mod databases;
 mod harness;
 mod model;
+#[cfg(feature = "redis-servers")]
+pub mod redis_servers;
 #[cfg(feature = "reference")]
 pub mod reference;
 mod rekey;

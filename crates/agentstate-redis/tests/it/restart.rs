@@ -11,7 +11,9 @@ use agentstate::{CreateSession, Event, GetSessionConfig, SessionService};
 use agentstate_redis::RedisStore;
 use serde_json::json;
 
-use crate::servers::{OwnRedis, url_with_prefix};
+use agentstate_conformance::redis_servers::OwnRedis;
+
+use crate::servers::url_with_prefix;
 
 const WRITERS: usize = 4;
 const APPENDS: usize = 150;

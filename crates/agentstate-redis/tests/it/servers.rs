@@ -1,9 +1,7 @@
-//! The local Redis, a key prefix per test run, and Redis servers of a test's own.
+//! The local Redis and a key prefix per test run (Redis servers of a test's own are
+//! `agentstate_conformance::redis_servers`).
 
-use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::sync::OnceCell;
 
@@ -72,86 +70,4 @@ async fn sweep_old_runs(now: u64) {
         }
         cursor = next;
     }
-}
-
-/// A loopback port nobody listens on now.
-pub(crate) fn spare_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// A `redis-server` of the test's own, on a spare loopback port, with its data in a temporary
-/// directory; stopped (SIGKILL) when dropped.
-pub(crate) struct OwnRedis {
-    pub(crate) port: u16,
-    dir: PathBuf,
-    args: Vec<String>,
-    child: Option<Child>,
-}
-
-impl OwnRedis {
-    /// Starts one with `args` (e.g. `--appendonly yes`).
-    pub(crate) fn start(args: &[&str]) -> Self {
-        let port = spare_port();
-        let dir = std::env::temp_dir().join(format!("agentstate-redis-{port}-{}", agentstate::Event::new_id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut server = Self { port, dir, args: args.iter().map(|a| (*a).to_owned()).collect(), child: None };
-        server.run();
-        server
-    }
-
-    pub(crate) fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/0", self.port)
-    }
-
-    fn run(&mut self) {
-        let child = Command::new("redis-server")
-            .arg("--port")
-            .arg(self.port.to_string())
-            .arg("--bind")
-            .arg("127.0.0.1")
-            .arg("--dir")
-            .arg(&self.dir)
-            .arg("--save")
-            .arg("")
-            .args(&self.args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server is installed (Debian's redis-server package)");
-        self.child = Some(child);
-        wait_for_port(self.port, Duration::from_secs(10));
-    }
-
-    /// Kills it (SIGKILL: no shutdown save), leaves it down for `downtime`, and starts it again
-    /// on the same port and data.
-    pub(crate) fn crash_and_restart(&mut self, downtime: Duration) {
-        self.kill();
-        std::thread::sleep(downtime);
-        self.run();
-    }
-
-    pub(crate) fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for OwnRedis {
-    fn drop(&mut self) {
-        self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn wait_for_port(port: u16, limit: Duration) {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("redis-server did not listen on {port} within {limit:?}");
 }
