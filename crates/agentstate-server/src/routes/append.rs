@@ -15,6 +15,18 @@ fn backoff(attempt: u32) -> std::time::Duration {
     std::time::Duration::from_micros(u64::from(attempt.min(10)) * 500 + u64::from(jitter))
 }
 
+/// After a blind write's `lost`-th lost race (from 1): counted, and whether to read the session
+/// again and retry, after a pause. The append and rewind routes' policy.
+pub(crate) async fn lost_race(state: &AppState, lost: u32) -> bool {
+    state.metrics().conflict();
+    if lost >= ATTEMPTS {
+        return false;
+    }
+    tracing::debug!(lost, "session changed during a blind write; reloading");
+    tokio::time::sleep(backoff(lost)).await;
+    true
+}
+
 /// Appends `event` to the session `key`.
 ///
 /// With `expected`, the storage marker the caller's view of the session was loaded at, the
@@ -36,18 +48,7 @@ pub(crate) async fn append(
     let partial = event.is_partial();
     let appended = match expected {
         Some(marker) => state.service().append_at(key, marker, event).await,
-        None => {
-            let lost_race = |attempt: u32| async move {
-                state.metrics().conflict();
-                if attempt >= ATTEMPTS {
-                    return false;
-                }
-                tracing::debug!(attempt, "session changed during an append; reloading");
-                tokio::time::sleep(backoff(attempt)).await;
-                true
-            };
-            state.service().append_blind(key, event, lost_race).await
-        }
+        None => state.service().append_blind(key, event, |lost| lost_race(state, lost)).await,
     };
     match appended {
         Ok(appended) => {

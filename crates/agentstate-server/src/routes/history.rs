@@ -155,8 +155,9 @@ pub(crate) async fn rewind(
                 "msg": "Give rewindBeforeInvocationId or rewindAfterEventId, not both", "input": value}])));
         }
     };
-    // A rewind made of a blind write, as PATCH: retried if another writer appended meanwhile.
-    for _ in 0..20 {
+    // A rewind made of a blind write, as an append without a marker: read again and retried
+    // when another writer appended meanwhile.
+    for lost in 1.. {
         let mut session =
             state.service().get_session(&key, GetSessionConfig::recent(0)).await?.ok_or_else(not_found)?;
         let rewound = match &target {
@@ -168,7 +169,8 @@ pub(crate) async fn rewind(
                 let session = state.service().get_session(&key, GetSessionConfig::default()).await?;
                 return Ok(Json(crate::expiry::session_value(&session.ok_or_else(not_found)?)));
             }
-            Err(Error::Conflict { kind: agentstate::ConflictKind::StaleSession }) => state.metrics().conflict(),
+            Err(Error::Conflict { kind: agentstate::ConflictKind::StaleSession })
+                if super::append::lost_race(&state, lost).await => {}
             Err(e) => return Err(e.into()),
         }
     }
