@@ -1,7 +1,8 @@
 //! ADK-Rust's own `Runner` (a scripted `LlmAgent`: a tool call and an answer a turn, four
 //! appends) on agentstate through `agentstate-adk-rust`, next to ADK-Rust's
 //! `InMemorySessionService` (the floor) in the same run: the median turn of `--turns`, and 16
-//! runners at once on 16 sessions of one user, each writing its own `user:` key. One JSON line
+//! runners at once on 16 sessions of one user, each writing its own `user:` key; then the same
+//! storing events without `llm_request`, as ADK-Rust's SQL services store them. One JSON line
 //! per service. ADK-Rust's own SQL services cannot be linked into this build (their sqlx 0.8
 //! links a second SQLite): `bench/adk-rust-own` measures them the same way, and
 //! `bench/adk-rust-figures` runs both.
@@ -51,11 +52,15 @@ async fn main() -> anyhow::Result<()> {
     };
     let floor = || Arc::new(InMemorySessionService::new()) as Arc<dyn SessionService>;
     measure("InMemorySessionService (floor)", floor(), floor(), args.turns).await?;
-    let ours = |n: usize| async move {
-        Ok::<_, anyhow::Error>(Arc::new(AdkSessionService::open(&url(n)).await?) as Arc<dyn SessionService>)
+    let ours = |n: usize, keep: bool| async move {
+        let service = AdkSessionService::open(&url(n)).await?;
+        let service = if keep { service } else { service.without_llm_requests() };
+        Ok::<_, anyhow::Error>(Arc::new(service) as Arc<dyn SessionService>)
     };
-    let name = format!("AdkSessionService ({})", if args.db.is_some() { "--db" } else { "SQLite file" });
-    measure(&name, ours(1).await?, ours(2).await?, args.turns).await?;
+    let backend = if args.db.is_some() { "--db" } else { "SQLite file" };
+    measure(&format!("AdkSessionService ({backend})"), ours(1, true).await?, ours(2, true).await?, args.turns).await?;
+    let name = format!("AdkSessionService ({backend}) without llm_request");
+    measure(&name, ours(3, false).await?, ours(4, false).await?, args.turns).await?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

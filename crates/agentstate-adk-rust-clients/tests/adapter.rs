@@ -341,3 +341,32 @@ async fn open_takes_the_servers_urls() {
     let bad = AdkSessionService::open("ftp://somewhere").await.unwrap_err().to_string();
     assert!(bad.contains("unsupported scheme"), "{bad}");
 }
+
+/// Every field is kept by default, `llm_request` included; `without_llm_requests` stores
+/// events without it and its telemetry copies (as ADK-Rust's SQL services do) and everything
+/// else as before.
+#[tokio::test]
+async fn llm_requests_are_kept_unless_asked_not_to() {
+    for keep in [true, false] {
+        let service = AdkSessionService::new(agentstate_adk_rust_clients::sqlite().await);
+        let service = if keep { service } else { service.without_llm_requests() };
+        service.create(create("llm", "u", Some("s"), HashMap::new())).await.unwrap();
+        let mut sent = event("inv", &[("k", json!(1))]);
+        sent.llm_request = Some(r#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}"#.into());
+        sent.provider_metadata.insert("p".into(), "v".into());
+        sent.provider_metadata.insert("gcp.vertex.agent.llm_request".into(), "{}".into());
+        sent.provider_metadata.insert("gcp.vertex.agent.llm_response".into(), "{}".into());
+        let request = AppendEventRequest { identity: identity("llm", "u", "s"), event: sent.clone() };
+        service.append_event_for_identity(request).await.unwrap();
+        let read = service.get(get("llm", "u", "s")).await.unwrap().events().all().remove(0);
+        let expected = if keep { sent.llm_request.clone() } else { None };
+        assert_eq!(read.llm_request, expected, "keep: {keep}");
+        assert_eq!(read.provider_metadata.len(), if keep { 3 } else { 1 }, "keep: {keep}");
+        let (mut read, mut sent) = (read, sent);
+        for event in [&mut read, &mut sent] {
+            event.llm_request = None;
+            event.provider_metadata.retain(|k, _| k == "p");
+        }
+        assert_eq!(serde_json::to_value(&read).unwrap(), serde_json::to_value(&sent).unwrap(), "keep: {keep}");
+    }
+}

@@ -45,6 +45,9 @@ use seen::Seen;
 pub mod convert;
 mod seen;
 
+/// What [`AdkSessionService::without_llm_requests`] leaves out of `provider_metadata`.
+const TELEMETRY_COPIES: [&str; 2] = ["gcp.vertex.agent.llm_request", "gcp.vertex.agent.llm_response"];
+
 /// ADK-Rust's session service over an agentstate [`SessionService`]: any backend, any stack
 /// (encryption, policies) the service was built with.
 ///
@@ -56,6 +59,7 @@ mod seen;
 pub struct AdkSessionService {
     service: SessionService,
     seen: Arc<Seen>,
+    keep_llm_requests: bool,
 }
 
 impl std::fmt::Debug for AdkSessionService {
@@ -67,7 +71,20 @@ impl std::fmt::Debug for AdkSessionService {
 impl AdkSessionService {
     /// Over `service`.
     pub fn new(service: SessionService) -> Self {
-        Self { service, seen: Arc::default() }
+        Self { service, seen: Arc::default(), keep_llm_requests: true }
+    }
+
+    /// Stores events without the copies of the model's request that ADK-Rust's `LlmAgent`
+    /// puts on each model event: `llm_request` and, in `provider_metadata`,
+    /// `gcp.vertex.agent.llm_request` and `gcp.vertex.agent.llm_response` (telemetry). ADK-Rust's
+    /// SQL services store none of them. By default the adapter keeps every field; but each of
+    /// those requests carries the whole conversation so far, so a session's stored size, and the
+    /// time ADK-Rust's runner takes to read it every turn, grow with the square of its length.
+    /// Everything else is kept.
+    #[must_use]
+    pub fn without_llm_requests(mut self) -> Self {
+        self.keep_llm_requests = false;
+        self
     }
 
     /// Over the backend `url` names, as `agentstate serve --db` takes it (SQLite, PostgreSQL,
@@ -137,8 +154,12 @@ impl AdkSessionService {
         self.service.get_session(key, GetSessionConfig::default()).await.map_err(error)?.ok_or_else(|| not_found(key))
     }
 
-    async fn append(&self, key: &SessionKey, event: &RustEvent) -> adk_core::Result<()> {
-        let event = convert::to_agentstate(event).map_err(|e| invalid(format!("the event cannot be stored: {e}")))?;
+    async fn append(&self, key: &SessionKey, mut event: RustEvent) -> adk_core::Result<()> {
+        if !self.keep_llm_requests {
+            event.llm_request = None;
+            event.provider_metadata.retain(|k, _| !TELEMETRY_COPIES.contains(&k.as_str()));
+        }
+        let event = convert::to_agentstate(&event).map_err(|e| invalid(format!("the event cannot be stored: {e}")))?;
         self.service.append_now(key, event).await.map_err(error)?;
         Ok(())
     }
@@ -207,13 +228,13 @@ impl AdkService for AdkSessionService {
 
     async fn append_event(&self, session_id: &str, event: RustEvent) -> adk_core::Result<()> {
         let key = self.locate(session_id).await?;
-        self.append(&key, &event).await
+        self.append(&key, event).await
     }
 
     async fn append_event_for_identity(&self, req: AppendEventRequest) -> adk_core::Result<()> {
         let identity = &req.identity;
         let key = key(identity.app_name.as_ref(), identity.user_id.as_ref(), identity.session_id.as_ref())?;
-        self.append(&key, &req.event).await?;
+        self.append(&key, req.event).await?;
         self.seen.remember(&key);
         Ok(())
     }
