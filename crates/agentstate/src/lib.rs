@@ -57,6 +57,7 @@ mod event;
 pub mod history;
 mod in_memory;
 mod key;
+pub mod memory;
 mod page;
 mod scope;
 mod service;
