@@ -58,7 +58,8 @@ const TELEMETRY_COPIES: [&str; 2] = ["gcp.vertex.agent.llm_request", "gcp.vertex
 #[derive(Clone)]
 pub struct AdkSessionService {
     service: SessionService,
-    seen: Arc<Seen>,
+    /// On a store that cannot list its apps: the sessions seen, to find bare ids among.
+    seen: Option<Arc<Seen>>,
     keep_llm_requests: bool,
 }
 
@@ -71,7 +72,8 @@ impl std::fmt::Debug for AdkSessionService {
 impl AdkSessionService {
     /// Over `service`.
     pub fn new(service: SessionService) -> Self {
-        Self { service, seen: Arc::default(), keep_llm_requests: true }
+        let seen = service.capabilities().admin.is_none().then(Arc::default);
+        Self { service, seen, keep_llm_requests: true }
     }
 
     /// Stores events without the copies of the model's request that ADK-Rust's `LlmAgent`
@@ -107,28 +109,27 @@ impl AdkSessionService {
     async fn locate(&self, session_id: &str) -> adk_core::Result<SessionKey> {
         let checked = SessionId::try_from(session_id).map_err(AdkError::from)?;
         let mut found = Vec::new();
-        match self.service.list_apps().await {
-            Ok(apps) => {
-                for app in apps {
+        match &self.seen {
+            None => {
+                for app in self.service.list_apps().await.map_err(error)? {
                     found.extend(self.service.find_sessions(&app, checked.as_ref()).await.map_err(error)?);
                 }
             }
-            Err(e) if e.kind() == ErrorKind::Unsupported => {
-                let seen = self.seen.called(checked.as_ref());
-                if seen.is_empty() {
+            Some(seen) => {
+                let candidates = seen.called(checked.as_ref());
+                if candidates.is_empty() {
                     return Err(invalid(format!(
                         "this backend cannot list its apps, and this service has not created, read or listed a \
                          session '{session_id}': append with append_event_for_identity"
                     )));
                 }
-                for key in seen {
+                for key in candidates {
                     match self.service.get_session(&key, GetSessionConfig::recent(0)).await.map_err(error)? {
                         Some(_) => found.push(key),
-                        None => self.seen.forget(&key),
+                        None => seen.forget(&key),
                     }
                 }
             }
-            Err(e) => return Err(error(e)),
         }
         match found.len() {
             1 => Ok(found.remove(0)),
@@ -146,6 +147,13 @@ impl AdkSessionService {
                     owners.join(", ")
                 )))
             }
+        }
+    }
+
+    /// Notes that the session `key` exists, on a store that cannot list its apps.
+    fn remember(&self, key: &SessionKey) {
+        if let Some(seen) = &self.seen {
+            seen.remember(key);
         }
     }
 
@@ -183,7 +191,7 @@ impl AdkService for AdkSessionService {
             request = request.id(id.as_ref());
         }
         let session = self.service.create_session(request).await.map_err(error)?;
-        self.seen.remember(session.key());
+        self.remember(session.key());
         Ok(Box::new(AdkSession::from(&session)?))
     }
 
@@ -202,7 +210,7 @@ impl AdkService for AdkSessionService {
             let whole = GetSessionConfig { num_recent_events: None, after_timestamp: after };
             session = self.service.get_session(&key, whole).await.map_err(error)?.ok_or_else(|| not_found(&key))?;
         }
-        self.seen.remember(&key);
+        self.remember(&key);
         Ok(Box::new(AdkSession::from(&session)?.newest(req.num_recent_events)))
     }
 
@@ -217,7 +225,7 @@ impl AdkService for AdkSessionService {
             return Ok(Vec::new());
         }
         let page = self.service.list_sessions(request).await.map_err(error)?;
-        page.sessions.iter().for_each(|s| self.seen.remember(s.key()));
+        page.sessions.iter().for_each(|s| self.remember(s.key()));
         page.sessions.iter().map(|s| AdkSession::from(s).map(|s| Box::new(s) as Box<dyn Session>)).collect()
     }
 
@@ -235,7 +243,7 @@ impl AdkService for AdkSessionService {
         let identity = &req.identity;
         let key = key(identity.app_name.as_ref(), identity.user_id.as_ref(), identity.session_id.as_ref())?;
         self.append(&key, req.event).await?;
-        self.seen.remember(&key);
+        self.remember(&key);
         Ok(())
     }
 
