@@ -78,6 +78,13 @@ pub fn case_names() -> impl Iterator<Item = &'static str> {
     cases::ALL.iter().map(|(name, ..)| *name)
 }
 
+/// The capability the case called `name` needs, if any: a run of [`case_names`] leaves out the
+/// cases whose capability [`Capability::lacked_by`] its store.
+pub fn case_capability(name: &str) -> Option<Capability> {
+    let (_, needs, _) = cases::ALL.iter().find(|(n, ..)| *n == name)?;
+    needs.map(Capability::from_name)
+}
+
 /// What [`check_store`] ran.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Checked {
@@ -146,6 +153,9 @@ pub enum Capability {
     /// The store reads `app:` and `user:` state without a session
     /// ([`SharedStateStore`](agentstate::store::SharedStateStore); `shared_state` in the macro).
     SharedState,
+    /// The store keeps long-term memories
+    /// ([`MemoryStore`](agentstate::store::MemoryStore); `memory` in the macro).
+    Memory,
 }
 
 impl Capability {
@@ -158,6 +168,7 @@ impl Capability {
             (Capability::Lifecycle, has.lifecycle.is_some()),
             (Capability::Admin, has.admin.is_some()),
             (Capability::SharedState, has.shared_state.is_some()),
+            (Capability::Memory, has.memory.is_some()),
         ]
         .into_iter()
         .filter_map(|(capability, present)| (!present).then_some(capability))
@@ -173,6 +184,7 @@ impl Capability {
             "lifecycle" => Capability::Lifecycle,
             "admin" => Capability::Admin,
             "shared_state" => Capability::SharedState,
+            "memory" => Capability::Memory,
             other => panic!("no conformance capability is called {other}"),
         }
     }
@@ -315,6 +327,16 @@ macro_rules! session_store_tests {
             concurrent_shared_scope_writers_lose_nothing,
             concurrent_handles_conflict_exactly_once,
             serialised_appends_through_one_handle_keep_order,
+            memories_are_found_as_adk_finds_them [memory],
+            adding_a_session_again_replaces_what_it_added [memory],
+            added_events_are_stored_once_per_session [memory],
+            direct_memories_keep_their_fields_and_bad_ones_write_nothing [memory],
+            deleted_memories_stay_deleted [memory],
+            memories_never_leave_their_owner [memory],
+            memories_expire_by_their_time_to_live [memory],
+            memory_pages_cover_every_memory_once [memory],
+            concurrent_ingestion_stores_each_event_once [memory],
+            erasing_a_user_removes_their_memories [memory],
         );
     };
     (@each (tests $stack:ident; $lacks:tt); $($case:ident $([$needs:ident])?),* $(,)?) => {

@@ -42,9 +42,10 @@ fn schemas() -> Value {
                 "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
                 "lastUpdateTime": {"type": "number", "description": "Epoch seconds"},
                 "expireTime": {"type": "string", "format": "date-time", "description": "agentstate extension, present when the session expires: from then on it behaves as deleted"}}},
-        "Erased": {"type": "object", "required": ["sessions", "events", "userStateKeys", "dryRun"], "properties": {
+        "Erased": {"type": "object", "required": ["sessions", "events", "userStateKeys", "memories", "dryRun"], "properties": {
             "sessions": {"type": "integer"}, "events": {"type": "integer"},
             "userStateKeys": {"type": "integer", "description": "Keys of the user's user: state"},
+            "memories": {"type": "integer", "description": "The user's long-term memories"},
             "dryRun": {"type": "boolean", "description": "True when nothing was removed (only counted)"}}},
         "SessionListOrPage": {"oneOf": [
             {"$ref": "#/components/schemas/SessionList"},
@@ -113,10 +114,38 @@ fn schemas() -> Value {
         "Null": {"type": "null"},
         "Metrics": {"type": "string", "description": "Prometheus text exposition format"},
     });
-    if let (Value::Object(all), Value::Object(more)) = (&mut schemas, history_schemas()) {
-        all.extend(more);
+    for more in [history_schemas(), memory_schemas()] {
+        if let (Value::Object(all), Value::Object(more)) = (&mut schemas, more) {
+            all.extend(more);
+        }
     }
     schemas
+}
+
+/// The schemas of the memory routes.
+fn memory_schemas() -> Value {
+    json!({
+        "Memory": {"type": "object", "required": ["id", "content", "customMetadata", "createTime"], "description": "ADK's MemoryEntry, and where it came from",
+            "properties": {"id": {"type": "string", "description": "The event's id, or the caller's or a generated one"},
+                "content": {"type": "object"}, "customMetadata": {"type": "object"},
+                "author": {"type": ["string", "null"]}, "timestamp": {"type": ["string", "null"], "description": "ISO 8601"},
+                "sessionId": {"type": ["string", "null"], "description": "The session it came from"},
+                "createTime": {"type": "string", "format": "date-time"},
+                "expireTime": {"type": "string", "format": "date-time", "description": "Present when it expires"}}},
+        "MemoryList": {"type": "object", "required": ["memories"], "properties": {
+            "memories": {"type": "array", "items": {"$ref": "#/components/schemas/Memory"}},
+            "nextPageToken": {"type": "string", "description": "Listing: pass as pageToken for the next page; absent on the last"}}},
+        "UpdateMemoryRequest": {"type": "object", "required": ["sessionId"], "properties": {"sessionId": {"type": "string"}}},
+        "MemoryEventsRequest": {"type": "object", "required": ["events"], "properties": {
+            "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
+            "sessionId": {"type": ["string", "null"], "description": "add_events_to_memory: the session they belong to"},
+            "customMetadata": {"type": ["object", "null"], "description": "Kept on each memory; `ttl` (seconds or \"3600s\") makes them expire"}}},
+        "AddMemoriesRequest": {"type": "object", "required": ["memories"], "properties": {
+            "memories": {"type": "array", "items": {"type": "object", "required": ["content"], "properties": {
+                "id": {"type": ["string", "null"]}, "content": {"type": "object"}, "customMetadata": {"type": ["object", "null"]},
+                "author": {"type": ["string", "null"]}, "timestamp": {"type": ["string", "null"]}}}},
+            "customMetadata": {"type": ["object", "null"], "description": "Kept on each memory (a memory's own keys win); `ttl` makes them expire"}}}
+    })
 }
 
 /// The schemas of the history routes (a second `json!`: one would exceed the macro's recursion

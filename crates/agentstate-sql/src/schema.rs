@@ -65,7 +65,7 @@ impl From<SchemaError> for Error {
 }
 
 /// The tables and indexes a database needs, the reference's and agentstate's own.
-const TABLES: [&str; 7] = [
+const TABLES: [&str; 10] = [
     "adk_internal_metadata",
     "sessions",
     "app_states",
@@ -73,6 +73,9 @@ const TABLES: [&str; 7] = [
     "events",
     "agentstate_session_attributes",
     "agentstate_state_snapshots",
+    "agentstate_memories",
+    "agentstate_memory_deletions",
+    "agentstate_memory_sources",
 ];
 const INDEXES: [&str; 3] =
     ["idx_events_app_user_session_ts_id", "idx_sessions_app_id", "idx_agentstate_attributes_expire"];

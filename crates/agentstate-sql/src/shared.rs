@@ -180,6 +180,7 @@ macro_rules! operations {
                     sessions: count("sessions")?,
                     events: count("events")?,
                     user_state_keys: count("user_keys")?,
+                    memories: 0,
                 })
             }
 
@@ -304,6 +305,48 @@ macro_rules! pool_store {
                     .with_lifecycle(self)
                     .with_admin(self)
                     .with_shared_state(self)
+                    .with_memory(self)
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl agentstate::store::MemoryStore for $store {
+            async fn put_memories(&self, put: &agentstate::store::MemoryPut) -> agentstate::Result<usize> {
+                ops::memory::put(&self.pool, put).await
+            }
+
+            async fn search_memories(
+                &self,
+                search: &agentstate::store::MemorySearch,
+            ) -> agentstate::Result<Vec<agentstate::memory::Memory>> {
+                ops::memory::search(&self.pool, search).await
+            }
+
+            async fn list_memories(
+                &self,
+                list: &agentstate::store::MemoryList,
+            ) -> agentstate::Result<Vec<agentstate::memory::Memory>> {
+                ops::memory::list(&self.pool, list).await
+            }
+
+            async fn delete_memory(&self, owner: &agentstate::memory::MemoryOwner, id: &str) -> agentstate::Result<usize> {
+                ops::memory::delete(&self.pool, owner, id).await
+            }
+
+            async fn erase_memories(&self, owner: &agentstate::memory::MemoryOwner) -> agentstate::Result<usize> {
+                ops::memory::erase(&self.pool, owner).await
+            }
+
+            async fn delete_expired_memories(&self, before_micros: i64, limit: usize) -> agentstate::Result<usize> {
+                ops::memory::delete_expired(&self.pool, before_micros, limit).await
+            }
+
+            async fn count_memories(
+                &self,
+                owner: &agentstate::memory::MemoryOwner,
+                now_micros: i64,
+            ) -> agentstate::Result<usize> {
+                ops::memory::count_live(&self.pool, owner, now_micros).await
             }
         }
 

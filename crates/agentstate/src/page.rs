@@ -3,11 +3,13 @@
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
-use crate::store::{EventCursor, ListCursor};
+use crate::store::{EventCursor, ListCursor, MemoryCursor};
 
 const VERSION: u64 = 1;
 /// Tags event-page tokens, so a session-list token is never taken for one (and back).
 const EVENTS: &str = "events";
+/// Tags memory-page tokens.
+const MEMORIES: &str = "memories";
 
 impl ListCursor {
     /// The page token that starts after this position, as
@@ -28,6 +30,29 @@ impl EventCursor {
     /// [`SessionService::list_events`](crate::SessionService::list_events) issues it.
     pub fn to_page_token(&self) -> String {
         encode_events(self)
+    }
+}
+
+impl MemoryCursor {
+    /// The page token that starts after this position, for
+    /// [`MemoryService::list`](crate::memory::MemoryService::list).
+    pub fn to_page_token(&self) -> String {
+        to_hex(&json!([MEMORIES, self.create_micros, self.source, self.id]).to_string())
+    }
+
+    /// The position a token of [`to_page_token`](Self::to_page_token) starts after.
+    pub fn from_page_token(token: &str) -> Result<Self> {
+        let bad =
+            || Error::invalid("page_token", "is not a memory page token this service issued; pass it back unchanged");
+        let value: Value = serde_json::from_slice(&hex(token).ok_or_else(bad)?).map_err(|_| bad())?;
+        match value.as_array().map(Vec::as_slice) {
+            Some([Value::String(tag), Value::Number(t), Value::String(source), Value::String(id)])
+                if tag == MEMORIES =>
+            {
+                Ok(Self { create_micros: t.as_i64().ok_or_else(bad)?, source: source.clone(), id: id.clone() })
+            }
+            _ => Err(bad()),
+        }
     }
 }
 

@@ -118,8 +118,8 @@ pub(crate) async fn erase_user(db: &DbArg, app: &str, user: &str, yes: bool) -> 
     let service = open(db).await?.0.service();
     let found = if yes { service.erase_user(app, user).await? } else { service.count_user_data(app, user).await? };
     let what = format!(
-        "{} sessions, {} events and {} user: keys of user {user:?} in app {app:?}",
-        found.sessions, found.events, found.user_state_keys
+        "{} sessions, {} events, {} user: keys and {} memories of user {user:?} in app {app:?}",
+        found.sessions, found.events, found.user_state_keys, found.memories
     );
     if yes {
         println!("erased {what}; app: state is untouched");

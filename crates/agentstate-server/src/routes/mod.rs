@@ -4,6 +4,7 @@
 
 mod append;
 mod history;
+mod memory;
 #[cfg(feature = "agents")]
 mod run;
 mod sessions;
@@ -183,8 +184,39 @@ routes! {
         "Agent Engine: an operation (always done)", None, [200 "The operation" "VertexOperation"];
     get "/{version}/reasoningEngines/{engine}/operations/{operation}" => vertex::operation, EngineUser,
         "Agent Engine (short form): an operation", None, [200 "The operation" "VertexOperation"];
+    patch "/apps/{app_name}/users/{user_id}/memory" => memory::add_session, PathAppUser,
+        "Add a stored session to memory (`{\"sessionId\"}`), as `adk api_server` does: its events with text replace what it added before",
+        Some("UpdateMemoryRequest"),
+        [200 "null" "Null", 400 "Bad id" "Error", 404 "Session not found" "Error", 422 "sessionId missing" "Error",
+         501 "The backend keeps no memories" "Error"];
+    put "/apps/{app_name}/users/{user_id}/memory/sessions/{session_id}" => memory::put_session, PathAppUser,
+        "agentstate extension: a session kept elsewhere, as its events (`{\"events\"}`), is its whole contribution to memory now (ADK's add_session_to_memory)",
+        Some("MemoryEventsRequest"),
+        [200 "How many memories the session has (`memories`)" "Status", 400 "Bad id or a memory over the size limit" "Error",
+         422 "events missing or malformed" "Error", 501 "The backend keeps no memories" "Error"];
+    post "/apps/{app_name}/users/{user_id}/memory/events" => memory::add_events, PathAppUser,
+        "agentstate extension: ADK's add_events_to_memory (`events`, `sessionId`?, `customMetadata`? with `ttl`): each event id once per session",
+        Some("MemoryEventsRequest"),
+        [200 "How many were added (`added`)" "Status", 400 "Bad id, ttl or a memory over the size limit" "Error",
+         422 "events missing or malformed" "Error", 501 "The backend keeps no memories" "Error"];
+    post "/apps/{app_name}/users/{user_id}/memories" => memory::add_memories, PathAppUser,
+        "agentstate extension: ADK's add_memory (`memories`: MemoryEntry list, `customMetadata`?)", Some("AddMemoriesRequest"),
+        [200 "The memories stored, ids filled in" "MemoryList", 400 "No text, a bad id or ttl, or over the size limit: nothing written" "Error",
+         422 "memories missing or malformed" "Error", 501 "The backend keeps no memories" "Error"];
+    get "/apps/{app_name}/users/{user_id}/memories" => memory::search_or_list, PathAppUser,
+        "agentstate extension: with `query`, ADK's search_memory (`limit`, 10 by default); without, the memories oldest first (`pageSize`, `pageToken`)",
+        None,
+        [200 "The memories (and `nextPageToken` when listing)" "MemoryList", 400 "A query without words, a bad limit or token" "Error",
+         501 "The backend keeps no memories" "Error"];
+    delete "/apps/{app_name}/users/{user_id}/memories" => memory::erase, PathAppUser,
+        "agentstate extension: delete every memory of the user", None,
+        [200 "How many (`deleted`)" "Status", 501 "The backend keeps no memories" "Error"];
+    delete "/apps/{app_name}/users/{user_id}/memories/{memory_id}" => memory::delete, PathAppUser,
+        "agentstate extension: ADK's delete_memory; adding its session again leaves it out", None,
+        [200 "How many copies (`deleted`)" "Status", 404 "The user has no memory with that id" "Error",
+         501 "The backend keeps no memories" "Error"];
     delete "/apps/{app_name}/users/{user_id}" => sessions::erase_user, Admin,
-        "agentstate extension: erase everything of a user in the app (sessions, events, user: state; app: state stays); `?dryRun=true` only counts",
+        "agentstate extension: erase everything of a user in the app (sessions, events, user: state, memories; app: state stays); `?dryRun=true` only counts",
         None,
         [200 "What was (or would be) removed" "Erased", 400 "Bad id" "Error",
          501 "The backend cannot erase (no lifecycle capability)" "Error"];

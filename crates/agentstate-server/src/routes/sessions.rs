@@ -473,6 +473,7 @@ pub(crate) async fn erase_user(
         "sessions": found.sessions,
         "events": found.events,
         "userStateKeys": found.user_state_keys,
+        "memories": found.memories,
         "dryRun": query.dry_run,
     })))
 }

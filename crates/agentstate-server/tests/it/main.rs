@@ -14,6 +14,7 @@ mod history_routes;
 mod inspector;
 #[cfg(feature = "cli")]
 mod js_package;
+mod memory_routes;
 #[cfg(feature = "cli")]
 mod outage;
 #[cfg(feature = "cli")]

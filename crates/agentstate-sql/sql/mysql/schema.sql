@@ -72,3 +72,41 @@ CREATE TABLE IF NOT EXISTS agentstate_state_snapshots (
   CONSTRAINT `agentstate_state_snapshots_ibfk_1` FOREIGN KEY (`app_name`, `user_id`, `session_id`)
     REFERENCES `sessions` (`app_name`, `user_id`, `id`) ON DELETE CASCADE
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+-- Long-term memories (agentstate::memory): one row per memory, unique per owner (app, user),
+-- source (the session it came from, '' for none) and id, with the terms it is found by (hashes of
+-- 12 letters, no readable text: above InnoDB's minimum token size, never a stop word) under a
+-- FULLTEXT index; the ids each owner deleted, which adding their session again leaves out; and
+-- each owner's sources, whose row a write locks first (writes of one source take turns, where
+-- concurrent inserts of the same keys would deadlock).
+CREATE TABLE IF NOT EXISTS agentstate_memories (
+  `row_id` bigint NOT NULL AUTO_INCREMENT,
+  `app_name` varchar(128) NOT NULL,
+  `user_id` varchar(128) NOT NULL,
+  `source` varchar(128) NOT NULL,
+  `memory_id` varchar(128) NOT NULL,
+  `create_micros` bigint NOT NULL,
+  `expire_micros` bigint DEFAULT NULL,
+  `author` longtext DEFAULT NULL,
+  `timestamp` longtext DEFAULT NULL,
+  `content` longtext NOT NULL,
+  `custom_metadata` longtext DEFAULT NULL,
+  `terms` longtext NOT NULL,
+  PRIMARY KEY (`row_id`),
+  UNIQUE KEY `agentstate_memories_key` (`app_name`,`user_id`,`source`,`memory_id`),
+  KEY `idx_agentstate_memories_order` (`app_name`,`user_id`,`create_micros`,`source`,`memory_id`),
+  KEY `idx_agentstate_memories_id` (`app_name`,`user_id`,`memory_id`),
+  KEY `idx_agentstate_memories_expire` (`expire_micros`),
+  FULLTEXT KEY `ft_agentstate_memories_terms` (`terms`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+CREATE TABLE IF NOT EXISTS agentstate_memory_deletions (
+  `app_name` varchar(128) NOT NULL,
+  `user_id` varchar(128) NOT NULL,
+  `memory_id` varchar(128) NOT NULL,
+  PRIMARY KEY (`app_name`,`user_id`,`memory_id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+CREATE TABLE IF NOT EXISTS agentstate_memory_sources (
+  `app_name` varchar(128) NOT NULL,
+  `user_id` varchar(128) NOT NULL,
+  `source` varchar(128) NOT NULL,
+  PRIMARY KEY (`app_name`,`user_id`,`source`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

@@ -75,3 +75,40 @@ CREATE TABLE IF NOT EXISTS agentstate_state_snapshots (
     CONSTRAINT agentstate_state_snapshots_session_fkey FOREIGN KEY (app_name, user_id, session_id)
         REFERENCES sessions (app_name, user_id, id) ON DELETE CASCADE
 );
+-- Long-term memories (agentstate::memory): one row per memory, unique per owner (app, user),
+-- source (the session it came from, '' for none) and id, with the terms it is found by (hashes,
+-- no readable text) as a tsvector under a GIN index; the ids each owner deleted, which adding their
+-- session again leaves out; and each owner's sources, whose row a write locks first (writes of one
+-- source take turns).
+CREATE TABLE IF NOT EXISTS agentstate_memories (
+    row_id bigserial PRIMARY KEY,
+    app_name character varying(128) NOT NULL,
+    user_id character varying(128) NOT NULL,
+    source character varying(128) NOT NULL,
+    memory_id character varying(128) NOT NULL,
+    create_micros bigint NOT NULL,
+    expire_micros bigint,
+    author text,
+    "timestamp" text,
+    content text NOT NULL,
+    custom_metadata text,
+    terms text NOT NULL,
+    terms_vector tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, terms)) STORED,
+    CONSTRAINT agentstate_memories_key UNIQUE (app_name, user_id, source, memory_id)
+);
+CREATE INDEX IF NOT EXISTS idx_agentstate_memories_order ON agentstate_memories USING btree (app_name, user_id, create_micros, source, memory_id);
+CREATE INDEX IF NOT EXISTS idx_agentstate_memories_id ON agentstate_memories USING btree (app_name, user_id, memory_id);
+CREATE INDEX IF NOT EXISTS idx_agentstate_memories_expire ON agentstate_memories USING btree (expire_micros) WHERE expire_micros IS NOT NULL;
+CREATE INDEX IF NOT EXISTS idx_agentstate_memories_terms ON agentstate_memories USING gin (terms_vector);
+CREATE TABLE IF NOT EXISTS agentstate_memory_deletions (
+    app_name character varying(128) NOT NULL,
+    user_id character varying(128) NOT NULL,
+    memory_id character varying(128) NOT NULL,
+    CONSTRAINT agentstate_memory_deletions_pkey PRIMARY KEY (app_name, user_id, memory_id)
+);
+CREATE TABLE IF NOT EXISTS agentstate_memory_sources (
+    app_name character varying(128) NOT NULL,
+    user_id character varying(128) NOT NULL,
+    source character varying(128) NOT NULL,
+    CONSTRAINT agentstate_memory_sources_pkey PRIMARY KEY (app_name, user_id, source)
+);

@@ -70,3 +70,51 @@ CREATE TABLE IF NOT EXISTS agentstate_state_snapshots (
 	PRIMARY KEY (app_name, user_id, session_id, at_micros, at_event_id),
 	FOREIGN KEY(app_name, user_id, session_id) REFERENCES sessions (app_name, user_id, id) ON DELETE CASCADE
 );
+-- Long-term memories (agentstate::memory): one row per memory, unique per owner (app, user),
+-- source (the session it came from, '' for none) and id, with the terms it is found by (hashes,
+-- no readable text) indexed by FTS5; the ids each owner deleted, which adding their session again
+-- leaves out; and each owner's sources, whose row a write locks first (writes of one source take
+-- turns).
+CREATE TABLE IF NOT EXISTS agentstate_memories (
+	row_id INTEGER PRIMARY KEY,
+	app_name VARCHAR(128) NOT NULL,
+	user_id VARCHAR(128) NOT NULL,
+	source VARCHAR(128) NOT NULL,
+	memory_id VARCHAR(128) NOT NULL,
+	create_micros BIGINT NOT NULL,
+	expire_micros BIGINT,
+	author TEXT,
+	timestamp TEXT,
+	content TEXT NOT NULL,
+	custom_metadata TEXT,
+	terms TEXT NOT NULL,
+	UNIQUE (app_name, user_id, source, memory_id)
+);
+CREATE INDEX IF NOT EXISTS idx_agentstate_memories_order ON agentstate_memories (app_name, user_id, create_micros, source, memory_id);
+CREATE INDEX IF NOT EXISTS idx_agentstate_memories_id ON agentstate_memories (app_name, user_id, memory_id);
+CREATE INDEX IF NOT EXISTS idx_agentstate_memories_expire ON agentstate_memories (expire_micros) WHERE expire_micros IS NOT NULL;
+CREATE TABLE IF NOT EXISTS agentstate_memory_deletions (
+	app_name VARCHAR(128) NOT NULL,
+	user_id VARCHAR(128) NOT NULL,
+	memory_id VARCHAR(128) NOT NULL,
+	PRIMARY KEY (app_name, user_id, memory_id)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS agentstate_memories_fts USING fts5(
+	terms, content='agentstate_memories', content_rowid='row_id', tokenize='unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS agentstate_memories_fts_insert AFTER INSERT ON agentstate_memories BEGIN
+	INSERT INTO agentstate_memories_fts (rowid, terms) VALUES (new.row_id, new.terms);
+END;
+CREATE TRIGGER IF NOT EXISTS agentstate_memories_fts_delete AFTER DELETE ON agentstate_memories BEGIN
+	INSERT INTO agentstate_memories_fts (agentstate_memories_fts, rowid, terms) VALUES ('delete', old.row_id, old.terms);
+END;
+CREATE TRIGGER IF NOT EXISTS agentstate_memories_fts_update AFTER UPDATE OF terms ON agentstate_memories BEGIN
+	INSERT INTO agentstate_memories_fts (agentstate_memories_fts, rowid, terms) VALUES ('delete', old.row_id, old.terms);
+	INSERT INTO agentstate_memories_fts (rowid, terms) VALUES (new.row_id, new.terms);
+END;
+CREATE TABLE IF NOT EXISTS agentstate_memory_sources (
+	app_name VARCHAR(128) NOT NULL,
+	user_id VARCHAR(128) NOT NULL,
+	source VARCHAR(128) NOT NULL,
+	PRIMARY KEY (app_name, user_id, source)
+);

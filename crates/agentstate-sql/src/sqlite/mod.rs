@@ -2,6 +2,7 @@
 //! group-committing writer thread and pooled readers.
 
 mod edit;
+mod memory;
 mod ops;
 mod schema;
 mod worker;
@@ -10,10 +11,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use agentstate::memory::{Memory, MemoryOwner};
 use agentstate::store::{
     AdminStore, Capabilities, CommitOutcome, EventCommit, EventCopy, EventCursor, EventQuery, HistorySnapshot,
-    HistoryStore, LifecycleStore, ListQuery, LoadedSession, NewSession, SessionRead, SessionStore, StateOwner,
-    UserDataCounts, ValueSwap, replay,
+    HistoryStore, LifecycleStore, ListQuery, LoadedSession, MemoryList, MemoryPut, MemorySearch, MemoryStore,
+    NewSession, SessionRead, SessionStore, StateOwner, UserDataCounts, ValueSwap, replay,
 };
 use agentstate::{Error, Event, Map, Result, Session, SessionKey, Value};
 use async_trait::async_trait;
@@ -263,7 +265,52 @@ impl SessionStore for SqliteStore {
     }
 
     fn capabilities(&self) -> Capabilities<'_> {
-        Capabilities::none().with_history(self).with_lifecycle(self).with_admin(self).with_shared_state(self)
+        Capabilities::none()
+            .with_history(self)
+            .with_lifecycle(self)
+            .with_admin(self)
+            .with_shared_state(self)
+            .with_memory(self)
+    }
+}
+
+#[async_trait]
+impl MemoryStore for SqliteStore {
+    async fn put_memories(&self, put: &MemoryPut) -> Result<usize> {
+        let put = put.clone();
+        self.writer.write(move |conn| memory::put(conn, &put)).await
+    }
+
+    async fn search_memories(&self, search: &MemorySearch) -> Result<Vec<Memory>> {
+        let search = search.clone();
+        self.read(move |conn| memory::search(conn, &search)).await
+    }
+
+    async fn list_memories(&self, list: &MemoryList) -> Result<Vec<Memory>> {
+        let list = list.clone();
+        self.read(move |conn| memory::list(conn, &list)).await
+    }
+
+    async fn delete_memory(&self, owner: &MemoryOwner, id: &str) -> Result<usize> {
+        let (owner, id) = (owner.clone(), id.to_owned());
+        self.writer.write(move |conn| memory::delete(conn, &owner, &id)).await
+    }
+
+    async fn erase_memories(&self, owner: &MemoryOwner) -> Result<usize> {
+        let owner = owner.clone();
+        let erased = self.writer.write(move |conn| memory::erase(conn, &owner)).await?;
+        // As for a user's sessions: nothing of the erased rows may stay in the write-ahead log.
+        self.checkpoint().await?;
+        Ok(erased)
+    }
+
+    async fn delete_expired_memories(&self, before_micros: i64, limit: usize) -> Result<usize> {
+        self.writer.write(move |conn| memory::delete_expired(conn, before_micros, limit)).await
+    }
+
+    async fn count_memories(&self, owner: &MemoryOwner, now_micros: i64) -> Result<usize> {
+        let owner = owner.clone();
+        self.read(move |conn| memory::count_live(conn, &owner, now_micros)).await
     }
 }
 

@@ -1,5 +1,5 @@
-//! After `erase_user`, nothing of that user is left: a marker written in the user's state and
-//! events is found nowhere, in SQLite's database file (and its write-ahead log) byte for byte, and
+//! After `erase_user`, nothing of that user is left: a marker written in the user's state, events
+//! and memories is found nowhere, in SQLite's database file (and its write-ahead log) byte for byte, and
 //! in every table of PostgreSQL and MariaDB; other users' data is intact.
 
 use agentstate::{CreateSession, Event, SessionService};
@@ -23,9 +23,21 @@ async fn write_and_erase(svc: &SessionService, app: &str, marker: &str, kept_mar
         }
         // History snapshots hold the state too.
         svc.state_at(session.key(), agentstate::history::HistoryAt::Time(agentstate::store::now_secs())).await.unwrap();
+        // And memory: the session's events, and a memory written directly.
+        let memory = agentstate::memory::MemoryService::new(svc.clone());
+        assert_eq!(memory.add_session(&session).await.unwrap(), 80);
+        let owner = agentstate::memory::MemoryOwner::new(app, user).unwrap();
+        let direct = agentstate::memory::NewMemory {
+            content: agentstate::Content::text("user", format!("{mark} is a fact")),
+            custom_metadata: serde_json::from_value(json!({"who": mark})).unwrap(),
+            author: Some(mark.to_owned()),
+            ..Default::default()
+        };
+        memory.add_memories(&owner, vec![direct], &Default::default()).await.unwrap();
+        memory.delete(&owner, &session.events()[0].id).await.unwrap();
     }
     let erased = svc.erase_user(app, "gone").await.unwrap();
-    assert_eq!((erased.sessions, erased.events, erased.user_state_keys), (1, 80, 2));
+    assert_eq!((erased.sessions, erased.events, erased.user_state_keys, erased.memories), (1, 80, 2, 80));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -50,7 +62,16 @@ async fn sqlite_keeps_no_byte_of_an_erased_user() {
 }
 
 /// Rows of any table that hold `needle` in any column, as text.
-const TABLES: [&str; 5] = ["sessions", "events", "user_states", "app_states", "agentstate_state_snapshots"];
+const TABLES: [&str; 8] = [
+    "sessions",
+    "events",
+    "user_states",
+    "app_states",
+    "agentstate_state_snapshots",
+    "agentstate_memories",
+    "agentstate_memory_deletions",
+    "agentstate_memory_sources",
+];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_and_mariadb_keep_no_row_of_an_erased_user() {

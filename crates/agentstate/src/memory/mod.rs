@@ -1,5 +1,16 @@
-//! Long-term memory, the sibling of sessions: what an agent recalls across conversations. This
-//! first part is how text is matched: [`words`] splits text into the words ADK's memory services
-//! search on.
+//! Long-term memory, the sibling of sessions: what an agent recalls across conversations, as
+//! ADK's memory services keep it. [`MemoryService`] holds the rules; a store keeps memories with
+//! the [`MemoryStore`](crate::store::MemoryStore) capability; [`words`] is how text is matched
+//! (ADK for Python's in-memory service's rules, its oracle) and [`terms`] how every engine's
+//! full-text index finds the candidates.
 
+pub mod model;
+mod service;
+pub mod terms;
 pub mod words;
+
+pub use model::{Memory, MemoryOwner, text_of};
+pub use service::{
+    DEFAULT_SEARCH_LIMIT, MAX_MEMORY_PAGE, MemoryLimits, MemoryOptions, MemoryPage, MemoryService, NewMemory,
+    TTL_METADATA_KEY,
+};

@@ -10,6 +10,7 @@ use super::{Retention, SessionService, span};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::key::{SessionKey, validate_id};
+use crate::memory::model::MemoryOwner;
 use crate::store::replay::Replay;
 use crate::store::{
     AdminStore, EventQuery, EventSelect, EventWindow, HistoryStore, LifecycleStore, SessionRead, SharedStateStore,
@@ -45,19 +46,24 @@ impl SessionService {
     }
 
     /// Erases everything of `user_id` in `app_name` (a right-to-erasure request): every session,
-    /// event and `user:` key; returns what it removed. `app:` state, shared with other users, is
+    /// event, `user:` key and memory; returns what it removed. `app:` state, shared with other users, is
     /// untouched. See [`LifecycleStore::erase_user`] for each backend's guarantees.
     pub async fn erase_user(&self, app_name: &str, user_id: &str) -> Result<UserDataCounts> {
         validate_id("app_name", app_name)?;
         validate_id("user_id", user_id)?;
         let lifecycle = self.lifecycle("erase a user's data")?;
         let span = tracing::info_span!("erase_user", app = app_name);
-        let erased = lifecycle.erase_user(app_name, user_id).instrument(span).await?;
+        let mut erased = lifecycle.erase_user(app_name, user_id).instrument(span).await?;
+        if let Some(memory) = self.capabilities().memory {
+            let owner = MemoryOwner::new(app_name, user_id)?;
+            erased.memories = memory.erase_memories(&owner).await?;
+        }
         tracing::info!(
             app = app_name,
             sessions = erased.sessions,
             events = erased.events,
             user_state_keys = erased.user_state_keys,
+            memories = erased.memories,
             "erased a user's data"
         );
         Ok(erased)
@@ -67,7 +73,12 @@ impl SessionService {
     pub async fn count_user_data(&self, app_name: &str, user_id: &str) -> Result<UserDataCounts> {
         validate_id("app_name", app_name)?;
         validate_id("user_id", user_id)?;
-        self.lifecycle("count a user's data")?.count_user_data(app_name, user_id).await
+        let mut found = self.lifecycle("count a user's data")?.count_user_data(app_name, user_id).await?;
+        if let Some(memory) = self.capabilities().memory {
+            let owner = MemoryOwner::new(app_name, user_id)?;
+            found.memories = memory.count_memories(&owner, i64::MIN).await?;
+        }
+        Ok(found)
     }
 
     /// Moves the session's expire time (epoch seconds; `None`: it never expires), as the managed

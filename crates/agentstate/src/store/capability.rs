@@ -11,6 +11,7 @@
 //! | [`AdminStore`] | apps and users, stored values, the store's metadata | listings, re-encryption, encryption's key check |
 //! | [`RemoteHistory`] | history answered by the store itself | a client of another agentstate server |
 //! | [`SharedStateStore`] | `app:` and `user:` state read without a session | ADK's `get_user_state`, the state routes |
+//! | [`MemoryStore`] | long-term memories with a full-text index | [`crate::memory`], ADK's memory service |
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -22,6 +23,7 @@ use crate::key::SessionKey;
 use crate::session::Session;
 
 use super::EventCursor;
+use super::memory::MemoryStore;
 
 /// The capabilities a store has: each `None` it lacks. Build it with the `with_…` methods.
 ///
@@ -45,6 +47,8 @@ pub struct Capabilities<'a> {
     pub remote_history: Option<&'a dyn RemoteHistory>,
     /// `app:` and `user:` state read without a session.
     pub shared_state: Option<&'a dyn SharedStateStore>,
+    /// Long-term memories.
+    pub memory: Option<&'a dyn MemoryStore>,
 }
 
 impl<'a> Capabilities<'a> {
@@ -88,6 +92,13 @@ impl<'a> Capabilities<'a> {
         self
     }
 
+    /// With long-term memories.
+    #[must_use]
+    pub fn with_memory(mut self, memory: &'a dyn MemoryStore) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
     /// Whether the service can answer history questions (state at, diffs, rewind, fork) over
     /// this store: it keeps history, or a remote service answers them.
     pub fn answers_history(&self) -> bool {
@@ -95,7 +106,7 @@ impl<'a> Capabilities<'a> {
     }
 
     /// The names of those it has, for logs and docs: `history`, `lifecycle`, `admin`,
-    /// `remote_history`, `shared_state`.
+    /// `remote_history`, `shared_state`, `memory`.
     pub fn names(&self) -> Vec<&'static str> {
         [
             ("history", self.history.is_some()),
@@ -103,6 +114,7 @@ impl<'a> Capabilities<'a> {
             ("admin", self.admin.is_some()),
             ("remote_history", self.remote_history.is_some()),
             ("shared_state", self.shared_state.is_some()),
+            ("memory", self.memory.is_some()),
         ]
         .into_iter()
         .filter_map(|(name, has)| has.then_some(name))
@@ -175,7 +187,7 @@ pub trait HistoryStore: Send + Sync {
 
 /// What [`LifecycleStore::erase_user`] removed (or, from
 /// [`LifecycleStore::count_user_data`], would remove): counts of a user's sessions, their
-/// events, and the keys of the user's `user:` state.
+/// events, the keys of the user's `user:` state, and the user's memories.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct UserDataCounts {
     /// Sessions.
@@ -184,12 +196,15 @@ pub struct UserDataCounts {
     pub events: usize,
     /// Keys of the user's `user:` state.
     pub user_state_keys: usize,
+    /// Long-term memories (counted and removed by the service, through [`MemoryStore`]; a
+    /// store leaves it 0).
+    pub memories: usize,
 }
 
 impl UserDataCounts {
     /// Whether there is nothing.
     pub fn is_empty(&self) -> bool {
-        self.sessions == 0 && self.events == 0 && self.user_state_keys == 0
+        self.sessions == 0 && self.events == 0 && self.user_state_keys == 0 && self.memories == 0
     }
 }
 

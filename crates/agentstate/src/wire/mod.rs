@@ -12,10 +12,12 @@ use std::borrow::Cow;
 use crate::{Event, Session, Value};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
+mod content;
 pub mod engine;
 mod stored;
 mod stream;
 
+pub use content::{content_from_wire, content_to_wire};
 pub use stored::write_stored_event;
 pub use stream::WireEvent;
 

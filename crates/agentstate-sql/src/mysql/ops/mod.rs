@@ -25,6 +25,15 @@ use crate::codec::{self, merge_row, micros, parse_state, state_text};
 use crate::pool::sqlx_error;
 
 crate::shared::operations!(sqlx::MySql);
+crate::memories::memory_operations!(sqlx::MySql);
+
+/// A search's alternatives as a boolean-mode FULLTEXT query: `(+a +b) (+c)`, a row matching any
+/// group. Terms are lower-case letters, never boolean-mode syntax.
+fn memory_query(any_of: &[Vec<String>]) -> String {
+    let all =
+        |terms: &Vec<String>| format!("({})", terms.iter().map(|t| format!("+{t}")).collect::<Vec<_>>().join(" "));
+    any_of.iter().filter(|terms| !terms.is_empty()).map(all).collect::<Vec<_>>().join(" ")
+}
 
 /// What a transaction body can fail with: a driver error (maybe retried) or a final answer.
 pub(super) enum Failure {

@@ -23,6 +23,14 @@ use crate::pool::{keyed, sqlx_error};
 use crate::shared::expiry_time;
 
 crate::shared::operations!(sqlx::Postgres);
+crate::memories::memory_operations!(sqlx::Postgres);
+
+/// A search's alternatives as a tsquery: `(a & b) | (c)`. Terms are lower-case letters, never
+/// tsquery syntax.
+fn memory_query(any_of: &[Vec<String>]) -> String {
+    let all = |terms: &Vec<String>| format!("({})", terms.join(" & "));
+    any_of.iter().filter(|terms| !terms.is_empty()).map(all).collect::<Vec<_>>().join(" | ")
+}
 
 pub(super) fn object(value: Value, what: &str) -> Result<Map<String, Value>> {
     match value {
@@ -205,7 +213,12 @@ pub(super) async fn erase_user(pool: &Pool, app: &str, user: &str) -> Result<Use
     let read = |e| sqlx_error("erasing a user", e);
     let row = sqlx::query(sql!("user_erase")).bind(app).bind(user).fetch_one(pool).await.map_err(read)?;
     let count = |name| row.try_get::<i64, _>(name).map(|n| usize::try_from(n).unwrap_or_default()).map_err(read);
-    Ok(UserDataCounts { sessions: count("sessions")?, events: count("events")?, user_state_keys: count("user_keys")? })
+    Ok(UserDataCounts {
+        sessions: count("sessions")?,
+        events: count("events")?,
+        user_state_keys: count("user_keys")?,
+        memories: 0,
+    })
 }
 
 /// An owner's app, user (or NULL) and session (or NULL).

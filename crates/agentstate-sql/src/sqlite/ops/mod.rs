@@ -394,6 +394,7 @@ pub(super) fn user_data(conn: &Connection, app: &str, user: &str) -> Result<User
                     sessions: count("sessions")?,
                     events: count("events")?,
                     user_state_keys: count("user_keys")?,
+                    memories: 0,
                 })
             })
         })

@@ -9,6 +9,8 @@
 //! cheaper than an async one. One lock also makes each call trivially atomic across the app,
 //! user and session levels, which is what the per-key merge and the stale check need.
 
+mod memory;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -35,6 +37,7 @@ use crate::store::{
 pub struct InMemoryStore {
     apps: RwLock<HashMap<String, AppEntry>>,
     metadata: RwLock<BTreeMap<String, String>>,
+    memories: memory::Memories,
 }
 
 #[derive(Debug, Default)]
@@ -96,6 +99,7 @@ fn counts(user: &UserEntry) -> UserDataCounts {
         sessions: user.sessions.len(),
         events: user.sessions.values().map(|s| s.events.len()).sum(),
         user_state_keys: user.state.len(),
+        memories: 0,
     }
 }
 
@@ -270,7 +274,12 @@ impl SessionStore for InMemoryStore {
     }
 
     fn capabilities(&self) -> Capabilities<'_> {
-        Capabilities::none().with_history(self).with_lifecycle(self).with_admin(self).with_shared_state(self)
+        Capabilities::none()
+            .with_history(self)
+            .with_lifecycle(self)
+            .with_admin(self)
+            .with_shared_state(self)
+            .with_memory(&self.memories)
     }
 }
 

@@ -1,0 +1,2 @@
+-- How many memories a source of an owner holds.
+SELECT COUNT(*) AS n FROM agentstate_memories WHERE app_name = $1 AND user_id = $2 AND source = $3

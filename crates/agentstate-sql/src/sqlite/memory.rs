@@ -1,0 +1,150 @@
+//! The SQLite store's long-term memories: rows in `agentstate_memories`, their terms in an FTS5
+//! index ranked by bm25, written inside the writer's transaction.
+
+use std::collections::HashSet;
+
+use agentstate::Result;
+use agentstate::memory::{Memory, MemoryOwner};
+use agentstate::store::{MemoryList, MemoryPut, MemorySearch, PutMode};
+use rusqlite::{Connection, Row, params};
+
+use super::sqlite_error;
+use crate::memories::{MemoryRow, ReadRow};
+
+macro_rules! sql {
+    ($name:literal) => {
+        include_str!(concat!("../../sql/sqlite/", $name, ".sql"))
+    };
+}
+
+fn execute(conn: &Connection, what: &str, sql: &str, params: impl rusqlite::Params) -> Result<usize> {
+    conn.prepare_cached(sql).and_then(|mut stmt| stmt.execute(params)).map_err(|e| sqlite_error(what, &e))
+}
+
+fn count(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<usize> {
+    let n: i64 = conn
+        .prepare_cached(sql)
+        .and_then(|mut stmt| stmt.query_row(params, |row| row.get(0)))
+        .map_err(|e| sqlite_error("count memories", &e))?;
+    Ok(usize::try_from(n).unwrap_or_default())
+}
+
+fn memories(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<Vec<Memory>> {
+    let read = |row: &Row<'_>| {
+        Ok(ReadRow {
+            id: row.get("memory_id")?,
+            source: row.get("source")?,
+            create_micros: row.get("create_micros")?,
+            expire_micros: row.get("expire_micros")?,
+            author: row.get("author")?,
+            timestamp: row.get("timestamp")?,
+            content: row.get("content")?,
+            custom_metadata: row.get("custom_metadata")?,
+        })
+    };
+    let rows: Vec<ReadRow> = conn
+        .prepare_cached(sql)
+        .and_then(|mut stmt| stmt.query_map(params, read)?.collect())
+        .map_err(|e| sqlite_error("read memories", &e))?;
+    rows.into_iter().map(ReadRow::into_memory).collect()
+}
+
+pub(super) fn put(conn: &Connection, put: &MemoryPut) -> Result<usize> {
+    let (app, user) = (put.owner.app_name(), put.owner.user_id());
+    let source = put.source.as_deref().unwrap_or_default();
+    execute(conn, "lock a memory source", sql!("memory_source_lock"), params![app, user, source])?;
+    if put.mode == PutMode::Replace {
+        let given: HashSet<&str> = put.memories.iter().map(|m| m.memory.id.as_str()).collect();
+        let held: Vec<String> = conn
+            .prepare_cached(sql!("memory_source_ids"))
+            .and_then(|mut stmt| stmt.query_map(params![app, user, source], |row| row.get(0))?.collect())
+            .map_err(|e| sqlite_error("read a source's memories", &e))?;
+        for id in held.iter().filter(|id| !given.contains(id.as_str())) {
+            execute(conn, "remove a memory", sql!("memory_source_delete"), params![app, user, source, id])?;
+        }
+    }
+    let statement = match put.mode {
+        PutMode::Replace => sql!("memory_put_replace"),
+        PutMode::Add => sql!("memory_put_add"),
+    };
+    let mut stored = 0;
+    for indexed in &put.memories {
+        let row = MemoryRow::of(source, indexed)?;
+        let values = params![
+            app,
+            user,
+            row.source,
+            row.id,
+            row.create_micros,
+            row.expire_micros,
+            row.author,
+            row.timestamp,
+            row.content,
+            row.custom_metadata,
+            row.terms
+        ];
+        stored += execute(conn, "store a memory", statement, values)?;
+    }
+    match put.mode {
+        PutMode::Replace => count(conn, sql!("memory_source_count"), params![app, user, source]),
+        PutMode::Add => Ok(stored),
+    }
+}
+
+/// The FTS5 query of a search: `(a AND b) OR c`. Terms are lower-case letters, never an FTS5
+/// keyword or operator.
+fn fts_query(search: &MemorySearch) -> String {
+    let all = |terms: &Vec<String>| format!("({})", terms.join(" AND "));
+    search.any_of.iter().filter(|terms| !terms.is_empty()).map(all).collect::<Vec<_>>().join(" OR ")
+}
+
+pub(super) fn search(conn: &Connection, search: &MemorySearch) -> Result<Vec<Memory>> {
+    let query = fts_query(search);
+    if query.is_empty() {
+        return Ok(Vec::new());
+    }
+    let limit = i64::try_from(search.limit).unwrap_or(i64::MAX);
+    let (app, user) = (search.owner.app_name(), search.owner.user_id());
+    memories(conn, sql!("memory_search"), params![query, app, user, search.now_micros, limit])
+}
+
+pub(super) fn list(conn: &Connection, list: &MemoryList) -> Result<Vec<Memory>> {
+    let (app, user) = (list.owner.app_name(), list.owner.user_id());
+    let (create, source, id) = match &list.after {
+        Some(after) => (after.create_micros, after.source.as_str(), after.id.as_str()),
+        None => (i64::MIN, "", ""),
+    };
+    let limit = i64::try_from(list.limit).unwrap_or(i64::MAX);
+    memories(conn, sql!("memory_list"), params![app, user, list.now_micros, create, source, id, limit])
+}
+
+pub(super) fn delete(conn: &Connection, owner: &MemoryOwner, id: &str) -> Result<usize> {
+    let (app, user) = (owner.app_name(), owner.user_id());
+    let removed = execute(conn, "delete a memory", sql!("memory_delete"), params![app, user, id])?;
+    if removed > 0 {
+        execute(conn, "remember a deletion", sql!("memory_deletion_put"), params![app, user, id])?;
+    }
+    Ok(removed)
+}
+
+pub(super) fn erase(conn: &Connection, owner: &MemoryOwner) -> Result<usize> {
+    let (app, user) = (owner.app_name(), owner.user_id());
+    let mut statements = sql!("memory_erase").split(';').map(str::trim).filter(|s| !s.is_empty());
+    let mut erased = 0;
+    if let Some(memories) = statements.next() {
+        erased = execute(conn, "erase memories", memories, params![app, user])?;
+    }
+    for rest in statements {
+        execute(conn, "erase memory deletions", rest, params![app, user])?;
+    }
+    Ok(erased)
+}
+
+pub(super) fn delete_expired(conn: &Connection, before_micros: i64, limit: usize) -> Result<usize> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    execute(conn, "delete expired memories", sql!("memory_expired_delete"), params![before_micros, limit])
+}
+
+pub(super) fn count_live(conn: &Connection, owner: &MemoryOwner, now_micros: i64) -> Result<usize> {
+    count(conn, sql!("memory_count"), params![owner.app_name(), owner.user_id(), now_micros])
+}
