@@ -1,5 +1,6 @@
-"""The reference's own `adk api_server`, told `--session_service_uri agentstate://…` with the
-services.yaml a user adds: its sessions and runs are kept by agentstate."""
+"""The reference's own `adk api_server`, told `--session_service_uri agentstate://…` and
+`--memory_service_uri agentstate://…` with the services.yaml a user adds: its sessions, runs and
+memories are kept by agentstate."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from agentstate_adk import AgentstateSessionService
+from agentstate_adk import AgentstateMemoryService, AgentstateSessionService
 
 AGENTS = Path(__file__).parent / "agents"
 
@@ -29,7 +30,8 @@ def test_adk_api_server_keeps_its_sessions_in_agentstate(server):
     adk = Path(sys.executable).with_name("adk")
     process = subprocess.Popen(
         [str(adk), "api_server", "--host", "127.0.0.1", "--port", str(port), "--no-reload",
-         "--session_service_uri", f"agentstate://{server.addr}", str(AGENTS)],
+         "--session_service_uri", f"agentstate://{server.addr}",
+         "--memory_service_uri", f"agentstate://{server.addr}", str(AGENTS)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
@@ -59,6 +61,16 @@ def test_adk_api_server_keeps_its_sessions_in_agentstate(server):
         assert stored is not None
         assert stored.state["user:name"] == "name Bo" and stored.state["topic"] == "dogs"
         assert [e.author for e in stored.events] == ["user", "helper", "helper", "helper"]
+        # Its memory route adds the session to agentstate's memory, as its own services would.
+        added = httpx.patch(f"{base}/apps/helper/users/u/memory", json={"sessionId": "s"}, timeout=30)
+        assert (added.status_code, added.json()) == (200, None), added.text
+        missing = httpx.patch(f"{base}/apps/helper/users/u/memory", json={"sessionId": "nope"}, timeout=30)
+        assert (missing.status_code, missing.json()) == (404, {"detail": "Session not found"})
+        memory = AgentstateMemoryService(server.url)
+        found = asyncio.run(memory.search_memory(app_name="helper", user_id="u", query="name bo"))
+        found_ids = [m.id for m in found.memories]
+        assert stored.events[0].id in found_ids, "the user's words"
+        assert set(found_ids) <= {e.id for e in stored.events}
     finally:
         process.kill()
         process.wait()

@@ -1,19 +1,18 @@
-"""ADK for Python sessions kept by an agentstate server.
+"""ADK for Python sessions and memory kept by an agentstate server.
 
-    from agentstate_adk import AgentstateSessionService
+    from agentstate_adk import AgentstateMemoryService, AgentstateSessionService
     runner = Runner(app_name="my_app", agent=agent,
-                    session_service=AgentstateSessionService("http://127.0.0.1:8000"))
+                    session_service=AgentstateSessionService("http://127.0.0.1:8000"),
+                    memory_service=AgentstateMemoryService("http://127.0.0.1:8000"))
 """
 
-from ._service import (
-    AgentstateAuthError,
-    AgentstateError,
-    AgentstateSessionService,
-    AgentstateUnavailableError,
-)
+from ._http import AgentstateAuthError, AgentstateError, AgentstateUnavailableError
+from ._memory import AgentstateMemoryService
+from ._service import AgentstateSessionService
 
 __all__ = [
     "AgentstateSessionService",
+    "AgentstateMemoryService",
     "AgentstateError",
     "AgentstateAuthError",
     "AgentstateUnavailableError",
