@@ -129,6 +129,36 @@ impl AppKeys {
     }
 }
 
+impl AppKeys {
+    /// `{prefix}{app}:`, under which the memory scripts name an owner's keys (see
+    /// `lua/memory_lib.lua`).
+    pub(crate) fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// An owner's memories in create order (the key that routes the memory scripts).
+    pub(crate) fn memory_order(&self, user: &str) -> String {
+        self.key("mo", &[user])
+    }
+
+    /// The app's expiring memories, `"{user}\0{member}"` by expire time, for the sweep.
+    pub(crate) fn expiring_memories(&self) -> String {
+        self.key("memx", &[])
+    }
+}
+
+/// A name part as key names hold it (`%`, `:`, `{`, `}` percent-encoded).
+pub(crate) fn escaped(part: &str) -> String {
+    let mut out = String::with_capacity(part.len());
+    escape(part, &mut out);
+    out
+}
+
+/// The apps that have memories (a key of its own slot, outside every app's), for the sweep.
+pub(crate) fn memory_apps(prefix: &str) -> String {
+    format!("{prefix}memory-apps")
+}
+
 /// Every app (a key of its own slot, outside every app's).
 pub(crate) fn apps(prefix: &str) -> String {
     format!("{prefix}apps")

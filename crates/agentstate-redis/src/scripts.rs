@@ -19,3 +19,18 @@ scripts! {
     PUT_SNAPSHOTS = "put_snapshots", SWEEP = "sweep", ERASE = "erase", DROP = "drop", EXPIRE = "expire",
     SWAP = "swap", REWRITE = "rewrite",
 }
+
+/// The memory scripts: `lua/memory_lib.lua`'s helpers, then the script's own file.
+macro_rules! memory_scripts {
+    ($($name:ident = $file:literal),* $(,)?) => {$(
+        pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| {
+            Script::new(concat!(include_str!("lua/memory_lib.lua"), include_str!(concat!("lua/", $file, ".lua"))))
+        });
+    )*};
+}
+
+memory_scripts! {
+    MEMORY_PUT = "memory_put", MEMORY_SEARCH = "memory_search", MEMORY_LIST = "memory_list",
+    MEMORY_DELETE = "memory_delete", MEMORY_ERASE = "memory_erase", MEMORY_EXPIRE = "memory_expire",
+    MEMORY_COUNT = "memory_count",
+}

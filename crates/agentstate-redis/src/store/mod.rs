@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 mod capabilities;
 mod list;
+mod memory;
 
 use agentstate::store::{
     Capabilities, CommitOutcome, EventCommit, EventQuery, EventSelect, ListQuery, LoadedSession, NewSession,
@@ -450,7 +451,12 @@ impl SessionStore for RedisStore {
     }
 
     fn capabilities(&self) -> Capabilities<'_> {
-        Capabilities::none().with_history(self).with_lifecycle(self).with_admin(self).with_shared_state(self)
+        Capabilities::none()
+            .with_history(self)
+            .with_lifecycle(self)
+            .with_admin(self)
+            .with_shared_state(self)
+            .with_memory(self)
     }
 }
 

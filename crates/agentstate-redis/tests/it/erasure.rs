@@ -1,5 +1,5 @@
 //! After `erase_user`, no key under the service's prefix holds anything of that user: a marker
-//! written in the user's state and events is in no key name, field or value.
+//! written in the user's state, events and memories is in no key name, field or value.
 
 use agentstate::{CreateSession, Event, SessionService};
 use agentstate_redis::RedisStore;
@@ -41,17 +41,32 @@ async fn no_key_holds_anything_of_an_erased_user() {
                 .ttl(std::time::Duration::from_secs(600));
             let mut session = svc.create_session(request).await.unwrap();
             for i in 0..70 {
-                let event =
-                    Event::new(format!("{mark}-inv")).author("user").delta("note", json!(format!("{mark} {i}")));
+                let event = Event::new(format!("{mark}-inv"))
+                    .author("user")
+                    .content(agentstate::Content::text("user", format!("{mark} says {i}")))
+                    .delta("note", json!(format!("{mark} {i}")));
                 svc.append_event(&mut session, event).await.unwrap();
             }
+            // Its memories: the session's events, some expiring, one deleted.
+            let memory = agentstate::memory::MemoryService::new(svc.clone());
+            memory.add_session(&session).await.unwrap();
+            let owner = agentstate::memory::MemoryOwner::new("app", user).unwrap();
+            let expiring = agentstate::memory::MemoryOptions {
+                ttl: Some(std::time::Duration::from_secs(600)),
+                ..Default::default()
+            };
+            memory
+                .add_events(&owner, None, &session.events().iter().take(3).cloned().collect::<Vec<_>>(), &expiring)
+                .await
+                .unwrap();
+            memory.delete(&owner, &session.events()[5].id).await.unwrap();
             svc.state_at(session.key(), agentstate::history::HistoryAt::Time(agentstate::store::now_secs()))
                 .await
                 .unwrap();
         }
     }
     let erased = svc.erase_user("app", &gone).await.unwrap();
-    assert_eq!((erased.sessions, erased.events, erased.user_state_keys), (2, 140, 1));
+    assert_eq!((erased.sessions, erased.events, erased.user_state_keys, erased.memories), (2, 140, 1, 144));
     let mut connection = redis::Client::open(redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap();
     let all = everything(&mut connection, &prefix).await;
     assert!(!all.contains(&gone), "the erased user is in no key, field or value");

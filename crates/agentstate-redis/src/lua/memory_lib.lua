@@ -1,0 +1,44 @@
+-- Helpers of the memory scripts. An owner's (app, user) memories live under `base` =
+-- '{prefix}{app}:' and `user` = the escaped user id:
+--   base..'mo:'..user            zset   member by create time (µs): the order of a listing
+--   base..'md:'..user            hash   member → the memory's JSON (as the service wrote it)
+--   base..'mt:'..user            hash   member → its terms, space-separated
+--   base..'mx:'..user            hash   member → its expire time (µs), when it expires
+--   base..'ms:'..user..':'..src  set    the members of a source (a session; '' for none)
+--   base..'mn:'..user..':'..id   set    the members with an id (one per source)
+--   base..'mi:'..user..':'..term set    the members indexed under a term (the inverted index)
+--   base..'mdel:'..user          set    the ids the owner deleted
+--   base..'memx'                 zset   "{user}\0{member}" by expire time, for the sweep
+-- A member is '{escaped source}\0{escaped id}', so every key of it can be named from it.
+
+local function member_parts(member)
+  local cut = string.find(member, '\0', 1, true)
+  return string.sub(member, 1, cut - 1), string.sub(member, cut + 1)
+end
+
+local function words(text)
+  local found = {}
+  for word in string.gmatch(text or '', '%S+') do found[#found + 1] = word end
+  return found
+end
+
+-- Removes one memory with its index entries.
+local function unindex(base, user, raw_user, member)
+  local o = base .. 'mo:' .. user
+  local src, id = member_parts(member)
+  for _, term in ipairs(words(redis.call('HGET', base .. 'mt:' .. user, member))) do
+    redis.call('SREM', base .. 'mi:' .. user .. ':' .. term, member)
+  end
+  redis.call('HDEL', base .. 'mt:' .. user, member)
+  redis.call('HDEL', base .. 'mx:' .. user, member)
+  redis.call('HDEL', base .. 'md:' .. user, member)
+  redis.call('ZREM', o, member)
+  redis.call('SREM', base .. 'ms:' .. user .. ':' .. src, member)
+  redis.call('SREM', base .. 'mn:' .. user .. ':' .. id, member)
+  redis.call('ZREM', base .. 'memx', raw_user .. '\0' .. member)
+end
+
+local function live(base, user, member, now)
+  local expire = redis.call('HGET', base .. 'mx:' .. user, member)
+  return not expire or tonumber(expire) > now
+end
