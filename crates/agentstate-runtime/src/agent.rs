@@ -16,7 +16,7 @@ use agentstate::{Event, Map, Session, SessionService, Value};
 use async_trait::async_trait;
 use tokio::sync::{Mutex, mpsc};
 
-use crate::context::CallbackContext;
+use crate::context::{CallbackContext, MemoryAccess};
 use crate::error::RuntimeError;
 
 /// An agent: something that, given the invocation, emits events.
@@ -148,6 +148,7 @@ struct Shared {
     streaming: bool,
     llm_calls: AtomicUsize,
     max_llm_calls: usize,
+    memory: Option<MemoryAccess>,
 }
 
 /// The session handle, and a snapshot of its state shared by every reader until the next append.
@@ -187,6 +188,7 @@ pub(crate) struct InvocationSetup {
     pub(crate) root: Arc<dyn Agent>,
     pub(crate) streaming: bool,
     pub(crate) max_llm_calls: usize,
+    pub(crate) memory: Option<MemoryAccess>,
 }
 
 impl InvocationContext {
@@ -201,6 +203,7 @@ impl InvocationContext {
                 streaming: setup.streaming,
                 llm_calls: AtomicUsize::new(0),
                 max_llm_calls: setup.max_llm_calls,
+                memory: setup.memory,
             }),
             branch: None,
         }
@@ -253,9 +256,15 @@ impl InvocationContext {
         self.shared.live.lock().await.state()
     }
 
-    /// A callback context of `agent` over the live state.
+    /// A callback context of `agent` over the live state (with the invocation's memory).
     pub async fn callback_context(&self, agent: &str) -> CallbackContext {
-        CallbackContext::from_snapshot(self.invocation_id(), agent, self.state().await)
+        CallbackContext::from_snapshot(self.invocation_id(), agent, self.state().await).with_memory(self.memory())
+    }
+
+    /// The memory the invocation may search: the runner's memory service for the session's user
+    /// (`None` without one).
+    pub fn memory(&self) -> Option<MemoryAccess> {
+        self.shared.memory.clone()
     }
 
     /// Emits an event: a non-partial one is appended to the session first (its state delta

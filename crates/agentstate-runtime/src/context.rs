@@ -39,6 +39,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use agentstate::memory::{Memory, MemoryOwner, MemoryService};
 use agentstate::{Event, EventActions, Map, Session, State, Value};
 
 use crate::template::{Template, TemplateError};
@@ -53,6 +54,16 @@ pub struct CallbackContext {
     /// Writes of this context and of its siblings, latest value per key.
     written: Arc<Mutex<Writes>>,
     changes: Changes,
+    memory: Option<MemoryAccess>,
+}
+
+/// The memory an invocation may search: the runner's memory service, for the session's user.
+#[derive(Debug, Clone)]
+pub struct MemoryAccess {
+    /// The service.
+    pub service: MemoryService,
+    /// Whose memories (the session's app and user).
+    pub owner: MemoryOwner,
 }
 
 /// The writes of a context and its siblings: values set, and keys deleted, each key in at most
@@ -153,7 +164,32 @@ impl CallbackContext {
             base: state,
             written: Arc::default(),
             changes: Changes::default(),
+            memory: None,
         }
+    }
+
+    /// With access to memory (the [`Runner`](crate::Runner) gives it when it has a memory
+    /// service).
+    #[must_use]
+    pub fn with_memory(mut self, memory: Option<MemoryAccess>) -> Self {
+        self.memory = memory;
+        self
+    }
+
+    /// ADK's `search_memory`: the memories of the session's user that share words with `query`,
+    /// those sharing the most first (at most 10).
+    ///
+    /// # Errors
+    /// `Unsupported` when the runner has no memory service ([`Runner::memory`](crate::Runner::memory));
+    /// the service's errors (a query without words, a store without memory).
+    pub async fn search_memory(&self, query: &str) -> agentstate::Result<Vec<Memory>> {
+        let Some(memory) = &self.memory else {
+            return Err(agentstate::Error::Unsupported {
+                operation: "search memory: the runner has no memory service (Runner::memory)",
+                capability: "memory",
+            });
+        };
+        memory.service.search(&memory.owner, query, None).await
     }
 
     /// A context for another tool call of the same turn: the same state and the same layer of
@@ -166,6 +202,7 @@ impl CallbackContext {
             base: Arc::clone(&self.base),
             written: Arc::clone(&self.written),
             changes: Changes::default(),
+            memory: self.memory.clone(),
         }
     }
 

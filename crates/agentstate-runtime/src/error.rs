@@ -36,6 +36,17 @@ pub enum RuntimeError {
         #[source]
         source: BoxError,
     },
+    /// A tool could not prepare a model request (`preload_memory` could not search memory).
+    #[error("tool '{tool}' of agent '{agent}' could not prepare the model request: {source}")]
+    ToolPreparation {
+        /// The agent.
+        agent: String,
+        /// The tool.
+        tool: String,
+        /// Why.
+        #[source]
+        source: BoxError,
+    },
     /// With an `output_schema`: the answer is not JSON of that schema.
     #[error("agent '{agent}' answered with output that does not fit its output_schema: {message}")]
     Output {

@@ -39,6 +39,7 @@ mod context;
 mod error;
 mod function_tool;
 mod llm_agent;
+mod memory_tools;
 pub mod model;
 pub mod providers;
 mod runner;
@@ -48,13 +49,16 @@ pub mod tool;
 mod workflow;
 
 pub use agent_tool::AgentTool;
-pub use context::{CallbackContext, Changes, ReadonlyContext, StateMut, ToolContext, inject_session_state};
+pub use context::{
+    CallbackContext, Changes, MemoryAccess, ReadonlyContext, StateMut, ToolContext, inject_session_state,
+};
 pub use error::RuntimeError;
 pub use function_tool::{FunctionTool, ToolFuture};
 pub use llm_agent::{
     AfterModelCallback, AfterToolCallback, AgentCallback, BeforeModelCallback, BeforeToolCallback, InstructionProvider,
     LlmAgent, LlmAgentBuilder, TRANSFER_TOOL,
 };
+pub use memory_tools::{LoadMemoryTool, PreloadMemoryTool, load_memory, preload_memory};
 pub use runner::{DEFAULT_MAX_LLM_CALLS, EventStream, RunRequest, Runner};
 pub use workflow::{ParallelAgent, SequentialAgent};
 

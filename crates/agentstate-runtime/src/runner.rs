@@ -5,11 +5,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use agentstate::memory::{MemoryOwner, MemoryService};
 use agentstate::{Content, CreateSession, Event, GetSessionConfig, Map, SessionKey, SessionService, Value};
 use futures_core::Stream;
 use tokio::sync::mpsc;
 
 use crate::agent::{Agent, History, InvocationContext, InvocationSetup, agent_to_run};
+use crate::context::MemoryAccess;
 use crate::error::RuntimeError;
 
 /// The reference's default cap on model calls per invocation.
@@ -65,6 +67,8 @@ pub struct Runner {
     auto_create_session: bool,
     history: Option<History>,
     max_llm_calls: usize,
+    memory: Option<MemoryService>,
+    add_to_memory: bool,
 }
 
 impl std::fmt::Debug for Runner {
@@ -122,7 +126,25 @@ impl Runner {
             auto_create_session: false,
             history: None,
             max_llm_calls: DEFAULT_MAX_LLM_CALLS,
+            memory: None,
+            add_to_memory: false,
         }
+    }
+
+    /// Long-term memory for the agents: `load_memory`, `preload_memory` and
+    /// [`ToolContext::search_memory`](crate::CallbackContext::search_memory) search it for the
+    /// session's user.
+    pub fn memory(mut self, memory: MemoryService) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
+    /// After each run that ends well, adds the events it stored to memory (ADK's
+    /// `add_events_to_memory` for the session): what the user and the agents said becomes
+    /// searchable in later sessions. Needs [`memory`](Self::memory).
+    pub fn add_runs_to_memory(mut self, yes: bool) -> Self {
+        self.add_to_memory = yes;
+        self
     }
 
     /// Creates a session that does not exist yet instead of failing with "Session not found".
@@ -206,6 +228,13 @@ impl Runner {
             None => return Err(RuntimeError::SessionNotFound(request.session_id)),
         };
         let agent = agent_to_run(&self.agent, session.events().shared());
+        let memory = match &self.memory {
+            Some(service) => {
+                let owner = MemoryOwner::new(&self.app_name, &request.user_id)?;
+                Some(MemoryAccess { service: service.clone(), owner })
+            }
+            None => None,
+        };
         let invocation_id = format!("e-{}", uuid::Uuid::new_v4());
         tracing::debug!(%invocation_id, agent = agent.name(), session = %key.session_id(), "invocation");
         let ctx = InvocationContext::new(InvocationSetup {
@@ -216,6 +245,7 @@ impl Runner {
             root: Arc::clone(&self.agent),
             streaming: request.streaming,
             max_llm_calls: self.max_llm_calls,
+            memory: memory.clone(),
         });
         if request.new_message.is_some() || !request.state_delta.is_empty() {
             let mut event = Event::new(ctx.invocation_id()).author("user");
@@ -223,7 +253,18 @@ impl Runner {
             event.actions.state_delta = request.state_delta;
             ctx.append_only(event).await?;
         }
-        agent.run(&ctx).await
+        agent.run(&ctx).await?;
+        if let (true, Some(memory)) = (self.add_to_memory, memory) {
+            let run: Vec<Event> = ctx
+                .events()
+                .await
+                .iter()
+                .filter(|e| e.invocation_id == ctx.invocation_id())
+                .map(|e| Event::clone(e))
+                .collect();
+            memory.service.add_events(&memory.owner, Some(key.session_id()), &run, &Default::default()).await?;
+        }
+        Ok(())
     }
 }
 

@@ -14,7 +14,7 @@ use agentstate::{BoxError, Map, Value};
 use async_trait::async_trait;
 
 use crate::context::ToolContext;
-use crate::model::ToolDeclaration;
+use crate::model::{LlmRequest, ToolDeclaration};
 
 /// A tool.
 ///
@@ -34,6 +34,19 @@ pub trait Tool: Send + Sync {
 
     /// Runs it. A non-object result reaches the model as `{"result": value}`.
     async fn call(&self, args: Map<String, Value>, ctx: &mut ToolContext) -> Result<Value, BoxError>;
+
+    /// Whether the model is told about it (and may call it). A tool that only prepares requests
+    /// ([`prepare_request`](Self::prepare_request), as `preload_memory`) says `false`.
+    fn is_declared(&self) -> bool {
+        true
+    }
+
+    /// Changes each request of its agent before the model gets it, as ADK's
+    /// `process_llm_request` does (`preload_memory` adds what memory recalls). By default,
+    /// nothing.
+    async fn prepare_request(&self, _ctx: &ToolContext, _request: &mut LlmRequest) -> Result<(), BoxError> {
+        Ok(())
+    }
 
     /// How the model sees it.
     fn declaration(&self) -> ToolDeclaration {

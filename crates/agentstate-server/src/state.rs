@@ -91,8 +91,9 @@ impl AppState {
         self
     }
 
-    /// Serves `agent` as app `app_name` on `/run` and `/run_sse`, over this state's service. An
-    /// app served already is replaced.
+    /// Serves `agent` as app `app_name` on `/run` and `/run_sse`, over this state's service (and
+    /// its memory, when the store keeps memories: `load_memory` and `preload_memory` search it).
+    /// An app served already is replaced.
     #[cfg(feature = "agents")]
     #[must_use]
     pub fn with_agent(
@@ -101,7 +102,10 @@ impl AppState {
         agent: impl Into<Arc<dyn agentstate_runtime::agent::Agent>>,
     ) -> Self {
         let app_name = app_name.into();
-        let runner = agentstate_runtime::Runner::new(&app_name, agent, self.service.clone());
+        let mut runner = agentstate_runtime::Runner::new(&app_name, agent, self.service.clone());
+        if self.service.capabilities().memory.is_some() {
+            runner = runner.memory(agentstate::memory::MemoryService::new(self.service.clone()));
+        }
         Arc::make_mut(&mut self.runners).insert(app_name, runner);
         self
     }

@@ -150,7 +150,7 @@ impl LlmAgent {
             model: self.model.name().to_owned(),
             system_instruction,
             contents: self.contents(ctx).await,
-            tools: tools.iter().map(|t| t.declaration()).collect(),
+            tools: tools.iter().filter(|t| t.is_declared()).map(|t| t.declaration()).collect(),
             temperature: self.temperature,
             max_output_tokens: self.max_output_tokens,
             response_schema: self.output_schema.clone(),
@@ -164,6 +164,14 @@ impl LlmAgent {
         }
         if !targets.is_empty() {
             request.append_instruction(&transfer_guide(targets));
+        }
+        let tool_ctx = ctx.callback_context(&self.name).await;
+        for tool in tools {
+            tool.prepare_request(&tool_ctx, &mut request).await.map_err(|source| RuntimeError::ToolPreparation {
+                agent: self.name.clone(),
+                tool: tool.name().to_owned(),
+                source,
+            })?;
         }
         Ok(request)
     }

@@ -4,6 +4,7 @@
 
 mod callbacks;
 mod instructions;
+mod memory;
 mod providers;
 mod rewind;
 mod runs;
