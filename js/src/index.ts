@@ -1,10 +1,14 @@
 /**
- * agentstate-adk: ADK for TypeScript's session service over an agentstate server.
+ * agentstate-adk: ADK for TypeScript's session and memory services over an agentstate server.
  *
  * @packageDocumentation
  */
 
-export { AgentstateSessionService, TOKEN_ENV, normalizeBaseUrl } from './service.js';
+export { AgentstateSessionService } from './service.js';
+export { TOKEN_ENV, normalizeBaseUrl } from './http.js';
+export type { AgentstateClientOptions } from './http.js';
+export { AgentstateMemoryService } from './memory.js';
+export type { AgentstateMemoryEntry, AgentstateMemoryServiceOptions } from './memory.js';
 export type { AgentstateSessionServiceOptions } from './service.js';
 export {
   AgentstateAlreadyExistsError,
