@@ -114,7 +114,8 @@ pub(crate) fn session_value(session: &Session) -> Value {
 
 /// Removes every expired session now, a batch at a time; returns how many. Between batches it
 /// pauses as long as the batch took, so it never holds the database more than half the time and
-/// requests queued behind a batch run before the next one.
+/// requests queued behind a batch run before the next one. Then the same for expired memories,
+/// where the store keeps memories.
 pub async fn sweep(service: &SessionService, batch: usize, metrics: &Metrics) -> agentstate::Result<usize> {
     let batch = batch.max(1);
     let mut removed = 0;
@@ -124,10 +125,27 @@ pub async fn sweep(service: &SessionService, batch: usize, metrics: &Metrics) ->
         removed += n;
         metrics.expired(n as u64);
         if n < batch {
-            return Ok(removed);
+            break;
         }
         tokio::time::sleep(started.elapsed()).await;
     }
+    let memory = agentstate::memory::MemoryService::new(service.clone());
+    if memory.is_supported() {
+        let mut memories = 0;
+        loop {
+            let started = std::time::Instant::now();
+            let n = memory.delete_expired(batch).await?;
+            memories += n;
+            if n < batch {
+                break;
+            }
+            tokio::time::sleep(started.elapsed()).await;
+        }
+        if memories > 0 {
+            tracing::info!(memories, "swept expired memories");
+        }
+    }
+    Ok(removed)
 }
 
 /// Applies `policy` to every session of `app`, a page at a time, pausing between pages as long
