@@ -232,6 +232,9 @@ routes! {
         [200 "An HTML page" "Html", 404 "No such app" "Html"];
     get "/ui/apps/{app_name}/users/{user_id}" => crate::ui::sessions, Ui, "Inspector: a user's sessions, newest first", None,
         [200 "An HTML page" "Html", 404 "No such app or user" "Html"];
+    get "/ui/apps/{app_name}/users/{user_id}/memories" => crate::ui::memories, Ui,
+        "Inspector: a user's memories, oldest first (`?after=` pages on), or those a search finds (`?q=`)", None,
+        [200 "An HTML page" "Html", 400 "Bad id or page token" "Html"];
     get "/ui/apps/{app_name}/users/{user_id}/sessions/{session_id}" => crate::ui::session, Ui,
         "Inspector: a session's timeline (`?page=`, newest page by default) and its state as of an event (`?at=`)", None,
         [200 "An HTML page" "Html", 404 "No such session" "Html"];

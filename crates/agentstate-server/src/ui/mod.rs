@@ -7,7 +7,10 @@
 //! carry a per-process secret, so another site cannot make a browser submit them (the server
 //! without tokens listens on loopback, where that would otherwise be possible).
 
+mod memories;
 mod page;
+
+pub(crate) use memories::memories;
 
 use std::collections::HashMap;
 
@@ -314,6 +317,7 @@ pub(crate) async fn sessions(
     ];
     let body = html! {
         h1 { "Sessions of " (user) }
+        p { a href=(format!("/ui/apps/{}/users/{}/memories", seg(&app), seg(&user))) { "Memories of " (user) " →" } }
         @if total == 0 { p.empty { "No sessions." } }
         table.sessions {
             thead { tr { th { "session" } th { "last update" } th { "events" } th { "state" } } }

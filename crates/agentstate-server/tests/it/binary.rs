@@ -313,9 +313,9 @@ fn erase_user_counts_first_and_erases_with_yes() {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let dry = run(false);
-    assert!(dry.contains("would erase 2 sessions, 0 events and 1 user: keys"), "{dry}");
+    assert!(dry.contains("would erase 2 sessions, 0 events, 1 user: keys and 0 memories"), "{dry}");
     let done = run(true);
-    assert!(done.contains("erased 2 sessions, 0 events and 1 user: keys"), "{done}");
+    assert!(done.contains("erased 2 sessions, 0 events, 1 user: keys and 0 memories"), "{done}");
     assert!(run(false).contains("would erase 0 sessions"), "nothing left");
 }
 

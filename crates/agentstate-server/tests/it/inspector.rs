@@ -188,3 +188,34 @@ async fn rewinds_are_badged_in_the_timeline() {
     assert!(page.contains("rewind to first-event"), "{page}");
     assert!(!page.contains("rewind before inv-b"), "one badge per rewind, the event it goes back to");
 }
+
+/// A user's memories: linked from their sessions, listed a page at a time, searched, escaped.
+#[tokio::test]
+async fn the_inspector_shows_and_searches_a_users_memories() {
+    let r = app(AppState::new(SessionService::in_memory()));
+    let hostile = "<script>alert('m')</script> teal";
+    let memories: Vec<String> = (0..60)
+        .map(|i| format!(r#"{{"id": "m{i:02}", "content": {{"parts": [{{"text": "note {i} about cats"}}]}}}}"#))
+        .chain([format!(r#"{{"id": "h", "content": {{"parts": [{{"text": "{hostile}"}}]}}, "author": "user"}}"#)])
+        .collect();
+    let body = format!(r#"{{"memories": [{}]}}"#, memories.join(","));
+    assert_eq!(send(&r, Method::POST, "/apps/shop/users/ann/memories", &body, &[JSON]).await.0, StatusCode::OK);
+    assert_eq!(send(&r, Method::POST, "/apps/shop/users/ann/sessions", "", &[JSON]).await.0, StatusCode::OK);
+
+    let (_, sessions, _) = send(&r, Method::GET, "/ui/apps/shop/users/ann", "", &[]).await;
+    assert!(sessions.contains("href=\"/ui/apps/shop/users/ann/memories\""), "{sessions}");
+    let (status, first, _) = send(&r, Method::GET, "/ui/apps/shop/users/ann/memories", "", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(first.contains("note 0 about cats") && !first.contains("note 55 about cats"), "one page of 50");
+    let at = first.find("?after=").unwrap() + "?after=".len();
+    let token: String = first[at..].chars().take_while(|c| c.is_ascii_hexdigit()).collect();
+    let (_, second, _) =
+        send(&r, Method::GET, &format!("/ui/apps/shop/users/ann/memories?after={token}"), "", &[]).await;
+    assert!(second.contains("note 55 about cats") && !second.contains("note 0 about cats"));
+    assert!(second.contains("&lt;script&gt;") && !second.contains(hostile), "escaped");
+
+    let (_, found, _) = send(&r, Method::GET, "/ui/apps/shop/users/ann/memories?q=teal", "", &[]).await;
+    assert!(found.contains("1 found") && found.contains("&lt;script&gt;alert"), "{found}");
+    let (status, _, _) = send(&r, Method::GET, "/ui/apps/shop/users/ann/memories?after=zz", "", &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}

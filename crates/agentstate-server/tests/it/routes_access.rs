@@ -187,10 +187,10 @@ async fn openapi_describes_exactly_the_routes_that_answer() {
             );
         }
     }
-    // 60 routes (16 of the managed-service surface, 4 of history, 2 of shared state, 7 of memory, 1 admin, 14 of the
+    // 61 routes (16 of the managed-service surface, 4 of history, 2 of shared state, 7 of memory, 1 admin, 15 of the
     // inspector);
     // /list-apps, /run and /run_sse come with the `agents` feature.
-    let expected = if cfg!(feature = "agents") { 60 } else { 57 };
+    let expected = if cfg!(feature = "agents") { 61 } else { 58 };
     assert_eq!(operations, expected, "every route is documented");
     assert_eq!(operations, agentstate_server::OPERATIONS.len());
     assert!(spec["components"]["schemas"]["Session"]["required"].as_array().unwrap().len() >= 6);
