@@ -98,7 +98,9 @@ pub trait MemoryStore: Send + Sync {
 
     /// The owner's live memories matching `search.any_of`, at most `search.limit`, best first
     /// as the engine ranks them (the service then orders what it confirms by words matched,
-    /// keeping this order among equals).
+    /// keeping this order among equals). A store may cut the engine's best `limit` hits first
+    /// and drop the expired ones among them after (SQLite does, so FTS5 ranks and cuts alone):
+    /// the page is then shorter, never wrong.
     async fn search_memories(&self, search: &MemorySearch) -> Result<Vec<Memory>>;
 
     /// A page of the owner's live memories.
