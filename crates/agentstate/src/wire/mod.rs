@@ -6,9 +6,9 @@
 //! and results) are user data and keep their keys; maps from ids to models keep their keys and
 //! have their values converted.
 
-use crate::store::LoadedSession;
 use std::borrow::Cow;
 
+use crate::store::LoadedSession;
 use crate::{Event, Session, Value};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
@@ -17,9 +17,7 @@ pub mod engine;
 mod stored;
 mod stream;
 
-pub use content::{content_from_wire, content_to_wire};
-pub use stored::write_stored_event;
-pub use stream::WireEvent;
+pub use {content::content_from_wire, content::content_to_wire, stored::write_stored_event, stream::WireEvent};
 
 /// Fields (snake_case) whose values are user data, never renamed inside.
 const FREE_FORM: &[&str] =
