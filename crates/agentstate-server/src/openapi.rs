@@ -136,6 +136,9 @@ fn memory_schemas() -> Value {
             "memories": {"type": "array", "items": {"$ref": "#/components/schemas/Memory"}},
             "nextPageToken": {"type": "string", "description": "Listing: pass as pageToken for the next page; absent on the last"}}},
         "UpdateMemoryRequest": {"type": "object", "required": ["sessionId"], "properties": {"sessionId": {"type": "string"}}},
+        "MemorySessionRequest": {"type": "object", "required": ["events"], "properties": {
+            "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
+            "customMetadata": {"type": ["object", "null"], "description": "Kept on each memory; `ttl` (seconds or \"3600s\") makes them expire"}}},
         "MemoryEventsRequest": {"type": "object", "required": ["events"], "properties": {
             "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
             "sessionId": {"type": ["string", "null"], "description": "add_events_to_memory: the session they belong to"},

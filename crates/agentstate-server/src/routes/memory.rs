@@ -108,9 +108,9 @@ pub(crate) async fn add_session(
     Ok(Json(Value::Null))
 }
 
-/// `PUT /apps/{app}/users/{user}/memory/sessions/{session}`: `{"events": […]}` is the session's
-/// whole contribution to memory now (ADK's `add_session_to_memory` for a session held
-/// elsewhere); answers how many memories it has.
+/// `PUT /apps/{app}/users/{user}/memory/sessions/{session}`: `{"events": […], "customMetadata"?}`
+/// is the session's whole contribution to memory now (ADK's `add_session_to_memory` for a session
+/// held elsewhere); answers how many memories it has.
 pub(crate) async fn put_session(
     State(state): State<AppState>,
     Path((app, user, session_id)): Path<(String, String, String)>,
@@ -118,8 +118,10 @@ pub(crate) async fn put_session(
 ) -> Reply {
     let owner = owner(&app, &user)?;
     check_path_safe("session_id", &session_id)?;
-    let events = events(&object(&bytes)?)?;
-    let memories = memory(&state).replace_session(&owner, &session_id, &events).await?;
+    let body = object(&bytes)?;
+    let options = MemoryOptions { custom_metadata: metadata(&body)?, ..MemoryOptions::default() };
+    let events = events(&body)?;
+    let memories = memory(&state).replace_session(&owner, &session_id, &events, &options).await?;
     Ok(Json(json!({"memories": memories})))
 }
 

@@ -191,7 +191,7 @@ routes! {
          501 "The backend keeps no memories" "Error"];
     put "/apps/{app_name}/users/{user_id}/memory/sessions/{session_id}" => memory::put_session, PathAppUser,
         "agentstate extension: a session kept elsewhere, as its events (`{\"events\"}`), is its whole contribution to memory now (ADK's add_session_to_memory)",
-        Some("MemoryEventsRequest"),
+        Some("MemorySessionRequest"),
         [200 "How many memories the session has (`memories`)" "Status", 400 "Bad id or a memory over the size limit" "Error",
          422 "events missing or malformed" "Error", 501 "The backend keeps no memories" "Error"];
     post "/apps/{app_name}/users/{user_id}/memory/events" => memory::add_events, PathAppUser,

@@ -146,11 +146,18 @@ impl MemoryService {
 
     /// [`add_session`](Self::add_session) for a session given as its id and events (a session
     /// kept elsewhere, sent over the network).
-    pub async fn replace_session(&self, owner: &MemoryOwner, session_id: &str, events: &[Event]) -> Result<usize> {
+    /// `options` apply to every memory it keeps.
+    pub async fn replace_session(
+        &self,
+        owner: &MemoryOwner,
+        session_id: &str,
+        events: &[Event],
+        options: &MemoryOptions,
+    ) -> Result<usize> {
         validate_id("session_id", session_id)?;
         let events: Vec<&Event> = events.iter().collect();
         let source = Some(session_id.to_owned());
-        self.put_events(owner.clone(), source, PutMode::Replace, &events, &MemoryOptions::default()).await
+        self.put_events(owner.clone(), source, PutMode::Replace, &events, options).await
     }
 
     /// ADK's `add_events_to_memory`: the events with text are added to what `session_id`
