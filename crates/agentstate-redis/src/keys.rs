@@ -145,6 +145,11 @@ impl AppKeys {
     pub(crate) fn expiring_memories(&self) -> String {
         self.key("memx", &[])
     }
+
+    /// The users of the app holding memories.
+    pub(crate) fn memory_users(&self) -> String {
+        self.key("mu", &[])
+    }
 }
 
 /// A name part as key names hold it (`%`, `:`, `{`, `}` percent-encoded).
@@ -154,7 +159,8 @@ pub(crate) fn escaped(part: &str) -> String {
     out
 }
 
-/// The apps that have memories (a key of its own slot, outside every app's), for the sweep.
+/// The apps that have memories (a key of its own slot, outside every app's), for the sweep and
+/// re-encryption.
 pub(crate) fn memory_apps(prefix: &str) -> String {
     format!("{prefix}memory-apps")
 }

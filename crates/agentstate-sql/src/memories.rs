@@ -166,10 +166,29 @@ macro_rules! memory_operations {
                 let statement = match put.mode {
                     PutMode::Replace => sql!("memory_put_replace"),
                     PutMode::Add => sql!("memory_put_add"),
+                    PutMode::Rewrite => sql!("memory_rewrite"),
                 };
                 let mut stored = 0;
                 for indexed in &put.memories {
                     let row = MemoryRow::of(source, indexed)?;
+                    if put.mode == PutMode::Rewrite {
+                        let done = sqlx::query(statement)
+                            .bind(row.expire_micros)
+                            .bind(row.author)
+                            .bind(row.timestamp)
+                            .bind(&row.content)
+                            .bind(row.custom_metadata.as_deref())
+                            .bind(row.terms)
+                            .bind(app)
+                            .bind(user)
+                            .bind(row.source)
+                            .bind(row.id)
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(step("rewrite a memory"))?;
+                        stored += usize::from(done.rows_affected() > 0);
+                        continue;
+                    }
                     let done = sqlx::query(statement)
                         .bind(app)
                         .bind(user)
@@ -285,6 +304,28 @@ macro_rules! memory_operations {
                     .await
                     .map_err(step("delete expired memories"))?;
                 Ok(usize::try_from(done.rows_affected()).unwrap_or_default())
+            }
+
+            pub(crate) async fn owners(
+                pool: &Pool,
+                after: Option<&MemoryOwner>,
+                limit: usize,
+            ) -> Result<Vec<MemoryOwner>> {
+                let (app, user) = after.map_or(("", ""), |owner| (owner.app_name(), owner.user_id()));
+                let rows = sqlx::query(sql!("memory_owners"))
+                    .bind(app)
+                    .bind(user)
+                    .bind(to_i64(limit))
+                    .fetch_all(pool)
+                    .await
+                    .map_err(step("list memory owners"))?;
+                rows.iter()
+                    .map(|row| {
+                        let app: String = row.try_get("app_name").map_err(step("list memory owners"))?;
+                        let user: String = row.try_get("user_id").map_err(step("list memory owners"))?;
+                        Ok(MemoryOwner::from_storage(app, user))
+                    })
+                    .collect()
             }
 
             pub(crate) async fn count_live(pool: &Pool, owner: &MemoryOwner, now_micros: i64) -> Result<usize> {

@@ -348,6 +348,14 @@ macro_rules! pool_store {
             ) -> agentstate::Result<usize> {
                 ops::memory::count_live(&self.pool, owner, now_micros).await
             }
+
+            async fn memory_owners(
+                &self,
+                after: Option<&agentstate::memory::MemoryOwner>,
+                limit: usize,
+            ) -> agentstate::Result<Vec<agentstate::memory::MemoryOwner>> {
+                ops::memory::owners(&self.pool, after, limit).await
+            }
         }
 
         #[async_trait::async_trait]

@@ -1,6 +1,6 @@
 -- Stores memories of one source: 'replace' removes the source's others and rewrites those it
--- holds (keeping their create time); 'add' leaves out those it holds. Ids the owner deleted are
--- left out. Answers how many were stored ('add') or how many the source holds now ('replace').
+-- holds (keeping their create time); 'add' leaves out those it holds; 'rewrite' rewrites those it
+-- holds and leaves out the others. Ids the owner deleted are left out. Answers how many were stored ('add') or how many the source holds now ('replace').
 -- KEYS: 1 the owner's order zset (routes the script to its node; every key shares its slot)
 -- ARGV: 1 base, 2 escaped user, 3 user, 4 mode, 5 escaped source,
 --       then per memory: escaped id, id, JSON, create (µs), expire (µs or ''), terms
@@ -28,10 +28,13 @@ for i = 6, #ARGV, 6 do
         create = held
         unindex(base, user, raw_user, member)
       end
+    elseif mode == 'rewrite' then
+      skip = true
     end
   end
   if not skip then
     redis.call('ZADD', base .. 'mo:' .. user, create, member)
+    redis.call('SADD', base .. 'mu', raw_user)
     redis.call('HSET', base .. 'md:' .. user, member, ARGV[i + 2])
     redis.call('HSET', base .. 'mt:' .. user, member, ARGV[i + 5])
     for _, term in ipairs(words(ARGV[i + 5])) do

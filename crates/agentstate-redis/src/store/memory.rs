@@ -75,18 +75,17 @@ fn memories(reply: Reply) -> Result<Vec<Memory>> {
 impl MemoryStore for RedisStore {
     async fn put_memories(&self, put: &MemoryPut) -> Result<usize> {
         let mut connection = self.connection();
-        if put.memories.iter().any(|m| m.memory.expire_micros.is_some()) {
-            redis::cmd("SADD")
-                .arg(memory_apps(&self.prefix))
-                .arg(put.owner.app_name())
-                .exec_async(&mut connection)
-                .await
-                .map_err(|e| backend("store memories", e))?;
-        }
+        redis::cmd("SADD")
+            .arg(memory_apps(&self.prefix))
+            .arg(put.owner.app_name())
+            .exec_async(&mut connection)
+            .await
+            .map_err(|e| backend("store memories", e))?;
         let mut invocation = owner_script(self, &scripts::MEMORY_PUT, &put.owner);
         let mode = match put.mode {
             PutMode::Replace => "replace",
             PutMode::Add => "add",
+            PutMode::Rewrite => "rewrite",
         };
         invocation.arg(put.owner.user_id()).arg(mode).arg(escaped(put.source.as_deref().unwrap_or_default()));
         for indexed in &put.memories {
@@ -179,6 +178,31 @@ impl MemoryStore for RedisStore {
             }
         }
         Ok(removed)
+    }
+
+    async fn memory_owners(&self, after: Option<&MemoryOwner>, limit: usize) -> Result<Vec<MemoryOwner>> {
+        let mut connection = self.connection();
+        let mut apps: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(memory_apps(&self.prefix))
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| backend("list memory owners", e))?;
+        apps.sort();
+        let mut owners = Vec::new();
+        for app in apps.into_iter().filter(|app| after.is_none_or(|after| app.as_str() >= after.app_name())) {
+            let mut users: Vec<String> = redis::cmd("SMEMBERS")
+                .arg(AppKeys::new(&self.prefix, &app).memory_users())
+                .query_async(&mut connection)
+                .await
+                .map_err(|e| backend("list memory owners", e))?;
+            users.sort();
+            let page = users.into_iter().map(|user| MemoryOwner::from_storage(&app, user));
+            owners.extend(page.filter(|owner| after.is_none_or(|after| owner > after)).take(limit - owners.len()));
+            if owners.len() >= limit {
+                break;
+            }
+        }
+        Ok(owners)
     }
 
     async fn count_memories(&self, owner: &MemoryOwner, now_micros: i64) -> Result<usize> {

@@ -84,8 +84,8 @@ pub(crate) async fn rekey(db: &DbArg) -> anyhow::Result<()> {
     let bar = spinner();
     let line = |p: &agentstate::crypt::Rekeyed| {
         format!(
-            "{} sessions of {} apps: {} values, {} events, {} snapshots re-encrypted",
-            p.sessions, p.apps, p.values, p.events, p.snapshots
+            "{} sessions of {} apps: {} values, {} events, {} snapshots, {} memories re-encrypted",
+            p.sessions, p.apps, p.values, p.events, p.snapshots, p.memories
         )
     };
     let done = store

@@ -66,10 +66,27 @@ pub(super) fn put(conn: &Connection, put: &MemoryPut) -> Result<usize> {
     let statement = match put.mode {
         PutMode::Replace => sql!("memory_put_replace"),
         PutMode::Add => sql!("memory_put_add"),
+        PutMode::Rewrite => sql!("memory_rewrite"),
     };
     let mut stored = 0;
     for indexed in &put.memories {
         let row = MemoryRow::of(source, indexed)?;
+        if put.mode == PutMode::Rewrite {
+            let values = params![
+                row.expire_micros,
+                row.author,
+                row.timestamp,
+                row.content,
+                row.custom_metadata,
+                row.terms,
+                app,
+                user,
+                row.source,
+                row.id
+            ];
+            stored += execute(conn, "rewrite a memory", statement, values)?;
+            continue;
+        }
         let values = params![
             app,
             user,
@@ -87,7 +104,7 @@ pub(super) fn put(conn: &Connection, put: &MemoryPut) -> Result<usize> {
     }
     match put.mode {
         PutMode::Replace => count(conn, sql!("memory_source_count"), params![app, user, source]),
-        PutMode::Add => Ok(stored),
+        PutMode::Add | PutMode::Rewrite => Ok(stored),
     }
 }
 
@@ -147,4 +164,16 @@ pub(super) fn delete_expired(conn: &Connection, before_micros: i64, limit: usize
 
 pub(super) fn count_live(conn: &Connection, owner: &MemoryOwner, now_micros: i64) -> Result<usize> {
     count(conn, sql!("memory_count"), params![owner.app_name(), owner.user_id(), now_micros])
+}
+
+pub(super) fn owners(conn: &Connection, after: Option<&MemoryOwner>, limit: usize) -> Result<Vec<MemoryOwner>> {
+    let (app, user) = after.map_or(("", ""), |owner| (owner.app_name(), owner.user_id()));
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    conn.prepare_cached(sql!("memory_owners"))
+        .and_then(|mut stmt| {
+            let read =
+                |row: &Row<'_>| Ok(MemoryOwner::from_storage(row.get::<_, String>(0)?, row.get::<_, String>(1)?));
+            stmt.query_map(params![app, user, limit], read)?.collect()
+        })
+        .map_err(|e| sqlite_error("list memory owners", &e))
 }

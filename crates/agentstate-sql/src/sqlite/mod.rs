@@ -312,6 +312,11 @@ impl MemoryStore for SqliteStore {
         let owner = owner.clone();
         self.read(move |conn| memory::count_live(conn, &owner, now_micros)).await
     }
+
+    async fn memory_owners(&self, after: Option<&MemoryOwner>, limit: usize) -> Result<Vec<MemoryOwner>> {
+        let after = after.cloned();
+        self.read(move |conn| memory::owners(conn, after.as_ref(), limit)).await
+    }
 }
 
 #[async_trait]

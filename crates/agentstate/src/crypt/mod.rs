@@ -34,6 +34,7 @@
 //! # Ok(()) }
 //! ```
 
+mod memory;
 mod rekey;
 mod seal;
 mod store;
@@ -45,6 +46,8 @@ use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 
 pub use rekey::Rekeyed;
 pub use store::EncryptedStore;
@@ -63,6 +66,8 @@ const MARKER_CIPHER: &str = "aes-256-gcm";
 /// Keys at once: the record of their check values must fit 256 characters.
 const MAX_KEYS: usize = 4;
 const NONCE_BYTES: usize = 12;
+/// What a key's memory-term key is derived with.
+const TERMS_KEY_INFO: &[u8] = b"agentstate memory terms v1";
 
 /// Why keys could not be read, or a store could not be opened with them.
 #[derive(Debug, thiserror::Error)]
@@ -83,7 +88,26 @@ pub enum CryptError {
 /// `Debug` shows the ids only.
 #[derive(Clone)]
 pub struct KeyRing {
-    keys: Arc<[(String, Aes256Gcm)]>,
+    keys: Arc<[RingKey]>,
+}
+
+/// One key of a ring: its id, its cipher, and the keyed hash of encrypted memories' search terms
+/// (keyed with a key derived from it, so terms reveal nothing without it).
+#[derive(Clone)]
+struct RingKey {
+    id: String,
+    cipher: Aes256Gcm,
+    terms: Hmac<Sha256>,
+}
+
+impl RingKey {
+    fn new(id: &str, bytes: &[u8]) -> Option<Self> {
+        let cipher = Aes256Gcm::new_from_slice(bytes).ok()?;
+        let derived =
+            <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(bytes).ok()?.chain_update(TERMS_KEY_INFO).finalize();
+        let terms = <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(&derived.into_bytes()).ok()?;
+        Some(Self { id: id.to_owned(), cipher, terms })
+    }
 }
 
 impl fmt::Debug for KeyRing {
@@ -105,7 +129,7 @@ impl KeyRing {
     /// starting with `#` are skipped); each key is 32 bytes (AES-256), ids are 1–32 letters,
     /// digits, `-` or `_`. The first entry encrypts new writes.
     pub fn parse(text: &str) -> Result<Self, CryptError> {
-        let mut keys: Vec<(String, Aes256Gcm)> = Vec::new();
+        let mut keys: Vec<RingKey> = Vec::new();
         let entries = text.split([',', '\n']).map(str::trim).filter(|e| !e.is_empty() && !e.starts_with('#'));
         for (n, entry) in entries.enumerate() {
             let bad = |what: &str| CryptError::Keys(format!("entry {}: {what}", n + 1));
@@ -120,11 +144,10 @@ impl KeyRing {
             if bytes.len() != 32 {
                 return Err(bad(&format!("the key is {} bytes; AES-256 needs 32", bytes.len())));
             }
-            if keys.iter().any(|(k, _)| k == id) {
+            if keys.iter().any(|k| k.id == id) {
                 return Err(bad(&format!("the id {id} is given twice")));
             }
-            let cipher = Aes256Gcm::new_from_slice(&bytes).map_err(|_| bad("the key is not 32 bytes"))?;
-            keys.push((id.to_owned(), cipher));
+            keys.push(RingKey::new(id, &bytes).ok_or_else(|| bad("the key is not 32 bytes"))?);
         }
         if keys.is_empty() {
             return Err(CryptError::Keys("no key given".to_owned()));
@@ -143,11 +166,11 @@ impl KeyRing {
 
     /// The key ids, the writing one first.
     pub fn ids(&self) -> Vec<&str> {
-        self.keys.iter().map(|(id, _)| id.as_str()).collect()
+        self.keys.iter().map(|k| k.id.as_str()).collect()
     }
 
     fn seal(&self, aad: &[u8], plaintext: &[u8]) -> String {
-        let (id, cipher) = &self.keys[0];
+        let RingKey { id, cipher, .. } = &self.keys[0];
         let nonce = Aes256Gcm::generate_nonce(OsRng);
         // Encrypting into a Vec cannot fail for these sizes; an empty ciphertext would not open.
         let sealed = cipher.encrypt(&nonce, Payload { msg: plaintext, aad }).unwrap_or_default();
@@ -162,8 +185,8 @@ impl KeyRing {
         let rest = text.strip_prefix(PREFIX)?;
         Some((|| {
             let (id, encoded) = rest.split_once('$').ok_or(Unsealed::Malformed)?;
-            let (_, cipher) =
-                self.keys.iter().find(|(k, _)| k == id).ok_or_else(|| Unsealed::UnknownKey(id.to_owned()))?;
+            let cipher =
+                &self.keys.iter().find(|k| k.id == id).ok_or_else(|| Unsealed::UnknownKey(id.to_owned()))?.cipher;
             let bytes = BASE64.decode(encoded).map_err(|_| Unsealed::Malformed)?;
             if bytes.len() < NONCE_BYTES + 16 {
                 return Err(Unsealed::Malformed);
@@ -211,7 +234,7 @@ fn parse_marker(text: &str) -> Option<Vec<(String, String)>> {
 impl KeyRing {
     /// A ring of the one key `id` (which must be in this ring).
     fn subset(&self, id: &str) -> KeyRing {
-        let keys: Vec<(String, Aes256Gcm)> = self.keys.iter().filter(|(k, _)| k == id).cloned().collect();
+        let keys: Vec<RingKey> = self.keys.iter().filter(|k| k.id == id).cloned().collect();
         KeyRing { keys: keys.into() }
     }
 }

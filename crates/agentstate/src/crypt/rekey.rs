@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::key::SessionKey;
 use crate::store::{
     AdminStore, EventCursor, EventQuery, EventSelect, HistorySnapshot, HistoryStore, ListCursor, ListQuery,
-    SessionStore, StateOwner, ValueSwap,
+    MemoryStore, SessionStore, StateOwner, ValueSwap,
 };
 
 /// What [`EncryptedStore::rekey`] re-encrypted (values and events written with an older key, or
@@ -25,6 +25,8 @@ pub struct Rekeyed {
     pub events: usize,
     /// History snapshots re-encrypted.
     pub snapshots: usize,
+    /// Memories re-encrypted (and re-indexed).
+    pub memories: usize,
 }
 
 /// Sessions listed per page.
@@ -36,7 +38,7 @@ const EVERY_SESSION: i64 = i64::MIN;
 
 impl KeyRing {
     /// Whether a stored value needs re-encryption: plaintext, or sealed with another key.
-    fn is_stale(&self, stored: &str) -> bool {
+    pub(super) fn is_stale(&self, stored: &str) -> bool {
         let primary = self.ids()[0];
         match stored.strip_prefix(PREFIX).and_then(|rest| rest.split_once('$')) {
             Some((id, _)) => id != primary,
@@ -48,7 +50,8 @@ impl KeyRing {
 impl<S: SessionStore> EncryptedStore<S> {
     /// Re-encrypts with the ring's first key everything written with another one (or before
     /// encryption was turned on): every app's, user's and session's state values, every event,
-    /// every history snapshot. Runs beside normal traffic: a value is replaced only if it is
+    /// every history snapshot, every memory (re-indexed under the new key's terms). Runs beside
+    /// normal traffic: a value is replaced only if it is
     /// still the one read (a concurrent write wins), events never change once written. Calls
     /// `progress` after each session. Run it again after an interruption; once it finished, the
     /// old keys can be dropped from the ring. Needs a store with the admin capability.
@@ -89,6 +92,20 @@ impl<S: SessionStore> EncryptedStore<S> {
             }
             done.apps += 1;
             progress(&done);
+        }
+        if self.inner().capabilities().memory.is_some() {
+            let mut after: Option<crate::memory::MemoryOwner> = None;
+            loop {
+                let owners = MemoryStore::memory_owners(self, after.as_ref(), PAGE).await?;
+                for owner in &owners {
+                    done.memories += self.rekey_memories_of(owner).await?;
+                    progress(&done);
+                }
+                match owners.last() {
+                    Some(last) if owners.len() == PAGE => after = Some(last.clone()),
+                    _ => break,
+                }
+            }
         }
         Ok(done)
     }

@@ -186,6 +186,6 @@ fn json_number(n: f64) -> Value {
     serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
 }
 
-fn undecryptable(what: &str, why: &str) -> Error {
+pub(super) fn undecryptable(what: &str, why: &str) -> Error {
     Error::Backend { message: format!("{what} cannot be decrypted: {why}"), retryable: false, source: None }
 }

@@ -1,7 +1,8 @@
 //! [`EncryptedStore`]: any store, with what users and models wrote sealed before it sees it.
 //!
 //! It implements what it transforms and nothing else: the core (values and events sealed on the
-//! way in, opened on the way out) and history (snapshot states sealed). Lifecycle and
+//! way in, opened on the way out), history (snapshot states sealed) and memory (see
+//! [`super::memory`]). Lifecycle and
 //! administration pass through untouched (expiry and erasure see no values; re-encryption and
 //! the key check work on the values as stored). History a store answers remotely does not pass:
 //! it would be computed over ciphertext, so the service replays it here instead.
@@ -199,6 +200,9 @@ impl<S: SessionStore> SessionStore for EncryptedStore<S> {
         if inner.shared_state.is_some() {
             capabilities = capabilities.with_shared_state(self);
         }
+        if inner.memory.is_some() {
+            capabilities = capabilities.with_memory(self);
+        }
         capabilities
     }
 }
@@ -355,8 +359,8 @@ mod tests {
         let names = store.capabilities().names();
         assert_eq!(
             names,
-            ["history", "lifecycle", "admin", "shared_state"],
-            "what the in-memory store has, history and shared state transformed"
+            ["history", "lifecycle", "admin", "shared_state", "memory"],
+            "what the in-memory store has, history, shared state and memory transformed"
         );
         let error = EncryptedStore::open(CoreOnly, KeyRing::parse(K1).unwrap()).await.unwrap_err().to_string();
         assert!(error.contains("no admin capability"), "{error}");

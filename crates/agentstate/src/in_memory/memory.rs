@@ -66,12 +66,14 @@ impl MemoryStore for Memories {
             if owner.deleted.contains(&memory.id) {
                 continue;
             }
-            if let Some(at) = owner.positions.get(&(source.clone(), memory.id.clone())) {
-                if put.mode == PutMode::Add {
-                    continue;
+            match owner.positions.get(&(source.clone(), memory.id.clone())) {
+                Some(_) if put.mode == PutMode::Add => continue,
+                Some(at) => {
+                    memory.create_micros = at.create_micros;
+                    owner.remove(&source, &indexed.memory.id);
                 }
-                memory.create_micros = at.create_micros;
-                owner.remove(&source, &indexed.memory.id);
+                None if put.mode == PutMode::Rewrite => continue,
+                None => {}
             }
             let at = MemoryCursor::of(&memory);
             owner.positions.insert((source.clone(), memory.id.clone()), at.clone());
@@ -156,5 +158,16 @@ impl MemoryStore for Memories {
     async fn count_memories(&self, owner: &MemoryOwner, now_micros: i64) -> Result<usize> {
         let all = self.0.read().unwrap_or_else(PoisonError::into_inner);
         Ok(all.get(owner).map_or(0, |memories| memories.kept.values().filter(|k| k.memory.live_at(now_micros)).count()))
+    }
+
+    async fn memory_owners(&self, after: Option<&MemoryOwner>, limit: usize) -> Result<Vec<MemoryOwner>> {
+        let all = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        let mut owners: Vec<&MemoryOwner> = all
+            .iter()
+            .filter(|(owner, memories)| !memories.kept.is_empty() && after.is_none_or(|after| *owner > after))
+            .map(|(owner, _)| owner)
+            .collect();
+        owners.sort();
+        Ok(owners.into_iter().take(limit).cloned().collect())
     }
 }

@@ -16,6 +16,9 @@ pub enum PutMode {
     Replace,
     /// The memories are added: one whose id the source already holds is left out.
     Add,
+    /// The memories the source holds are rewritten in place (keeping their create time); the
+    /// others are left out and nothing is removed (re-encryption uses it).
+    Rewrite,
 }
 
 /// A memory to store, with the terms it is found by.
@@ -119,4 +122,8 @@ pub trait MemoryStore: Send + Sync {
 
     /// How many live memories the owner has.
     async fn count_memories(&self, owner: &MemoryOwner, now_micros: i64) -> Result<usize>;
+
+    /// Owners that hold memories, in (app, user) order, after `after`, at most `limit` (for
+    /// work over every memory, such as re-encryption).
+    async fn memory_owners(&self, after: Option<&MemoryOwner>, limit: usize) -> Result<Vec<MemoryOwner>>;
 }
