@@ -2,14 +2,19 @@
 //! ADK's memory services keep it. [`MemoryService`] holds the rules; a store keeps memories with
 //! the [`MemoryStore`](crate::store::MemoryStore) capability; [`words`] is how text is matched
 //! (ADK for Python's in-memory service's rules, its oracle) and [`terms`] how every engine's
-//! full-text index finds the candidates.
+//! full-text index finds the candidates; [`embed`] adds search by meaning, when an app has an
+//! embedding provider.
 
+pub mod embed;
 pub mod model;
+mod search;
 mod service;
 pub mod terms;
 pub mod words;
 
+pub use embed::{Embedder, Embedders, Purpose, SearchMode};
 pub use model::{Memory, MemoryOwner, text_of};
+pub use search::SearchOptions;
 pub use service::{
     DEFAULT_SEARCH_LIMIT, MAX_MEMORY_PAGE, MemoryLimits, MemoryOptions, MemoryPage, MemoryService, NewMemory,
     TTL_METADATA_KEY,

@@ -8,16 +8,17 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
+use super::embed::{Embedders, RESERVED_PREFIX, VECTOR_KEY, vector_value};
 use super::model::{Memory, MemoryOwner, text_of};
-use super::terms::{index_terms, query_terms};
-use super::words::{matched, words};
+use super::terms::index_terms;
+use super::words::words;
 use crate::content::Content;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::key::validate_id;
 use crate::service::SessionService;
 use crate::session::Session;
-use crate::store::{IndexedMemory, MemoryCursor, MemoryList, MemoryPut, MemorySearch, MemoryStore, PutMode};
+use crate::store::{IndexedMemory, MemoryCursor, MemoryList, MemoryPut, MemoryStore, PutMode};
 
 /// How many memories a search answers when the caller does not say (ADK's in-memory service's
 /// number).
@@ -102,14 +103,28 @@ pub struct MemoryPage {
 /// ```
 #[derive(Debug, Clone)]
 pub struct MemoryService {
-    sessions: SessionService,
+    pub(super) sessions: SessionService,
     limits: MemoryLimits,
+    pub(super) embedders: Embedders,
 }
 
 impl MemoryService {
     /// Memory on the store of `sessions`, with the default limits.
     pub fn new(sessions: SessionService) -> Self {
-        Self { sessions, limits: MemoryLimits::default() }
+        Self { sessions, limits: MemoryLimits::default(), embedders: Embedders::default() }
+    }
+
+    /// With embedders: memories of their apps are embedded as they are written, and searched by
+    /// meaning too (see [`super::embed`]).
+    #[must_use]
+    pub fn with_embedders(mut self, embedders: Embedders) -> Self {
+        self.embedders = embedders;
+        self
+    }
+
+    /// The embedders.
+    pub fn embedders(&self) -> &Embedders {
+        &self.embedders
     }
 
     /// With other limits.
@@ -129,7 +144,7 @@ impl MemoryService {
         self.sessions.capabilities().memory.is_some()
     }
 
-    fn store(&self, operation: &'static str) -> Result<&dyn MemoryStore> {
+    pub(super) fn store(&self, operation: &'static str) -> Result<&dyn MemoryStore> {
         self.sessions.capabilities().memory.ok_or(Error::Unsupported { operation, capability: "memory" })
     }
 
@@ -188,7 +203,8 @@ impl MemoryService {
         let store = self.store("add memories")?;
         self.check_count(memories.len())?;
         let base = self.sessions.now_micros();
-        let mut indexed = Vec::with_capacity(memories.len());
+        check_metadata(&options.custom_metadata)?;
+        let mut kept = Vec::with_capacity(memories.len());
         let mut ids = HashSet::new();
         for (i, new) in memories.into_iter().enumerate() {
             let id = new.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
@@ -196,6 +212,7 @@ impl MemoryService {
             if words(&text_of(&new.content)).is_empty() {
                 return Err(Error::invalid("content", format!("memory {id} has no words to recall")));
             }
+            check_metadata(&new.custom_metadata)?;
             let mut custom_metadata = options.custom_metadata.clone();
             custom_metadata.extend(new.custom_metadata);
             let expire_micros = expiry(base, options.ttl, &custom_metadata)?;
@@ -210,13 +227,14 @@ impl MemoryService {
                 expire_micros,
             };
             if ids.insert(memory.id.clone()) {
-                indexed.push(self.indexed(owner, memory)?);
+                kept.push(memory);
             }
         }
+        let indexed = self.indexed_all(owner, kept).await?;
         let put = MemoryPut { owner: owner.clone(), source: None, mode: PutMode::Add, memories: indexed };
         let span = tracing::info_span!("add_memories", app = owner.app_name(), memories = put.memories.len());
         store.put_memories(&put).instrument(span).await?;
-        Ok(put.memories.into_iter().map(|m| m.memory).collect())
+        Ok(put.memories.into_iter().map(|m| shown(m.memory)).collect())
     }
 
     async fn put_events(
@@ -228,6 +246,7 @@ impl MemoryService {
         options: &MemoryOptions,
     ) -> Result<usize> {
         let store = self.store("add to memory")?;
+        check_metadata(&options.custom_metadata)?;
         let base = self.sessions.now_micros();
         let expire_micros = expiry(base, options.ttl, &options.custom_metadata)?;
         let mut ids = HashSet::new();
@@ -248,9 +267,10 @@ impl MemoryService {
                 create_micros: base + memories.len() as i64,
                 expire_micros,
             };
-            memories.push(self.indexed(&owner, memory)?);
+            memories.push(memory);
         }
         self.check_count(memories.len())?;
+        let memories = self.indexed_all(&owner, memories).await?;
         if memories.is_empty() && mode == PutMode::Add {
             return Ok(0);
         }
@@ -267,51 +287,51 @@ impl MemoryService {
         Ok(())
     }
 
-    fn indexed(&self, owner: &MemoryOwner, memory: Memory) -> Result<IndexedMemory> {
-        let bytes = serde_json::to_vec(&memory.content).map_or(usize::MAX, |json| json.len());
+    /// The memories with their terms, checked against the limits, and with their vectors when
+    /// the owner's app has an embedder. A provider that fails leaves the memories without
+    /// vectors (found by text; adding them again embeds them): the text is never lost to it.
+    async fn indexed_all(&self, owner: &MemoryOwner, mut memories: Vec<Memory>) -> Result<Vec<IndexedMemory>> {
         let max = self.limits.max_memory_bytes;
-        if bytes > max {
-            let id = &memory.id;
-            return Err(Error::invalid("content", format!("memory {id} is {bytes} bytes; at most {max} are allowed")));
+        for memory in &memories {
+            let bytes = serde_json::to_vec(&memory.content).map_or(usize::MAX, |json| json.len());
+            if bytes > max {
+                let id = &memory.id;
+                let message = format!("memory {id} is {bytes} bytes; at most {max} are allowed");
+                return Err(Error::invalid("content", message));
+            }
         }
-        let terms = index_terms(owner, &memory.text());
-        Ok(IndexedMemory { memory, terms })
+        if let Some(embedder) = self.embedders.of(owner.app_name()).filter(|_| !memories.is_empty()) {
+            let texts: Vec<String> = memories.iter().map(Memory::text).collect();
+            let span = tracing::info_span!("embed_memories", app = owner.app_name(), texts = texts.len());
+            match self.embedders.documents(embedder.as_ref(), &texts).instrument(span).await {
+                Ok(vectors) => {
+                    for (memory, vector) in memories.iter_mut().zip(vectors) {
+                        memory.custom_metadata.insert(VECTOR_KEY.to_owned(), vector_value(embedder.model(), &vector));
+                    }
+                }
+                Err(error) => tracing::warn!(
+                    app = owner.app_name(),
+                    %error,
+                    "memories stored without vectors: the embedding provider failed"
+                ),
+            }
+        }
+        Ok(memories
+            .into_iter()
+            .map(|memory| {
+                let terms = index_terms(owner, &memory.text());
+                IndexedMemory { memory, terms }
+            })
+            .collect())
     }
 
     /// ADK's `search_memory`: the owner's memories sharing words with `query` (as ADK for
     /// Python's in-memory service matches them), those sharing the most first, at most `limit`
-    /// ([`DEFAULT_SEARCH_LIMIT`] when `None`). A query without a word is refused.
+    /// ([`DEFAULT_SEARCH_LIMIT`] when `None`); when the app has an embedder, those nearest in
+    /// meaning join them ([`SearchMode::Hybrid`](super::SearchMode)). A query without a word
+    /// is refused. [`search_with`](Self::search_with) chooses the ranking.
     pub async fn search(&self, owner: &MemoryOwner, query: &str, limit: Option<usize>) -> Result<Vec<Memory>> {
-        let store = self.store("search memory")?;
-        let limit = page_limit(limit.unwrap_or(DEFAULT_SEARCH_LIMIT))?;
-        let query_words = words(query);
-        if query_words.is_empty() {
-            return Err(Error::invalid("query", "has no words to search for"));
-        }
-        let any_of = query_terms(owner, &query_words);
-        let span = tracing::info_span!("search_memory", app = owner.app_name(), words = query_words.len());
-        // The engine finds candidates; confirmation drops the few that only share characters
-        // or a hash with the query. Ask for more until enough are confirmed or none are left.
-        let mut fetch = (limit * 4).max(40);
-        loop {
-            let search = MemorySearch {
-                owner: owner.clone(),
-                any_of: any_of.clone(),
-                limit: fetch,
-                now_micros: self.sessions.now_micros(),
-            };
-            let found = store.search_memories(&search).instrument(span.clone()).await?;
-            let exhausted = found.len() < fetch;
-            let mut scored: Vec<(usize, Memory)> = found
-                .into_iter()
-                .filter_map(|memory| Some((matched(&query_words, &memory.text()), memory)).filter(|(n, _)| *n > 0))
-                .collect();
-            if scored.len() >= limit || exhausted || fetch >= MAX_CANDIDATES {
-                scored.sort_by_key(|(n, _)| std::cmp::Reverse(*n));
-                return Ok(scored.into_iter().take(limit).map(|(_, memory)| memory).collect());
-            }
-            fetch = (fetch * 4).min(MAX_CANDIDATES);
-        }
+        self.search_with(owner, query, &super::SearchOptions { limit, ..Default::default() }).await
     }
 
     /// A page of the owner's memories, oldest first.
@@ -321,7 +341,7 @@ impl MemoryService {
         let list = MemoryList { owner: owner.clone(), after, limit, now_micros: self.sessions.now_micros() };
         let memories = store.list_memories(&list).instrument(tracing::info_span!("list_memories")).await?;
         let next = if memories.len() == limit { memories.last().map(MemoryCursor::of) } else { None };
-        Ok(MemoryPage { memories, next })
+        Ok(MemoryPage { memories: memories.into_iter().map(shown).collect(), next })
     }
 
     /// How many live memories the owner has.
@@ -349,10 +369,24 @@ impl MemoryService {
     }
 }
 
-/// The most candidates one search asks the store for.
-const MAX_CANDIDATES: usize = 10_000;
+/// `memory` as callers see it: without what agentstate keeps in its metadata.
+pub(super) fn shown(mut memory: Memory) -> Memory {
+    memory.custom_metadata.remove(VECTOR_KEY);
+    memory
+}
 
-fn page_limit(limit: usize) -> Result<usize> {
+/// Refuses metadata keys agentstate keeps its own data under.
+fn check_metadata(metadata: &Map<String, Value>) -> Result<()> {
+    match metadata.keys().find(|k| k.starts_with(RESERVED_PREFIX)) {
+        Some(key) => Err(Error::invalid(
+            "customMetadata",
+            format!("{key:?}: keys starting with {RESERVED_PREFIX:?} are reserved for agentstate"),
+        )),
+        None => Ok(()),
+    }
+}
+
+pub(super) fn page_limit(limit: usize) -> Result<usize> {
     if limit == 0 || limit > MAX_MEMORY_PAGE {
         return Err(Error::invalid("limit", format!("is {limit}; it must be 1 to {MAX_MEMORY_PAGE}")));
     }
