@@ -297,6 +297,29 @@ fn parameters(op: &Operation) -> Vec<Value> {
             "After the last event at or before this time (epoch seconds)",
         ));
         params.push(query("atCreation", json!({"type": "boolean"}), "As created"));
+    } else if path.ends_with("/memories") && op.method == "get" {
+        params.push(query("query", json!({"type": "string"}), "Search for this (without it: list)"));
+        params.push(query(
+            "limit",
+            json!({"type": "integer", "minimum": 1, "maximum": 100, "default": 10}),
+            "Search: at most this many",
+        ));
+        params.push(query(
+            "mode",
+            json!({"type": "string", "enum": ["auto", "text", "semantic", "hybrid"], "default": "auto"}),
+            "Search: by words (text), by meaning (semantic), both fused (hybrid); auto is hybrid when the app has an embedding provider (serve --embeddings), text otherwise",
+        ));
+        params.push(query(
+            "minSimilarity",
+            json!({"type": "number", "minimum": -1, "maximum": 1}),
+            "Search by meaning: leave out memories less similar than this (cosine)",
+        ));
+        params.push(query(
+            "pageSize",
+            json!({"type": "integer", "minimum": 1, "maximum": 100, "default": 100}),
+            "List: page size",
+        ));
+        params.push(query("pageToken", json!({"type": "string"}), "List: nextPageToken of the previous page"));
     } else if path.ends_with("/events") && op.method == "get" {
         params.push(query("after", json!({"type": "string"}), "nextPageToken of the previous page"));
         params.push(query(

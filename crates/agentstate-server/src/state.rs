@@ -25,6 +25,7 @@ use crate::metrics::Metrics;
 #[derive(Clone)]
 pub struct AppState {
     service: SessionService,
+    memory: agentstate::memory::MemoryService,
     limits: Limits,
     tokens: Arc<Tokens>,
     metrics: Arc<Metrics>,
@@ -48,6 +49,7 @@ impl AppState {
     /// Serves `service` with the default limits, no access tokens and no agents.
     pub fn new(service: SessionService) -> Self {
         Self {
+            memory: agentstate::memory::MemoryService::new(service.clone()),
             service,
             limits: Limits::default(),
             tokens: Arc::default(),
@@ -103,8 +105,8 @@ impl AppState {
     ) -> Self {
         let app_name = app_name.into();
         let mut runner = agentstate_runtime::Runner::new(&app_name, agent, self.service.clone());
-        if self.service.capabilities().memory.is_some() {
-            runner = runner.memory(agentstate::memory::MemoryService::new(self.service.clone()));
+        if self.memory.is_supported() {
+            runner = runner.memory(self.memory.clone());
         }
         Arc::make_mut(&mut self.runners).insert(app_name, runner);
         self
@@ -120,6 +122,26 @@ impl AppState {
     #[cfg(feature = "agents")]
     pub(crate) fn runners(&self) -> &std::collections::BTreeMap<String, agentstate_runtime::Runner> {
         &self.runners
+    }
+
+    /// Embedding providers for memory's search by meaning, per app (see
+    /// [`agentstate::memory::embed`]); agents served already search with them too.
+    #[must_use]
+    pub fn with_embedders(mut self, embedders: agentstate::memory::Embedders) -> Self {
+        self.memory = self.memory.clone().with_embedders(embedders);
+        #[cfg(feature = "agents")]
+        if self.memory.is_supported() {
+            let runners = Arc::make_mut(&mut self.runners);
+            for runner in runners.values_mut() {
+                *runner = runner.clone().memory(self.memory.clone());
+            }
+        }
+        self
+    }
+
+    /// The memory service (over the session service's store, with the embedders).
+    pub fn memory(&self) -> &agentstate::memory::MemoryService {
+        &self.memory
     }
 
     /// The session service.

@@ -1,10 +1,14 @@
 //! Model providers over HTTP: [`Gemini`] (the Gemini API) and [`OpenAiCompatible`] (OpenAI chat
 //! completions, and every server speaking it: Ollama, vLLM, llama.cpp server, LM Studio, …).
 //!
+//! For memory's search by meaning, [`OpenAiEmbeddings`] and [`GeminiEmbeddings`] embed texts
+//! through the same two APIs.
+//!
 //! Both take their base URL and API key from the environment by default ([`Gemini::from_env`],
 //! [`OpenAiCompatible::from_env`]) or explicitly, stream with server-sent events when the run
 //! streams, and map function calling both ways.
 
+mod embeddings;
 mod gemini;
 mod openai;
 
@@ -12,6 +16,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 
+pub use embeddings::{GeminiEmbeddings, OpenAiEmbeddings};
 pub use gemini::{GEMINI_DEFAULT_BASE_URL, Gemini};
 pub use openai::{OPENAI_DEFAULT_BASE_URL, OpenAiCompatible};
 

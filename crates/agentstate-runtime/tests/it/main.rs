@@ -3,6 +3,7 @@
 //! mock servers.
 
 mod callbacks;
+mod embeddings;
 mod instructions;
 mod memory;
 mod providers;

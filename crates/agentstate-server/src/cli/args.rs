@@ -129,6 +129,13 @@ pub(crate) struct ServeArgs {
     #[cfg(feature = "agents")]
     #[arg(long = "agent", env = "AGENTSTATE_AGENTS", value_delimiter = ',')]
     pub(crate) agents: Vec<String>,
+    /// Search an app's memories by meaning too: `APP=PROVIDER:MODEL[@BASE_URL]`, `*` for every
+    /// app. PROVIDER is `openai` (any OpenAI-compatible `/embeddings` server; the key in
+    /// OPENAI_API_KEY, the URL in OPENAI_BASE_URL unless given) or `gemini` (GEMINI_API_KEY,
+    /// GEMINI_BASE_URL). Repeatable.
+    #[cfg(feature = "agents")]
+    #[arg(long = "embeddings", env = "AGENTSTATE_EMBEDDINGS", value_delimiter = ',', value_parser = embedding_spec)]
+    pub(crate) embeddings: Vec<EmbeddingSpec>,
     /// Largest request body, in bytes (413 beyond).
     #[arg(long, env = "AGENTSTATE_MAX_BODY_BYTES", default_value_t = Limits::default().max_body_bytes)]
     pub(crate) max_body_bytes: usize,
@@ -293,4 +300,46 @@ pub(crate) enum SessionsCommand {
         /// The session id.
         session: String,
     },
+}
+
+/// One `--embeddings` entry.
+#[cfg(feature = "agents")]
+#[derive(Debug, Clone)]
+pub(crate) struct EmbeddingSpec {
+    /// `None`: every app.
+    pub(crate) app: Option<String>,
+    /// `openai` or `gemini`.
+    pub(crate) provider: String,
+    pub(crate) model: String,
+    pub(crate) base_url: Option<String>,
+}
+
+#[cfg(feature = "agents")]
+fn embedding_spec(text: &str) -> Result<EmbeddingSpec, String> {
+    let example = "e.g. support_bot=openai:text-embedding-3-small or *=gemini:gemini-embedding-001";
+    let (app, rest) =
+        text.split_once('=').ok_or_else(|| format!("{text:?}: expected APP=PROVIDER:MODEL, {example}"))?;
+    let (provider, model) =
+        rest.split_once(':').ok_or_else(|| format!("{text:?}: expected APP=PROVIDER:MODEL, {example}"))?;
+    if !matches!(provider, "openai" | "gemini") {
+        return Err(format!("{text:?}: the provider is openai or gemini, not {provider:?}"));
+    }
+    let (model, base_url) = match model.split_once('@') {
+        Some((model, url)) if url.starts_with("http://") || url.starts_with("https://") => {
+            (model, Some(url.to_owned()))
+        }
+        Some((_, url)) => return Err(format!("{text:?}: {url:?} is not an http:// or https:// URL")),
+        None => (model, None),
+    };
+    if model.is_empty() {
+        return Err(format!("{text:?}: the model is missing, {example}"));
+    }
+    let app = match app {
+        "*" => None,
+        app => {
+            agentstate::validate_id("app", app).map_err(|e| e.to_string())?;
+            Some(app.to_owned())
+        }
+    };
+    Ok(EmbeddingSpec { app, provider: provider.to_owned(), model: model.to_owned(), base_url })
 }

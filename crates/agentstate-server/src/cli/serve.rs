@@ -68,7 +68,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("serving {url} with --refresh-ttl-on-append"))?;
     let state = AppState::new(service).with_limits(args.limits()).with_tokens(tokens).with_sweep(args.sweep());
     #[cfg(feature = "agents")]
-    let state = serve_agents(state, &args.agents)?;
+    let state = serve_agents(state, &args.agents)?.with_embedders(embedders(&args.embeddings)?);
     let listener =
         tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("listening on {}", args.addr))?;
     tracing::info!(
@@ -110,6 +110,39 @@ fn serve_agents(mut state: AppState, specs: &[String]) -> anyhow::Result<AppStat
         state = state.with_agent(app, agent);
     }
     Ok(state)
+}
+
+/// The embedding providers of `--embeddings`, their keys from the environment.
+#[cfg(feature = "agents")]
+fn embedders(specs: &[super::args::EmbeddingSpec]) -> anyhow::Result<agentstate::memory::Embedders> {
+    use agentstate_runtime::providers::{GeminiEmbeddings, OpenAiEmbeddings};
+    let env = |name: &str| std::env::var(name).ok();
+    let mut embedders = agentstate::memory::Embedders::new();
+    for spec in specs {
+        let embedder: std::sync::Arc<dyn agentstate::memory::Embedder> = match spec.provider.as_str() {
+            "gemini" => {
+                let gemini = GeminiEmbeddings::from_lookup(&spec.model, env)?;
+                std::sync::Arc::new(match &spec.base_url {
+                    Some(url) => gemini.base_url(url),
+                    None => gemini,
+                })
+            }
+            _ => std::sync::Arc::new(match &spec.base_url {
+                Some(url) => match env("OPENAI_API_KEY").filter(|k| !k.is_empty()) {
+                    Some(key) => OpenAiEmbeddings::new(&spec.model, url).api_key(key),
+                    None => OpenAiEmbeddings::new(&spec.model, url),
+                },
+                None => OpenAiEmbeddings::from_lookup(&spec.model, env)?,
+            }),
+        };
+        let app = spec.app.as_deref().unwrap_or("every app");
+        tracing::info!(app, provider = %spec.provider, model = %spec.model, "memory search by meaning");
+        embedders = match &spec.app {
+            Some(app) => embedders.app(app, embedder),
+            None => embedders.every_app(embedder),
+        };
+    }
+    Ok(embedders)
 }
 
 /// Resolves on ctrl-c or SIGTERM; in-flight requests then finish before the server exits.

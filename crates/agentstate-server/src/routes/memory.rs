@@ -3,7 +3,7 @@
 //! list and delete. Every route names its owner in the path, so a user's token reaches that
 //! user's memories only.
 
-use agentstate::memory::{Memory, MemoryOptions, MemoryOwner, MemoryService, NewMemory};
+use agentstate::memory::{Memory, MemoryOptions, MemoryOwner, MemoryService, NewMemory, SearchMode, SearchOptions};
 use agentstate::store::MemoryCursor;
 use agentstate::wire::engine::rfc3339;
 use agentstate::wire::{content_from_wire, content_to_wire, event_from_wire};
@@ -27,7 +27,7 @@ fn owner(app: &str, user: &str) -> Result<MemoryOwner, ApiError> {
 }
 
 fn memory(state: &AppState) -> MemoryService {
-    MemoryService::new(state.service().clone())
+    state.memory().clone()
 }
 
 /// A JSON object body; empty → `{}`.
@@ -188,12 +188,15 @@ fn new_memory(raw: &Value) -> Result<NewMemory, ApiError> {
 pub(crate) struct MemoryQuery {
     query: Option<String>,
     limit: Option<usize>,
+    mode: Option<String>,
+    min_similarity: Option<f32>,
     page_size: Option<usize>,
     page_token: Option<String>,
 }
 
 /// `GET /apps/{app}/users/{user}/memories`: with `query`, ADK's `search_memory` (`limit`, 10 by
-/// default, at most 100); without, the memories oldest first a page at a time (`pageSize`,
+/// default, at most 100; `mode` `auto`, `text`, `semantic` or `hybrid`, and `minSimilarity`,
+/// when the app has an embedding provider); without, the memories oldest first a page at a time (`pageSize`,
 /// `pageToken`).
 pub(crate) async fn search_or_list(
     State(state): State<AppState>,
@@ -204,7 +207,15 @@ pub(crate) async fn search_or_list(
     let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let service = memory(&state);
     if let Some(text) = &query.query {
-        let found = service.search(&owner, text, query.limit).await?;
+        let mode = match query.mode.as_deref() {
+            None => SearchMode::Auto,
+            Some(mode) => mode.parse().map_err(ApiError::BadRequest)?,
+        };
+        if query.min_similarity.is_some_and(|floor| !(-1.0..=1.0).contains(&floor)) {
+            return Err(ApiError::BadRequest("minSimilarity must be from -1 to 1 (a cosine similarity)".into()));
+        }
+        let options = SearchOptions { limit: query.limit, mode, min_similarity: query.min_similarity };
+        let found = service.search_with(&owner, text, &options).await?;
         return Ok(Json(json!({"memories": found.iter().map(memory_json).collect::<Vec<_>>()})));
     }
     let after = query.page_token.as_deref().filter(|t| !t.is_empty()).map(MemoryCursor::from_page_token).transpose()?;

@@ -1,7 +1,7 @@
 //! The inspector's memory page: a user's long-term memories, oldest first a page at a time, or
 //! those a search finds (as `load_memory` would).
 
-use agentstate::memory::{Memory, MemoryOwner, MemoryService};
+use agentstate::memory::{Memory, MemoryOwner};
 use agentstate::store::MemoryCursor;
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
@@ -45,7 +45,7 @@ pub(crate) async fn memories(
     Query(query): Query<MemoryQuery>,
 ) -> Page {
     let owner = MemoryOwner::new(&app, &user).map_err(|e| backend(&state, &e))?;
-    let memory = MemoryService::new(state.service().clone());
+    let memory = state.memory().clone();
     let here = format!("/ui/apps/{}/users/{}/memories", seg(&app), seg(&user));
     let search = query.q.as_deref().map(str::trim).filter(|q| !q.is_empty());
     let listing = if !memory.is_supported() {

@@ -42,9 +42,15 @@ fn serve_in_memory(options: &str) -> (Child, String) {
 }
 
 pub(crate) fn serve_with(options: &[&str]) -> (Child, String) {
+    serve_with_env(options, &[])
+}
+
+/// [`serve_with`], with these environment variables too.
+pub(crate) fn serve_with_env(options: &[&str], env: &[(&str, &str)]) -> (Child, String) {
     let mut child = Command::new(BIN)
         .arg("serve")
         .args(options)
+        .envs(env.iter().copied())
         .env("RUST_LOG", "info")
         .env_remove("AGENTSTATE_DB")
         .stdout(Stdio::null())

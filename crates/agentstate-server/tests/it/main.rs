@@ -14,6 +14,8 @@ mod history_routes;
 mod inspector;
 #[cfg(feature = "cli")]
 mod js_package;
+#[cfg(all(feature = "agents", feature = "cli"))]
+mod memory_embeddings;
 mod memory_routes;
 #[cfg(feature = "cli")]
 mod outage;
