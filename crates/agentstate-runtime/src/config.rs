@@ -16,6 +16,9 @@
 //! temperature: 0.2                # optional
 //! max_output_tokens: 1024         # optional
 //! include_contents: default       # default | none
+//! tools:                          # optional: built-in tools, as ADK names them
+//!   - name: load_memory           # search the user's memories when the model asks
+//!   - name: preload_memory        # the memories matching each turn, in the instruction
 //! sub_agents:                     # optional: agents it can transfer to
 //!   - config_path: billing.yaml   # a file, relative to this one…
 //!   - name: helper                # …or inline
@@ -160,7 +163,21 @@ pub struct AgentConfig {
     /// Sub-agents, inline or by file.
     #[serde(default)]
     pub sub_agents: Vec<SubAgentConfig>,
+    /// Built-in tools by name (LlmAgent).
+    #[serde(default)]
+    pub tools: Vec<ToolConfig>,
 }
+
+/// A built-in tool, as ADK's agent files name it (`google.adk.tools.` in front is accepted).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolConfig {
+    /// `load_memory` or `preload_memory`.
+    pub name: String,
+}
+
+/// The built-in tools an agent file can name.
+const BUILT_IN_TOOLS: [&str; 2] = ["load_memory", "preload_memory"];
 
 /// A sub-agent: a file (`config_path`) or an inline declaration.
 #[derive(Debug, Clone, Deserialize)]
@@ -236,6 +253,7 @@ impl Loader<'_> {
                 ("output_key", config.output_key.is_some()),
                 ("output_schema", config.output_schema.is_some()),
                 ("base_url", config.base_url.is_some()),
+                ("tools", !config.tools.is_empty()),
             ];
             if let Some((field, _)) = llm_only.iter().find(|(_, set)| *set) {
                 return Err(invalid(format!(
@@ -277,6 +295,19 @@ impl Loader<'_> {
                     builder = builder.max_output_tokens(n);
                 }
                 builder = builder.include_contents(config.include_contents == IncludeContents::Default);
+                for tool in &config.tools {
+                    let name = tool.name.strip_prefix("google.adk.tools.").unwrap_or(&tool.name);
+                    builder = builder.tool(match name {
+                        "load_memory" => crate::memory_tools::load_memory(),
+                        "preload_memory" => crate::memory_tools::preload_memory(),
+                        other => {
+                            return Err(invalid(format!(
+                                "no built-in tool is called {other:?}; the built-in tools are {}",
+                                BUILT_IN_TOOLS.join(", ")
+                            )));
+                        }
+                    });
+                }
                 for sub in sub_agents {
                     builder = builder.sub_agent(sub);
                 }

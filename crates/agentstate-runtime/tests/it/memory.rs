@@ -111,3 +111,65 @@ async fn tools_search_memory_through_their_context() {
         assert_eq!(serde_json::Value::Object(response.response.unwrap()), json!({"found": ["green tea"]}), "{name}");
     }
 }
+
+/// An agent file naming ADK's memory tools, run against a mock Gemini server: the model calls
+/// `load_memory`, and its second request carries what memory recalled.
+#[tokio::test]
+async fn an_agent_file_names_the_memory_tools() {
+    use wiremock::matchers::{body_string_contains, method};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    let server = MockServer::start().await;
+    let answer = |parts: serde_json::Value| {
+        ResponseTemplate::new(200).set_body_json(
+            json!({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}]}),
+        )
+    };
+    Mock::given(method("POST"))
+        .and(body_string_contains("functionResponse"))
+        .respond_with(answer(json!([{"text": "Your dog is Rex."}])))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(answer(json!([{"functionCall": {"name": "load_memory", "args": {"query": "dog"}}}])))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    let dir = std::env::temp_dir().join("agentstate-tests").join(agentstate::Event::new_id());
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("helper.yaml");
+    let yaml = format!(
+        "name: helper\nmodel: gemini-test\nbase_url: {}\ninstruction: Help.\ntools:\n  - name: load_memory\n  - name: google.adk.tools.preload_memory\n",
+        server.uri()
+    );
+    std::fs::write(&file, yaml).unwrap();
+    let agent =
+        agentstate_runtime::config::load_agent_with(&file, &|name| (name == "GEMINI_API_KEY").then(|| "k".into()))
+            .unwrap();
+
+    let service = agentstate::SessionService::in_memory();
+    let memory = MemoryService::new(service.clone());
+    let owner = MemoryOwner::new("app", "u").unwrap();
+    let fact = agentstate::memory::NewMemory {
+        content: agentstate::Content::text("user", "my dog is Rex"),
+        ..Default::default()
+    };
+    memory.add_memories(&owner, vec![fact], &agentstate::memory::MemoryOptions::default()).await.unwrap();
+    let runner = Runner::new("app", agent, service.clone()).memory(memory);
+    create(&service, "s").await;
+    let events = run_ok(&runner, "s", "what is my dog called?").await;
+    assert_eq!(events.last().unwrap().content.as_ref().unwrap().parts()[0].text.as_deref(), Some("Your dog is Rex."));
+
+    let requests = server.received_requests().await.unwrap();
+    let first: serde_json::Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(first["tools"][0]["functionDeclarations"][0]["name"], "load_memory", "{first}");
+    assert!(first.to_string().contains("my dog is Rex"), "preload_memory put the memory in the request: {first}");
+    let second = String::from_utf8(requests[1].body.clone()).unwrap();
+    assert!(second.contains("functionResponse") && second.contains("my dog is Rex"), "{second}");
+
+    // A name that is no built-in tool is refused, naming the ones there are.
+    std::fs::write(&file, "name: helper\nmodel: m\ntools:\n  - name: google_search\n").unwrap();
+    let error = agentstate_runtime::config::load_agent_with(&file, &|_| Some("k".into())).err().unwrap().to_string();
+    assert!(error.contains("\"google_search\"") && error.contains("load_memory, preload_memory"), "{error}");
+}
