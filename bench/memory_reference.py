@@ -4,7 +4,9 @@ and 200 two-word searches of user u0 (p50, p99), with and without the app's othe
     .venv-adk/bin/python bench/memory_reference.py DIR 10000 [100000 …]
 
 MEMORY_QUERIES=N times only the first N queries (the in-memory service reads every memory of the
-user on every search: at 100,000 memories a search takes about a second).
+user on every search: at 100,000 memories a search takes about a second). MEMORY_SERVICES=
+SqliteMemoryService runs only that one; MEMORY_SPREAD_UP_TO=N measures "with the app's other users"
+only up to N memories of the user.
 """
 
 from __future__ import annotations
@@ -64,8 +66,10 @@ async def main() -> None:
     for count in [int(n) for n in sys.argv[2:]]:
         mine = sessions(directory / f"memories-{count}.jsonl")
         others = sessions(directory / f"others-{count}.jsonl")
-        for spread in (False, True):
-            for name in ("InMemoryMemoryService", "SqliteMemoryService"):
+        spread_up_to = int(os.environ.get("MEMORY_SPREAD_UP_TO", count))
+        names = os.environ.get("MEMORY_SERVICES", "InMemoryMemoryService,SqliteMemoryService").split(",")
+        for spread in (False, True) if count <= spread_up_to else (False,):
+            for name in names:
                 with tempfile.TemporaryDirectory() as tmp:
                     service = InMemoryMemoryService() if name == "InMemoryMemoryService" else SqliteMemoryService(f"{tmp}/memory.db")
                     if spread:

@@ -34,6 +34,12 @@ struct Args {
     /// Write each corpus as JSON lines here (`memories-N.jsonl`, `queries.jsonl`).
     #[arg(long)]
     export: Option<PathBuf>,
+    /// Measure "across a large app" only up to this many memories of the user.
+    #[arg(long, default_value_t = usize::MAX)]
+    spread_up_to: usize,
+    /// Keep the databases (their URLs on stderr), to look at the data afterwards.
+    #[arg(long)]
+    keep: bool,
 }
 
 /// A deterministic generator (64-bit LCG), so every run and the reference see one corpus.
@@ -157,7 +163,7 @@ async fn main() -> anyhow::Result<()> {
             export(out, &format!("memories-{count}.jsonl"), "u0", &mine)?;
             export(out, &format!("others-{count}.jsonl"), "others", &others)?;
         }
-        for spread in [false, true] {
+        for spread in [false, true].into_iter().filter(|&spread| !spread || count <= args.spread_up_to) {
             let mut floor = None;
             for backend in std::iter::once(None).chain(args.backend.iter().copied().map(Some)) {
                 let (store, database): (std::sync::Arc<dyn SessionStore>, Option<Database>) = match backend {
@@ -189,8 +195,10 @@ async fn main() -> anyhow::Result<()> {
                     ms(p99),
                     p50.as_secs_f64() / floor_p50.as_secs_f64(),
                 );
-                if let Some(database) = database {
-                    database.remove().await?;
+                match database {
+                    Some(database) if args.keep => eprintln!("kept: {}", database.url),
+                    Some(database) => database.remove().await?,
+                    None => {}
                 }
             }
         }

@@ -93,7 +93,13 @@ impl MemoryService {
         query_words: &std::collections::BTreeSet<String>,
         limit: usize,
     ) -> Result<Vec<Memory>> {
-        let any_of = query_terms(owner, query_words);
+        let mut any_of = query_terms(owner, query_words);
+        if any_of.len() > 1 {
+            // Every word at once, first: the same memories are found, and a store that looks
+            // alternatives up one by one (PostgreSQL) reads those sharing the most words first.
+            let all: std::collections::BTreeSet<String> = any_of.iter().flatten().cloned().collect();
+            any_of.insert(0, all.into_iter().collect());
+        }
         let mut fetch = (limit * 4).max(40);
         loop {
             let search = MemorySearch {

@@ -29,10 +29,12 @@ crate::memories::memory_operations!(sqlx::MySql);
 
 /// A search's alternatives as a boolean-mode FULLTEXT query: `(+a +b) (+c)`, a row matching any
 /// group. Terms are lower-case letters, never boolean-mode syntax.
-fn memory_query(any_of: &[Vec<String>]) -> String {
+/// The first is what `memory_search` matches, the second what it ranks by: the same query.
+fn memory_query(any_of: &[Vec<String>]) -> (String, String) {
     let all =
         |terms: &Vec<String>| format!("({})", terms.iter().map(|t| format!("+{t}")).collect::<Vec<_>>().join(" "));
-    any_of.iter().filter(|terms| !terms.is_empty()).map(all).collect::<Vec<_>>().join(" ")
+    let query = any_of.iter().filter(|terms| !terms.is_empty()).map(all).collect::<Vec<_>>().join(" ");
+    (query.clone(), query)
 }
 
 /// What a transaction body can fail with: a driver error (maybe retried) or a final answer.

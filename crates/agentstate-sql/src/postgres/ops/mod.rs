@@ -27,9 +27,13 @@ crate::memories::memory_operations!(sqlx::Postgres);
 
 /// A search's alternatives as a tsquery: `(a & b) | (c)`. Terms are lower-case letters, never
 /// tsquery syntax.
-fn memory_query(any_of: &[Vec<String>]) -> String {
+/// A search's alternatives as tsqueries (each looked up on its own, see `memory_search.sql`),
+/// and all of them as one, which ranks.
+fn memory_query(any_of: &[Vec<String>]) -> (Vec<String>, String) {
     let all = |terms: &Vec<String>| format!("({})", terms.join(" & "));
-    any_of.iter().filter(|terms| !terms.is_empty()).map(all).collect::<Vec<_>>().join(" | ")
+    let alternatives: Vec<String> = any_of.iter().filter(|terms| !terms.is_empty()).map(all).collect();
+    let query = alternatives.join(" | ");
+    (alternatives, query)
 }
 
 pub(super) fn object(value: Value, what: &str) -> Result<Map<String, Value>> {
