@@ -127,8 +127,22 @@ impl AppState {
     /// Embedding providers for memory's search by meaning, per app (see
     /// [`agentstate::memory::embed`]); agents served already search with them too.
     #[must_use]
-    pub fn with_embedders(mut self, embedders: agentstate::memory::Embedders) -> Self {
-        self.memory = self.memory.clone().with_embedders(embedders);
+    pub fn with_embedders(self, embedders: agentstate::memory::Embedders) -> Self {
+        let memory = self.memory.clone().with_embedders(embedders);
+        self.with_memory(memory)
+    }
+
+    /// Default times to live of memories written without one, per app; agents served already
+    /// write with them too.
+    #[must_use]
+    pub fn with_memory_ttls(self, ttls: agentstate::memory::MemoryTtls) -> Self {
+        let memory = self.memory.clone().with_ttls(ttls);
+        self.with_memory(memory)
+    }
+
+    /// `memory` for the routes, the inspector and the agents served.
+    fn with_memory(mut self, memory: agentstate::memory::MemoryService) -> Self {
+        self.memory = memory;
         #[cfg(feature = "agents")]
         if self.memory.is_supported() {
             let runners = Arc::make_mut(&mut self.runners);

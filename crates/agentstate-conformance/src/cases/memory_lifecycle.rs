@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use agentstate::memory::{MemoryOptions, MemoryOwner};
+use agentstate::memory::{MemoryOptions, MemoryOwner, MemoryTtls};
 use agentstate::store::MemoryCursor;
 use serde_json::json;
 
@@ -94,6 +94,25 @@ pub(crate) async fn memories_expire_by_their_time_to_live(svc: Svc) {
     }
     assert!(swept >= 2, "both expired memories swept (other runs' may be swept too): {swept}");
     assert_eq!(memory.count(&owner).await.unwrap(), 1);
+
+    // An app's default time to live applies to memories written without one of their own.
+    let defaults = MemoryTtls::new().every_app(Duration::from_secs(3600)).app(&app, Duration::from_secs(30));
+    let memory = memory.with_ttls(defaults);
+    memory
+        .add_events(&owner, Some("s4"), &[said("user", "default lived fact")], &MemoryOptions::default())
+        .await
+        .unwrap();
+    memory.add_events(&owner, Some("s5"), &[said("user", "own lived fact")], &by_metadata).await.unwrap();
+    let found = memory.search(&owner, "lived", None).await.unwrap();
+    let lifetime = |text: &str| {
+        let kept = found.iter().find(|m| m.text() == text).unwrap();
+        kept.expire_micros.map(|expire| expire - kept.create_micros)
+    };
+    assert_eq!(lifetime("default lived fact"), Some(30_000_000), "the app's, over every app's");
+    assert_eq!(lifetime("own lived fact"), Some(120_000_000), "a memory's own wins");
+    svc.clock().advance(Duration::from_secs(31));
+    let live = texts(memory.search(&owner, "lived", None).await.unwrap());
+    assert_eq!(live, BTreeSet::from(["own lived fact".to_owned()]));
 }
 
 pub(crate) async fn memory_pages_cover_every_memory_once(svc: Svc) {

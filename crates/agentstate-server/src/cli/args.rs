@@ -155,6 +155,13 @@ pub(crate) struct ServeArgs {
     /// The same for one app, over --session-ttl: `APP=SECONDS`. Repeatable.
     #[arg(long = "app-session-ttl", env = "AGENTSTATE_APP_SESSION_TTLS", value_delimiter = ',', value_parser = app_seconds)]
     pub(crate) app_session_ttl: Vec<(String, u64)>,
+    /// Memories written without a time to live of their own expire this many seconds after they
+    /// are written (default: never).
+    #[arg(long, env = "AGENTSTATE_MEMORY_TTL", value_name = "SECONDS", value_parser = positive_seconds)]
+    pub(crate) memory_ttl: Option<u64>,
+    /// The same for one app's memories, over --memory-ttl: `APP=SECONDS`. Repeatable.
+    #[arg(long = "app-memory-ttl", env = "AGENTSTATE_APP_MEMORY_TTLS", value_delimiter = ',', value_parser = app_seconds)]
+    pub(crate) app_memory_ttl: Vec<(String, u64)>,
     /// Move an expiring session's expire time forward on every append, to now plus its app's
     /// --app-session-ttl (or --session-ttl): sessions in use never expire.
     #[arg(long, env = "AGENTSTATE_REFRESH_TTL_ON_APPEND")]

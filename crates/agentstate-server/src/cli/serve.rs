@@ -38,6 +38,18 @@ impl ServeArgs {
         policies
     }
 
+    /// Default times to live of memories.
+    fn memory_ttls(&self) -> agentstate::memory::MemoryTtls {
+        let mut ttls = agentstate::memory::MemoryTtls::new();
+        if let Some(seconds) = self.memory_ttl {
+            ttls = ttls.every_app(Duration::from_secs(seconds));
+        }
+        for (app, seconds) in &self.app_memory_ttl {
+            ttls = ttls.app(app, Duration::from_secs(*seconds));
+        }
+        ttls
+    }
+
     fn sweep(&self) -> Sweep {
         Sweep { every: (self.sweep_interval > 0).then(|| Duration::from_secs(self.sweep_interval)), ..Sweep::default() }
     }
@@ -66,7 +78,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .policies(args.policies())
         .build()
         .with_context(|| format!("serving {url} with --refresh-ttl-on-append"))?;
-    let state = AppState::new(service).with_limits(args.limits()).with_tokens(tokens).with_sweep(args.sweep());
+    let state = AppState::new(service)
+        .with_limits(args.limits())
+        .with_tokens(tokens)
+        .with_sweep(args.sweep())
+        .with_memory_ttls(args.memory_ttls());
     #[cfg(feature = "agents")]
     let state = serve_agents(state, &args.agents)?.with_embedders(embedders(&args.embeddings)?);
     let listener =

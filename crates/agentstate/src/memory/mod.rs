@@ -16,6 +16,6 @@ pub use embed::{Embedder, Embedders, Purpose, SearchMode};
 pub use model::{Memory, MemoryOwner, text_of};
 pub use search::SearchOptions;
 pub use service::{
-    DEFAULT_SEARCH_LIMIT, MAX_MEMORY_PAGE, MemoryLimits, MemoryOptions, MemoryPage, MemoryService, NewMemory,
-    TTL_METADATA_KEY,
+    DEFAULT_SEARCH_LIMIT, MAX_MEMORY_PAGE, MemoryLimits, MemoryOptions, MemoryPage, MemoryService, MemoryTtls,
+    NewMemory, TTL_METADATA_KEY,
 };

@@ -106,12 +106,55 @@ pub struct MemoryService {
     pub(super) sessions: SessionService,
     limits: MemoryLimits,
     pub(super) embedders: Embedders,
+    ttls: MemoryTtls,
+}
+
+/// How long memories written without a time to live of their own (neither
+/// [`MemoryOptions::ttl`] nor a [`TTL_METADATA_KEY`] entry) live: one for every app, one per app
+/// over it. None: forever.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemoryTtls {
+    every_app: Option<Duration>,
+    apps: std::collections::HashMap<String, Duration>,
+}
+
+impl MemoryTtls {
+    /// Memories live forever unless written with a time to live.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `ttl` for every app without one of its own.
+    #[must_use]
+    pub fn every_app(mut self, ttl: Duration) -> Self {
+        self.every_app = Some(ttl);
+        self
+    }
+
+    /// `ttl` for `app`.
+    #[must_use]
+    pub fn app(mut self, app: impl Into<String>, ttl: Duration) -> Self {
+        self.apps.insert(app.into(), ttl);
+        self
+    }
+
+    /// The default time to live of `app`'s memories.
+    pub fn of(&self, app: &str) -> Option<Duration> {
+        self.apps.get(app).copied().or(self.every_app)
+    }
 }
 
 impl MemoryService {
     /// Memory on the store of `sessions`, with the default limits.
     pub fn new(sessions: SessionService) -> Self {
-        Self { sessions, limits: MemoryLimits::default(), embedders: Embedders::default() }
+        Self { sessions, limits: MemoryLimits::default(), embedders: Embedders::default(), ttls: MemoryTtls::default() }
+    }
+
+    /// With default times to live: a memory written without one expires after its app's.
+    #[must_use]
+    pub fn with_ttls(mut self, ttls: MemoryTtls) -> Self {
+        self.ttls = ttls;
+        self
     }
 
     /// With embedders: memories of their apps are embedded as they are written, and searched by
@@ -215,7 +258,7 @@ impl MemoryService {
             check_metadata(&new.custom_metadata)?;
             let mut custom_metadata = options.custom_metadata.clone();
             custom_metadata.extend(new.custom_metadata);
-            let expire_micros = expiry(base, options.ttl, &custom_metadata)?;
+            let expire_micros = expiry(base, options.ttl, &custom_metadata, self.ttls.of(owner.app_name()))?;
             let memory = Memory {
                 id,
                 session_id: None,
@@ -248,7 +291,8 @@ impl MemoryService {
         let store = self.store("add to memory")?;
         check_metadata(&options.custom_metadata)?;
         let base = self.sessions.now_micros();
-        let expire_micros = expiry(base, options.ttl, &options.custom_metadata)?;
+        let default_ttl = self.ttls.of(owner.app_name());
+        let expire_micros = expiry(base, options.ttl, &options.custom_metadata, default_ttl)?;
         let mut ids = HashSet::new();
         let mut memories = Vec::new();
         for event in events {
@@ -393,12 +437,19 @@ pub(super) fn page_limit(limit: usize) -> Result<usize> {
     Ok(limit)
 }
 
-/// When memories written at `now_micros` expire: `ttl`, else the metadata's [`TTL_METADATA_KEY`].
-fn expiry(now_micros: i64, ttl: Option<Duration>, metadata: &Map<String, Value>) -> Result<Option<i64>> {
-    let ttl = match (ttl, metadata.get(TTL_METADATA_KEY)) {
-        (Some(ttl), _) => ttl,
-        (None, None) => return Ok(None),
-        (None, Some(value)) => parse_ttl(value)?,
+/// When memories written at `now_micros` expire: `ttl`, else the metadata's [`TTL_METADATA_KEY`],
+/// else the app's default.
+fn expiry(
+    now_micros: i64,
+    ttl: Option<Duration>,
+    metadata: &Map<String, Value>,
+    default: Option<Duration>,
+) -> Result<Option<i64>> {
+    let ttl = match (ttl, metadata.get(TTL_METADATA_KEY), default) {
+        (Some(ttl), ..) => ttl,
+        (None, Some(value), _) => parse_ttl(value)?,
+        (None, None, Some(ttl)) => ttl,
+        (None, None, None) => return Ok(None),
     };
     if ttl.is_zero() {
         return Err(Error::invalid("ttl", "must be longer than zero"));
