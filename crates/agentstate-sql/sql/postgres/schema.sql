@@ -99,7 +99,7 @@ CREATE TABLE IF NOT EXISTS agentstate_memories (
 CREATE INDEX IF NOT EXISTS idx_agentstate_memories_order ON agentstate_memories USING btree (app_name, user_id, create_micros, source, memory_id);
 CREATE INDEX IF NOT EXISTS idx_agentstate_memories_id ON agentstate_memories USING btree (app_name, user_id, memory_id);
 CREATE INDEX IF NOT EXISTS idx_agentstate_memories_expire ON agentstate_memories USING btree (expire_micros) WHERE expire_micros IS NOT NULL;
-CREATE INDEX IF NOT EXISTS idx_agentstate_memories_terms ON agentstate_memories USING gin (terms_vector);
+CREATE INDEX IF NOT EXISTS idx_agentstate_memories_terms ON agentstate_memories USING gin (terms_vector) WITH (fastupdate = off);
 CREATE TABLE IF NOT EXISTS agentstate_memory_deletions (
     app_name character varying(128) NOT NULL,
     user_id character varying(128) NOT NULL,

@@ -27,6 +27,7 @@ pub(super) async fn prepare(pool: &PgPool, location: &str) -> Result<Schema> {
     if !found.is_complete() {
         sqlx::raw_sql(sql!("schema")).execute(&mut *tx).await.map_err(fail)?;
     }
+    sqlx::raw_sql(sql!("memory_index_tune")).execute(&mut *tx).await.map_err(fail)?;
     tx.commit().await.map_err(fail)?;
     Ok(schema)
 }
