@@ -10,7 +10,7 @@ use reqwest::header::HeaderValue;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
 
-use super::{DEFAULT_RETRIES, GEMINI_DEFAULT_BASE_URL, OPENAI_DEFAULT_BASE_URL, client, decode, send, trim_slash};
+use super::{DEFAULT_RETRIES, GEMINI_DEFAULT_BASE_URL, client, decode, send, trim_slash};
 use crate::model::ModelError;
 
 /// A provider's failure as a memory error: retryable when the provider may answer later.
@@ -72,14 +72,7 @@ impl OpenAiEmbeddings {
     /// `model` at `OPENAI_BASE_URL` (default OpenAI's) with the key in `OPENAI_API_KEY`,
     /// read through `lookup`; the key is required only for OpenAI itself.
     pub fn from_lookup(model: impl Into<String>, lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ModelError> {
-        let base_url =
-            lookup("OPENAI_BASE_URL").filter(|u| !u.is_empty()).unwrap_or_else(|| OPENAI_DEFAULT_BASE_URL.into());
-        let key = lookup("OPENAI_API_KEY").filter(|k| !k.is_empty());
-        if key.is_none() && trim_slash(&base_url) == OPENAI_DEFAULT_BASE_URL {
-            return Err(ModelError::Config(
-                "OpenAI embeddings need an API key: set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)".into(),
-            ));
-        }
+        let (base_url, key) = super::openai::endpoint_from(&lookup, "OpenAI embeddings")?;
         let embeddings = Self::new(model, &base_url);
         Ok(match key {
             Some(key) => embeddings.api_key(key),

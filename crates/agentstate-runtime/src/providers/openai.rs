@@ -46,14 +46,7 @@ impl OpenAiCompatible {
 
     /// [`from_env`](Self::from_env) reading variables through `lookup`.
     pub fn from_lookup(model: impl Into<String>, lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ModelError> {
-        let base_url =
-            lookup("OPENAI_BASE_URL").filter(|u| !u.is_empty()).unwrap_or_else(|| OPENAI_DEFAULT_BASE_URL.into());
-        let key = lookup("OPENAI_API_KEY").filter(|k| !k.is_empty());
-        if key.is_none() && trim_slash(&base_url) == OPENAI_DEFAULT_BASE_URL {
-            return Err(ModelError::Config(
-                "OpenAI needs an API key: set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)".into(),
-            ));
-        }
+        let (base_url, key) = endpoint_from(&lookup, "OpenAI")?;
         let model = Self::new(model, &base_url);
         Ok(match key {
             Some(key) => model.api_key(key),
@@ -94,6 +87,23 @@ impl Model for OpenAiCompatible {
         }
         Ok(streamed(sse_json(PROVIDER, response), Aggregate::default()))
     }
+}
+
+/// The base URL (`OPENAI_BASE_URL`, else OpenAI's) and key (`OPENAI_API_KEY`) read through
+/// `lookup`; OpenAI itself needs the key, a local server not. `who` names what needs it.
+pub(super) fn endpoint_from(
+    lookup: &dyn Fn(&str) -> Option<String>,
+    who: &str,
+) -> Result<(String, Option<String>), ModelError> {
+    let base_url =
+        lookup("OPENAI_BASE_URL").filter(|u| !u.is_empty()).unwrap_or_else(|| OPENAI_DEFAULT_BASE_URL.into());
+    let key = lookup("OPENAI_API_KEY").filter(|k| !k.is_empty());
+    if key.is_none() && trim_slash(&base_url) == OPENAI_DEFAULT_BASE_URL {
+        return Err(ModelError::Config(format!(
+            "{who} needs an API key: set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)"
+        )));
+    }
+    Ok((base_url, key))
 }
 
 /// Our request as chat-completions JSON.

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use hmac::Mac;
 use serde_json::{Map, Value, json};
 
-use super::{EncryptedStore, KeyRing, RingKey, SEALED, Unsealed, seal::undecryptable};
+use super::{EncryptedStore, KeyRing, RingKey, SEALED, seal::undecryptable};
 use crate::content::Content;
 use crate::error::{Error, Result};
 use crate::memory::terms::index_terms;
@@ -78,25 +78,7 @@ impl KeyRing {
     fn open_memory(&self, owner: &MemoryOwner, mut stored: Memory) -> Result<Memory> {
         let Some(Value::String(sealed)) = stored.custom_metadata.get(SEALED) else { return Ok(stored) };
         let what = || format!("memory {} of {owner}", stored.id);
-        let plain = match self.open(&memory_aad(owner, &stored), sealed) {
-            Some(Ok(plain)) => plain,
-            None => return Err(undecryptable(&what(), "its sealed parts are not a ciphertext")),
-            Some(Err(Unsealed::UnknownKey(id))) => {
-                return Err(undecryptable(
-                    &what(),
-                    &format!("it was encrypted with key {id}, which is not configured"),
-                ));
-            }
-            Some(Err(_)) => {
-                return Err(undecryptable(
-                    &what(),
-                    "it does not open: the ciphertext was altered, moved, or the key is wrong",
-                ));
-            }
-        };
-        let Ok(Value::Object(mut inside)) = serde_json::from_slice::<Value>(&plain) else {
-            return Err(undecryptable(&what(), "it is not JSON inside"));
-        };
+        let mut inside = self.open_sealed_object(&memory_aad(owner, &stored), sealed, &what)?;
         let mut take = |key: &str| inside.remove(key).unwrap_or(Value::Null);
         let text = |value: Value| value.as_str().map(str::to_owned);
         stored.content = serde_json::from_value(take("content"))

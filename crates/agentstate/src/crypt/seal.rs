@@ -131,25 +131,7 @@ impl KeyRing {
         let Some(Value::String(sealed)) = stored.extra.remove(SEALED) else { return Ok(stored) };
         let event_id = stored.id.clone();
         let what = || format!("session {key}: event {event_id}");
-        let parts = match self.open(&event_aad(key, &stored.id, "sealed"), &sealed) {
-            Some(Ok(plain)) => plain,
-            None => return Err(undecryptable(&what(), "its sealed parts are not a ciphertext")),
-            Some(Err(Unsealed::UnknownKey(id))) => {
-                return Err(undecryptable(
-                    &what(),
-                    &format!("it was encrypted with key {id}, which is not configured"),
-                ));
-            }
-            Some(Err(_)) => {
-                return Err(undecryptable(
-                    &what(),
-                    "it does not open: the ciphertext was altered, moved, or the key is wrong",
-                ));
-            }
-        };
-        let Ok(Value::Object(mut all)) = serde_json::from_slice::<Value>(&parts) else {
-            return Err(undecryptable(&what(), "it is not JSON inside"));
-        };
+        let mut all = self.open_sealed_object(&event_aad(key, &stored.id, "sealed"), &sealed, &what)?;
         // The sealed parts, and the plaintext fields beside them.
         all.insert("id".to_owned(), Value::String(std::mem::take(&mut stored.id)));
         all.insert("invocation_id".to_owned(), Value::String(std::mem::take(&mut stored.invocation_id)));
@@ -170,6 +152,32 @@ impl KeyRing {
         }
         serde_json::from_value(Value::Object(all))
             .map_err(|e| undecryptable(&what(), &format!("it does not read as an event: {e}")))
+    }
+
+    /// The JSON object sealed in `sealed` (the sealed parts of an event or a memory), opened;
+    /// an error naming `what` when it does not open.
+    pub(super) fn open_sealed_object(
+        &self,
+        aad: &[u8],
+        sealed: &str,
+        what: &dyn Fn() -> String,
+    ) -> Result<Map<String, Value>> {
+        let plain = match self.open(aad, sealed) {
+            Some(Ok(plain)) => plain,
+            None => return Err(undecryptable(&what(), "its sealed parts are not a ciphertext")),
+            Some(Err(Unsealed::UnknownKey(id))) => {
+                let why = format!("it was encrypted with key {id}, which is not configured");
+                return Err(undecryptable(&what(), &why));
+            }
+            Some(Err(_)) => {
+                let why = "it does not open: the ciphertext was altered, moved, or the key is wrong";
+                return Err(undecryptable(&what(), why));
+            }
+        };
+        match serde_json::from_slice::<Value>(&plain) {
+            Ok(Value::Object(object)) => Ok(object),
+            _ => Err(undecryptable(&what(), "it is not JSON inside")),
+        }
     }
 
     pub(super) fn open_session(&self, session: &Session) -> Result<Session> {
