@@ -3,7 +3,9 @@
 //! list and delete. Every route names its owner in the path, so a user's token reaches that
 //! user's memories only.
 
-use agentstate::memory::{Memory, MemoryOptions, MemoryOwner, MemoryService, NewMemory, SearchMode, SearchOptions};
+use agentstate::memory::{
+    MAX_MEMORY_PAGE, Memory, MemoryOptions, MemoryOwner, MemoryService, NewMemory, SearchMode, SearchOptions,
+};
 use agentstate::store::MemoryCursor;
 use agentstate::wire::engine::rfc3339;
 use agentstate::wire::{content_from_wire, content_to_wire, event_from_wire};
@@ -206,14 +208,26 @@ pub(crate) async fn search_or_list(
     let owner = owner(&app, &user)?;
     let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let service = memory(&state);
-    if let Some(text) = &query.query {
-        let mode = match query.mode.as_deref() {
-            None => SearchMode::Auto,
-            Some(mode) => mode.parse().map_err(ApiError::BadRequest)?,
-        };
-        if query.min_similarity.is_some_and(|floor| !(-1.0..=1.0).contains(&floor)) {
-            return Err(ApiError::BadRequest("minSimilarity must be from -1 to 1 (a cosine similarity)".into()));
+    let mode = match query.mode.as_deref() {
+        None => SearchMode::Auto,
+        Some(mode) => mode.parse().map_err(ApiError::BadRequest)?,
+    };
+    // Every parameter is checked whichever of search and listing uses it.
+    for (name, value) in [("limit", query.limit), ("pageSize", query.page_size)] {
+        if value.is_some_and(|n| !(1..=MAX_MEMORY_PAGE).contains(&n)) {
+            return Err(ApiError::BadRequest(format!("{name} must be from 1 to {MAX_MEMORY_PAGE}")));
         }
+    }
+    if query.min_similarity.is_some_and(|floor| !(-1.0..=1.0).contains(&floor)) {
+        return Err(ApiError::BadRequest("minSimilarity must be from -1 to 1 (a cosine similarity)".into()));
+    }
+    if matches!(mode, SearchMode::Semantic | SearchMode::Hybrid) && service.embedders().of(&app).is_none() {
+        return Err(ApiError::BadRequest(format!(
+            "mode {}: app {app} has no embedding provider to search by meaning (serve --embeddings)",
+            query.mode.as_deref().unwrap_or_default()
+        )));
+    }
+    if let Some(text) = &query.query {
         let options = SearchOptions { limit: query.limit, mode, min_similarity: query.min_similarity };
         let found = service.search_with(&owner, text, &options).await?;
         return Ok(Json(json!({"memories": found.iter().map(memory_json).collect::<Vec<_>>()})));

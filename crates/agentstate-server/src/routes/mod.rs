@@ -206,9 +206,9 @@ routes! {
     get "/apps/{app_name}/users/{user_id}/memories" => memory::search_or_list, PathAppUser,
         "agentstate extension: with `query`, ADK's search_memory (`limit`, 10 by default; by words, by meaning or both: `mode`, `minSimilarity`); without, the memories oldest first (`pageSize`, `pageToken`)",
         None,
-        [200 "The memories (and `nextPageToken` when listing)" "MemoryList", 400 "A query without words, a bad limit, mode or token" "Error",
-         501 "The backend keeps no memories, or the app has no embedding provider (mode semantic or hybrid)" "Error",
-         503 "The embedding provider failed (mode semantic)" "Error"];
+        [200 "The memories (and `nextPageToken` when listing)" "MemoryList",
+         400 "A query without words, a bad limit, mode, minSimilarity or token; mode semantic or hybrid for an app without an embedding provider" "Error",
+         501 "The backend keeps no memories" "Error", 503 "The embedding provider failed (mode semantic)" "Error"];
     delete "/apps/{app_name}/users/{user_id}/memories" => memory::erase, PathAppUser,
         "agentstate extension: delete every memory of the user", None,
         [200 "How many (`deleted`)" "Status", 501 "The backend keeps no memories" "Error"];

@@ -78,7 +78,10 @@ async fn serve_searches_by_meaning_with_an_embedding_provider() {
     let (_, found) = get("/apps/cars/users/u/memories?query=vehicle&mode=text".into()).await;
     assert!(texts(&found).is_empty(), "no shared word");
     let (status, body) = get("/apps/plain/users/u/memories?query=vehicle&mode=semantic".into()).await;
-    assert_eq!(status, 501, "{body}");
+    assert_eq!(status, 400, "{body}");
+    assert!(body.to_string().contains("no embedding provider"), "{body}");
+    let (status, _) = get("/apps/plain/users/u/memories?mode=fuzzy".into()).await;
+    assert_eq!(status, 400, "a bad mode is refused when listing too");
     let (status, body) = get("/apps/cars/users/u/memories?query=vehicle&mode=fuzzy".into()).await;
     assert_eq!(status, 400);
     assert!(body.to_string().contains("not a search mode"), "{body}");

@@ -93,8 +93,13 @@ async fn memories_are_added_searched_listed_and_deleted() {
 #[tokio::test]
 async fn bad_memory_requests_answer_4xx_and_write_nothing() {
     let r = router();
-    let cases: [(Method, &str, Option<&str>, StatusCode); 10] = [
+    let cases: [(Method, &str, Option<&str>, StatusCode); 15] = [
         (Method::GET, "?query=", None, StatusCode::BAD_REQUEST),
+        (Method::GET, "?limit=101", None, StatusCode::BAD_REQUEST),
+        (Method::GET, "?query=x&pageSize=0", None, StatusCode::BAD_REQUEST),
+        (Method::GET, "?mode=AAA", None, StatusCode::BAD_REQUEST),
+        (Method::GET, "?query=x&minSimilarity=2", None, StatusCode::BAD_REQUEST),
+        (Method::GET, "?query=x&mode=semantic", None, StatusCode::BAD_REQUEST),
         (Method::GET, "?query=%20!!", None, StatusCode::BAD_REQUEST),
         (Method::GET, "?query=x&limit=0", None, StatusCode::BAD_REQUEST),
         (Method::GET, "?query=x&limit=101", None, StatusCode::BAD_REQUEST),
