@@ -146,7 +146,7 @@ impl AppKeys {
         self.key("memx", &[])
     }
 
-    /// The users of the app holding memories.
+    /// The users of the app holding memories (a sorted set, all scored 0: byte order).
     pub(crate) fn memory_users(&self) -> String {
         self.key("mu", &[])
     }

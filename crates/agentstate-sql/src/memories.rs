@@ -76,9 +76,9 @@ impl ReadRow {
 /// Attempts of a memory write that met a deadlock or a serialisation failure.
 pub(crate) const ATTEMPTS: usize = 5;
 
-/// Expands, inside a server dialect's `ops` (next to its `sql!` and its `memory_query`, which
-/// writes a search's alternatives in the dialect's full-text syntax: the first argument of
-/// `memory_search`, then the query that ranks, also the second), to a module `memory` with
+/// Expands, inside a server dialect's `ops` (next to its `sql!` and its `memory_search`, which
+/// writes a search's alternatives in the dialect's full-text syntax and binds its
+/// `memory_search.sql`, or answers `None` when there is nothing to look up), to a module `memory` with
 /// the memory operations PostgreSQL and MySQL share: the same statement files, parameters and
 /// reading. A write is one transaction, tried again when it met a deadlock.
 macro_rules! memory_operations {
@@ -221,25 +221,8 @@ macro_rules! memory_operations {
             }
 
             pub(crate) async fn search(pool: &Pool, search: &MemorySearch) -> Result<Vec<Memory>> {
-                let (alternatives, query) = super::memory_query(&search.any_of);
-                if query.is_empty() {
-                    return Ok(Vec::new());
-                }
-                // Hits read per alternative (PostgreSQL): enough that a frequent word's share never
-                // crowds out the page.
-                let per_alternative = to_i64(search.limit.saturating_mul(5).max(200));
-                let rows = sqlx::query(sql!("memory_search"))
-                    .bind(alternatives)
-                    .bind(&query)
-                    .bind(to_i64(search.limit))
-                    .bind(search.owner.app_name())
-                    .bind(search.owner.user_id())
-                    .bind(search.now_micros)
-                    .bind(per_alternative)
-                    .fetch_all(pool)
-                    .await
-                    .map_err(step("search memories"))?;
-                read(rows)
+                let Some(statement) = super::memory_search(search) else { return Ok(Vec::new()) };
+                read(statement.fetch_all(pool).await.map_err(step("search memories"))?)
             }
 
             pub(crate) async fn list(pool: &Pool, list: &MemoryList) -> Result<Vec<Memory>> {

@@ -5,5 +5,5 @@ local base, user, raw_user = ARGV[1], ARGV[2], ARGV[3]
 local members = redis.call('ZRANGE', base .. 'mo:' .. user, 0, -1)
 for _, member in ipairs(members) do unindex(base, user, raw_user, member) end
 redis.call('DEL', base .. 'mdel:' .. user)
-redis.call('SREM', base .. 'mu', raw_user)
+redis.call('ZREM', base .. 'mu', raw_user)
 return #members

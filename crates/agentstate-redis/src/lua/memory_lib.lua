@@ -9,7 +9,7 @@
 --   base..'mi:'..user..':'..term set    the members indexed under a term (the inverted index)
 --   base..'mdel:'..user          set    the ids the owner deleted
 --   base..'memx'                 zset   "{user}\0{member}" by expire time, for the sweep
---   base..'mu'                   set    the (raw) users holding memories
+--   base..'mu'                   zset   the (raw) users holding memories, all scored 0 (in byte order)
 -- A member is '{escaped source}\0{escaped id}', so every key of it can be named from it.
 
 local function member_parts(member)
@@ -34,7 +34,7 @@ local function unindex(base, user, raw_user, member)
   redis.call('HDEL', base .. 'mx:' .. user, member)
   redis.call('HDEL', base .. 'md:' .. user, member)
   redis.call('ZREM', o, member)
-  if redis.call('ZCARD', o) == 0 then redis.call('SREM', base .. 'mu', raw_user) end
+  if redis.call('ZCARD', o) == 0 then redis.call('ZREM', base .. 'mu', raw_user) end
   redis.call('SREM', base .. 'ms:' .. user .. ':' .. src, member)
   redis.call('SREM', base .. 'mn:' .. user .. ':' .. id, member)
   redis.call('ZREM', base .. 'memx', raw_user .. '\0' .. member)

@@ -34,7 +34,7 @@ for i = 6, #ARGV, 6 do
   end
   if not skip then
     redis.call('ZADD', base .. 'mo:' .. user, create, member)
-    redis.call('SADD', base .. 'mu', raw_user)
+    redis.call('ZADD', base .. 'mu', 0, raw_user)
     redis.call('HSET', base .. 'md:' .. user, member, ARGV[i + 2])
     redis.call('HSET', base .. 'mt:' .. user, member, ARGV[i + 5])
     for _, term in ipairs(words(ARGV[i + 5])) do

@@ -190,14 +190,23 @@ impl MemoryStore for RedisStore {
         apps.sort();
         let mut owners = Vec::new();
         for app in apps.into_iter().filter(|app| after.is_none_or(|after| app.as_str() >= after.app_name())) {
-            let mut users: Vec<String> = redis::cmd("SMEMBERS")
+            // The app's users in byte order, after the last one listed (a lexicographic range).
+            let start = match after {
+                Some(after) if after.app_name() == app => format!("({}", after.user_id()),
+                _ => "-".to_owned(),
+            };
+            let users: Vec<String> = redis::cmd("ZRANGE")
                 .arg(AppKeys::new(&self.prefix, &app).memory_users())
+                .arg(start)
+                .arg("+")
+                .arg("BYLEX")
+                .arg("LIMIT")
+                .arg(0)
+                .arg(limit - owners.len())
                 .query_async(&mut connection)
                 .await
                 .map_err(|e| backend("list memory owners", e))?;
-            users.sort();
-            let page = users.into_iter().map(|user| MemoryOwner::from_storage(&app, user));
-            owners.extend(page.filter(|owner| after.is_none_or(|after| owner > after)).take(limit - owners.len()));
+            owners.extend(users.into_iter().map(|user| MemoryOwner::from_storage(&app, user)));
             if owners.len() >= limit {
                 break;
             }

@@ -158,7 +158,8 @@ const REKEY_PAGE: usize = 100;
 impl<S: SessionStore> MemoryStore for EncryptedStore<S> {
     async fn put_memories(&self, put: &MemoryPut) -> Result<usize> {
         let memories = put.memories.iter().map(|m| self.keys().seal_memory(&put.owner, m)).collect();
-        self.inner_memory()?.put_memories(&MemoryPut { memories, ..put.clone() }).await
+        let sealed = MemoryPut { owner: put.owner.clone(), source: put.source.clone(), mode: put.mode, memories };
+        self.inner_memory()?.put_memories(&sealed).await
     }
 
     async fn search_memories(&self, search: &MemorySearch) -> Result<Vec<Memory>> {

@@ -58,23 +58,24 @@ impl MemoryService {
             return Err(Error::invalid("query", "has no words to search for"));
         }
         let span = tracing::info_span!("search_memory", app = owner.app_name(), words = query_words.len(), ?mode);
-        let text = async {
-            if query_words.is_empty() || mode == SearchMode::Semantic {
-                return Ok(Vec::new());
-            }
-            self.text_ranked(store, owner, &query_words, limit).await
+        let text = if query_words.is_empty() || mode == SearchMode::Semantic {
+            Vec::new()
+        } else {
+            self.text_ranked(store, owner, &query_words, limit).instrument(span.clone()).await?
         };
-        let semantic = async {
-            let Some(embedder) = embedder else { return Ok(Vec::new()) };
-            match self.semantic_ranked(store, owner, embedder, query, limit, options.min_similarity).await {
-                Err(error) if mode == SearchMode::Hybrid => {
-                    tracing::warn!(app = owner.app_name(), %error, "searching by words alone: the query embedding failed");
-                    Ok(Vec::new())
+        let semantic = match embedder {
+            None => Vec::new(),
+            Some(embedder) => {
+                let ranked = self.semantic_ranked(store, owner, embedder, query, limit, options.min_similarity);
+                match ranked.instrument(span).await {
+                    Err(error) if mode == SearchMode::Hybrid => {
+                        tracing::warn!(app = owner.app_name(), %error, "searching by words alone: the query embedding failed");
+                        Vec::new()
+                    }
+                    ranked => ranked?,
                 }
-                ranked => ranked,
             }
         };
-        let (text, semantic) = (text.instrument(span.clone()).await?, semantic.instrument(span).await?);
         let found = match mode {
             SearchMode::Semantic => semantic,
             SearchMode::Hybrid if !semantic.is_empty() => fuse(text, semantic, limit),

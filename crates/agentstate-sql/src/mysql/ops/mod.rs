@@ -27,14 +27,28 @@ use crate::pool::sqlx_error;
 crate::shared::operations!(sqlx::MySql);
 crate::memories::memory_operations!(sqlx::MySql);
 
-/// A search's alternatives as a boolean-mode FULLTEXT query: `(+a +b) (+c)`, a row matching any
-/// group. Terms are lower-case letters, never boolean-mode syntax.
-/// The first is what `memory_search` matches, the second what it ranks by: the same query.
-fn memory_query(any_of: &[Vec<String>]) -> (String, String) {
+/// A memory search as `memory_search.sql` takes it: the alternatives as a boolean-mode FULLTEXT
+/// query, `(+a +b) (+c)` (a row matching any group; terms are lower-case letters, never
+/// boolean-mode syntax), to match and to rank, then the limit, owner and time. `None`: nothing
+/// to look up.
+fn memory_search(
+    search: &agentstate::store::MemorySearch,
+) -> Option<sqlx::query::Query<'static, sqlx::MySql, sqlx::mysql::MySqlArguments>> {
     let all =
         |terms: &Vec<String>| format!("({})", terms.iter().map(|t| format!("+{t}")).collect::<Vec<_>>().join(" "));
-    let query = any_of.iter().filter(|terms| !terms.is_empty()).map(all).collect::<Vec<_>>().join(" ");
-    (query.clone(), query)
+    let query = search.any_of.iter().filter(|terms| !terms.is_empty()).map(all).collect::<Vec<_>>().join(" ");
+    if query.is_empty() {
+        return None;
+    }
+    Some(
+        sqlx::query(sql!("memory_search"))
+            .bind(query.clone())
+            .bind(query)
+            .bind(i64::try_from(search.limit).unwrap_or(i64::MAX))
+            .bind(search.owner.app_name().to_owned())
+            .bind(search.owner.user_id().to_owned())
+            .bind(search.now_micros),
+    )
 }
 
 /// What a transaction body can fail with: a driver error (maybe retried) or a final answer.

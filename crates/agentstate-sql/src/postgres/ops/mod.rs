@@ -27,13 +27,30 @@ crate::memories::memory_operations!(sqlx::Postgres);
 
 /// A search's alternatives as a tsquery: `(a & b) | (c)`. Terms are lower-case letters, never
 /// tsquery syntax.
-/// A search's alternatives as tsqueries (each looked up on its own, see `memory_search.sql`),
-/// and all of them as one, which ranks.
-fn memory_query(any_of: &[Vec<String>]) -> (Vec<String>, String) {
+/// A memory search as `memory_search.sql` takes it: the alternatives as tsqueries (each looked up
+/// on its own), all of them as one (which ranks), the limit, owner and time, and the hits read per
+/// alternative: enough that a frequent word's share never crowds out the page. `None`: nothing to
+/// look up.
+fn memory_search(
+    search: &agentstate::store::MemorySearch,
+) -> Option<sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments>> {
     let all = |terms: &Vec<String>| format!("({})", terms.join(" & "));
-    let alternatives: Vec<String> = any_of.iter().filter(|terms| !terms.is_empty()).map(all).collect();
+    let alternatives: Vec<String> = search.any_of.iter().filter(|terms| !terms.is_empty()).map(all).collect();
+    if alternatives.is_empty() {
+        return None;
+    }
     let query = alternatives.join(" | ");
-    (alternatives, query)
+    let limit = i64::try_from(search.limit).unwrap_or(i64::MAX);
+    Some(
+        sqlx::query(sql!("memory_search"))
+            .bind(alternatives)
+            .bind(query)
+            .bind(limit)
+            .bind(search.owner.app_name().to_owned())
+            .bind(search.owner.user_id().to_owned())
+            .bind(search.now_micros)
+            .bind(limit.saturating_mul(5).max(200)),
+    )
 }
 
 pub(super) fn object(value: Value, what: &str) -> Result<Map<String, Value>> {
