@@ -153,7 +153,7 @@ async fn main() -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("agentstate-memory-figures-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     println!(
-        "| memories of the user | spread | backend | ingest | memories/s | search p50 | search p99 | p50 vs in-memory |"
+        "| memories of the user | spread | backend | ingest | memories/s | search p50 | search p99 | p50 speed vs in-memory |"
     );
     println!("|---|---|---|---|---|---|---|---|");
     for &count in &args.memories {
@@ -193,7 +193,7 @@ async fn main() -> anyhow::Result<()> {
                     count as f64 / took.as_secs_f64(),
                     ms(p50),
                     ms(p99),
-                    p50.as_secs_f64() / floor_p50.as_secs_f64(),
+                    floor_p50.as_secs_f64() / p50.as_secs_f64(),
                 );
                 match database {
                     Some(database) if args.keep => eprintln!("kept: {}", database.url),

@@ -6,7 +6,8 @@
 --   base..'mx:'..user            hash   member → its expire time (µs), when it expires
 --   base..'ms:'..user..':'..src  set    the members of a source (a session; '' for none)
 --   base..'mn:'..user..':'..id   set    the members with an id (one per source)
---   base..'mi:'..user..':'..term set    the members indexed under a term (the inverted index)
+--   base..'mz:'..user..':'..term zset   the members indexed under a term by create time (the
+--                                       inverted index; newest hits of a term without reading all)
 --   base..'mdel:'..user          set    the ids the owner deleted
 --   base..'memx'                 zset   "{user}\0{member}" by expire time, for the sweep
 --   base..'mu'                   zset   the (raw) users holding memories, all scored 0 (in byte order)
@@ -15,6 +16,21 @@
 local function member_parts(member)
   local cut = string.find(member, '\0', 1, true)
   return string.sub(member, 1, cut - 1), string.sub(member, cut + 1)
+end
+
+-- The index zset of a term. Earlier versions kept a term's members in a set under 'mi:'; the
+-- first script to use the term moves them over (scored from the order zset) and drops the set.
+local function term_index(base, user, term)
+  local key = base .. 'mz:' .. user .. ':' .. term
+  local legacy = base .. 'mi:' .. user .. ':' .. term
+  if redis.call('EXISTS', legacy) == 1 then
+    for _, member in ipairs(redis.call('SMEMBERS', legacy)) do
+      local create = redis.call('ZSCORE', base .. 'mo:' .. user, member)
+      if create then redis.call('ZADD', key, create, member) end
+    end
+    redis.call('DEL', legacy)
+  end
+  return key
 end
 
 local function words(text)
@@ -28,7 +44,7 @@ local function unindex(base, user, raw_user, member)
   local o = base .. 'mo:' .. user
   local src, id = member_parts(member)
   for _, term in ipairs(words(redis.call('HGET', base .. 'mt:' .. user, member))) do
-    redis.call('SREM', base .. 'mi:' .. user .. ':' .. term, member)
+    redis.call('ZREM', term_index(base, user, term), member)
   end
   redis.call('HDEL', base .. 'mt:' .. user, member)
   redis.call('HDEL', base .. 'mx:' .. user, member)

@@ -38,7 +38,7 @@ for i = 6, #ARGV, 6 do
     redis.call('HSET', base .. 'md:' .. user, member, ARGV[i + 2])
     redis.call('HSET', base .. 'mt:' .. user, member, ARGV[i + 5])
     for _, term in ipairs(words(ARGV[i + 5])) do
-      redis.call('SADD', base .. 'mi:' .. user .. ':' .. term, member)
+      redis.call('ZADD', term_index(base, user, term), create, member)
     end
     if ARGV[i + 4] ~= '' then
       redis.call('HSET', base .. 'mx:' .. user, member, ARGV[i + 4])

@@ -8,5 +8,6 @@ mod conformance;
 mod erasure;
 mod expiry;
 mod import;
+mod memory_index;
 mod restart;
 mod servers;

@@ -1,7 +1,8 @@
 //! The SQLite store's long-term memories: rows in `agentstate_memories`, their terms in an FTS5
-//! index ranked by bm25, written inside the writer's transaction.
+//! index, written inside the writer's transaction.
 
-use std::collections::HashSet;
+use std::cmp::Reverse;
+use std::collections::{HashMap, HashSet};
 
 use agentstate::Result;
 use agentstate::memory::{Memory, MemoryOwner};
@@ -108,21 +109,46 @@ pub(super) fn put(conn: &Connection, put: &MemoryPut) -> Result<usize> {
     }
 }
 
-/// The FTS5 query of a search: `(a AND b) OR c`. Terms are lower-case letters, never an FTS5
-/// keyword or operator.
-fn fts_query(search: &MemorySearch) -> String {
-    let all = |terms: &Vec<String>| format!("({})", terms.join(" AND "));
-    search.any_of.iter().filter(|terms| !terms.is_empty()).map(all).collect::<Vec<_>>().join(" OR ")
-}
-
+/// A search, ranked without bm25 (FTS5 ranks by first counting every hit of each term, the whole
+/// cost for a common word): each alternative reads at most `limit` of its newest hits; a hit found
+/// by more alternatives ranks first (every word at once), then one of an alternative with fewer
+/// hits (a rarer word), then the newer. An alternative cut at `limit` alone fills the page, so a
+/// short answer still means nothing more matched.
 pub(super) fn search(conn: &Connection, search: &MemorySearch) -> Result<Vec<Memory>> {
-    let query = fts_query(search);
-    if query.is_empty() {
+    let limit = i64::try_from(search.limit).unwrap_or(i64::MAX);
+    let mut alternatives: Vec<Vec<i64>> = Vec::new();
+    for terms in search.any_of.iter().filter(|terms| !terms.is_empty()) {
+        // Terms are lower-case letters and digits, never an FTS5 keyword or operator.
+        let query = terms.join(" AND ");
+        let hits: Vec<i64> = conn
+            .prepare_cached(sql!("memory_search_hits"))
+            .and_then(|mut stmt| stmt.query_map(params![query, limit], |row| row.get(0))?.collect())
+            .map_err(|e| sqlite_error("search memories", &e))?;
+        alternatives.push(hits);
+    }
+    let ranked = rank_hits(&alternatives, search.limit);
+    if ranked.is_empty() {
         return Ok(Vec::new());
     }
-    let limit = i64::try_from(search.limit).unwrap_or(i64::MAX);
+    let ids = serde_json::Value::from(ranked).to_string();
     let (app, user) = (search.owner.app_name(), search.owner.user_id());
-    memories(conn, sql!("memory_search"), params![query, app, user, search.now_micros, limit])
+    memories(conn, sql!("memory_search"), params![ids, app, user, search.now_micros])
+}
+
+/// The best `limit` row ids of the alternatives' hits (each newest first): by how many
+/// alternatives found them, then by the fewest hits of one that did, then newest.
+fn rank_hits(alternatives: &[Vec<i64>], limit: usize) -> Vec<i64> {
+    let mut found: HashMap<i64, (usize, usize)> = HashMap::new();
+    for hits in alternatives {
+        for row_id in hits {
+            let (alternatives, fewest) = found.entry(*row_id).or_insert((0, usize::MAX));
+            *alternatives += 1;
+            *fewest = (*fewest).min(hits.len());
+        }
+    }
+    let mut ranked: Vec<(i64, (usize, usize))> = found.into_iter().collect();
+    ranked.sort_unstable_by_key(|&(row_id, (alternatives, fewest))| (Reverse(alternatives), fewest, Reverse(row_id)));
+    ranked.into_iter().take(limit).map(|(row_id, _)| row_id).collect()
 }
 
 pub(super) fn list(conn: &Connection, list: &MemoryList) -> Result<Vec<Memory>> {

@@ -25,31 +25,28 @@ use crate::shared::expiry_time;
 crate::shared::operations!(sqlx::Postgres);
 crate::memories::memory_operations!(sqlx::Postgres);
 
-/// A search's alternatives as a tsquery: `(a & b) | (c)`. Terms are lower-case letters, never
-/// tsquery syntax.
 /// A memory search as `memory_search.sql` takes it: the alternatives as tsqueries (each looked up
-/// on its own), all of them as one (which ranks), the limit, owner and time, and the hits read per
-/// alternative: enough that a frequent word's share never crowds out the page. `None`: nothing to
-/// look up.
+/// on its own), the limit, owner and time, and how many of the newest memories each alternative
+/// looks among before asking the index. `None`: nothing to look up.
 fn memory_search(
     search: &agentstate::store::MemorySearch,
 ) -> Option<sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments>> {
-    let all = |terms: &Vec<String>| format!("({})", terms.join(" & "));
-    let alternatives: Vec<String> = search.any_of.iter().filter(|terms| !terms.is_empty()).map(all).collect();
+    let alternatives: Vec<String> =
+        search.any_of.iter().filter(|terms| !terms.is_empty()).map(|terms| terms.join(" & ")).collect();
     if alternatives.is_empty() {
         return None;
     }
-    let query = alternatives.join(" | ");
     let limit = i64::try_from(search.limit).unwrap_or(i64::MAX);
     Some(
         sqlx::query(sql!("memory_search"))
             .bind(alternatives)
-            .bind(query)
             .bind(limit)
             .bind(search.owner.app_name().to_owned())
             .bind(search.owner.user_id().to_owned())
             .bind(search.now_micros)
-            .bind(limit.saturating_mul(5).max(200)),
+            // A word in a quarter of the memories fills its page there; measured at 100,000
+            // memories, 4× beat 8×, 16× and 32× (a rarer word scans the window for nothing).
+            .bind(limit.saturating_mul(4)),
     )
 }
 
