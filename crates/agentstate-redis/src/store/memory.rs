@@ -1,8 +1,9 @@
 //! Long-term memories on Redis 7 without modules: no full-text engine (RediSearch is a module),
-//! so an inverted index of sets, one per term and owner (terms are salted per owner, so a search
-//! reads that owner's sets only), kept by the same scripts that write the memories. A search is
-//! one script: the union of the alternatives (each an intersection of term sets), ranked by how
-//! many alternatives a memory matches, then oldest first. The keys are listed in
+//! so an inverted index of sorted sets, one per term and owner, members by create time (terms are
+//! salted per owner, so a search reads that owner's index only), kept by the same scripts that
+//! write the memories. A search is one script: each alternative reads at most a page of its newest
+//! members (the rarest term's, checked against the others), ranked by how many alternatives found
+//! a memory, then the rarer alternative, then the newest. The keys are listed in
 //! `lua/memory_lib.lua`; all of an app's share its slot.
 
 use agentstate::memory::{Memory, MemoryOwner};

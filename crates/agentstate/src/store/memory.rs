@@ -103,9 +103,11 @@ pub trait MemoryStore: Send + Sync {
     /// as the engine ranks them (the service then orders what it confirms by words matched,
     /// keeping this order among equals). A store may cut the engine's best `limit` hits first
     /// and drop the expired ones among them after (the SQL stores do, so the engine ranks and
-    /// cuts alone): the page is then shorter, never wrong. A store may also read a bounded number
-    /// of hits per alternative (PostgreSQL does; the service puts the alternative of all the
-    /// query's words first), so that a word in most of a user's memories costs that many rows.
+    /// cuts alone): the page is then shorter, never wrong. A store may also read at most
+    /// `search.limit` hits per alternative (SQLite, PostgreSQL and Redis read the newest; the
+    /// service puts the alternative of all the query's words first), so that a word in most of a
+    /// user's memories costs a page of rows: an alternative cut there fills the page alone, so a
+    /// page shorter than `limit` still means nothing more matched.
     async fn search_memories(&self, search: &MemorySearch) -> Result<Vec<Memory>>;
 
     /// A page of the owner's live memories.
