@@ -156,6 +156,9 @@ pub enum Capability {
     /// The store keeps long-term memories
     /// ([`MemoryStore`](agentstate::store::MemoryStore); `memory` in the macro).
     Memory,
+    /// The store keeps run leases, shared by every service over it
+    /// ([`LeaseStore`](agentstate::store::LeaseStore); `leases` in the macro).
+    Leases,
 }
 
 impl Capability {
@@ -169,6 +172,7 @@ impl Capability {
             (Capability::Admin, has.admin.is_some()),
             (Capability::SharedState, has.shared_state.is_some()),
             (Capability::Memory, has.memory.is_some()),
+            (Capability::Leases, has.leases.is_some()),
         ]
         .into_iter()
         .filter_map(|(capability, present)| (!present).then_some(capability))
@@ -185,6 +189,7 @@ impl Capability {
             "admin" => Capability::Admin,
             "shared_state" => Capability::SharedState,
             "memory" => Capability::Memory,
+            "leases" => Capability::Leases,
             other => panic!("no conformance capability is called {other}"),
         }
     }
@@ -339,6 +344,9 @@ macro_rules! session_store_tests {
             erasing_a_user_removes_their_memories [memory],
             memories_are_found_by_meaning [memory],
             a_failing_embedder_loses_no_memory [memory],
+            leases_let_one_run_at_a_time [leases],
+            interrupting_a_run_is_seen_on_its_next_renewal [leases],
+            concurrent_runs_take_a_free_lease_once [leases],
         );
     };
     (@each (tests $stack:ident; $lacks:tt); $($case:ident $([$needs:ident])?),* $(,)?) => {

@@ -17,6 +17,7 @@
 //! {prefix}{app}:id:{session}        set    the users that have a session with this id
 //! {prefix}{app}:expiring            zset   "{user}\0{session}" of expiring sessions by expire time
 //! {prefix}{app}:users               set    the app's users
+//! {prefix}{app}:l:{user}            hash   run leases: session id → "{until µs} {interruptions} {holder}"
 //! {prefix}apps                      set    the apps
 //! {prefix}expiring-apps             set    the apps that have had expiring sessions (for the sweep)
 //! {prefix}meta:{name}               string the store's metadata (encryption at rest's key checks)
@@ -95,6 +96,11 @@ impl AppKeys {
     /// The app's sessions that expire, by expire time (µs), for the sweep.
     pub(crate) fn expiring(&self) -> String {
         self.key("expiring", &[])
+    }
+
+    /// A user's run leases.
+    pub(crate) fn leases(&self, user: &str) -> String {
+        self.key("l", &[user])
     }
 
     /// The users of the app (with sessions or state).

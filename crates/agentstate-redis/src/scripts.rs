@@ -20,6 +20,16 @@ scripts! {
     SWAP = "swap", REWRITE = "rewrite",
 }
 
+/// The run lease scripts, each its own file alone.
+macro_rules! lease_scripts {
+    ($($name:ident = $file:literal),* $(,)?) => {$(
+        pub(crate) static $name: LazyLock<Script> =
+            LazyLock::new(|| Script::new(include_str!(concat!("lua/", $file, ".lua"))));
+    )*};
+}
+
+lease_scripts! { LEASE_ACQUIRE = "lease_acquire", LEASE_RELEASE = "lease_release", LEASE_INTERRUPT = "lease_interrupt" }
+
 /// The memory scripts: `lua/memory_lib.lua`'s helpers, then the script's own file.
 macro_rules! memory_scripts {
     ($($name:ident = $file:literal),* $(,)?) => {$(

@@ -10,7 +10,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use agentstate::{Event, Map, Session, SessionService, Value};
 use async_trait::async_trait;
@@ -149,6 +149,8 @@ struct Shared {
     llm_calls: AtomicUsize,
     max_llm_calls: usize,
     memory: Option<MemoryAccess>,
+    /// Raised when another run of the session asked this one to stop.
+    stop: Option<Arc<AtomicBool>>,
 }
 
 /// The session handle, and a snapshot of its state shared by every reader until the next append.
@@ -189,6 +191,7 @@ pub(crate) struct InvocationSetup {
     pub(crate) streaming: bool,
     pub(crate) max_llm_calls: usize,
     pub(crate) memory: Option<MemoryAccess>,
+    pub(crate) stop: Option<Arc<AtomicBool>>,
 }
 
 impl InvocationContext {
@@ -204,6 +207,7 @@ impl InvocationContext {
                 llm_calls: AtomicUsize::new(0),
                 max_llm_calls: setup.max_llm_calls,
                 memory: setup.memory,
+                stop: setup.stop,
             }),
             branch: None,
         }
@@ -270,9 +274,18 @@ impl InvocationContext {
     /// Emits an event: a non-partial one is appended to the session first (its state delta
     /// applied, `temp:` keys kept for the rest of the invocation), then passed to the caller.
     /// Returns the event as stored. The invocation id and branch are filled in when empty.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Interrupted`] when a newer run of the session asked this one to stop
+    /// (the event is not stored): let it through, and the runner ends the run.
     pub async fn emit(&self, mut event: Event) -> Result<Event, RuntimeError> {
         self.stamp(&mut event);
-        let event = if event.is_partial() { event } else { self.store(event).await? };
+        let event = if event.is_partial() {
+            self.check_stop()?;
+            event
+        } else {
+            self.store(event).await?
+        };
         // A closed channel means the caller dropped the run; the run is being dropped with it.
         let _ = self.shared.events.send(event.clone()).await;
         Ok(event)
@@ -294,7 +307,24 @@ impl InvocationContext {
         }
     }
 
+    /// Emits the last event of a run that was asked to stop, whatever the stop says.
+    pub(crate) async fn emit_last(&self, mut event: Event) -> Result<Event, RuntimeError> {
+        self.stamp(&mut event);
+        let event = self.shared.live.lock().await.append(&self.shared.service, event).await?;
+        let _ = self.shared.events.send(event.clone()).await;
+        Ok(event)
+    }
+
+    /// An event boundary: [`RuntimeError::Interrupted`] once another run asked this one to stop.
+    fn check_stop(&self) -> Result<(), RuntimeError> {
+        match &self.shared.stop {
+            Some(stop) if stop.load(Ordering::SeqCst) => Err(RuntimeError::Interrupted),
+            _ => Ok(()),
+        }
+    }
+
     async fn store(&self, event: Event) -> Result<Event, RuntimeError> {
+        self.check_stop()?;
         self.shared.live.lock().await.append(&self.shared.service, event).await
     }
 

@@ -61,6 +61,24 @@ pub enum RuntimeError {
     /// An agent named as a transfer target or by a request does not exist.
     #[error("Agent not found: {0}")]
     AgentNotFound(String),
+    /// Another run of the session is going and the policy is
+    /// [`Reject`](crate::DoubleTexting::Reject): nothing of this run was stored.
+    #[error("Session {0} is running another turn; send the message again once it ends")]
+    SessionBusy(String),
+    /// Another run of the session is going and this one could not wait for it: as many runs as
+    /// allowed already wait, or it waited as long as allowed. Nothing of this run was stored.
+    #[error("Session {session_id} is running another turn and {reason}; send the message again later")]
+    RunNotQueued {
+        /// The session.
+        session_id: String,
+        /// Why it did not wait (longer).
+        reason: String,
+    },
+    /// Another run of the session asked this one to stop, or took its lease (see
+    /// [`DoubleTexting::Interrupt`](crate::DoubleTexting::Interrupt)): raised at an event
+    /// boundary, and turned by the runner into the run's last event, marked `interrupted`.
+    #[error("the run was interrupted by a newer run of its session")]
+    Interrupted,
     /// A custom agent failed.
     #[error("agent '{agent}' failed: {source}")]
     Agent {

@@ -34,6 +34,7 @@ macro_rules! into_dyn {
 
 pub mod agent;
 mod agent_tool;
+mod concurrency;
 pub mod config;
 mod context;
 mod error;
@@ -49,6 +50,7 @@ pub mod tool;
 mod workflow;
 
 pub use agent_tool::AgentTool;
+pub use concurrency::{DoubleTexting, RunConcurrency};
 pub use context::{
     CallbackContext, Changes, MemoryAccess, ReadonlyContext, StateMut, ToolContext, inject_session_state,
 };

@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::task::{Context, Poll};
 
 use agentstate::memory::{MemoryOwner, MemoryService};
@@ -11,6 +12,7 @@ use futures_core::Stream;
 use tokio::sync::mpsc;
 
 use crate::agent::{Agent, History, InvocationContext, InvocationSetup, agent_to_run};
+use crate::concurrency::{DoubleTexting, RunConcurrency, RunLease, Turns};
 use crate::context::MemoryAccess;
 use crate::error::RuntimeError;
 
@@ -28,10 +30,12 @@ pub const DEFAULT_MAX_LLM_CALLS: usize = 500;
 /// `temp:` keys written during the invocation are visible to every agent of it and gone in the
 /// next one.
 ///
-/// Two runs of one session at once do not interleave silently: the session handle of each is
-/// checked on every append, so the run whose session changed under it fails with the
-/// stale-session [`Conflict`](agentstate::Error::Conflict) (what it stored before stays; nothing
-/// of the other run is lost).
+/// Two runs of one session at once never interleave: each takes the session's run lease first
+/// (see [`RunConcurrency`]), shared by every server over the store, and what the second does
+/// while the first goes is the [`DoubleTexting`] policy: wait its turn (the default), be refused,
+/// or interrupt the first. Writers outside runs are still checked on every append: a run whose
+/// session changed under it fails with the stale-session
+/// [`Conflict`](agentstate::Error::Conflict) (what it stored before stays).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -69,6 +73,8 @@ pub struct Runner {
     max_llm_calls: usize,
     memory: Option<MemoryService>,
     add_to_memory: bool,
+    concurrency: RunConcurrency,
+    turns: Arc<Turns>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -128,7 +134,26 @@ impl Runner {
             max_llm_calls: DEFAULT_MAX_LLM_CALLS,
             memory: None,
             add_to_memory: false,
+            concurrency: RunConcurrency::default(),
+            turns: Arc::default(),
         }
+    }
+
+    /// How runs of one session take turns (default: [`DoubleTexting::Enqueue`], 30 s leases).
+    pub fn concurrency(mut self, concurrency: RunConcurrency) -> Self {
+        self.concurrency = concurrency;
+        self
+    }
+
+    /// What a run does while another run of its session goes.
+    pub fn double_texting(mut self, policy: DoubleTexting) -> Self {
+        self.concurrency.policy = policy;
+        self
+    }
+
+    /// How runs of one session take turns.
+    pub fn run_concurrency(&self) -> &RunConcurrency {
+        &self.concurrency
     }
 
     /// Long-term memory for the agents: `load_memory`, `preload_memory` and
@@ -208,15 +233,60 @@ impl Runner {
         self.run_request(RunRequest::new(user_id, session_id, new_message))
     }
 
-    /// Runs the agent as `request` says.
+    /// Runs the agent as `request` says. The run waits for its turn (or is refused, by the
+    /// policy) inside the stream: see [`start`](Self::start) to learn that before streaming.
     pub fn run_request(&self, request: RunRequest) -> EventStream {
         let (sender, receiver) = mpsc::channel(16);
         let runner = self.clone();
-        EventStream { driver: Some(Box::pin(runner.drive(request, sender))), events: receiver, error: None }
+        let driver = async move {
+            let turn = runner.take_turn(&request).await?;
+            runner.hold(turn, request, sender).await
+        };
+        EventStream { driver: Some(Box::pin(driver)), events: receiver, error: None }
     }
 
-    async fn drive(self, request: RunRequest, events: mpsc::Sender<Event>) -> Result<(), RuntimeError> {
+    /// Takes the session's turn (waiting, refused or interrupting the running one, as the
+    /// [`DoubleTexting`] policy says), then runs as [`run_request`](Self::run_request) does.
+    ///
+    /// # Errors
+    /// [`RuntimeError::SessionBusy`] or [`RuntimeError::RunNotQueued`] before anything is
+    /// stored; an invalid id.
+    pub async fn start(&self, request: RunRequest) -> Result<EventStream, RuntimeError> {
+        let turn = self.take_turn(&request).await?;
+        let (sender, receiver) = mpsc::channel(16);
+        let driver = self.clone().hold(turn, request, sender);
+        Ok(EventStream { driver: Some(Box::pin(driver)), events: receiver, error: None })
+    }
+
+    async fn take_turn(&self, request: &RunRequest) -> Result<(RunLease, SessionKey, String), RuntimeError> {
         let key = SessionKey::new(&self.app_name, &request.user_id, &request.session_id)?;
+        let invocation_id = format!("e-{}", uuid::Uuid::new_v4());
+        let lease = RunLease::take(&self.service, &self.turns, &key, &invocation_id, &self.concurrency).await?;
+        Ok((lease, key, invocation_id))
+    }
+
+    /// The run, holding its turn; gives the turn back when it ends.
+    async fn hold(
+        self,
+        (lease, key, invocation_id): (RunLease, SessionKey, String),
+        request: RunRequest,
+        events: mpsc::Sender<Event>,
+    ) -> Result<(), RuntimeError> {
+        let stop = lease.stop_flag();
+        let result = self.invoke(request, key, invocation_id, events, stop).await;
+        lease.release().await;
+        result
+    }
+
+    /// One invocation, holding the session's lease.
+    async fn invoke(
+        self,
+        request: RunRequest,
+        key: SessionKey,
+        invocation_id: String,
+        events: mpsc::Sender<Event>,
+        stop: Arc<AtomicBool>,
+    ) -> Result<(), RuntimeError> {
         let history = self.history.unwrap_or_else(|| self.agent.history());
         let config = GetSessionConfig { num_recent_events: history.recent(), after_timestamp: None };
         let session = match self.service.get_session(&key, config).await? {
@@ -235,7 +305,6 @@ impl Runner {
             }
             None => None,
         };
-        let invocation_id = format!("e-{}", uuid::Uuid::new_v4());
         tracing::debug!(%invocation_id, agent = agent.name(), session = %key.session_id(), "invocation");
         let ctx = InvocationContext::new(InvocationSetup {
             invocation_id,
@@ -246,6 +315,7 @@ impl Runner {
             streaming: request.streaming,
             max_llm_calls: self.max_llm_calls,
             memory: memory.clone(),
+            stop: Some(stop),
         });
         if request.new_message.is_some() || !request.state_delta.is_empty() {
             let mut event = Event::new(ctx.invocation_id()).author("user");
@@ -253,7 +323,18 @@ impl Runner {
             event.actions.state_delta = request.state_delta;
             ctx.append_only(event).await?;
         }
-        agent.run(&ctx).await?;
+        match agent.run(&ctx).await {
+            Err(RuntimeError::Interrupted) => {
+                // A newer run asked this one to stop: what it stored stays, and its turn ends
+                // with an event saying so (ADK's `interrupted`).
+                let mut last = Event::new(ctx.invocation_id()).author(agent.name());
+                last.turn_complete = Some(true);
+                last.extra.insert("interrupted".into(), Value::Bool(true));
+                ctx.emit_last(last).await?;
+                return Ok(());
+            }
+            other => other?,
+        }
         if let (true, Some(memory)) = (self.add_to_memory, memory) {
             let run: Vec<Event> = ctx
                 .events()

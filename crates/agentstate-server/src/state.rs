@@ -112,6 +112,22 @@ impl AppState {
         self
     }
 
+    /// How runs of `app_name`'s sessions take turns (`None`: every app served now).
+    #[cfg(feature = "agents")]
+    #[must_use]
+    pub fn with_run_concurrency(
+        mut self,
+        app_name: Option<&str>,
+        concurrency: &agentstate_runtime::RunConcurrency,
+    ) -> Self {
+        for (app, runner) in Arc::make_mut(&mut self.runners).iter_mut() {
+            if app_name.is_none_or(|name| name == app) {
+                *runner = runner.clone().concurrency(concurrency.clone());
+            }
+        }
+        self
+    }
+
     /// Whether an agent is served as `app_name`.
     #[cfg(feature = "agents")]
     pub fn serves(&self, app_name: &str) -> bool {

@@ -7,6 +7,7 @@
 //! Times the statements compare expire times with are `Option<NaiveDateTime>`: `None` (expiry not
 //! judged) for `i64::MIN`, see [`expiry_time`].
 
+use agentstate::store::LeaseState;
 use chrono::NaiveDateTime;
 
 use crate::codec::naive;
@@ -15,6 +16,18 @@ use crate::codec::naive;
 /// (expiry not judged).
 pub(crate) fn expiry_time(now_micros: i64) -> agentstate::Result<Option<NaiveDateTime>> {
     (now_micros != i64::MIN).then(|| naive(now_micros)).transpose()
+}
+
+/// Who holds a lease after `holder` asked for it, from the row `lease_get.sql` read (holder,
+/// until, interruptions); `None` when there was none (released between the two statements: ask
+/// again).
+pub(crate) fn lease_state(holder: &str, found: Option<(String, i64, i64)>) -> Option<LeaseState> {
+    let (current, until_micros, interrupts) = found?;
+    Some(if current == holder {
+        LeaseState::Held { interrupt_requested: interrupts > 0 }
+    } else {
+        LeaseState::Busy { holder: current, until_micros }
+    })
 }
 
 /// Expands to a module `common` with the shared operations, as functions of a `Pool` of `$db`.
@@ -184,6 +197,72 @@ macro_rules! operations {
                 })
             }
 
+            /// Takes or renews a run lease: the upsert, then who holds it. Asked again when a
+            /// concurrent run's statement deadlocked this one or released the lease in between.
+            pub(crate) async fn acquire_lease(
+                pool: &Pool,
+                request: &agentstate::store::LeaseRequest,
+            ) -> Result<agentstate::store::LeaseState> {
+                let failed = |e| sqlx_error("taking a run lease", e);
+                let mut last = None;
+                for _ in 0..4 {
+                    let taken = keyed(sql!("lease_acquire"), &request.key)
+                        .bind(&request.holder)
+                        .bind(request.until_micros)
+                        .bind(request.now_micros)
+                        .execute(pool)
+                        .await
+                        .map_err(failed);
+                    match taken {
+                        Err(e) if e.is_retryable() => {
+                            last = Some(e);
+                            continue;
+                        }
+                        other => other?,
+                    };
+                    let row = keyed(sql!("lease_get"), &request.key).fetch_optional(pool).await.map_err(failed)?;
+                    let found = row
+                        .map(|r| {
+                            let interrupts: i32 = r.try_get("interrupts")?;
+                            Ok::<_, sqlx::Error>((
+                                r.try_get("holder")?,
+                                r.try_get("until_micros")?,
+                                i64::from(interrupts),
+                            ))
+                        })
+                        .transpose()
+                        .map_err(failed)?;
+                    if let Some(state) = $crate::shared::lease_state(&request.holder, found) {
+                        return Ok(state);
+                    }
+                }
+                Err(last.unwrap_or_else(|| agentstate::Error::Backend {
+                    message: "taking a run lease failed: it was given back and taken again each time".into(),
+                    retryable: true,
+                    source: None,
+                }))
+            }
+
+            /// Gives a run lease back if `holder` holds it.
+            pub(crate) async fn release_lease(pool: &Pool, key: &SessionKey, holder: &str) -> Result<bool> {
+                let done = keyed(sql!("lease_release"), key)
+                    .bind(holder)
+                    .execute(pool)
+                    .await
+                    .map_err(|e| sqlx_error("giving a run lease back", e))?;
+                Ok(done.rows_affected() > 0)
+            }
+
+            /// Asks the holder of a live run lease to stop.
+            pub(crate) async fn interrupt_lease(pool: &Pool, key: &SessionKey, now_micros: i64) -> Result<bool> {
+                let done = keyed(sql!("lease_interrupt"), key)
+                    .bind(now_micros)
+                    .execute(pool)
+                    .await
+                    .map_err(|e| sqlx_error("interrupting a run", e))?;
+                Ok(done.rows_affected() > 0)
+            }
+
             /// What the database holds of the schema, read with the dialect's catalogue queries.
             pub(crate) async fn find_schema(
                 conn: &mut <$db as sqlx::Database>::Connection,
@@ -306,6 +385,7 @@ macro_rules! pool_store {
                     .with_admin(self)
                     .with_shared_state(self)
                     .with_memory(self)
+                    .with_leases(self)
             }
         }
 
@@ -355,6 +435,24 @@ macro_rules! pool_store {
                 limit: usize,
             ) -> agentstate::Result<Vec<agentstate::memory::MemoryOwner>> {
                 ops::memory::owners(&self.pool, after, limit).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl agentstate::store::LeaseStore for $store {
+            async fn acquire_lease(
+                &self,
+                request: &agentstate::store::LeaseRequest,
+            ) -> agentstate::Result<agentstate::store::LeaseState> {
+                ops::acquire_lease(&self.pool, request).await
+            }
+
+            async fn release_lease(&self, key: &agentstate::SessionKey, holder: &str) -> agentstate::Result<bool> {
+                ops::release_lease(&self.pool, key, holder).await
+            }
+
+            async fn interrupt_lease(&self, key: &agentstate::SessionKey, now_micros: i64) -> agentstate::Result<bool> {
+                ops::interrupt_lease(&self.pool, key, now_micros).await
             }
         }
 

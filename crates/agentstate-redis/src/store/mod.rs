@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 mod capabilities;
+mod lease;
 mod list;
 mod memory;
 
@@ -457,6 +458,7 @@ impl SessionStore for RedisStore {
             .with_admin(self)
             .with_shared_state(self)
             .with_memory(self)
+            .with_leases(self)
     }
 }
 

@@ -3,6 +3,7 @@
 //! mock servers.
 
 mod callbacks;
+mod double_texting;
 mod embeddings;
 mod instructions;
 mod memory;

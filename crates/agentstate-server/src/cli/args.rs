@@ -136,6 +136,30 @@ pub(crate) struct ServeArgs {
     #[cfg(feature = "agents")]
     #[arg(long = "embeddings", env = "AGENTSTATE_EMBEDDINGS", value_delimiter = ',', value_parser = embedding_spec)]
     pub(crate) embeddings: Vec<EmbeddingSpec>,
+    /// What a run does while another run of its session still goes (a user sending a second
+    /// message before the first is answered): `enqueue` (waits its turn), `reject` (409 at once)
+    /// or `interrupt` (the running one stops at its next event, its turn marked interrupted).
+    /// Runs take turns across every server over the database.
+    #[cfg(feature = "agents")]
+    #[arg(long, env = "AGENTSTATE_DOUBLE_TEXTING", default_value = "enqueue", value_parser = double_texting)]
+    pub(crate) double_texting: agentstate_runtime::DoubleTexting,
+    /// The same for one app, over --double-texting: `APP=POLICY`. Repeatable.
+    #[cfg(feature = "agents")]
+    #[arg(long = "app-double-texting", env = "AGENTSTATE_APP_DOUBLE_TEXTING", value_delimiter = ',', value_parser = app_double_texting)]
+    pub(crate) app_double_texting: Vec<(String, agentstate_runtime::DoubleTexting)>,
+    /// How long a run's hold on its session lasts unless renewed, in seconds: the longest a
+    /// server that crashed mid-run keeps other runs of the session waiting.
+    #[cfg(feature = "agents")]
+    #[arg(long, env = "AGENTSTATE_RUN_LEASE_TTL", value_name = "SECONDS", default_value_t = 30, value_parser = positive_seconds)]
+    pub(crate) run_lease_ttl: u64,
+    /// Most runs of one session waiting for their turn on this server; one more answers 503.
+    #[cfg(feature = "agents")]
+    #[arg(long, env = "AGENTSTATE_MAX_QUEUED_RUNS", default_value_t = 8)]
+    pub(crate) max_queued_runs: usize,
+    /// Longest a run waits for its turn, in seconds; then it answers 503.
+    #[cfg(feature = "agents")]
+    #[arg(long, env = "AGENTSTATE_MAX_RUN_WAIT", value_name = "SECONDS", default_value_t = 300, value_parser = positive_seconds)]
+    pub(crate) max_run_wait: u64,
     /// Largest request body, in bytes (413 beyond).
     #[arg(long, env = "AGENTSTATE_MAX_BODY_BYTES", default_value_t = Limits::default().max_body_bytes)]
     pub(crate) max_body_bytes: usize,
@@ -210,6 +234,19 @@ fn app_seconds(text: &str) -> Result<(String, u64), String> {
         text.split_once('=').ok_or_else(|| format!("{text:?}: expected APP=SECONDS, e.g. support_bot=3600"))?;
     agentstate::validate_id("app", app).map_err(|e| e.to_string())?;
     Ok((app.to_owned(), positive_seconds(seconds)?))
+}
+
+#[cfg(feature = "agents")]
+fn double_texting(text: &str) -> Result<agentstate_runtime::DoubleTexting, String> {
+    text.parse()
+}
+
+#[cfg(feature = "agents")]
+fn app_double_texting(text: &str) -> Result<(String, agentstate_runtime::DoubleTexting), String> {
+    let (app, policy) =
+        text.split_once('=').ok_or_else(|| format!("{text:?}: expected APP=POLICY, e.g. support_bot=reject"))?;
+    agentstate::validate_id("app", app).map_err(|e| e.to_string())?;
+    Ok((app.to_owned(), policy.parse()?))
 }
 
 /// The order of `sessions list`.

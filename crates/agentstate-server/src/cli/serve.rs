@@ -39,6 +39,27 @@ impl ServeArgs {
     }
 
     /// Default times to live of memories.
+    /// How runs of each app's sessions take turns: --double-texting, then each
+    /// --app-double-texting (an app not served is a mistake worth stopping for).
+    #[cfg(feature = "agents")]
+    fn run_concurrency(&self, mut state: AppState) -> anyhow::Result<AppState> {
+        let concurrency = agentstate_runtime::RunConcurrency {
+            policy: self.double_texting,
+            lease_ttl: std::time::Duration::from_secs(self.run_lease_ttl),
+            max_queued: self.max_queued_runs,
+            max_wait: std::time::Duration::from_secs(self.max_run_wait),
+        };
+        state = state.with_run_concurrency(None, &concurrency);
+        for (app, policy) in &self.app_double_texting {
+            if !state.serves(app) {
+                bail!("--app-double-texting names app {app:?}, which no --agent serves");
+            }
+            let app_concurrency = agentstate_runtime::RunConcurrency { policy: *policy, ..concurrency.clone() };
+            state = state.with_run_concurrency(Some(app), &app_concurrency);
+        }
+        Ok(state)
+    }
+
     fn memory_ttls(&self) -> agentstate::memory::MemoryTtls {
         let mut ttls = agentstate::memory::MemoryTtls::new();
         if let Some(seconds) = self.memory_ttl {
@@ -85,6 +106,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_memory_ttls(args.memory_ttls());
     #[cfg(feature = "agents")]
     let state = serve_agents(state, &args.agents)?.with_embedders(embedders(&args.embeddings)?);
+    #[cfg(feature = "agents")]
+    let state = args.run_concurrency(state)?;
     let listener =
         tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("listening on {}", args.addr))?;
     tracing::info!(

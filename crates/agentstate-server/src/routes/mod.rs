@@ -130,12 +130,14 @@ routes! {
     post "/run" => run::run, BodyAppUser, "Run an agent for one user turn; the run's events (app from appName, or the only one served)",
         Some("RunAgentRequest"),
         [200 "The events of the run, each stored before it is answered" "EventList", 400 "appName missing with several apps served" "Error",
-         404 "Unknown app or session" "Error", 422 "Malformed body" "Error", 500 "The agent failed (message shown)" "Error",
-         502 "The model provider failed" "Error"];
+         404 "Unknown app or session" "Error", 409 "Another run of the session goes (policy reject); nothing stored" "Error",
+         422 "Malformed body" "Error", 500 "The agent failed (message shown)" "Error",
+         502 "The model provider failed" "Error", 503 "Too many runs of the session wait, or this one waited too long" "Error"];
     #[cfg(feature = "agents")]
     post "/run_sse" => run::run_sse, BodyAppUser, "Run an agent for one user turn, streaming its events as server-sent events", Some("RunAgentRequest"),
         [200 "text/event-stream of `data: <Event JSON>`; a late failure as `data: {\"error\": …}`" "EventStream",
-         404 "Unknown app or session" "Error", 422 "Malformed body" "Error"];
+         404 "Unknown app or session" "Error", 409 "Another run of the session goes (policy reject); nothing stored" "Error",
+         422 "Malformed body" "Error", 503 "Too many runs of the session wait, or this one waited too long" "Error"];
     post "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions" => vertex::create, EngineUser,
         "Agent Engine: create a session (`?sessionId=`); a done operation holding it", Some("VertexCreateSession"),
         [200 "A done operation" "VertexOperation", 400 "Bad body, or (v1beta1) the id is taken" "GoogleError",

@@ -6,6 +6,11 @@
 //! `data: <event JSON>\n\n` as it happens (partial events too when `streaming` is true), and a
 //! failure after the stream began as `data: {"error": "…"}`.
 //!
+//! Runs of one session take turns (across servers over one database): while one goes, another
+//! waits, is refused with 409, or interrupts it, by the server's `--double-texting` policy (see
+//! [`agentstate_runtime::DoubleTexting`]); one that cannot wait (longer) answers 503. Both come
+//! before the response starts.
+//!
 //! With tokens configured the caller is authenticated first (401), then its token is checked
 //! against the app and user in the body (403), and only then is anything looked up: an outsider
 //! learns nothing about which apps or sessions exist.
@@ -115,6 +120,8 @@ fn run_error(error: RuntimeError) -> ApiError {
         RuntimeError::SessionNotFound(_) => ApiError::NotFound(error.to_string()),
         RuntimeError::Session(e) => ApiError::from(e),
         RuntimeError::Model { .. } => ApiError::BadGateway(error.to_string()),
+        RuntimeError::SessionBusy(_) => ApiError::Conflict(error.to_string()),
+        RuntimeError::RunNotQueued { .. } => ApiError::Unavailable(error.to_string()),
         other => ApiError::Agent(other.to_string()),
     }
 }
@@ -132,7 +139,7 @@ pub(crate) async fn run(
     Body(bytes): Body,
 ) -> Result<Json<Value>, ApiError> {
     let (runner, request) = prepare(&state, &permit, &bytes, false).await?;
-    let mut stream = runner.run_request(request);
+    let mut stream = runner.start(request).await.map_err(run_error)?;
     let mut events = Vec::new();
     while let Some(item) = stream.next().await {
         events.push(wire::event_to_wire(&item.map_err(run_error)?));
@@ -147,7 +154,8 @@ pub(crate) async fn run_sse(
     Body(bytes): Body,
 ) -> Result<Response, ApiError> {
     let (runner, request) = prepare(&state, &permit, &bytes, true).await?;
-    let events = runner.run_request(request).map(|item| {
+    // The response starts once the run has its turn: a refusal is a status, not a stream.
+    let events = runner.start(request).await.map_err(run_error)?.map(|item| {
         let data = match item {
             Ok(event) => wire::event_to_wire(&event).to_string(),
             Err(error) => {

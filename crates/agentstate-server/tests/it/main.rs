@@ -10,6 +10,8 @@ mod binary;
 mod browser;
 #[cfg(all(feature = "agents", feature = "cli"))]
 mod differential;
+#[cfg(all(feature = "agents", feature = "cli"))]
+mod double_texting;
 mod history_routes;
 mod inspector;
 #[cfg(feature = "cli")]

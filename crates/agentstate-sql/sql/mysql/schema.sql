@@ -110,3 +110,12 @@ CREATE TABLE IF NOT EXISTS agentstate_memory_sources (
   `source` varchar(128) NOT NULL,
   PRIMARY KEY (`app_name`,`user_id`,`source`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+CREATE TABLE IF NOT EXISTS agentstate_run_leases (
+  `app_name` varchar(128) NOT NULL,
+  `user_id` varchar(128) NOT NULL,
+  `session_id` varchar(128) NOT NULL,
+  `holder` varchar(128) NOT NULL,
+  `until_micros` bigint NOT NULL,
+  `interrupts` int NOT NULL,
+  PRIMARY KEY (`app_name`,`user_id`,`session_id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

@@ -112,3 +112,12 @@ CREATE TABLE IF NOT EXISTS agentstate_memory_sources (
     source character varying(128) NOT NULL,
     CONSTRAINT agentstate_memory_sources_pkey PRIMARY KEY (app_name, user_id, source)
 );
+CREATE TABLE IF NOT EXISTS agentstate_run_leases (
+    app_name character varying(128) NOT NULL,
+    user_id character varying(128) NOT NULL,
+    session_id character varying(128) NOT NULL,
+    holder character varying(128) NOT NULL,
+    until_micros bigint NOT NULL,
+    interrupts integer NOT NULL,
+    CONSTRAINT agentstate_run_leases_pkey PRIMARY KEY (app_name, user_id, session_id)
+);

@@ -118,3 +118,12 @@ CREATE TABLE IF NOT EXISTS agentstate_memory_sources (
 	source VARCHAR(128) NOT NULL,
 	PRIMARY KEY (app_name, user_id, source)
 );
+CREATE TABLE IF NOT EXISTS agentstate_run_leases (
+	app_name VARCHAR(128) NOT NULL,
+	user_id VARCHAR(128) NOT NULL,
+	session_id VARCHAR(128) NOT NULL,
+	holder VARCHAR(128) NOT NULL,
+	until_micros BIGINT NOT NULL,
+	interrupts INTEGER NOT NULL,
+	PRIMARY KEY (app_name, user_id, session_id)
+);

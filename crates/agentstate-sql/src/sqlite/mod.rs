@@ -2,6 +2,7 @@
 //! group-committing writer thread and pooled readers.
 
 mod edit;
+mod lease;
 mod memory;
 mod ops;
 mod schema;
@@ -271,6 +272,7 @@ impl SessionStore for SqliteStore {
             .with_admin(self)
             .with_shared_state(self)
             .with_memory(self)
+            .with_leases(self)
     }
 }
 

@@ -203,6 +203,10 @@ impl<S: SessionStore> SessionStore for EncryptedStore<S> {
         if inner.memory.is_some() {
             capabilities = capabilities.with_memory(self);
         }
+        // A lease holds ids and times only: nothing to seal.
+        if let Some(leases) = inner.leases {
+            capabilities = capabilities.with_leases(leases);
+        }
         capabilities
     }
 }
@@ -359,8 +363,8 @@ mod tests {
         let names = store.capabilities().names();
         assert_eq!(
             names,
-            ["history", "lifecycle", "admin", "shared_state", "memory"],
-            "what the in-memory store has, history, shared state and memory transformed"
+            ["history", "lifecycle", "admin", "shared_state", "memory", "leases"],
+            "what the in-memory store has, history, shared state and memory transformed, leases passed through"
         );
         let error = EncryptedStore::open(CoreOnly, KeyRing::parse(K1).unwrap()).await.unwrap_err().to_string();
         assert!(error.contains("no admin capability"), "{error}");

@@ -23,8 +23,8 @@ use crate::key::SessionKey;
 use crate::session::{Session, SessionAttributes};
 use crate::store::{
     AdminStore, Capabilities, CommitOutcome, EventCommit, EventCopy, EventCursor, EventQuery, HistorySnapshot,
-    HistoryStore, LifecycleStore, ListQuery, LoadedSession, NewSession, SessionRead, SessionStore, StateOwner,
-    UserDataCounts, ValueSwap, apply_changes, merge_scopes, replay,
+    HistoryStore, LifecycleStore, ListQuery, LoadedSession, LocalLeases, NewSession, SessionRead, SessionStore,
+    StateOwner, UserDataCounts, ValueSwap, apply_changes, merge_scopes, replay,
 };
 
 /// Sessions kept in process memory: for development, tests and examples.
@@ -38,6 +38,7 @@ pub struct InMemoryStore {
     apps: RwLock<HashMap<String, AppEntry>>,
     metadata: RwLock<BTreeMap<String, String>>,
     memories: memory::Memories,
+    leases: LocalLeases,
 }
 
 #[derive(Debug, Default)]
@@ -280,6 +281,7 @@ impl SessionStore for InMemoryStore {
             .with_admin(self)
             .with_shared_state(self)
             .with_memory(&self.memories)
+            .with_leases(&self.leases)
     }
 }
 
@@ -356,6 +358,7 @@ impl LifecycleStore for InMemoryStore {
 
     async fn erase_user(&self, app: &str, user: &str) -> Result<UserDataCounts> {
         let removed = self.write().get_mut(app).and_then(|a| a.users.remove(user));
+        self.leases.erase_user(app, user);
         Ok(removed.as_ref().map(counts).unwrap_or_default())
     }
 

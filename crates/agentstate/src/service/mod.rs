@@ -29,8 +29,8 @@ use crate::page;
 use crate::scope::ScopedState;
 use crate::session::Session;
 use crate::store::{
-    Capabilities, CommitOutcome, EventCursor, EventForm, EventQuery, EventSelect, ListCursor, ListQuery, LoadedSession,
-    NewSession, SessionRead, SessionStore, merge_scopes,
+    Capabilities, CommitOutcome, EventCursor, EventForm, EventQuery, EventSelect, LeaseStore, ListCursor, ListQuery,
+    LoadedSession, LocalLeases, NewSession, SessionRead, SessionStore, merge_scopes,
 };
 use crate::time::Timestamp;
 
@@ -64,6 +64,8 @@ struct Inner {
     store: Arc<dyn SessionStore>,
     policies: Policies,
     clock: Arc<dyn Clock>,
+    /// Run leases for a store that keeps none: runs take turns within this process.
+    local_leases: LocalLeases,
 }
 
 impl fmt::Debug for SessionService {
@@ -109,7 +111,14 @@ impl SessionServiceBuilder {
     }
 
     fn build_unchecked(self) -> SessionService {
-        SessionService { inner: Arc::new(Inner { store: self.store, policies: self.policies, clock: self.clock }) }
+        SessionService {
+            inner: Arc::new(Inner {
+                store: self.store,
+                policies: self.policies,
+                clock: self.clock,
+                local_leases: LocalLeases::new(),
+            }),
+        }
     }
 }
 
@@ -147,6 +156,21 @@ impl SessionService {
     /// What the store offers beyond the core.
     pub fn capabilities(&self) -> Capabilities<'_> {
         self.inner.store.capabilities()
+    }
+
+    /// Run leases: the store's, shared by every service over it, or (for a store that keeps
+    /// none, such as the managed service) this service's own, which runs of other processes do
+    /// not see. [`leases_are_shared`](Self::leases_are_shared) tells which.
+    pub fn leases(&self) -> &dyn LeaseStore {
+        match self.inner.store.capabilities().leases {
+            Some(leases) => leases,
+            None => &self.inner.local_leases,
+        }
+    }
+
+    /// Whether [`leases`](Self::leases) are kept in the store.
+    pub fn leases_are_shared(&self) -> bool {
+        self.inner.store.capabilities().leases.is_some()
     }
 
     /// The lifecycle policies.

@@ -12,6 +12,7 @@
 //! | [`RemoteHistory`] | history answered by the store itself | a client of another agentstate server |
 //! | [`SharedStateStore`] | `app:` and `user:` state read without a session | ADK's `get_user_state`, the state routes |
 //! | [`MemoryStore`] | long-term memories with a full-text index | [`crate::memory`], ADK's memory service |
+//! | [`LeaseStore`] | run leases shared by every server over the store | runs of one session taking turns (double texting) |
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -23,6 +24,7 @@ use crate::key::SessionKey;
 use crate::session::Session;
 
 use super::EventCursor;
+use super::lease::LeaseStore;
 use super::memory::MemoryStore;
 
 /// The capabilities a store has: each `None` it lacks. Build it with the `with_…` methods.
@@ -49,6 +51,8 @@ pub struct Capabilities<'a> {
     pub shared_state: Option<&'a dyn SharedStateStore>,
     /// Long-term memories.
     pub memory: Option<&'a dyn MemoryStore>,
+    /// Run leases.
+    pub leases: Option<&'a dyn LeaseStore>,
 }
 
 impl<'a> Capabilities<'a> {
@@ -99,6 +103,13 @@ impl<'a> Capabilities<'a> {
         self
     }
 
+    /// With run leases.
+    #[must_use]
+    pub fn with_leases(mut self, leases: &'a dyn LeaseStore) -> Self {
+        self.leases = Some(leases);
+        self
+    }
+
     /// Whether the service can answer history questions (state at, diffs, rewind, fork) over
     /// this store: it keeps history, or a remote service answers them.
     pub fn answers_history(&self) -> bool {
@@ -106,7 +117,7 @@ impl<'a> Capabilities<'a> {
     }
 
     /// The names of those it has, for logs and docs: `history`, `lifecycle`, `admin`,
-    /// `remote_history`, `shared_state`, `memory`.
+    /// `remote_history`, `shared_state`, `memory`, `leases`.
     pub fn names(&self) -> Vec<&'static str> {
         [
             ("history", self.history.is_some()),
@@ -115,6 +126,7 @@ impl<'a> Capabilities<'a> {
             ("remote_history", self.remote_history.is_some()),
             ("shared_state", self.shared_state.is_some()),
             ("memory", self.memory.is_some()),
+            ("leases", self.leases.is_some()),
         ]
         .into_iter()
         .filter_map(|(name, has)| has.then_some(name))

@@ -15,6 +15,7 @@
 //! new store before calling it done.
 
 pub mod capability;
+pub mod lease;
 pub mod memory;
 mod query;
 pub mod replay;
@@ -31,6 +32,7 @@ pub use capability::{
     AdminStore, Capabilities, ENCRYPTION_METADATA, EventCopy, HistorySnapshot, HistoryStore, LifecycleStore,
     RemoteHistory, SharedStateStore, StateOwner, UserDataCounts, ValueSwap, shared_state_as_stored,
 };
+pub use lease::{LeaseRequest, LeaseState, LeaseStore, LocalLeases};
 pub use memory::{IndexedMemory, MemoryCursor, MemoryList, MemoryPut, MemorySearch, MemoryStore, PutMode};
 pub use query::{EventCursor, EventForm, EventQuery, EventSelect, EventWindow, ListCursor, ListQuery, SessionRead};
 pub use stored::{LoadedSession, StoredEvent};
