@@ -28,7 +28,9 @@ async fn main() -> anyhow::Result<()> {
             println!("{}", agentstate::crypt::KeyRing::generate(&id)?);
             Ok(())
         }
-        Command::State { db, app, user } => cli::sessions::shared_state(&db, &app, user.as_deref()).await,
+        Command::State { db, app, user, set, delete } => {
+            cli::sessions::shared_state(&db, &app, user.as_deref(), set, &delete).await
+        }
         Command::EraseUser { db, app, user, yes } => cli::sessions::erase_user(&db, &app, &user, yes).await,
         Command::Sessions { command } => cli::sessions::run(command).await,
         Command::ImportAdk { db, from, key_prefix, skip_existing } => {

@@ -64,6 +64,9 @@ fn schemas() -> Value {
         "UpdateSessionRequest": {"type": "object", "description": "stateDelta, deleteKeys or both (422 with neither)", "properties": {
             "stateDelta": {"type": ["object", "null"]},
             "deleteKeys": {"type": ["array", "null"], "items": {"type": "string"}, "description": "agentstate extension: keys to delete, any scope"}}},
+        "StateWrite": {"type": "object", "description": "A write of app or user state without a session: stateDelta, deleteKeys or both (422 with neither); keys without their scope prefix (400 with one)", "properties": {
+            "stateDelta": {"type": ["object", "null"], "description": "Keys to set (null values are stored as null)"},
+            "deleteKeys": {"type": ["array", "null"], "items": {"type": "string"}, "description": "Keys to remove"}}},
         "EventPage": {"type": "object", "required": ["events"], "properties": {
             "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
             "nextPageToken": {"type": "string", "description": "Pass as `after` for the next page; absent on the last"}}},

@@ -197,8 +197,10 @@ macro_rules! operations {
                 })
             }
 
-            /// Takes or renews a run lease: the upsert, then who holds it. Asked again when a
-            /// concurrent run's statement deadlocked this one or released the lease in between.
+            /// Takes or renews a run lease, and reads who holds it after: in the same statement
+            /// where the dialect answers rows from an upsert (PostgreSQL), else by `lease_get`.
+            /// Asked again when a concurrent run's statement deadlocked this one or released the
+            /// lease in between.
             pub(crate) async fn acquire_lease(
                 pool: &Pool,
                 request: &agentstate::store::LeaseRequest,
@@ -210,17 +212,20 @@ macro_rules! operations {
                         .bind(&request.holder)
                         .bind(request.until_micros)
                         .bind(request.now_micros)
-                        .execute(pool)
+                        .fetch_optional(pool)
                         .await
                         .map_err(failed);
-                    match taken {
+                    let row = match taken {
                         Err(e) if e.is_retryable() => {
                             last = Some(e);
                             continue;
                         }
-                        other => other?,
+                        Ok(Some(row)) => Some(row),
+                        Ok(None) => {
+                            keyed(sql!("lease_get"), &request.key).fetch_optional(pool).await.map_err(failed)?
+                        }
+                        Err(e) => return Err(e),
                     };
-                    let row = keyed(sql!("lease_get"), &request.key).fetch_optional(pool).await.map_err(failed)?;
                     let found = row
                         .map(|r| {
                             let interrupts: i32 = r.try_get("interrupts")?;
@@ -463,6 +468,13 @@ macro_rules! pool_store {
                 owner: &agentstate::store::StateOwner,
             ) -> agentstate::Result<agentstate::Map<String, agentstate::Value>> {
                 agentstate::store::shared_state_as_stored(self, owner).await
+            }
+
+            async fn update_shared_state(
+                &self,
+                update: &agentstate::store::SharedStateUpdate,
+            ) -> agentstate::Result<()> {
+                ops::update_shared_state(&self.pool, update).await
             }
         }
 

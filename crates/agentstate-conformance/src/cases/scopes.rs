@@ -1,7 +1,7 @@
-use agentstate::{ListSessions, Session};
+use agentstate::{ListSessions, Map, Session};
 use serde_json::{Value, json};
 
-use super::{Svc, create, event, key, reload, state_of};
+use super::{Svc, create, event, key, obj, reload, state_of};
 use crate::unique;
 
 fn scope_rank(k: &str) -> u8 {
@@ -98,4 +98,71 @@ pub(crate) async fn user_and_app_state_are_read_without_a_session(svc: Svc) {
     assert!(svc.user_state(&unique("other"), "ann").await.unwrap().is_empty(), "per app");
     let bad = svc.user_state(&app, "").await.unwrap_err();
     assert_eq!(bad.kind(), agentstate::ErrorKind::InvalidArgument);
+}
+
+/// `user:` and `app:` state written without a session: merged key by key, seen by every session
+/// of the user (or app), a user without sessions included; deletions; refusals write nothing;
+/// concurrent writers of other keys (and appends) lose nothing.
+pub(crate) async fn user_and_app_state_are_written_without_a_session(svc: Svc) {
+    let app = unique("shared");
+    let ann = create(&svc, &app, "ann", "s1", json!({"user:lang": "fr", "app:theme": "dark", "own": 1})).await;
+    create(&svc, &app, "bob", "s1", json!({"user:lang": "en"})).await;
+    let delta = obj(json!({"lang": "de", "plan": {"tier": 2, "big": 9007199254740993_u64}, "none": null}));
+    svc.update_user_state(&app, "ann", delta, &[]).await.unwrap();
+    let expected = json!({"lang": "de", "plan": {"tier": 2, "big": 9007199254740993_u64}, "none": null});
+    assert_eq!(Value::Object(svc.user_state(&app, "ann").await.unwrap()), expected);
+    let seen = reload(&svc, ann.key()).await;
+    assert_eq!(seen.state().get("user:lang"), Some(&json!("de")), "the user's sessions see it");
+    assert_eq!(seen.state().get("user:plan"), Some(&json!({"tier": 2, "big": 9007199254740993_u64})));
+    assert_eq!(seen.state().get("own"), Some(&json!(1)), "session keys untouched");
+    assert_eq!(Value::Object(svc.user_state(&app, "bob").await.unwrap()), json!({"lang": "en"}), "per user");
+
+    svc.update_user_state(&app, "ann", obj(json!({"extra": true})), &["lang".to_owned()]).await.unwrap();
+    let state = svc.user_state(&app, "ann").await.unwrap();
+    assert!(!state.contains_key("lang") && state.get("extra") == Some(&json!(true)), "{state:?}");
+    assert!(!reload(&svc, ann.key()).await.state().contains("user:lang"), "deleted for its sessions");
+
+    // A user with no session yet: their first session starts with it.
+    svc.update_user_state(&app, "carl", obj(json!({"x": 1})), &[]).await.unwrap();
+    let carl = create(&svc, &app, "carl", "s1", json!({})).await;
+    assert_eq!(carl.state().get("user:x"), Some(&json!(1)));
+
+    svc.update_app_state(&app, obj(json!({"theme": "light"})), &[]).await.unwrap();
+    assert_eq!(Value::Object(svc.app_state(&app).await.unwrap()), json!({"theme": "light"}));
+    assert_eq!(reload(&svc, ann.key()).await.state().get("app:theme"), Some(&json!("light")), "every session");
+    svc.update_app_state(&app, Map::new(), &["theme".to_owned()]).await.unwrap();
+    assert!(svc.app_state(&app).await.unwrap().is_empty());
+
+    for (delta, deleted) in [
+        (obj(json!({"user:lang": "xx"})), vec![]),
+        (obj(json!({"temp:x": 1})), vec![]),
+        (obj(json!({"": 1})), vec![]),
+        (obj(json!({"ok": 1})), vec!["app:theme".to_owned()]),
+    ] {
+        let refused = svc.update_user_state(&app, "ann", delta.clone(), &deleted).await.unwrap_err();
+        assert_eq!(refused.kind(), agentstate::ErrorKind::InvalidArgument, "{delta:?} {deleted:?}");
+    }
+    assert!(!svc.user_state(&app, "ann").await.unwrap().contains_key("ok"), "a refusal writes nothing");
+    let refused = svc.update_user_state(&app, "", obj(json!({"a": 1})), &[]).await.unwrap_err();
+    assert_eq!(refused.kind(), agentstate::ErrorKind::InvalidArgument);
+
+    // 16 writers of distinct keys at once, and an append of another: every key kept.
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let (svc, app) = (svc.clone(), app.clone());
+        tasks.push(tokio::spawn(async move {
+            svc.update_user_state(&app, "ann", obj(json!({ format!("k{i}"): i })), &[]).await.unwrap();
+        }));
+    }
+    let mut handle = reload(&svc, ann.key()).await;
+    svc.append_event(&mut handle, event("inv", json!({"user:appended": true}))).await.unwrap();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let state = svc.user_state(&app, "ann").await.unwrap();
+    for i in 0..16 {
+        assert_eq!(state.get(&format!("k{i}")), Some(&json!(i)), "k{i} lost: {state:?}");
+    }
+    assert_eq!(state.get("appended"), Some(&json!(true)));
+    assert_eq!(state.get("extra"), Some(&json!(true)));
 }

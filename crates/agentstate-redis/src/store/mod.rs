@@ -475,4 +475,33 @@ impl agentstate::store::SharedStateStore for RedisStore {
     async fn shared_state(&self, owner: &agentstate::store::StateOwner) -> Result<Map<String, Value>> {
         agentstate::store::shared_state_as_stored(self, owner).await
     }
+
+    /// One `MULTI`: the values set field by field, the deleted fields removed, and the user
+    /// listed among the app's users (the keys share the app's slot); the app is registered first.
+    async fn update_shared_state(&self, update: &agentstate::store::SharedStateUpdate) -> Result<()> {
+        let app = match &update.owner {
+            StateOwner::App(app) | StateOwner::User { app, .. } => app,
+            StateOwner::Session(key) => {
+                let message = format!("{key} is a session; shared state is an app's or a user's");
+                return Err(Error::invalid("owner", message));
+            }
+        };
+        self.register(apps(&self.prefix), app, "write shared state").await?;
+        let hash = self.owner_hash(&update.owner);
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        let set: Vec<(&String, String)> =
+            update.delta.iter().filter(|(k, _)| !update.deleted.contains(k)).map(|(k, v)| (k, v.to_string())).collect();
+        if !set.is_empty() {
+            pipe.cmd("HSET").arg(&hash).arg(set).ignore();
+        }
+        if !update.deleted.is_empty() {
+            pipe.cmd("HDEL").arg(&hash).arg(&update.deleted).ignore();
+        }
+        if let StateOwner::User { app, user } = &update.owner {
+            pipe.cmd("SADD").arg(AppKeys::new(&self.prefix, app).users()).arg(user).ignore();
+        }
+        let done: redis::RedisResult<()> = pipe.query_async(&mut self.connection()).await;
+        done.map_err(|e| backend("write shared state", e))
+    }
 }

@@ -47,7 +47,8 @@ pub(crate) enum Command {
         retention: RetentionArg,
     },
     /// Print an app's `app:` state, or with --user a user's `user:` state, without a session (JSON,
-    /// keys without the prefix).
+    /// keys without the prefix); with --set or --delete, write it first (merged key by key, as an
+    /// append would).
     State {
         #[command(flatten)]
         db: DbArg,
@@ -56,6 +57,13 @@ pub(crate) enum Command {
         /// This user's state instead of the app's.
         #[arg(long)]
         user: Option<String>,
+        /// Set a key (without its prefix) to a JSON value (or, if it is not JSON, that text):
+        /// `--set plan='"pro"'`, `--set visits=3`, `--set lang=fr`. Repeatable.
+        #[arg(long = "set", value_name = "KEY=VALUE", value_parser = key_value)]
+        set: Vec<(String, serde_json::Value)>,
+        /// Remove a key (without its prefix). Repeatable.
+        #[arg(long = "delete", value_name = "KEY")]
+        delete: Vec<String>,
     },
     /// Erase everything of a user in an app (every session, event and user: key; app: state stays).
     /// Without --yes it only counts what it would remove.
@@ -247,6 +255,12 @@ fn app_double_texting(text: &str) -> Result<(String, agentstate_runtime::DoubleT
         text.split_once('=').ok_or_else(|| format!("{text:?}: expected APP=POLICY, e.g. support_bot=reject"))?;
     agentstate::validate_id("app", app).map_err(|e| e.to_string())?;
     Ok((app.to_owned(), policy.parse()?))
+}
+
+fn key_value(text: &str) -> Result<(String, serde_json::Value), String> {
+    let (key, value) = text.split_once('=').ok_or_else(|| format!("{text:?}: expected KEY=VALUE, e.g. visits=3"))?;
+    let value = serde_json::from_str(value).unwrap_or_else(|_| serde_json::Value::String(value.to_owned()));
+    Ok((key.to_owned(), value))
 }
 
 /// The order of `sessions list`.

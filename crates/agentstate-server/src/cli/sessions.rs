@@ -104,8 +104,21 @@ pub(crate) async fn rekey(db: &DbArg) -> anyhow::Result<()> {
 }
 
 /// `agentstate state APP [--user USER]`.
-pub(crate) async fn shared_state(db: &DbArg, app: &str, user: Option<&str>) -> anyhow::Result<()> {
+pub(crate) async fn shared_state(
+    db: &DbArg,
+    app: &str,
+    user: Option<&str>,
+    set: Vec<(String, agentstate::Value)>,
+    delete: &[String],
+) -> anyhow::Result<()> {
     let service = open(db).await?.0.service();
+    if !set.is_empty() || !delete.is_empty() {
+        let delta: agentstate::Map<String, agentstate::Value> = set.into_iter().collect();
+        match user {
+            Some(user) => service.update_user_state(app, user, delta, delete).await?,
+            None => service.update_app_state(app, delta, delete).await?,
+        }
+    }
     let state = match user {
         Some(user) => service.user_state(app, user).await?,
         None => service.app_state(app).await?,

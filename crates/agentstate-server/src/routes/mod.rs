@@ -86,6 +86,18 @@ routes! {
         "agentstate extension: the app's `app:` state without a session (keys without the prefix)", None,
         [200 "The app's state ({} when none)" "State", 400 "Invalid id" "Error",
          501 "The backend cannot read state without a session" "Error"];
+    patch "/apps/{app_name}/users/{user_id}/state" => shared::update_user_state, PathAppUser,
+        "agentstate extension: write the user's `user:` state without a session (`stateDelta`, `deleteKeys`; keys without the prefix), merged key by key",
+        Some("StateWrite"),
+        [200 "The user's state after the write" "State", 400 "Invalid id, or a key with a scope prefix" "Error",
+         413 "Over a size limit" "Error", 422 "stateDelta and deleteKeys both missing" "Error",
+         501 "The backend cannot write state without a session" "Error"];
+    patch "/apps/{app_name}/state" => shared::update_app_state, PathApp,
+        "agentstate extension: write the app's `app:` state without a session (`stateDelta`, `deleteKeys`; keys without the prefix), merged key by key",
+        Some("StateWrite"),
+        [200 "The app's state after the write" "State", 400 "Invalid id, or a key with a scope prefix" "Error",
+         413 "Over a size limit" "Error", 422 "stateDelta and deleteKeys both missing" "Error",
+         501 "The backend cannot write state without a session" "Error"];
     get "/apps/{app_name}/users/{user_id}/sessions/{session_id}" => sessions::get, PathAppUser,
         "Get a session with its events (agentstate extension: `numRecentEvents`, `afterTimestamp` select them)", None,
         [200 "The session" "Session", 400 "Bad window" "Error", 404 "No such session" "Error"];

@@ -342,17 +342,10 @@ pub(crate) async fn delete(
     Ok(Json(Value::Null))
 }
 
-/// `PATCH /apps/{app}/users/{user}/sessions/{id}` with `{"stateDelta": {…}, "deleteKeys": […]}`:
-/// appends a user event carrying the delta and the deletions (agentstate's extension; either may
-/// be absent, not both) and returns the session (with this request's `temp:` keys, as the
-/// reference does). The change is a blind per-key write, so if another writer appended
-/// meanwhile the session is reloaded and the append retried: no update is lost.
-pub(crate) async fn patch(
-    State(state): State<AppState>,
-    Path((app, user, id)): Path<(String, String, String)>,
-    Body(bytes): Body,
-) -> Reply {
-    let input = body(&bytes)?.unwrap_or(Value::Null);
+/// The body of a state change: `{"stateDelta": {…}, "deleteKeys": […]}` (snake_case too), one of
+/// them at least (422 with neither, as the reference's PATCH).
+pub(crate) fn state_patch(bytes: &Bytes) -> Result<(Map<String, Value>, Vec<String>), ApiError> {
+    let input = body(bytes)?.unwrap_or(Value::Null);
     let delta = match input.get("stateDelta").or_else(|| input.get("state_delta")) {
         Some(Value::Object(delta)) => Some(delta.clone()),
         None | Some(Value::Null) => None,
@@ -374,7 +367,20 @@ pub(crate) async fn patch(
     if delta.is_none() && deleted.is_none() {
         return Err(ApiError::missing("stateDelta", &input));
     }
-    let (delta, deleted) = (delta.unwrap_or_default(), deleted.unwrap_or_default());
+    Ok((delta.unwrap_or_default(), deleted.unwrap_or_default()))
+}
+
+/// `PATCH /apps/{app}/users/{user}/sessions/{id}` with `{"stateDelta": {…}, "deleteKeys": […]}`:
+/// appends a user event carrying the delta and the deletions (agentstate's extension; either may
+/// be absent, not both) and returns the session (with this request's `temp:` keys, as the
+/// reference does). The change is a blind per-key write, so if another writer appended
+/// meanwhile the session is reloaded and the append retried: no update is lost.
+pub(crate) async fn patch(
+    State(state): State<AppState>,
+    Path((app, user, id)): Path<(String, String, String)>,
+    Body(bytes): Body,
+) -> Reply {
+    let (delta, deleted) = state_patch(&bytes)?;
     let mut event = Event::new(format!("p-{}", uuid::Uuid::new_v4())).author("user");
     event.actions.state_delta = delta;
     for key in &deleted {

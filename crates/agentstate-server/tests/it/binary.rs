@@ -293,6 +293,15 @@ fn sessions_list_orders_pages_and_counts_and_state_prints() {
     assert_eq!(state(&["--user", "u"]), serde_json::json!({"seen": true}));
     assert_eq!(state(&[]), serde_json::json!({"theme": "dark"}));
     assert_eq!(state(&["--user", "nobody"]), serde_json::json!({}));
+    let written = state(&["--user", "u", "--set", "visits=3", "--set", "plan=pro", "--delete", "seen"]);
+    assert_eq!(written, serde_json::json!({"visits": 3, "plan": "pro"}), "written, then printed");
+    assert_eq!(
+        state(&["--set", "motd={\"text\": \"hi\"}"]),
+        serde_json::json!({"theme": "dark", "motd": {"text": "hi"}})
+    );
+    let bad = Command::new(BIN).args(["state", "--db", &db, "app", "--set", "user:x=1"]).output().unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("scope prefix"), "{}", String::from_utf8_lossy(&bad.stderr));
     let bad = Command::new(BIN).args(["sessions", "list", "--db", &db, "app", "--order", "sideways"]).output().unwrap();
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("asc"), "names the choices");

@@ -187,10 +187,10 @@ async fn openapi_describes_exactly_the_routes_that_answer() {
             );
         }
     }
-    // 61 routes (16 of the managed-service surface, 4 of history, 2 of shared state, 7 of memory, 1 admin, 15 of the
+    // 63 routes (16 of the managed-service surface, 4 of history, 4 of shared state, 7 of memory, 1 admin, 15 of the
     // inspector);
     // /list-apps, /run and /run_sse come with the `agents` feature.
-    let expected = if cfg!(feature = "agents") { 61 } else { 58 };
+    let expected = if cfg!(feature = "agents") { 63 } else { 60 };
     assert_eq!(operations, expected, "every route is documented");
     assert_eq!(operations, agentstate_server::OPERATIONS.len());
     assert!(spec["components"]["schemas"]["Session"]["required"].as_array().unwrap().len() >= 6);
@@ -329,4 +329,53 @@ async fn shared_state_is_read_without_a_session_with_the_tokens_it_needs() {
     assert_eq!(send(Method::GET, "/apps/myapp/state", "one-user-token-01234", "").await.0, StatusCode::FORBIDDEN);
     let shared = send(Method::GET, "/apps/myapp/state", "whole-app-token-0123", "").await;
     assert_eq!(shared, (StatusCode::OK, json!({"theme": "dark"})));
+}
+
+/// A user's and an app's state written without a session: the same tokens as reading them; the
+/// body of a session PATCH; keys without their prefix; refusals write nothing.
+#[tokio::test]
+async fn shared_state_is_written_without_a_session_with_the_tokens_it_needs() {
+    let r = app_and_user_tokens();
+    let send = |method: Method, path: &'static str, token: &'static str, body: &'static str| {
+        let r = r.clone();
+        async move {
+            let request = Request::builder()
+                .method(method)
+                .uri(path)
+                .header("authorization", format!("Bearer {token}"))
+                .header("content-type", "application/json");
+            let response = r.oneshot(request.body(Body::from(body)).unwrap()).await.unwrap();
+            let status = response.status();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            (status, serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null))
+        }
+    };
+    const USER: &str = "/apps/myapp/users/u1/state";
+    let written = send(Method::PATCH, USER, "one-user-token-01234", r#"{"stateDelta": {"lang": "de", "n": 1}}"#).await;
+    assert_eq!(written, (StatusCode::OK, json!({"lang": "de", "n": 1})));
+    let deleted = send(Method::PATCH, USER, "one-user-token-01234", r#"{"deleteKeys": ["n"]}"#).await;
+    assert_eq!(deleted, (StatusCode::OK, json!({"lang": "de"})));
+    let other =
+        send(Method::PATCH, "/apps/myapp/users/u2/state", "one-user-token-01234", r#"{"stateDelta": {"a": 1}}"#);
+    assert_eq!(other.await.0, StatusCode::FORBIDDEN);
+    let prefixed = send(Method::PATCH, USER, "one-user-token-01234", r#"{"stateDelta": {"user:lang": "xx"}}"#).await;
+    assert_eq!(prefixed.0, StatusCode::BAD_REQUEST, "{:?}", prefixed.1);
+    assert!(prefixed.1.to_string().contains("without their scope prefix"), "{:?}", prefixed.1);
+    assert_eq!(send(Method::PATCH, USER, "one-user-token-01234", "{}").await.0, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(send(Method::PATCH, USER, "one-user-token-01234", "{nope").await.0, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(send(Method::GET, USER, "one-user-token-01234", "").await.1, json!({"lang": "de"}), "nothing written");
+    // The user's first session starts with it.
+    let create = r#"{"sessionId": "s"}"#;
+    let session = send(Method::POST, "/apps/myapp/users/u1/sessions", "one-user-token-01234", create).await;
+    assert_eq!(session.1["state"]["user:lang"], json!("de"));
+
+    const APP: &str = "/apps/myapp/state";
+    let body = r#"{"stateDelta": {"theme": "light"}}"#;
+    assert_eq!(send(Method::PATCH, APP, "one-user-token-01234", body).await.0, StatusCode::FORBIDDEN);
+    assert_eq!(
+        send(Method::PATCH, APP, "whole-app-token-0123", body).await,
+        (StatusCode::OK, json!({"theme": "light"}))
+    );
+    let session = send(Method::GET, "/apps/myapp/users/u1/sessions/s", "one-user-token-01234", "").await;
+    assert_eq!(session.1["state"]["app:theme"], json!("light"));
 }

@@ -416,4 +416,9 @@ impl agentstate::store::SharedStateStore for SqliteStore {
     async fn shared_state(&self, owner: &agentstate::store::StateOwner) -> Result<Map<String, Value>> {
         agentstate::store::shared_state_as_stored(self, owner).await
     }
+
+    async fn update_shared_state(&self, update: &agentstate::store::SharedStateUpdate) -> Result<()> {
+        let update = update.clone();
+        self.writer.write(move |conn| ops::update_shared(conn, &update)).await
+    }
 }

@@ -20,7 +20,7 @@ use crate::session::Session;
 use crate::store::{
     Capabilities, CommitOutcome, ENCRYPTION_METADATA, EventCommit, EventCopy, EventCursor, EventForm, EventQuery,
     EventSelect, HistorySnapshot, HistoryStore, ListQuery, LoadedSession, NewSession, SessionRead, SessionStore,
-    SharedStateStore, StateOwner,
+    SharedStateStore, SharedStateUpdate, StateOwner,
 };
 use serde_json::{Map, Value};
 
@@ -225,6 +225,15 @@ impl<S: SessionStore> SharedStateStore for EncryptedStore<S> {
             .into_iter()
             .map(|(k, sealed)| Ok((k.clone(), keys.open_owner_value(owner, &k, sealed)?)))
             .collect()
+    }
+
+    async fn update_shared_state(&self, update: &SharedStateUpdate) -> Result<()> {
+        let Some(shared) = self.inner.capabilities().shared_state else {
+            return Err(Error::Unsupported { operation: "write shared state", capability: "shared_state" });
+        };
+        let keys = self.keys();
+        let delta = update.delta.iter().map(|(k, v)| (k.clone(), keys.seal_owner_value(&update.owner, k, v))).collect();
+        shared.update_shared_state(&SharedStateUpdate { delta, ..update.clone() }).await
     }
 }
 

@@ -438,4 +438,22 @@ impl crate::store::SharedStateStore for InMemoryStore {
     async fn shared_state(&self, owner: &StateOwner) -> Result<Map<String, Value>> {
         crate::store::shared_state_as_stored(self, owner).await
     }
+
+    async fn update_shared_state(&self, update: &crate::store::SharedStateUpdate) -> Result<()> {
+        let mut apps = self.write();
+        let state = match &update.owner {
+            StateOwner::App(app) => &mut apps.entry(app.clone()).or_default().state,
+            StateOwner::User { app, user } => {
+                &mut apps.entry(app.clone()).or_default().users.entry(user.clone()).or_default().state
+            }
+            StateOwner::Session(key) => {
+                return Err(Error::invalid(
+                    "owner",
+                    format!("{key} is a session; shared state is an app's or a user's"),
+                ));
+            }
+        };
+        apply_changes(state, &update.delta, &update.deleted);
+        Ok(())
+    }
 }

@@ -10,7 +10,7 @@
 //! | [`LifecycleStore`] | the expiry sweep, moving expiry, erasure and its counts | expiry, `erase-user` |
 //! | [`AdminStore`] | apps and users, stored values, the store's metadata | listings, re-encryption, encryption's key check |
 //! | [`RemoteHistory`] | history answered by the store itself | a client of another agentstate server |
-//! | [`SharedStateStore`] | `app:` and `user:` state read without a session | ADK's `get_user_state`, the state routes |
+//! | [`SharedStateStore`] | `app:` and `user:` state read and written without a session | ADK's `get_user_state`, the state routes |
 //! | [`MemoryStore`] | long-term memories with a full-text index | [`crate::memory`], ADK's memory service |
 //! | [`LeaseStore`] | run leases shared by every server over the store | runs of one session taking turns (double texting) |
 
@@ -305,13 +305,33 @@ pub trait AdminStore: Send + Sync {
     async fn set_metadata(&self, name: &str, value: &str) -> Result<()>;
 }
 
-/// `app:` and `user:` state read without a session: what every session of the app, or of the
-/// user, sees under those prefixes.
+/// `app:` and `user:` state read and written without a session: what every session of the app,
+/// or of the user, sees under those prefixes.
 #[async_trait]
 pub trait SharedStateStore: Send + Sync {
     /// The state of `owner` ([`StateOwner::App`] or [`StateOwner::User`]), keys without their
     /// prefix, values as the sessions see them; empty if it has none.
     async fn shared_state(&self, owner: &StateOwner) -> Result<Map<String, Value>>;
+
+    /// Merges `update.delta` into the owner's state key by key, then removes `update.deleted`,
+    /// atomically per key as an append's `app:`/`user:` changes are (a concurrent append or
+    /// write of other keys loses nothing). The owner's row is created if it has none.
+    async fn update_shared_state(&self, update: &SharedStateUpdate) -> Result<()>;
+}
+
+/// A write of `app:` or `user:` state without a session (see
+/// [`SharedStateStore::update_shared_state`]), validated by the service.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SharedStateUpdate {
+    /// [`StateOwner::App`] or [`StateOwner::User`].
+    pub owner: StateOwner,
+    /// Keys without their prefix and their new values; each key of `deleted` is here too, as
+    /// `null` (as in an [`EventCommit`](super::EventCommit)'s delta).
+    pub delta: Map<String, Value>,
+    /// Keys to remove (without their prefix).
+    pub deleted: Vec<String>,
+    /// The time of the write (epoch µs): the row's update time.
+    pub now_micros: i64,
 }
 
 /// [`SharedStateStore::shared_state`] for a store whose stored values are what its sessions see

@@ -58,7 +58,7 @@ pub(in crate::mysql) async fn create_in(conn: &mut MySqlConnection, new: &NewSes
         put_snapshot(conn, key, &HistorySnapshot { at: EventCursor::CREATION, state: start.clone() }).await?;
     }
     // Locks in the commit's order: session, then user, then app.
-    let user = Shared::User(key).merge(conn, &state.user, &[], now).await?;
+    let user = Shared::User(key.app_name(), key.user_id()).merge(conn, &state.user, &[], now).await?;
     let app = Shared::App(key.app_name()).merge(conn, &state.app, &[], now).await?;
     let merged = merge_scopes(&state.session, &app, &user);
     Ok(agentstate::Session::from_storage(key.clone(), merged, Vec::<Event>::new(), *create_time_micros)
@@ -101,7 +101,7 @@ pub(in crate::mysql) async fn commit_in(conn: &mut MySqlConnection, commit: &Eve
         .await
         .map_err(sql_step("update session"))?;
     if !delta.user.is_empty() {
-        Shared::User(key).merge(conn, &delta.user, &deleted.user, now).await?;
+        Shared::User(key.app_name(), key.user_id()).merge(conn, &delta.user, &deleted.user, now).await?;
     }
     if !delta.app.is_empty() {
         Shared::App(key.app_name()).merge(conn, &delta.app, &deleted.app, now).await?;

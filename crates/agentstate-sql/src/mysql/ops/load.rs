@@ -55,7 +55,7 @@ async fn load<E>(
     let (state, _) = session_of(&row)?;
     let events = window(&mut tx, key, read.window, event).await?;
     let app = Shared::App(key.app_name()).read(&mut tx, false).await?.unwrap_or_default();
-    let user = Shared::User(key).read(&mut tx, false).await?.unwrap_or_default();
+    let user = Shared::User(key.app_name(), key.user_id()).read(&mut tx, false).await?.unwrap_or_default();
     tx.commit().await.map_err(sql_step("end read"))?;
     Ok(Some((row, merge_scopes(&parse_state(&state)?, &app, &user), events)))
 }

@@ -101,7 +101,7 @@ async fn read_state<'q>(
 #[derive(Clone, Copy)]
 enum Shared<'a> {
     App(&'a str),
-    User(&'a SessionKey),
+    User(&'a str, &'a str),
 }
 
 impl Shared<'_> {
@@ -110,8 +110,8 @@ impl Shared<'_> {
         let query = match (self, lock) {
             (Self::App(app), false) => sqlx::query(sql!("app_state_get")).bind(app),
             (Self::App(app), true) => sqlx::query(sql!("app_state_lock")).bind(app),
-            (Self::User(key), false) => sqlx::query(sql!("user_state_get")).bind(key.app_name()).bind(key.user_id()),
-            (Self::User(key), true) => sqlx::query(sql!("user_state_lock")).bind(key.app_name()).bind(key.user_id()),
+            (Self::User(app, user), false) => sqlx::query(sql!("user_state_get")).bind(app).bind(user),
+            (Self::User(app, user), true) => sqlx::query(sql!("user_state_lock")).bind(app).bind(user),
         };
         read_state(conn, query).await
     }
@@ -130,14 +130,26 @@ impl Shared<'_> {
             let text = state_text(&state);
             let put = match self {
                 Self::App(app) => sqlx::query(sql!("app_state_put")).bind(app).bind(text).bind(now),
-                Self::User(key) => {
-                    sqlx::query(sql!("user_state_put")).bind(key.app_name()).bind(key.user_id()).bind(text).bind(now)
-                }
+                Self::User(app, user) => sqlx::query(sql!("user_state_put")).bind(app).bind(user).bind(text).bind(now),
             };
             put.execute(&mut *conn).await.map_err(sql_step("write shared state"))?;
         }
         Ok(state)
     }
+}
+
+/// A write of app or user state without a session, in the caller's transaction.
+async fn update_shared_in(conn: &mut MySqlConnection, update: &agentstate::store::SharedStateUpdate) -> Step<()> {
+    let shared = match &update.owner {
+        StateOwner::App(app) => Shared::App(app),
+        StateOwner::User { app, user } => Shared::User(app, user),
+        StateOwner::Session(key) => {
+            let message = format!("{key} is a session; shared state is an app's or a user's");
+            return Err(Error::invalid("owner", message).into());
+        }
+    };
+    let now = codec::naive(update.now_micros)?;
+    shared.merge(conn, &update.delta, &update.deleted, now).await.map(drop)
 }
 
 /// An event row's columns: `id`, `invocation_id`, its time (epoch µs) and `event_data`.

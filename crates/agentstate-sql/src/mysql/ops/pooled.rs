@@ -47,6 +47,17 @@ where
     }
 }
 
+pub(in crate::mysql) async fn update_shared_state(
+    pool: &Pool,
+    update: &agentstate::store::SharedStateUpdate,
+) -> Result<()> {
+    transaction(pool, "writing shared state", |conn| {
+        let update = update.clone();
+        Box::pin(async move { super::update_shared_in(conn, &update).await })
+    })
+    .await
+}
+
 /// A connection for a read of its own.
 async fn connection(pool: &Pool, what: &str) -> Result<sqlx::pool::PoolConnection<sqlx::MySql>> {
     pool.acquire().await.map_err(|e| sqlx_error(what, e))

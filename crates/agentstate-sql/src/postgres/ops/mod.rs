@@ -263,6 +263,27 @@ pub(super) async fn stored_state(pool: &Pool, owner: &StateOwner) -> Result<Map<
     }
 }
 
+/// A write of app or user state without a session: one statement.
+pub(super) async fn update_shared_state(pool: &Pool, update: &agentstate::store::SharedStateUpdate) -> Result<()> {
+    let now = naive(update.now_micros)?;
+    let query = match &update.owner {
+        StateOwner::App(app) => sqlx::query(sql!("app_state_merge")).bind(app),
+        StateOwner::User { app, user } => sqlx::query(sql!("user_state_merge")).bind(app).bind(user),
+        StateOwner::Session(key) => {
+            let message = format!("{key} is a session; shared state is an app's or a user's");
+            return Err(agentstate::Error::invalid("owner", message));
+        }
+    };
+    query
+        .bind(Json(&update.delta))
+        .bind(&update.deleted)
+        .bind(now)
+        .execute(pool)
+        .await
+        .map(drop)
+        .map_err(|e| sqlx_error("writing shared state", e))
+}
+
 pub(super) async fn swap_values(pool: &Pool, owner: &StateOwner, swaps: &[ValueSwap]) -> Result<usize> {
     let (app, user, session) = owner_parts(owner);
     let mut swapped = 0;

@@ -2,7 +2,7 @@
 
 use std::sync::LazyLock;
 
-use agentstate::store::{CommitOutcome, EventCommit};
+use agentstate::store::{CommitOutcome, EventCommit, SharedStateUpdate, StateOwner};
 use agentstate::{Error, Map, Result, SessionKey, Value};
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
@@ -30,7 +30,7 @@ impl Shared<'_> {
         let edit = StateEdit::new(delta, deleted);
         let fixed: Vec<&str> = match self {
             Self::App(app) => vec![app, now],
-            Self::User(key) => vec![key.app_name(), key.user_id(), now],
+            Self::User(app, user) => vec![app, user, now],
         };
         let run = |sql: &str, extra: &[&str]| -> Result<bool> {
             Ok(execute(conn, "write shared state", sql, params_from_iter(fixed.iter().chain(extra)))? > 0)
@@ -40,13 +40,13 @@ impl Shared<'_> {
             (StateEdit::Patch(patch), Self::App(_)) => {
                 run(edited_sql!("app_state_edit", "json_patch(state, ?3)"), &[patch])?
             }
-            (StateEdit::Patch(patch), Self::User(_)) => {
+            (StateEdit::Patch(patch), Self::User(..)) => {
                 run(edited_sql!("user_state_edit", "json_patch(state, ?4)"), &[patch])?
             }
             (StateEdit::Paths { .. }, _) => {
                 let template = match self {
                     Self::App(_) => sql!("app_state_edit"),
-                    Self::User(_) => sql!("user_state_edit"),
+                    Self::User(..) => sql!("user_state_edit"),
                 };
                 let mut found = true;
                 for chunk in edit.chunks(fixed.len() + 1) {
@@ -63,6 +63,19 @@ impl Shared<'_> {
         }
         Ok(())
     }
+}
+
+/// A write of app or user state without a session, in the writer's transaction.
+pub(in crate::sqlite) fn update_shared(conn: &Connection, update: &SharedStateUpdate) -> Result<()> {
+    let now = sqlite_text(update.now_micros)?;
+    let shared = match &update.owner {
+        StateOwner::App(app) => Shared::App(app),
+        StateOwner::User { app, user } => Shared::User(app, user),
+        StateOwner::Session(key) => {
+            return Err(Error::invalid("owner", format!("{key} is a session; shared state is an app's or a user's")));
+        }
+    };
+    shared.edit(conn, &update.delta, &update.deleted, &now)
 }
 
 pub(in crate::sqlite) fn commit(conn: &Connection, commit: &EventCommit) -> Result<CommitOutcome> {
@@ -108,7 +121,7 @@ pub(in crate::sqlite) fn commit(conn: &Connection, commit: &EventCommit) -> Resu
         Shared::App(key.app_name()).edit(conn, &delta.app, &deleted.app, &now)?;
     }
     if !delta.user.is_empty() {
-        Shared::User(key).edit(conn, &delta.user, &deleted.user, &now)?;
+        Shared::User(key.app_name(), key.user_id()).edit(conn, &delta.user, &deleted.user, &now)?;
     }
     Ok(CommitOutcome::Committed)
 }

@@ -73,7 +73,7 @@ fn load<E>(
             events.reverse();
         }
         let app = Shared::App(key.app_name()).read(conn)?.unwrap_or_default();
-        let user = Shared::User(key).read(conn)?.unwrap_or_default();
+        let user = Shared::User(key.app_name(), key.user_id()).read(conn)?.unwrap_or_default();
         let merged = merge_scopes(&parse_state(&row.state)?, &app, &user);
         Ok(Some((row, merged, events)))
     })

@@ -23,7 +23,7 @@ macro_rules! sql {
 mod commit;
 mod load;
 
-pub(in crate::sqlite) use commit::commit;
+pub(in crate::sqlite) use commit::{commit, update_shared};
 pub(in crate::sqlite) use load::get;
 use load::query_events;
 
@@ -50,14 +50,14 @@ fn read_state(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Re
 #[derive(Clone, Copy)]
 enum Shared<'a> {
     App(&'a str),
-    User(&'a SessionKey),
+    User(&'a str, &'a str),
 }
 
 impl Shared<'_> {
     fn read(self, conn: &Connection) -> Result<Option<Map<String, Value>>> {
         match self {
             Self::App(app) => read_state(conn, sql!("app_state_get"), params![app]),
-            Self::User(key) => read_state(conn, sql!("user_state_get"), params![key.app_name(), key.user_id()]),
+            Self::User(app, user) => read_state(conn, sql!("user_state_get"), params![app, user]),
         }
     }
 
@@ -75,12 +75,9 @@ impl Shared<'_> {
             let text = state_text(&state);
             match self {
                 Self::App(app) => execute(conn, "write app state", sql!("app_state_put"), params![app, text, now]),
-                Self::User(key) => execute(
-                    conn,
-                    "write user state",
-                    sql!("user_state_put"),
-                    params![key.app_name(), key.user_id(), text, now],
-                ),
+                Self::User(app, user) => {
+                    execute(conn, "write user state", sql!("user_state_put"), params![app, user, text, now])
+                }
             }?;
         }
         Ok(state)
@@ -166,7 +163,7 @@ pub(super) fn create(conn: &Connection, new: NewSession) -> Result<Session> {
     }
     let now = sqlite_text(create_time_micros)?;
     let app = Shared::App(key.app_name()).merge(conn, &state.app, &[], &now)?;
-    let user = Shared::User(&key).merge(conn, &state.user, &[], &now)?;
+    let user = Shared::User(key.app_name(), key.user_id()).merge(conn, &state.user, &[], &now)?;
     let params = params![key.app_name(), key.user_id(), key.session_id(), state_text(&state.session), now];
     execute(conn, "insert session", sql!("session_insert"), params)?;
     if !attributes.is_empty() {
@@ -507,7 +504,7 @@ pub(super) fn list(conn: &Connection, query: &ListQuery) -> Result<Vec<Session>>
         for (user_id, id, row) in rows {
             let key = SessionKey::from_storage(query.app_name.as_str(), user_id, id);
             if !users.contains_key(key.user_id()) {
-                let state = Shared::User(&key).read(conn)?.unwrap_or_default();
+                let state = Shared::User(key.app_name(), key.user_id()).read(conn)?.unwrap_or_default();
                 users.insert(key.user_id().to_owned(), state);
             }
             let row = SessionRow::decode(row)?;
