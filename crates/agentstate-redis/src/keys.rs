@@ -18,6 +18,8 @@
 //! {prefix}{app}:expiring            zset   "{user}\0{session}" of expiring sessions by expire time
 //! {prefix}{app}:users               set    the app's users
 //! {prefix}{app}:l:{user}            hash   run leases: session id → "{until µs} {interruptions} {holder}"
+//! {prefix}{app}:w:{user}            zset   the user's state writes without a session, by time (µs)
+//! {prefix}{app}:w                   zset   the app's state writes without a session, by time (µs)
 //! {prefix}apps                      set    the apps
 //! {prefix}expiring-apps             set    the apps that have had expiring sessions (for the sweep)
 //! {prefix}meta:{name}               string the store's metadata (encryption at rest's key checks)
@@ -96,6 +98,14 @@ impl AppKeys {
     /// The app's sessions that expire, by expire time (µs), for the sweep.
     pub(crate) fn expiring(&self) -> String {
         self.key("expiring", &[])
+    }
+
+    /// The log of an owner's state writes without a session: the app's (`None`) or a user's.
+    pub(crate) fn state_writes(&self, user: Option<&str>) -> String {
+        match user {
+            Some(user) => self.key("w", &[user]),
+            None => self.key("w", &[]),
+        }
     }
 
     /// A user's run leases.

@@ -67,6 +67,14 @@ fn schemas() -> Value {
         "StateWrite": {"type": "object", "description": "A write of app or user state without a session: stateDelta, deleteKeys or both (422 with neither); keys without their scope prefix (400 with one)", "properties": {
             "stateDelta": {"type": ["object", "null"], "description": "Keys to set (null values are stored as null)"},
             "deleteKeys": {"type": ["array", "null"], "items": {"type": "string"}, "description": "Keys to remove"}}},
+        "StateWritePage": {"type": "object", "required": ["writes"], "properties": {
+            "writes": {"type": "array", "items": {"type": "object", "required": ["id", "time", "origin", "setKeys", "deleteKeys"], "properties": {
+                "id": {"type": "string"},
+                "time": {"type": "number", "description": "Epoch seconds"},
+                "origin": {"type": "string", "description": "What wrote it: a route, the command line, a caller's name"},
+                "setKeys": {"type": "array", "items": {"type": "string"}},
+                "deleteKeys": {"type": "array", "items": {"type": "string"}}}}},
+            "nextPageToken": {"type": "string", "description": "Pass as pageToken for the next page; absent on the last"}}},
         "EventPage": {"type": "object", "required": ["events"], "properties": {
             "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
             "nextPageToken": {"type": "string", "description": "Pass as `after` for the next page; absent on the last"}}},

@@ -65,7 +65,7 @@ impl From<SchemaError> for Error {
 }
 
 /// The tables and indexes a database needs, the reference's and agentstate's own.
-const TABLES: [&str; 11] = [
+const TABLES: [&str; 12] = [
     "adk_internal_metadata",
     "sessions",
     "app_states",
@@ -77,6 +77,7 @@ const TABLES: [&str; 11] = [
     "agentstate_memory_deletions",
     "agentstate_memory_sources",
     "agentstate_run_leases",
+    "agentstate_state_writes",
 ];
 const INDEXES: [&str; 3] =
     ["idx_events_app_user_session_ts_id", "idx_sessions_app_id", "idx_agentstate_attributes_expire"];

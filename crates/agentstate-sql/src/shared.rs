@@ -7,7 +7,7 @@
 //! Times the statements compare expire times with are `Option<NaiveDateTime>`: `None` (expiry not
 //! judged) for `i64::MIN`, see [`expiry_time`].
 
-use agentstate::store::LeaseState;
+use agentstate::store::{LeaseState, SharedStateWrite, SharedStateWrites, StateOwner};
 use chrono::NaiveDateTime;
 
 use crate::codec::naive;
@@ -28,6 +28,47 @@ pub(crate) fn lease_state(holder: &str, found: Option<(String, i64, i64)>) -> Op
     } else {
         LeaseState::Busy { holder: current, until_micros }
     })
+}
+
+/// The `(app_name, user_id)` columns of an owner's log of state writes: `''` as the app's user.
+pub(crate) fn log_owner(owner: &StateOwner) -> agentstate::Result<(&str, &str)> {
+    match owner {
+        StateOwner::App(app) => Ok((app, "")),
+        StateOwner::User { app, user } => Ok((app, user)),
+        StateOwner::Session(key) => Err(agentstate::Error::invalid(
+            "owner",
+            format!("{key} is a session; shared state is an app's or a user's"),
+        )),
+    }
+}
+
+/// The keys of a logged write, as its row keeps them (a JSON array).
+pub(crate) fn keys_text(keys: &[String]) -> String {
+    serde_json::Value::from(keys.to_vec()).to_string()
+}
+
+/// A logged write from its row's columns.
+pub(crate) fn state_write(
+    at_micros: i64,
+    id: String,
+    origin: String,
+    set: &str,
+    deleted: &str,
+) -> agentstate::Result<SharedStateWrite> {
+    let keys = |text: &str| {
+        serde_json::from_str::<Vec<String>>(text).map_err(|e| agentstate::Error::Backend {
+            message: format!("a logged state write {id} has unreadable keys: {e}"),
+            retryable: false,
+            source: None,
+        })
+    };
+    let (set, deleted) = (keys(set)?, keys(deleted)?);
+    Ok(SharedStateWrite { set, deleted, id, at_micros, origin })
+}
+
+/// The position a page of logged writes starts before: the end of the log without one.
+pub(crate) fn writes_before(query: &SharedStateWrites) -> (i64, &str) {
+    query.before.as_ref().map_or((i64::MAX, ""), |(at, id)| (*at, id.as_str()))
 }
 
 /// Expands to a module `common` with the shared operations, as functions of a `Pool` of `$db`.
@@ -246,6 +287,38 @@ macro_rules! operations {
                     retryable: true,
                     source: None,
                 }))
+            }
+
+            /// A page of an owner's log of state writes without a session, newest first.
+            pub(crate) async fn shared_state_writes(
+                pool: &Pool,
+                query: &agentstate::store::SharedStateWrites,
+            ) -> Result<Vec<agentstate::store::SharedStateWrite>> {
+                let read = |e| sqlx_error("reading logged state writes", e);
+                let (app, user) = $crate::shared::log_owner(&query.owner)?;
+                let (at, id) = $crate::shared::writes_before(query);
+                let rows = sqlx::query(sql!("state_writes"))
+                    .bind(app)
+                    .bind(user)
+                    .bind(at)
+                    .bind(id)
+                    .bind(i64::try_from(query.limit).unwrap_or(i64::MAX))
+                    .fetch_all(pool)
+                    .await
+                    .map_err(read)?;
+                rows.iter()
+                    .map(|row| {
+                        let set: String = row.try_get("set_keys").map_err(read)?;
+                        let deleted: String = row.try_get("deleted_keys").map_err(read)?;
+                        $crate::shared::state_write(
+                            row.try_get("at_micros").map_err(read)?,
+                            row.try_get("write_id").map_err(read)?,
+                            row.try_get("origin").map_err(read)?,
+                            &set,
+                            &deleted,
+                        )
+                    })
+                    .collect()
             }
 
             /// Gives a run lease back if `holder` holds it.
@@ -475,6 +548,13 @@ macro_rules! pool_store {
                 update: &agentstate::store::SharedStateUpdate,
             ) -> agentstate::Result<()> {
                 ops::update_shared_state(&self.pool, update).await
+            }
+
+            async fn shared_state_writes(
+                &self,
+                query: &agentstate::store::SharedStateWrites,
+            ) -> agentstate::Result<Vec<agentstate::store::SharedStateWrite>> {
+                ops::shared_state_writes(&self.pool, query).await
             }
         }
 

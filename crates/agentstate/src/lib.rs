@@ -75,7 +75,8 @@ pub use key::{MAX_ID_CHARS, SessionKey, validate_id};
 pub use scope::{APP_PREFIX, Scope, TEMP_PREFIX, USER_PREFIX};
 pub use service::{
     Appended, BLIND_APPEND_ATTEMPTS, CreateSession, EventPage, GetSessionConfig, ListEvents, ListSessions,
-    MAX_EVENT_PAGE, MAX_INVOCATION_ID_CHARS, Policies, Retention, SessionPage, SessionService, SessionServiceBuilder,
+    MAX_EVENT_PAGE, MAX_INVOCATION_ID_CHARS, MAX_ORIGIN_CHARS, MAX_WRITES_PAGE, Policies, Retention, SessionPage,
+    SessionService, SessionServiceBuilder, StateWrite,
 };
 pub use session::{Events, MAX_DISPLAY_NAME_CHARS, MAX_LABEL_CHARS, MAX_LABELS, Session, SessionAttributes, live_at};
 pub use state::State;

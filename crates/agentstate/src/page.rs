@@ -56,6 +56,30 @@ impl MemoryCursor {
     }
 }
 
+/// Tags the page tokens of logs of state writes.
+const WRITES: &str = "writes";
+
+impl crate::store::SharedStateWrite {
+    /// The page token that starts after this write, for
+    /// [`SessionService::user_state_writes`](crate::SessionService::user_state_writes).
+    pub fn to_page_token(&self) -> String {
+        to_hex(&json!([WRITES, self.at_micros, self.id]).to_string())
+    }
+
+    /// The position ([`position`](Self::position)) a token of
+    /// [`to_page_token`](Self::to_page_token) starts after.
+    pub fn position_of_page_token(token: &str) -> Result<(i64, String)> {
+        let bad = || Error::invalid("page_token", "is not a page token of state writes; pass it back unchanged");
+        let value: Value = serde_json::from_slice(&hex(token).ok_or_else(bad)?).map_err(|_| bad())?;
+        match value.as_array().map(Vec::as_slice) {
+            Some([Value::String(tag), Value::Number(t), Value::String(id)]) if tag == WRITES => {
+                Ok((t.as_i64().ok_or_else(bad)?, id.clone()))
+            }
+            _ => Err(bad()),
+        }
+    }
+}
+
 fn to_hex(raw: &str) -> String {
     raw.bytes().map(|b| format!("{b:02x}")).collect()
 }

@@ -1,4 +1,4 @@
-use agentstate::{ListSessions, Map, Session};
+use agentstate::{ListSessions, Map, Session, StateWrite};
 use serde_json::{Value, json};
 
 use super::{Svc, create, event, key, obj, reload, state_of};
@@ -108,7 +108,8 @@ pub(crate) async fn user_and_app_state_are_written_without_a_session(svc: Svc) {
     let ann = create(&svc, &app, "ann", "s1", json!({"user:lang": "fr", "app:theme": "dark", "own": 1})).await;
     create(&svc, &app, "bob", "s1", json!({"user:lang": "en"})).await;
     let delta = obj(json!({"lang": "de", "plan": {"tier": 2, "big": 9007199254740993_u64}, "none": null}));
-    svc.update_user_state(&app, "ann", delta, &[]).await.unwrap();
+    svc.update_user_state(&app, "ann", write(delta, &[])).await.unwrap();
+    tick(&svc);
     let expected = json!({"lang": "de", "plan": {"tier": 2, "big": 9007199254740993_u64}, "none": null});
     assert_eq!(Value::Object(svc.user_state(&app, "ann").await.unwrap()), expected);
     let seen = reload(&svc, ann.key()).await;
@@ -117,33 +118,35 @@ pub(crate) async fn user_and_app_state_are_written_without_a_session(svc: Svc) {
     assert_eq!(seen.state().get("own"), Some(&json!(1)), "session keys untouched");
     assert_eq!(Value::Object(svc.user_state(&app, "bob").await.unwrap()), json!({"lang": "en"}), "per user");
 
-    svc.update_user_state(&app, "ann", obj(json!({"extra": true})), &["lang".to_owned()]).await.unwrap();
+    svc.update_user_state(&app, "ann", write(obj(json!({"extra": true})), &["lang"])).await.unwrap();
+    tick(&svc);
     let state = svc.user_state(&app, "ann").await.unwrap();
     assert!(!state.contains_key("lang") && state.get("extra") == Some(&json!(true)), "{state:?}");
     assert!(!reload(&svc, ann.key()).await.state().contains("user:lang"), "deleted for its sessions");
 
     // A user with no session yet: their first session starts with it.
-    svc.update_user_state(&app, "carl", obj(json!({"x": 1})), &[]).await.unwrap();
+    svc.update_user_state(&app, "carl", write(obj(json!({"x": 1})), &[])).await.unwrap();
     let carl = create(&svc, &app, "carl", "s1", json!({})).await;
     assert_eq!(carl.state().get("user:x"), Some(&json!(1)));
 
-    svc.update_app_state(&app, obj(json!({"theme": "light"})), &[]).await.unwrap();
+    svc.update_app_state(&app, write(obj(json!({"theme": "light"})), &[])).await.unwrap();
+    tick(&svc);
     assert_eq!(Value::Object(svc.app_state(&app).await.unwrap()), json!({"theme": "light"}));
     assert_eq!(reload(&svc, ann.key()).await.state().get("app:theme"), Some(&json!("light")), "every session");
-    svc.update_app_state(&app, Map::new(), &["theme".to_owned()]).await.unwrap();
+    svc.update_app_state(&app, write(Map::new(), &["theme"])).await.unwrap();
     assert!(svc.app_state(&app).await.unwrap().is_empty());
 
     for (delta, deleted) in [
         (obj(json!({"user:lang": "xx"})), vec![]),
         (obj(json!({"temp:x": 1})), vec![]),
         (obj(json!({"": 1})), vec![]),
-        (obj(json!({"ok": 1})), vec!["app:theme".to_owned()]),
+        (obj(json!({"ok": 1})), vec!["app:theme"]),
     ] {
-        let refused = svc.update_user_state(&app, "ann", delta.clone(), &deleted).await.unwrap_err();
+        let refused = svc.update_user_state(&app, "ann", write(delta.clone(), &deleted)).await.unwrap_err();
         assert_eq!(refused.kind(), agentstate::ErrorKind::InvalidArgument, "{delta:?} {deleted:?}");
     }
     assert!(!svc.user_state(&app, "ann").await.unwrap().contains_key("ok"), "a refusal writes nothing");
-    let refused = svc.update_user_state(&app, "", obj(json!({"a": 1})), &[]).await.unwrap_err();
+    let refused = svc.update_user_state(&app, "", write(obj(json!({"a": 1})), &[])).await.unwrap_err();
     assert_eq!(refused.kind(), agentstate::ErrorKind::InvalidArgument);
 
     // 16 writers of distinct keys at once, and an append of another: every key kept.
@@ -151,7 +154,7 @@ pub(crate) async fn user_and_app_state_are_written_without_a_session(svc: Svc) {
     for i in 0..16 {
         let (svc, app) = (svc.clone(), app.clone());
         tasks.push(tokio::spawn(async move {
-            svc.update_user_state(&app, "ann", obj(json!({ format!("k{i}"): i })), &[]).await.unwrap();
+            svc.update_user_state(&app, "ann", write(obj(json!({ format!("k{i}"): i })), &[])).await.unwrap();
         }));
     }
     let mut handle = reload(&svc, ann.key()).await;
@@ -165,4 +168,51 @@ pub(crate) async fn user_and_app_state_are_written_without_a_session(svc: Svc) {
     }
     assert_eq!(state.get("appended"), Some(&json!(true)));
     assert_eq!(state.get("extra"), Some(&json!(true)));
+
+    // The log of those writes, newest first: keys and origin, no values; paged; per owner.
+    let writes = svc.user_state_writes(&app, "ann", None, 100).await.unwrap();
+    assert_eq!(writes.len(), 18, "two writes, then 16 concurrent ones (the refused and the append are not in it)");
+    assert!(writes.windows(2).all(|w| w[0].position() > w[1].position()), "newest first");
+    let first = writes.last().unwrap();
+    assert_eq!(
+        (first.set.clone(), first.deleted.clone()),
+        (vec!["lang".to_owned(), "none".into(), "plan".into()], vec![])
+    );
+    assert_eq!(first.origin, "conformance case");
+    assert_eq!(
+        (writes[writes.len() - 2].set.clone(), writes[writes.len() - 2].deleted.clone()),
+        (vec!["extra".to_owned()], vec!["lang".to_owned()])
+    );
+    let mut paged = Vec::new();
+    let mut before = None;
+    loop {
+        let page = svc.user_state_writes(&app, "ann", before, 5).await.unwrap();
+        before = page.last().map(agentstate::store::SharedStateWrite::position);
+        let done = page.len() < 5;
+        paged.extend(page);
+        if done {
+            break;
+        }
+    }
+    assert_eq!(paged, writes, "pages cover the log once");
+    let app_writes = svc.app_state_writes(&app, None, 10).await.unwrap();
+    let app_keys: Vec<_> = app_writes.iter().map(|w| (w.set.clone(), w.deleted.clone())).collect();
+    assert_eq!(app_keys, [(vec![], vec!["theme".to_owned()]), (vec!["theme".to_owned()], vec![])]);
+    assert_eq!(svc.user_state_writes(&app, "carl", None, 10).await.unwrap().len(), 1);
+    assert!(svc.user_state_writes(&app, "bob", None, 10).await.unwrap().is_empty());
+    assert!(svc.user_state_writes(&app, "ann", None, 0).await.is_err(), "a page holds at least one");
+    // Erasing the user erases their log.
+    if let Some(lifecycle) = svc.capabilities().lifecycle {
+        lifecycle.erase_user(&app, "ann").await.unwrap();
+        assert!(svc.user_state_writes(&app, "ann", None, 10).await.unwrap().is_empty(), "erased");
+    }
+}
+
+/// The log orders writes by time: sequential writes a millisecond apart on the case's clock.
+fn tick(svc: &Svc) {
+    svc.clock().advance(std::time::Duration::from_millis(1));
+}
+
+fn write(delta: Map<String, Value>, deleted: &[&str]) -> StateWrite {
+    StateWrite { delta, deleted: deleted.iter().map(|k| (*k).to_owned()).collect(), origin: "conformance case".into() }
 }

@@ -176,6 +176,7 @@ impl LifecycleStore for RedisStore {
         pipe.atomic().cmd("HLEN").arg(&user_state).cmd("DEL").arg(&user_state).ignore();
         pipe.cmd("SREM").arg(app_keys.users()).arg(user).ignore();
         pipe.cmd("DEL").arg(app_keys.leases(user)).ignore();
+        pipe.cmd("DEL").arg(app_keys.state_writes(Some(user))).ignore();
         let (keys,): (i64,) = pipe.query_async(&mut connection).await.map_err(|e| backend("erase", e))?;
         erased.user_state_keys = usize::try_from(keys).unwrap_or_default();
         Ok(erased)

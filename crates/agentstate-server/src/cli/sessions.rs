@@ -113,10 +113,14 @@ pub(crate) async fn shared_state(
 ) -> anyhow::Result<()> {
     let service = open(db).await?.0.service();
     if !set.is_empty() || !delete.is_empty() {
-        let delta: agentstate::Map<String, agentstate::Value> = set.into_iter().collect();
+        let write = agentstate::StateWrite {
+            delta: set.into_iter().collect(),
+            deleted: delete.to_vec(),
+            origin: "agentstate state (the command line)".into(),
+        };
         match user {
-            Some(user) => service.update_user_state(app, user, delta, delete).await?,
-            None => service.update_app_state(app, delta, delete).await?,
+            Some(user) => service.update_user_state(app, user, write).await?,
+            None => service.update_app_state(app, write).await?,
         }
     }
     let state = match user {

@@ -92,6 +92,16 @@ routes! {
         [200 "The user's state after the write" "State", 400 "Invalid id, or a key with a scope prefix" "Error",
          413 "Over a size limit" "Error", 422 "stateDelta and deleteKeys both missing" "Error",
          501 "The backend cannot write state without a session" "Error"];
+    get "/apps/{app_name}/users/{user_id}/state/writes" => shared::user_state_writes, PathAppUser,
+        "agentstate extension: the user's log of state writes without a session, newest first (`pageSize`, `pageToken`): when, what wrote them, which keys; writes through sessions are their events",
+        None,
+        [200 "A page of writes" "StateWritePage", 400 "Invalid id, page size or token" "Error",
+         501 "The backend cannot write state without a session" "Error"];
+    get "/apps/{app_name}/state/writes" => shared::app_state_writes, PathApp,
+        "agentstate extension: the app's log of state writes without a session, newest first (`pageSize`, `pageToken`)",
+        None,
+        [200 "A page of writes" "StateWritePage", 400 "Invalid id, page size or token" "Error",
+         501 "The backend cannot write state without a session" "Error"];
     patch "/apps/{app_name}/state" => shared::update_app_state, PathApp,
         "agentstate extension: write the app's `app:` state without a session (`stateDelta`, `deleteKeys`; keys without the prefix), merged key by key",
         Some("StateWrite"),

@@ -187,10 +187,10 @@ async fn openapi_describes_exactly_the_routes_that_answer() {
             );
         }
     }
-    // 63 routes (16 of the managed-service surface, 4 of history, 4 of shared state, 7 of memory, 1 admin, 15 of the
+    // 65 routes (16 of the managed-service surface, 4 of history, 6 of shared state, 7 of memory, 1 admin, 15 of the
     // inspector);
     // /list-apps, /run and /run_sse come with the `agents` feature.
-    let expected = if cfg!(feature = "agents") { 63 } else { 60 };
+    let expected = if cfg!(feature = "agents") { 65 } else { 62 };
     assert_eq!(operations, expected, "every route is documented");
     assert_eq!(operations, agentstate_server::OPERATIONS.len());
     assert!(spec["components"]["schemas"]["Session"]["required"].as_array().unwrap().len() >= 6);
@@ -378,4 +378,31 @@ async fn shared_state_is_written_without_a_session_with_the_tokens_it_needs() {
     );
     let session = send(Method::GET, "/apps/myapp/users/u1/sessions/s", "one-user-token-01234", "").await;
     assert_eq!(session.1["state"]["app:theme"], json!("light"));
+
+    // The logs: which keys, when, by which route; paged; with the tokens of the state.
+    let log = send(Method::GET, "/apps/myapp/users/u1/state/writes", "one-user-token-01234", "").await;
+    assert_eq!(log.0, StatusCode::OK);
+    let writes = log.1["writes"].as_array().unwrap();
+    assert_eq!(writes.len(), 2, "{log:?}");
+    assert_eq!(writes[0]["deleteKeys"], json!(["n"]));
+    assert_eq!(writes[1]["setKeys"], json!(["lang", "n"]));
+    assert_eq!(writes[1]["origin"], json!("PATCH /apps/{app_name}/users/{user_id}/state"));
+    assert!(writes[1]["time"].as_f64().unwrap() > 1.6e9);
+    let first = send(Method::GET, "/apps/myapp/users/u1/state/writes?pageSize=1", "one-user-token-01234", "").await;
+    assert_eq!(first.1["writes"][0]["id"], writes[0]["id"]);
+    let token = first.1["nextPageToken"].as_str().unwrap().to_owned();
+    let path: &'static str =
+        Box::leak(format!("/apps/myapp/users/u1/state/writes?pageSize=1&pageToken={token}").into_boxed_str());
+    let second = send(Method::GET, path, "one-user-token-01234", "").await;
+    assert_eq!(second.1["writes"][0]["id"], writes[1]["id"]);
+    let bad = send(Method::GET, "/apps/myapp/users/u1/state/writes?pageToken=zz", "one-user-token-01234", "").await;
+    assert_eq!(bad.0, StatusCode::BAD_REQUEST);
+    let other = send(Method::GET, "/apps/myapp/users/u2/state/writes", "one-user-token-01234", "").await;
+    assert_eq!(other.0, StatusCode::FORBIDDEN);
+    assert_eq!(
+        send(Method::GET, "/apps/myapp/state/writes", "one-user-token-01234", "").await.0,
+        StatusCode::FORBIDDEN
+    );
+    let app_log = send(Method::GET, "/apps/myapp/state/writes", "whole-app-token-0123", "").await;
+    assert_eq!(app_log.1["writes"][0]["origin"], json!("PATCH /apps/{app_name}/state"));
 }

@@ -119,3 +119,13 @@ CREATE TABLE IF NOT EXISTS agentstate_run_leases (
   `interrupts` int NOT NULL,
   PRIMARY KEY (`app_name`,`user_id`,`session_id`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+CREATE TABLE IF NOT EXISTS agentstate_state_writes (
+  `app_name` varchar(128) NOT NULL,
+  `user_id` varchar(128) NOT NULL,
+  `at_micros` bigint NOT NULL,
+  `write_id` varchar(64) NOT NULL,
+  `origin` text NOT NULL,
+  `set_keys` mediumtext NOT NULL,
+  `deleted_keys` mediumtext NOT NULL,
+  PRIMARY KEY (`app_name`,`user_id`,`at_micros`,`write_id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

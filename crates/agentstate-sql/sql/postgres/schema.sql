@@ -121,3 +121,13 @@ CREATE TABLE IF NOT EXISTS agentstate_run_leases (
     interrupts integer NOT NULL,
     CONSTRAINT agentstate_run_leases_pkey PRIMARY KEY (app_name, user_id, session_id)
 );
+CREATE TABLE IF NOT EXISTS agentstate_state_writes (
+    app_name character varying(128) NOT NULL,
+    user_id character varying(128) NOT NULL,
+    at_micros bigint NOT NULL,
+    write_id character varying(64) NOT NULL,
+    origin text NOT NULL,
+    set_keys text NOT NULL,
+    deleted_keys text NOT NULL,
+    CONSTRAINT agentstate_state_writes_pkey PRIMARY KEY (app_name, user_id, at_micros, write_id)
+);

@@ -1,5 +1,5 @@
 -- Erases a user in one statement: the sessions (their events, attributes and snapshots go by
--- cascade), the user's state row and run leases; answers what it removed, counted in the same snapshot.
+-- cascade), the user's state row, its log of writes and run leases; answers what it removed, counted in the same snapshot.
 WITH counted AS (
   SELECT
     (SELECT count(*) FROM events WHERE app_name = $1 AND user_id = $2) AS events,
@@ -7,6 +7,7 @@ WITH counted AS (
 ),
 s AS (DELETE FROM sessions WHERE app_name = $1 AND user_id = $2 RETURNING 1),
 u AS (DELETE FROM user_states WHERE app_name = $1 AND user_id = $2 RETURNING 1),
-l AS (DELETE FROM agentstate_run_leases WHERE app_name = $1 AND user_id = $2 RETURNING 1)
+l AS (DELETE FROM agentstate_run_leases WHERE app_name = $1 AND user_id = $2 RETURNING 1),
+w AS (DELETE FROM agentstate_state_writes WHERE app_name = $1 AND user_id = $2 RETURNING 1)
 SELECT (SELECT count(*) FROM s) AS sessions, counted.events, counted.user_keys, (SELECT count(*) FROM u) AS user_rows
 FROM counted

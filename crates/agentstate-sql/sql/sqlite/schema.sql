@@ -127,3 +127,13 @@ CREATE TABLE IF NOT EXISTS agentstate_run_leases (
 	interrupts INTEGER NOT NULL,
 	PRIMARY KEY (app_name, user_id, session_id)
 );
+CREATE TABLE IF NOT EXISTS agentstate_state_writes (
+	app_name VARCHAR(128) NOT NULL,
+	user_id VARCHAR(128) NOT NULL,
+	at_micros BIGINT NOT NULL,
+	write_id VARCHAR(64) NOT NULL,
+	origin TEXT NOT NULL,
+	set_keys TEXT NOT NULL,
+	deleted_keys TEXT NOT NULL,
+	PRIMARY KEY (app_name, user_id, at_micros, write_id)
+);

@@ -421,4 +421,12 @@ impl agentstate::store::SharedStateStore for SqliteStore {
         let update = update.clone();
         self.writer.write(move |conn| ops::update_shared(conn, &update)).await
     }
+
+    async fn shared_state_writes(
+        &self,
+        query: &agentstate::store::SharedStateWrites,
+    ) -> Result<Vec<agentstate::store::SharedStateWrite>> {
+        let query = query.clone();
+        self.read(move |conn| ops::state_writes(conn, &query)).await
+    }
 }

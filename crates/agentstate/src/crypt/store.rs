@@ -20,7 +20,7 @@ use crate::session::Session;
 use crate::store::{
     Capabilities, CommitOutcome, ENCRYPTION_METADATA, EventCommit, EventCopy, EventCursor, EventForm, EventQuery,
     EventSelect, HistorySnapshot, HistoryStore, ListQuery, LoadedSession, NewSession, SessionRead, SessionStore,
-    SharedStateStore, SharedStateUpdate, StateOwner,
+    SharedStateStore, SharedStateUpdate, SharedStateWrite, SharedStateWrites, StateOwner,
 };
 use serde_json::{Map, Value};
 
@@ -234,6 +234,14 @@ impl<S: SessionStore> SharedStateStore for EncryptedStore<S> {
         let keys = self.keys();
         let delta = update.delta.iter().map(|(k, v)| (k.clone(), keys.seal_owner_value(&update.owner, k, v))).collect();
         shared.update_shared_state(&SharedStateUpdate { delta, ..update.clone() }).await
+    }
+
+    /// The log holds keys and origins, no values: nothing to open.
+    async fn shared_state_writes(&self, query: &SharedStateWrites) -> Result<Vec<SharedStateWrite>> {
+        let Some(shared) = self.inner.capabilities().shared_state else {
+            return Err(Error::Unsupported { operation: "read shared state writes", capability: "shared_state" });
+        };
+        shared.shared_state_writes(query).await
     }
 }
 

@@ -45,12 +45,16 @@ pub struct InMemoryStore {
 struct AppEntry {
     state: Map<String, Value>,
     users: HashMap<String, UserEntry>,
+    /// The log of `app:` writes without a session, oldest first.
+    writes: Vec<crate::store::SharedStateWrite>,
 }
 
 #[derive(Debug, Default)]
 struct UserEntry {
     state: Map<String, Value>,
     sessions: HashMap<String, Entry>,
+    /// The log of `user:` writes without a session, oldest first.
+    writes: Vec<crate::store::SharedStateWrite>,
 }
 
 /// One session as kept here.
@@ -441,10 +445,14 @@ impl crate::store::SharedStateStore for InMemoryStore {
 
     async fn update_shared_state(&self, update: &crate::store::SharedStateUpdate) -> Result<()> {
         let mut apps = self.write();
-        let state = match &update.owner {
-            StateOwner::App(app) => &mut apps.entry(app.clone()).or_default().state,
+        let (state, writes) = match &update.owner {
+            StateOwner::App(app) => {
+                let entry = apps.entry(app.clone()).or_default();
+                (&mut entry.state, &mut entry.writes)
+            }
             StateOwner::User { app, user } => {
-                &mut apps.entry(app.clone()).or_default().users.entry(user.clone()).or_default().state
+                let entry = apps.entry(app.clone()).or_default().users.entry(user.clone()).or_default();
+                (&mut entry.state, &mut entry.writes)
             }
             StateOwner::Session(key) => {
                 return Err(Error::invalid(
@@ -454,6 +462,28 @@ impl crate::store::SharedStateStore for InMemoryStore {
             }
         };
         apply_changes(state, &update.delta, &update.deleted);
+        writes.push(crate::store::SharedStateWrite::of(update));
         Ok(())
+    }
+
+    async fn shared_state_writes(
+        &self,
+        query: &crate::store::SharedStateWrites,
+    ) -> Result<Vec<crate::store::SharedStateWrite>> {
+        let apps = self.read();
+        let writes = match &query.owner {
+            StateOwner::App(app) => apps.get(app).map(|a| &a.writes),
+            StateOwner::User { app, user } => apps.get(app).and_then(|a| a.users.get(user)).map(|u| &u.writes),
+            StateOwner::Session(_) => None,
+        };
+        let mut page: Vec<_> = writes
+            .into_iter()
+            .flatten()
+            .filter(|w| query.before.as_ref().is_none_or(|before| w.position() < *before))
+            .cloned()
+            .collect();
+        page.sort_unstable_by_key(|w| std::cmp::Reverse(w.position()));
+        page.truncate(query.limit);
+        Ok(page)
     }
 }

@@ -13,10 +13,8 @@ use crate::key::{SessionKey, validate_id};
 use crate::memory::model::MemoryOwner;
 use crate::store::replay::Replay;
 use crate::store::{
-    AdminStore, EventQuery, EventSelect, EventWindow, HistoryStore, LifecycleStore, SessionRead, SharedStateStore,
-    SharedStateUpdate, StateOwner, UserDataCounts,
+    AdminStore, EventQuery, EventSelect, EventWindow, HistoryStore, LifecycleStore, SessionRead, UserDataCounts,
 };
-use crate::{APP_PREFIX, Map, TEMP_PREFIX, USER_PREFIX, Value};
 
 impl SessionService {
     fn lifecycle(&self, operation: &'static str) -> Result<&dyn LifecycleStore> {
@@ -151,85 +149,6 @@ impl SessionService {
     pub async fn list_users(&self, app_name: &str) -> Result<Vec<String>> {
         validate_id("app_name", app_name)?;
         self.admin("list users")?.users(app_name).await
-    }
-
-    /// A user's `user:` state in `app_name`, without a session: keys without the prefix, as ADK
-    /// for Python's `get_user_state` answers (empty when the user has none). It outlives the
-    /// user's sessions.
-    pub async fn user_state(&self, app_name: &str, user_id: &str) -> Result<Map<String, Value>> {
-        validate_id("app_name", app_name)?;
-        validate_id("user_id", user_id)?;
-        let owner = StateOwner::User { app: app_name.to_owned(), user: user_id.to_owned() };
-        self.shared_state_store("read a user's state")?.shared_state(&owner).await
-    }
-
-    /// An app's `app:` state, without a session: keys without the prefix (empty when it has none).
-    pub async fn app_state(&self, app_name: &str) -> Result<Map<String, Value>> {
-        validate_id("app_name", app_name)?;
-        self.shared_state_store("read an app's state")?.shared_state(&StateOwner::App(app_name.to_owned())).await
-    }
-
-    /// Writes a user's `user:` state without a session: `delta`'s keys (without the prefix) set,
-    /// then `deleted`'s removed, atomically per key as an append's `user:` changes are. Every
-    /// session of the user sees the result on its next read.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for a bad id, an empty key or one with a scope prefix (give
-    /// `lang`, not `user:lang`); [`Error::Unsupported`] on a store without shared state.
-    pub async fn update_user_state(
-        &self,
-        app_name: &str,
-        user_id: &str,
-        delta: Map<String, Value>,
-        deleted: &[String],
-    ) -> Result<()> {
-        validate_id("app_name", app_name)?;
-        validate_id("user_id", user_id)?;
-        let owner = StateOwner::User { app: app_name.to_owned(), user: user_id.to_owned() };
-        self.update_shared(owner, delta, deleted, "write a user's state").await
-    }
-
-    /// Writes an app's `app:` state without a session, as
-    /// [`update_user_state`](Self::update_user_state) does a user's.
-    ///
-    /// # Errors
-    /// As [`update_user_state`](Self::update_user_state).
-    pub async fn update_app_state(&self, app_name: &str, delta: Map<String, Value>, deleted: &[String]) -> Result<()> {
-        validate_id("app_name", app_name)?;
-        self.update_shared(StateOwner::App(app_name.to_owned()), delta, deleted, "write an app's state").await
-    }
-
-    async fn update_shared(
-        &self,
-        owner: StateOwner,
-        mut delta: Map<String, Value>,
-        deleted: &[String],
-        operation: &'static str,
-    ) -> Result<()> {
-        for key in delta.keys().chain(deleted) {
-            if key.is_empty() {
-                return Err(Error::invalid("stateDelta", "a state key is empty"));
-            }
-            if let Some(prefix) = [APP_PREFIX, USER_PREFIX, TEMP_PREFIX].into_iter().find(|p| key.starts_with(p)) {
-                return Err(Error::invalid(
-                    "stateDelta",
-                    format!("key {key:?}: give keys without their scope prefix ({prefix:?}); the route sets the scope"),
-                ));
-            }
-        }
-        for key in deleted {
-            delta.insert(key.clone(), Value::Null);
-        }
-        let store = self.shared_state_store(operation)?;
-        if delta.is_empty() {
-            return Ok(());
-        }
-        let update = SharedStateUpdate { owner, delta, deleted: deleted.to_vec(), now_micros: self.now_micros() };
-        store.update_shared_state(&update).await
-    }
-
-    fn shared_state_store(&self, operation: &'static str) -> Result<&dyn SharedStateStore> {
-        self.capabilities().shared_state.ok_or(Error::Unsupported { operation, capability: "shared_state" })
     }
 
     /// The expire time (epoch µs) a time to live gives a session created now.

@@ -6,6 +6,7 @@ mod history;
 mod lifecycle;
 mod policy;
 mod requests;
+mod shared;
 mod window;
 
 use std::fmt;
@@ -19,6 +20,7 @@ pub use requests::{
     BLIND_APPEND_ATTEMPTS, CreateSession, EventPage, GetSessionConfig, ListEvents, ListSessions, MAX_EVENT_PAGE,
     Retention, SessionPage,
 };
+pub use shared::{MAX_ORIGIN_CHARS, MAX_WRITES_PAGE, StateWrite};
 
 use crate::clock::{self, Clock, SystemClock};
 use crate::error::{Error, Result};

@@ -315,8 +315,61 @@ pub trait SharedStateStore: Send + Sync {
 
     /// Merges `update.delta` into the owner's state key by key, then removes `update.deleted`,
     /// atomically per key as an append's `app:`/`user:` changes are (a concurrent append or
-    /// write of other keys loses nothing). The owner's row is created if it has none.
+    /// write of other keys loses nothing). The owner's row is created if it has none. The write
+    /// is recorded in the owner's log of writes ([`SharedStateWrite`]) with it, atomically.
     async fn update_shared_state(&self, update: &SharedStateUpdate) -> Result<()>;
+
+    /// A page of the owner's log of writes without a session, newest first: those strictly
+    /// before `query.before` (a position `(at_micros, id)`), at most `query.limit`.
+    async fn shared_state_writes(&self, query: &SharedStateWrites) -> Result<Vec<SharedStateWrite>>;
+}
+
+/// A page of an owner's log of state writes without a session (see
+/// [`SharedStateStore::shared_state_writes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedStateWrites {
+    /// [`StateOwner::App`] or [`StateOwner::User`].
+    pub owner: StateOwner,
+    /// Strictly before this position (time in epoch µs, then id), newest first.
+    pub before: Option<(i64, String)>,
+    /// At most this many.
+    pub limit: usize,
+}
+
+/// One write of `app:` or `user:` state without a session, as its owner's log keeps it: when,
+/// by what, which keys. Values are not kept (the state holds the current ones): the log explains
+/// a value without copying it, so encryption, re-keying and erasure have nothing more to reach
+/// than the keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedStateWrite {
+    /// Unique per write.
+    pub id: String,
+    /// When (epoch µs).
+    pub at_micros: i64,
+    /// What wrote it: a route (`PATCH /apps/{app}/users/{user}/state`), the CLI, or what the
+    /// caller of [`SessionService::update_user_state`](crate::SessionService::update_user_state)
+    /// named.
+    pub origin: String,
+    /// The keys set (without their prefix).
+    pub set: Vec<String>,
+    /// The keys removed.
+    pub deleted: Vec<String>,
+}
+
+impl SharedStateWrite {
+    /// The entry recording `update` (its keys sorted).
+    pub fn of(update: &SharedStateUpdate) -> Self {
+        let mut set: Vec<String> = update.delta.keys().filter(|k| !update.deleted.contains(k)).cloned().collect();
+        let mut deleted = update.deleted.clone();
+        set.sort_unstable();
+        deleted.sort_unstable();
+        Self { id: update.write_id.clone(), at_micros: update.now_micros, origin: update.origin.clone(), set, deleted }
+    }
+
+    /// Its position in the log, as [`SharedStateWrites::before`] takes it.
+    pub fn position(&self) -> (i64, String) {
+        (self.at_micros, self.id.clone())
+    }
 }
 
 /// A write of `app:` or `user:` state without a session (see
@@ -332,6 +385,10 @@ pub struct SharedStateUpdate {
     pub deleted: Vec<String>,
     /// The time of the write (epoch µs): the row's update time.
     pub now_micros: i64,
+    /// What writes it (recorded in the owner's log).
+    pub origin: String,
+    /// The log entry's id (unique).
+    pub write_id: String,
 }
 
 /// [`SharedStateStore::shared_state`] for a store whose stored values are what its sessions see

@@ -30,7 +30,8 @@ pub use crate::scope::{ScopedKeys, ScopedState, apply_changes, merge_scopes};
 pub use crate::time::{micros_to_secs, now_micros, now_secs, secs_to_micros};
 pub use capability::{
     AdminStore, Capabilities, ENCRYPTION_METADATA, EventCopy, HistorySnapshot, HistoryStore, LifecycleStore,
-    RemoteHistory, SharedStateStore, SharedStateUpdate, StateOwner, UserDataCounts, ValueSwap, shared_state_as_stored,
+    RemoteHistory, SharedStateStore, SharedStateUpdate, SharedStateWrite, SharedStateWrites, StateOwner,
+    UserDataCounts, ValueSwap, shared_state_as_stored,
 };
 pub use lease::{LeaseRequest, LeaseState, LeaseStore, LocalLeases};
 pub use memory::{IndexedMemory, MemoryCursor, MemoryList, MemoryPut, MemorySearch, MemoryStore, PutMode};

@@ -138,7 +138,7 @@ impl Shared<'_> {
     }
 }
 
-/// A write of app or user state without a session, in the caller's transaction.
+/// A write of app or user state without a session, and its log entry, in the caller's transaction.
 async fn update_shared_in(conn: &mut MySqlConnection, update: &agentstate::store::SharedStateUpdate) -> Step<()> {
     let shared = match &update.owner {
         StateOwner::App(app) => Shared::App(app),
@@ -149,7 +149,21 @@ async fn update_shared_in(conn: &mut MySqlConnection, update: &agentstate::store
         }
     };
     let now = codec::naive(update.now_micros)?;
-    shared.merge(conn, &update.delta, &update.deleted, now).await.map(drop)
+    shared.merge(conn, &update.delta, &update.deleted, now).await?;
+    let write = agentstate::store::SharedStateWrite::of(update);
+    let (app, user) = crate::shared::log_owner(&update.owner)?;
+    sqlx::query(sql!("state_write_put"))
+        .bind(app)
+        .bind(user)
+        .bind(write.at_micros)
+        .bind(&write.id)
+        .bind(&write.origin)
+        .bind(crate::shared::keys_text(&write.set))
+        .bind(crate::shared::keys_text(&write.deleted))
+        .execute(&mut *conn)
+        .await
+        .map_err(sql_step("log a state write"))
+        .map(drop)
 }
 
 /// An event row's columns: `id`, `invocation_id`, its time (epoch µs) and `event_data`.

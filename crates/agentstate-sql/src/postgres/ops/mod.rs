@@ -263,7 +263,7 @@ pub(super) async fn stored_state(pool: &Pool, owner: &StateOwner) -> Result<Map<
     }
 }
 
-/// A write of app or user state without a session: one statement.
+/// A write of app or user state without a session, logged: one statement.
 pub(super) async fn update_shared_state(pool: &Pool, update: &agentstate::store::SharedStateUpdate) -> Result<()> {
     let now = naive(update.now_micros)?;
     let query = match &update.owner {
@@ -274,10 +274,16 @@ pub(super) async fn update_shared_state(pool: &Pool, update: &agentstate::store:
             return Err(agentstate::Error::invalid("owner", message));
         }
     };
+    let write = agentstate::store::SharedStateWrite::of(update);
     query
         .bind(Json(&update.delta))
         .bind(&update.deleted)
         .bind(now)
+        .bind(write.at_micros)
+        .bind(&write.id)
+        .bind(&write.origin)
+        .bind(crate::shared::keys_text(&write.set))
+        .bind(crate::shared::keys_text(&write.deleted))
         .execute(pool)
         .await
         .map(drop)

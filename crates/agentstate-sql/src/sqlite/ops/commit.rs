@@ -65,7 +65,7 @@ impl Shared<'_> {
     }
 }
 
-/// A write of app or user state without a session, in the writer's transaction.
+/// A write of app or user state without a session, and its log entry, in the writer's transaction.
 pub(in crate::sqlite) fn update_shared(conn: &Connection, update: &SharedStateUpdate) -> Result<()> {
     let now = sqlite_text(update.now_micros)?;
     let shared = match &update.owner {
@@ -75,7 +75,12 @@ pub(in crate::sqlite) fn update_shared(conn: &Connection, update: &SharedStateUp
             return Err(Error::invalid("owner", format!("{key} is a session; shared state is an app's or a user's")));
         }
     };
-    shared.edit(conn, &update.delta, &update.deleted, &now)
+    shared.edit(conn, &update.delta, &update.deleted, &now)?;
+    let write = agentstate::store::SharedStateWrite::of(update);
+    let (app, user) = crate::shared::log_owner(&update.owner)?;
+    let (set, deleted) = (crate::shared::keys_text(&write.set), crate::shared::keys_text(&write.deleted));
+    let params = params![app, user, write.at_micros, write.id, write.origin, set, deleted];
+    execute(conn, "log a state write", sql!("state_write_put"), params).map(drop)
 }
 
 pub(in crate::sqlite) fn commit(conn: &Connection, commit: &EventCommit) -> Result<CommitOutcome> {

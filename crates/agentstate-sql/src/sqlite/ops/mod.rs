@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentstate::store::{
-    EventCopy, EventCursor, EventQuery, EventSelect, HistorySnapshot, ListQuery, NewSession, StateOwner,
-    UserDataCounts, ValueSwap, merge_scopes,
+    EventCopy, EventCursor, EventQuery, EventSelect, HistorySnapshot, ListQuery, NewSession, SharedStateWrite,
+    SharedStateWrites, StateOwner, UserDataCounts, ValueSwap, merge_scopes,
 };
 use agentstate::{Error, Event, Map, Result, Session, SessionAttributes, SessionKey, Value};
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -367,6 +367,31 @@ pub(super) fn rewrite_event(conn: &Connection, key: &SessionKey, event: &Event) 
     let data = codec::event_data(event)?;
     let params = params![key.app_name(), key.user_id(), key.session_id(), event.id, data];
     Ok(execute(conn, "rewrite an event", sql!("event_rewrite"), params)? > 0)
+}
+
+/// A page of an owner's log of state writes without a session, newest first.
+pub(super) fn state_writes(conn: &Connection, query: &SharedStateWrites) -> Result<Vec<SharedStateWrite>> {
+    let (app, user) = crate::shared::log_owner(&query.owner)?;
+    let (at, id) = crate::shared::writes_before(query);
+    let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+    let rows: Vec<(i64, String, String, String, String)> = conn
+        .prepare_cached(sql!("state_writes"))
+        .and_then(|mut stmt| {
+            let rows = stmt.query_map(params![app, user, at, id, limit], |r| {
+                Ok((
+                    r.get("at_micros")?,
+                    r.get("write_id")?,
+                    r.get("origin")?,
+                    r.get("set_keys")?,
+                    r.get("deleted_keys")?,
+                ))
+            })?;
+            rows.collect()
+        })
+        .map_err(|e| sqlite_error("read logged state writes", &e))?;
+    rows.into_iter()
+        .map(|(at, id, origin, set, deleted)| crate::shared::state_write(at, id, origin, &set, &deleted))
+        .collect()
 }
 
 /// An entry of `adk_internal_metadata`.
