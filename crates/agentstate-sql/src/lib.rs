@@ -19,6 +19,7 @@
 
 pub mod adk_web;
 mod codec;
+mod leases;
 mod memories;
 mod mysql;
 mod pool;

@@ -7,7 +7,7 @@
 //! Times the statements compare expire times with are `Option<NaiveDateTime>`: `None` (expiry not
 //! judged) for `i64::MIN`, see [`expiry_time`].
 
-use agentstate::store::{LeaseState, SharedStateWrite, SharedStateWrites, StateOwner};
+use agentstate::store::{SharedStateWrite, SharedStateWrites, StateOwner};
 use chrono::NaiveDateTime;
 
 use crate::codec::naive;
@@ -16,18 +16,6 @@ use crate::codec::naive;
 /// (expiry not judged).
 pub(crate) fn expiry_time(now_micros: i64) -> agentstate::Result<Option<NaiveDateTime>> {
     (now_micros != i64::MIN).then(|| naive(now_micros)).transpose()
-}
-
-/// Who holds a lease after `holder` asked for it, from the row `lease_get.sql` read (holder,
-/// until, interruptions); `None` when there was none (released between the two statements: ask
-/// again).
-pub(crate) fn lease_state(holder: &str, found: Option<(String, i64, i64)>) -> Option<LeaseState> {
-    let (current, until_micros, interrupts) = found?;
-    Some(if current == holder {
-        LeaseState::Held { interrupt_requested: interrupts > 0 }
-    } else {
-        LeaseState::Busy { holder: current, until_micros }
-    })
 }
 
 /// The `(app_name, user_id)` columns of an owner's log of state writes: `''` as the app's user.
@@ -238,57 +226,6 @@ macro_rules! operations {
                 })
             }
 
-            /// Takes or renews a run lease, and reads who holds it after: in the same statement
-            /// where the dialect answers rows from an upsert (PostgreSQL), else by `lease_get`.
-            /// Asked again when a concurrent run's statement deadlocked this one or released the
-            /// lease in between.
-            pub(crate) async fn acquire_lease(
-                pool: &Pool,
-                request: &agentstate::store::LeaseRequest,
-            ) -> Result<agentstate::store::LeaseState> {
-                let failed = |e| sqlx_error("taking a run lease", e);
-                let mut last = None;
-                for _ in 0..4 {
-                    let taken = keyed(sql!("lease_acquire"), &request.key)
-                        .bind(&request.holder)
-                        .bind(request.until_micros)
-                        .bind(request.now_micros)
-                        .fetch_optional(pool)
-                        .await
-                        .map_err(failed);
-                    let row = match taken {
-                        Err(e) if e.is_retryable() => {
-                            last = Some(e);
-                            continue;
-                        }
-                        Ok(Some(row)) => Some(row),
-                        Ok(None) => {
-                            keyed(sql!("lease_get"), &request.key).fetch_optional(pool).await.map_err(failed)?
-                        }
-                        Err(e) => return Err(e),
-                    };
-                    let found = row
-                        .map(|r| {
-                            let interrupts: i32 = r.try_get("interrupts")?;
-                            Ok::<_, sqlx::Error>((
-                                r.try_get("holder")?,
-                                r.try_get("until_micros")?,
-                                i64::from(interrupts),
-                            ))
-                        })
-                        .transpose()
-                        .map_err(failed)?;
-                    if let Some(state) = $crate::shared::lease_state(&request.holder, found) {
-                        return Ok(state);
-                    }
-                }
-                Err(last.unwrap_or_else(|| agentstate::Error::Backend {
-                    message: "taking a run lease failed: it was given back and taken again each time".into(),
-                    retryable: true,
-                    source: None,
-                }))
-            }
-
             /// A page of an owner's log of state writes without a session, newest first.
             pub(crate) async fn shared_state_writes(
                 pool: &Pool,
@@ -319,26 +256,6 @@ macro_rules! operations {
                         )
                     })
                     .collect()
-            }
-
-            /// Gives a run lease back if `holder` holds it.
-            pub(crate) async fn release_lease(pool: &Pool, key: &SessionKey, holder: &str) -> Result<bool> {
-                let done = keyed(sql!("lease_release"), key)
-                    .bind(holder)
-                    .execute(pool)
-                    .await
-                    .map_err(|e| sqlx_error("giving a run lease back", e))?;
-                Ok(done.rows_affected() > 0)
-            }
-
-            /// Asks the holder of a live run lease to stop.
-            pub(crate) async fn interrupt_lease(pool: &Pool, key: &SessionKey, now_micros: i64) -> Result<bool> {
-                let done = keyed(sql!("lease_interrupt"), key)
-                    .bind(now_micros)
-                    .execute(pool)
-                    .await
-                    .map_err(|e| sqlx_error("interrupting a run", e))?;
-                Ok(done.rows_affected() > 0)
             }
 
             /// What the database holds of the schema, read with the dialect's catalogue queries.
@@ -522,15 +439,15 @@ macro_rules! pool_store {
                 &self,
                 request: &agentstate::store::LeaseRequest,
             ) -> agentstate::Result<agentstate::store::LeaseState> {
-                ops::acquire_lease(&self.pool, request).await
+                ops::leases::acquire(&self.pool, request).await
             }
 
             async fn release_lease(&self, key: &agentstate::SessionKey, holder: &str) -> agentstate::Result<bool> {
-                ops::release_lease(&self.pool, key, holder).await
+                ops::leases::release(&self.pool, key, holder).await
             }
 
             async fn interrupt_lease(&self, key: &agentstate::SessionKey, now_micros: i64) -> agentstate::Result<bool> {
-                ops::interrupt_lease(&self.pool, key, now_micros).await
+                ops::leases::interrupt(&self.pool, key, now_micros).await
             }
         }
 

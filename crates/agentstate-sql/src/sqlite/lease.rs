@@ -44,7 +44,7 @@ impl LeaseStore for SqliteStore {
                     })
                     .map_err(|e| sqlite_error("take a run lease", &e))?;
                 // One transaction of the writer: the row read is the one just written or kept.
-                crate::shared::lease_state(&request.holder, found).ok_or_else(|| Error::Backend {
+                crate::leases::lease_state(&request.holder, found).ok_or_else(|| Error::Backend {
                     message: "SQLite take a run lease failed: the lease row is missing".into(),
                     retryable: true,
                     source: None,

@@ -24,6 +24,7 @@ use crate::shared::expiry_time;
 
 crate::shared::operations!(sqlx::Postgres);
 crate::memories::memory_operations!(sqlx::Postgres);
+crate::leases::lease_operations!(sqlx::Postgres);
 
 /// A memory search as `memory_search.sql` takes it: the alternatives as tsqueries (each looked up
 /// on its own), the limit, owner and time, and how many of the newest memories each alternative
