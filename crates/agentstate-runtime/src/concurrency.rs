@@ -100,8 +100,16 @@ impl RunConcurrency {
         (self.lease_ttl / 4).clamp(Duration::from_millis(10), Duration::from_millis(500))
     }
 
-    fn lease_micros(&self) -> i64 {
-        i64::try_from(self.lease_ttl.as_micros()).unwrap_or(i64::MAX)
+    /// `holder`'s request for `key`'s lease now, for a lease's time to live.
+    fn lease_request(&self, service: &SessionService, key: &SessionKey, holder: &str) -> LeaseRequest {
+        let now_micros = service.now_micros();
+        let ttl_micros = i64::try_from(self.lease_ttl.as_micros()).unwrap_or(i64::MAX);
+        LeaseRequest {
+            key: key.clone(),
+            holder: holder.to_owned(),
+            now_micros,
+            until_micros: now_micros.saturating_add(ttl_micros),
+        }
     }
 }
 
@@ -214,20 +222,14 @@ impl RunLease {
         let mut interrupted: Option<String> = None;
         let mut pause = Duration::from_millis(10);
         loop {
-            let now_micros = service.now_micros();
-            let request = LeaseRequest {
-                key: key.clone(),
-                holder: holder.to_owned(),
-                now_micros,
-                until_micros: now_micros.saturating_add(config.lease_micros()),
-            };
+            let request = config.lease_request(service, key, holder);
             match service.leases().acquire_lease(&request).await? {
                 LeaseState::Held { .. } => break,
                 LeaseState::Busy { holder: other, .. } => match config.policy {
                     DoubleTexting::Reject => return Err(busy()),
                     // A run of another server (or one that took the lease since): ask it too.
                     DoubleTexting::Interrupt if interrupted.as_deref() != Some(other.as_str()) => {
-                        service.leases().interrupt_lease(key, now_micros).await?;
+                        service.leases().interrupt_lease(key, request.now_micros).await?;
                         interrupted = Some(other);
                     }
                     _ => {}
@@ -299,14 +301,7 @@ async fn renew(
 ) {
     loop {
         tokio::time::sleep(config.renew_every()).await;
-        let now_micros = service.now_micros();
-        let request = LeaseRequest {
-            key: key.clone(),
-            holder: holder.clone(),
-            now_micros,
-            until_micros: now_micros.saturating_add(config.lease_micros()),
-        };
-        match service.leases().acquire_lease(&request).await {
+        match service.leases().acquire_lease(&config.lease_request(&service, &key, &holder)).await {
             Ok(LeaseState::Held { interrupt_requested: false }) => {}
             Ok(LeaseState::Held { interrupt_requested: true }) | Ok(LeaseState::Busy { .. }) => {
                 stop.store(true, Ordering::SeqCst);

@@ -236,13 +236,11 @@ impl Runner {
     /// Runs the agent as `request` says. The run waits for its turn (or is refused, by the
     /// policy) inside the stream: see [`start`](Self::start) to learn that before streaming.
     pub fn run_request(&self, request: RunRequest) -> EventStream {
-        let (sender, receiver) = mpsc::channel(16);
         let runner = self.clone();
-        let driver = async move {
+        EventStream::driven(|events| async move {
             let turn = runner.take_turn(&request).await?;
-            runner.hold(turn, request, sender).await
-        };
-        EventStream { driver: Some(Box::pin(driver)), events: receiver, error: None }
+            runner.hold(turn, request, events).await
+        })
     }
 
     /// Takes the session's turn (waiting, refused or interrupting the running one, as the
@@ -253,9 +251,8 @@ impl Runner {
     /// stored; an invalid id.
     pub async fn start(&self, request: RunRequest) -> Result<EventStream, RuntimeError> {
         let turn = self.take_turn(&request).await?;
-        let (sender, receiver) = mpsc::channel(16);
-        let driver = self.clone().hold(turn, request, sender);
-        Ok(EventStream { driver: Some(Box::pin(driver)), events: receiver, error: None })
+        let runner = self.clone();
+        Ok(EventStream::driven(|events| runner.hold(turn, request, events)))
     }
 
     async fn take_turn(&self, request: &RunRequest) -> Result<(RunLease, SessionKey, String), RuntimeError> {
@@ -358,6 +355,17 @@ pub struct EventStream {
     driver: Option<Driver>,
     events: mpsc::Receiver<Event>,
     error: Option<RuntimeError>,
+}
+
+impl EventStream {
+    /// The stream of the events `drive` sends, driven as it is polled.
+    fn driven<F>(drive: impl FnOnce(mpsc::Sender<Event>) -> F) -> Self
+    where
+        F: Future<Output = Result<(), RuntimeError>> + Send + 'static,
+    {
+        let (sender, receiver) = mpsc::channel(16);
+        Self { driver: Some(Box::pin(drive(sender))), events: receiver, error: None }
+    }
 }
 
 impl std::fmt::Debug for EventStream {

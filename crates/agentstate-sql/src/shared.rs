@@ -20,14 +20,8 @@ pub(crate) fn expiry_time(now_micros: i64) -> agentstate::Result<Option<NaiveDat
 
 /// The `(app_name, user_id)` columns of an owner's log of state writes: `''` as the app's user.
 pub(crate) fn log_owner(owner: &StateOwner) -> agentstate::Result<(&str, &str)> {
-    match owner {
-        StateOwner::App(app) => Ok((app, "")),
-        StateOwner::User { app, user } => Ok((app, user)),
-        StateOwner::Session(key) => Err(agentstate::Error::invalid(
-            "owner",
-            format!("{key} is a session; shared state is an app's or a user's"),
-        )),
-    }
+    let (app, user) = owner.shared()?;
+    Ok((app, user.unwrap_or_default()))
 }
 
 /// The keys of a logged write, as its row keeps them (a JSON array).

@@ -480,13 +480,7 @@ impl agentstate::store::SharedStateStore for RedisStore {
     /// among the app's users, the write logged (the keys share the app's slot); the app is
     /// registered first.
     async fn update_shared_state(&self, update: &agentstate::store::SharedStateUpdate) -> Result<()> {
-        let app = match &update.owner {
-            StateOwner::App(app) | StateOwner::User { app, .. } => app,
-            StateOwner::Session(key) => {
-                let message = format!("{key} is a session; shared state is an app's or a user's");
-                return Err(Error::invalid("owner", message));
-            }
-        };
+        let (app, user) = update.owner.shared()?;
         self.register(apps(&self.prefix), app, "write shared state").await?;
         let hash = self.owner_hash(&update.owner);
         let mut pipe = redis::pipe();
@@ -500,10 +494,6 @@ impl agentstate::store::SharedStateStore for RedisStore {
             pipe.cmd("HDEL").arg(&hash).arg(&update.deleted).ignore();
         }
         let app_keys = AppKeys::new(&self.prefix, app);
-        let user = match &update.owner {
-            StateOwner::User { user, .. } => Some(user.as_str()),
-            _ => None,
-        };
         if let Some(user) = user {
             pipe.cmd("SADD").arg(app_keys.users()).arg(user).ignore();
         }
@@ -521,14 +511,7 @@ impl agentstate::store::SharedStateStore for RedisStore {
         &self,
         query: &agentstate::store::SharedStateWrites,
     ) -> Result<Vec<agentstate::store::SharedStateWrite>> {
-        let (app, user) = match &query.owner {
-            StateOwner::App(app) => (app, None),
-            StateOwner::User { app, user } => (app, Some(user.as_str())),
-            StateOwner::Session(key) => {
-                let message = format!("{key} is a session; shared state is an app's or a user's");
-                return Err(Error::invalid("owner", message));
-            }
-        };
+        let (app, user) = query.owner.shared()?;
         // Writes in the cursor's own microsecond are few: read that many more.
         const SAME_MICROSECOND: usize = 64;
         let top = query.before.as_ref().map_or_else(|| "+inf".to_owned(), |(at, _)| at.to_string());

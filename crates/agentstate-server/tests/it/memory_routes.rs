@@ -4,7 +4,7 @@
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::support::{S, call, call_json, router, with_tokens};
+use crate::support::{S, call, call_as, call_json, router, with_tokens};
 
 const M: &str = "/apps/myapp/users/u1/memories";
 
@@ -147,23 +147,7 @@ async fn a_users_token_reaches_only_that_users_memories() {
     );
     let send = |method: Method, path: String, token: &'static str, body: Value| {
         let r = r.clone();
-        async move {
-            use axum::body::Body;
-            use axum::http::Request;
-            use http_body_util::BodyExt;
-            use tower::ServiceExt;
-            let request = Request::builder()
-                .method(method)
-                .uri(path)
-                .header("authorization", format!("Bearer {token}"))
-                .header("content-type", "application/json")
-                .body(Body::from(body.to_string()))
-                .unwrap();
-            let response = r.oneshot(request).await.unwrap();
-            let status = response.status();
-            let bytes = response.into_body().collect().await.unwrap().to_bytes();
-            (status, serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null))
-        }
+        async move { call_as(&r, token, method, &path, &body.to_string()).await }
     };
     let memories = |user: &str| format!("/apps/myapp/users/{user}/memories");
     let fact = json!({"memories": [{"content": {"parts": [{"text": "u2 secret fact"}]}}]});

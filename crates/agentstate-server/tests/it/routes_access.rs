@@ -8,7 +8,7 @@ use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use crate::support::{S, call, router};
+use crate::support::{S, call, call_as, router};
 
 /// A router with small limits (2,000-byte bodies, 8-character keys, depth 3, 500-byte states) and
 /// a session `l`.
@@ -299,17 +299,7 @@ async fn shared_state_is_read_without_a_session_with_the_tokens_it_needs() {
     let r = app_and_user_tokens();
     let send = |method: Method, path: &'static str, token: &'static str, body: &'static str| {
         let r = r.clone();
-        async move {
-            let request = Request::builder()
-                .method(method)
-                .uri(path)
-                .header("authorization", format!("Bearer {token}"))
-                .header("content-type", "application/json");
-            let response = r.oneshot(request.body(Body::from(body)).unwrap()).await.unwrap();
-            let status = response.status();
-            let bytes = response.into_body().collect().await.unwrap().to_bytes();
-            (status, serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null))
-        }
+        async move { call_as(&r, token, method, path, body).await }
     };
     let create = r#"{"sessionId": "s", "state": {"user:lang": "fr", "app:theme": "dark", "own": 1}}"#;
     assert_eq!(
@@ -338,17 +328,7 @@ async fn shared_state_is_written_without_a_session_with_the_tokens_it_needs() {
     let r = app_and_user_tokens();
     let send = |method: Method, path: &'static str, token: &'static str, body: &'static str| {
         let r = r.clone();
-        async move {
-            let request = Request::builder()
-                .method(method)
-                .uri(path)
-                .header("authorization", format!("Bearer {token}"))
-                .header("content-type", "application/json");
-            let response = r.oneshot(request.body(Body::from(body)).unwrap()).await.unwrap();
-            let status = response.status();
-            let bytes = response.into_body().collect().await.unwrap().to_bytes();
-            (status, serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null))
-        }
+        async move { call_as(&r, token, method, path, body).await }
     };
     const USER: &str = "/apps/myapp/users/u1/state";
     let written = send(Method::PATCH, USER, "one-user-token-01234", r#"{"stateDelta": {"lang": "de", "n": 1}}"#).await;

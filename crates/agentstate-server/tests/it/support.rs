@@ -36,6 +36,28 @@ pub(crate) async fn call_json(router: &Router, method: Method, path: &str, body:
     call(router, method, path, body.map(|b| b.to_string()).as_deref()).await
 }
 
+/// Sends a request with a bearer token and `body` (JSON text, or empty); its status and JSON
+/// answer (`null` when empty or not JSON).
+pub(crate) async fn call_as(
+    router: &Router,
+    token: &str,
+    method: Method,
+    path: &str,
+    body: &str,
+) -> (StatusCode, Value) {
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_owned()))
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
 /// A router over a fresh in-memory service that admits the tokens of `tokens_json`.
 pub(crate) fn with_tokens(tokens_json: &str) -> Router {
     let tokens = agentstate_server::Tokens::parse(tokens_json).unwrap();

@@ -444,21 +444,14 @@ impl crate::store::SharedStateStore for InMemoryStore {
     }
 
     async fn update_shared_state(&self, update: &crate::store::SharedStateUpdate) -> Result<()> {
+        let (app, user) = update.owner.shared()?;
         let mut apps = self.write();
-        let (state, writes) = match &update.owner {
-            StateOwner::App(app) => {
-                let entry = apps.entry(app.clone()).or_default();
+        let entry = apps.entry(app.to_owned()).or_default();
+        let (state, writes) = match user {
+            None => (&mut entry.state, &mut entry.writes),
+            Some(user) => {
+                let entry = entry.users.entry(user.to_owned()).or_default();
                 (&mut entry.state, &mut entry.writes)
-            }
-            StateOwner::User { app, user } => {
-                let entry = apps.entry(app.clone()).or_default().users.entry(user.clone()).or_default();
-                (&mut entry.state, &mut entry.writes)
-            }
-            StateOwner::Session(key) => {
-                return Err(Error::invalid(
-                    "owner",
-                    format!("{key} is a session; shared state is an app's or a user's"),
-                ));
             }
         };
         apply_changes(state, &update.delta, &update.deleted);

@@ -266,6 +266,24 @@ pub enum StateOwner {
     Session(SessionKey),
 }
 
+impl StateOwner {
+    /// The app, and the user for a user's state (`None` for the app's): the owner of shared
+    /// state, which a session is not.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a session.
+    pub fn shared(&self) -> Result<(&str, Option<&str>)> {
+        match self {
+            StateOwner::App(app) => Ok((app, None)),
+            StateOwner::User { app, user } => Ok((app, Some(user))),
+            StateOwner::Session(key) => Err(crate::error::Error::invalid(
+                "owner",
+                format!("{key} is a session; shared state is an app's or a user's"),
+            )),
+        }
+    }
+}
+
 /// A stored state value to replace, only if it is still `old` (a concurrent writer wins).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ValueSwap {
@@ -394,12 +412,7 @@ pub struct SharedStateUpdate {
 /// [`SharedStateStore::shared_state`] for a store whose stored values are what its sessions see
 /// (every store but one that transforms values, such as the encrypting wrapper): its admin read.
 pub async fn shared_state_as_stored(admin: &dyn AdminStore, owner: &StateOwner) -> Result<Map<String, Value>> {
-    if let StateOwner::Session(key) = owner {
-        return Err(crate::error::Error::invalid(
-            "owner",
-            format!("{key} is a session; shared state is an app's or a user's"),
-        ));
-    }
+    owner.shared()?;
     admin.stored_state(owner).await
 }
 

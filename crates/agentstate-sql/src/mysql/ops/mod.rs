@@ -141,21 +141,14 @@ impl Shared<'_> {
 
 /// A write of app or user state without a session, and its log entry, in the caller's transaction.
 async fn update_shared_in(conn: &mut MySqlConnection, update: &agentstate::store::SharedStateUpdate) -> Step<()> {
-    let shared = match &update.owner {
-        StateOwner::App(app) => Shared::App(app),
-        StateOwner::User { app, user } => Shared::User(app, user),
-        StateOwner::Session(key) => {
-            let message = format!("{key} is a session; shared state is an app's or a user's");
-            return Err(Error::invalid("owner", message).into());
-        }
-    };
+    let (app, user) = update.owner.shared()?;
+    let shared = user.map_or(Shared::App(app), |user| Shared::User(app, user));
     let now = codec::naive(update.now_micros)?;
     shared.merge(conn, &update.delta, &update.deleted, now).await?;
     let write = agentstate::store::SharedStateWrite::of(update);
-    let (app, user) = crate::shared::log_owner(&update.owner)?;
     sqlx::query(sql!("state_write_put"))
         .bind(app)
-        .bind(user)
+        .bind(user.unwrap_or_default())
         .bind(write.at_micros)
         .bind(&write.id)
         .bind(&write.origin)

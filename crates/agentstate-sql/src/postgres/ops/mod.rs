@@ -267,13 +267,9 @@ pub(super) async fn stored_state(pool: &Pool, owner: &StateOwner) -> Result<Map<
 /// A write of app or user state without a session, logged: one statement.
 pub(super) async fn update_shared_state(pool: &Pool, update: &agentstate::store::SharedStateUpdate) -> Result<()> {
     let now = naive(update.now_micros)?;
-    let query = match &update.owner {
-        StateOwner::App(app) => sqlx::query(sql!("app_state_merge")).bind(app),
-        StateOwner::User { app, user } => sqlx::query(sql!("user_state_merge")).bind(app).bind(user),
-        StateOwner::Session(key) => {
-            let message = format!("{key} is a session; shared state is an app's or a user's");
-            return Err(agentstate::Error::invalid("owner", message));
-        }
+    let query = match update.owner.shared()? {
+        (app, None) => sqlx::query(sql!("app_state_merge")).bind(app),
+        (app, Some(user)) => sqlx::query(sql!("user_state_merge")).bind(app).bind(user),
     };
     let write = agentstate::store::SharedStateWrite::of(update);
     query

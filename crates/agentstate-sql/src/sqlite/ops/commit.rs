@@ -2,7 +2,7 @@
 
 use std::sync::LazyLock;
 
-use agentstate::store::{CommitOutcome, EventCommit, SharedStateUpdate, StateOwner};
+use agentstate::store::{CommitOutcome, EventCommit, SharedStateUpdate};
 use agentstate::{Error, Map, Result, SessionKey, Value};
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
@@ -68,16 +68,11 @@ impl Shared<'_> {
 /// A write of app or user state without a session, and its log entry, in the writer's transaction.
 pub(in crate::sqlite) fn update_shared(conn: &Connection, update: &SharedStateUpdate) -> Result<()> {
     let now = sqlite_text(update.now_micros)?;
-    let shared = match &update.owner {
-        StateOwner::App(app) => Shared::App(app),
-        StateOwner::User { app, user } => Shared::User(app, user),
-        StateOwner::Session(key) => {
-            return Err(Error::invalid("owner", format!("{key} is a session; shared state is an app's or a user's")));
-        }
-    };
+    let (app, user) = update.owner.shared()?;
+    let shared = user.map_or(Shared::App(app), |user| Shared::User(app, user));
     shared.edit(conn, &update.delta, &update.deleted, &now)?;
     let write = agentstate::store::SharedStateWrite::of(update);
-    let (app, user) = crate::shared::log_owner(&update.owner)?;
+    let user = user.unwrap_or_default();
     let (set, deleted) = (crate::shared::keys_text(&write.set), crate::shared::keys_text(&write.deleted));
     let params = params![app, user, write.at_micros, write.id, write.origin, set, deleted];
     execute(conn, "log a state write", sql!("state_write_put"), params).map(drop)
