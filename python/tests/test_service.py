@@ -255,3 +255,28 @@ def test_user_state_is_read_without_a_session(server):
         assert await svc.get_user_state(app_name="app", user_id="other") == {}
 
     run(steps())
+
+
+def test_sessions_are_listed_by_creation_and_filter(server):
+    svc = AgentstateSessionService(server.url)
+
+    async def steps():
+        first = await svc.create_session(app_name="app", user_id="lf", session_id="a", state={"stage": 1})
+        await svc.create_session(app_name="app", user_id="lf", session_id="b", state={"stage": 2})
+        await svc.create_session(app_name="app", user_id="lf", session_id="c", state={"stage": 1})
+        await svc.append_event(first, event("i1", {"note": "moves a to the newest by update"}))
+        by_update = await svc.list_sessions(app_name="app", user_id="lf", newest_first=True, limit=1)
+        assert [s.id for s in by_update.sessions] == ["a"]
+        by_creation = await svc.list_sessions(app_name="app", user_id="lf", order_by="create_time desc")
+        assert [s.id for s in by_creation.sessions] == ["c", "b", "a"]
+        staged = await svc.list_sessions(app_name="app", user_id="lf", order_by="create_time", filter="state.stage=1")
+        assert [s.id for s in staged.sessions] == ["a", "c"]
+        assert (await svc.list_sessions(app_name="app", labels={"team": 'r"ed'})).sessions == []
+        try:
+            await svc.list_sessions(app_name="app", filter='state.stage=1 OR state.stage=2')
+        except AgentstateError as refused:
+            assert "character 15" in str(refused), refused
+        else:
+            raise AssertionError("an OR filter was accepted")
+
+    run(steps())

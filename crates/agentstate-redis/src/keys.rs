@@ -14,6 +14,8 @@
 //! {prefix}{app}:hd:{user}:{session} hash   history snapshot → state JSON
 //! {prefix}{app}:sessions            zset   "{user}\0{session}" by last update (µs)
 //! {prefix}{app}:us:{user}           zset   the user's session ids by last update (µs)
+//! {prefix}{app}:created             zset   "{user}\0{session}" by creation (µs)
+//! {prefix}{app}:uc:{user}           zset   the user's session ids by creation (µs)
 //! {prefix}{app}:id:{session}        set    the users that have a session with this id
 //! {prefix}{app}:expiring            zset   "{user}\0{session}" of expiring sessions by expire time
 //! {prefix}{app}:users               set    the app's users
@@ -95,6 +97,16 @@ impl AppKeys {
         self.key("us", &[user])
     }
 
+    /// Every session of the app, by creation.
+    pub(crate) fn created(&self) -> String {
+        self.key("created", &[])
+    }
+
+    /// A user's sessions, by creation.
+    pub(crate) fn user_created(&self, user: &str) -> String {
+        self.key("uc", &[user])
+    }
+
     /// The app's sessions that expire, by expire time (µs), for the sweep.
     pub(crate) fn expiring(&self) -> String {
         self.key("expiring", &[])
@@ -138,6 +150,8 @@ impl AppKeys {
             user_state: self.user_state(user),
             sessions: self.sessions(),
             user_sessions: self.user_sessions(user),
+            created: self.created(),
+            user_created: self.user_created(user),
             users_with: self.users_with(session),
             expiring: self.expiring(),
             member: list_member(user, session),
@@ -214,6 +228,8 @@ pub(crate) struct SessionKeys {
     pub(crate) user_state: String,
     pub(crate) sessions: String,
     pub(crate) user_sessions: String,
+    pub(crate) created: String,
+    pub(crate) user_created: String,
     pub(crate) users_with: String,
     pub(crate) expiring: String,
     pub(crate) member: String,
@@ -242,6 +258,8 @@ impl SessionKeys {
             .key(&self.user_sessions)
             .key(&self.users_with)
             .key(&self.expiring)
+            .key(&self.created)
+            .key(&self.user_created)
             .arg(&self.member)
             .arg(session)
             .arg(user);

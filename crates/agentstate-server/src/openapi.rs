@@ -97,6 +97,13 @@ fn schemas() -> Value {
             "ttl": {"type": ["string", "null"], "description": "Seconds, e.g. \"7200s\"; not with expireTime"},
             "expireTime": {"type": ["string", "null"], "format": "date-time"}},
             "description": "Field names in camelCase or snake_case"},
+        "VertexSessionPatch": {"type": "object", "properties": {
+            "displayName": {"type": ["string", "null"]},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "ttl": {"type": ["string", "null"], "description": "Seconds from now, e.g. \"7200s\"; not with expireTime"},
+            "expireTime": {"type": ["string", "null"], "format": "date-time"},
+            "name": {"type": "string"}, "userId": {"type": "string"}},
+            "description": "Field names in camelCase or snake_case; state is not patched (it changes by events)"},
         "VertexSession": {"type": "object", "required": ["name", "userId", "sessionState", "createTime", "updateTime"], "properties": {
             "name": {"type": "string", "description": "…/reasoningEngines/{engine}/sessions/{id}, in the form asked"},
             "userId": {"type": "string"}, "sessionState": {"type": "object", "description": "Merged: session, app: and user: keys"},
@@ -204,6 +211,16 @@ fn history_schemas() -> Value {
 /// or `..`.
 const ID_PATTERN: &str = r"^(?!\.{1,2}$)(?!\s)(?!.*\s$)[^\u0000-\u001F\u007F-\u009F/\\]+$";
 
+/// The sessions filter, as `agentstate::filter` reads it.
+const SESSION_FILTER: &str = "Terms joined by AND: user_id=\"…\", display_name=\"…\", labels.KEY=\"…\", state.KEY=<JSON scalar> (session keys), update_time and create_time compared (=, <, <=, >, >=) with a quoted RFC 3339 time; a bad filter is a 400 naming the character where it went wrong";
+
+/// The sessions `orderBy`.
+const SESSION_ORDER: &str = "By last update (the default, also when empty) or creation, oldest first (asc, the default) or newest first (desc); pages keep the order; camelCase names too";
+
+fn session_order_schema() -> Value {
+    json!({"type": "string", "enum": ["", "update_time", "update_time asc", "update_time desc", "create_time", "create_time asc", "create_time desc"]})
+}
+
 fn parameters(op: &Operation) -> Vec<Value> {
     let path = op.path;
     let mut params: Vec<Value> = path
@@ -235,11 +252,8 @@ fn parameters(op: &Operation) -> Vec<Value> {
     }
     let vertex = path.starts_with("/{version}/");
     if vertex && (path.ends_with("/events") || (path.ends_with("/sessions") && op.method == "get")) {
-        let what = if path.ends_with("/events") {
-            "timestamp>=\"<RFC 3339>\" (also >, <=, <; AND)"
-        } else {
-            "user_id=\"<user>\""
-        };
+        let what =
+            if path.ends_with("/events") { "timestamp>=\"<RFC 3339>\" (also >, <=, <; AND)" } else { SESSION_FILTER };
         params.push(query("filter", json!({"type": "string"}), what));
         if path.ends_with("/events") {
             params.push(query(
@@ -248,11 +262,7 @@ fn parameters(op: &Operation) -> Vec<Value> {
                 "Oldest first (the default, also when empty) or newest first; pages keep the order",
             ));
         } else {
-            params.push(query(
-                "orderBy",
-                json!({"type": "string", "enum": ["", "update_time", "update_time asc", "update_time desc"]}),
-                "By last update, oldest first (the default, also when empty) or newest first; pages keep the order",
-            ));
+            params.push(query("orderBy", session_order_schema(), SESSION_ORDER));
         }
         if path.ends_with("/events") {
             params.push(query(
@@ -266,7 +276,15 @@ fn parameters(op: &Operation) -> Vec<Value> {
         params.push(query("pageToken", json!({"type": "string"}), "nextPageToken of the previous page"));
     } else if vertex && path.ends_with("/sessions") {
         params.push(query("sessionId", json!({"type": "string"}), "The id; generated (19 digits) if absent"));
+    } else if vertex && path.ends_with("{session}") && op.method == "patch" {
+        params.push(query(
+            "updateMask",
+            json!({"type": "string"}),
+            "Comma-separated: display_name, labels, expire_time, ttl; a masked field the body lacks is cleared; without a mask, the fields the body has",
+        ));
     } else if path.ends_with("/sessions") && op.method == "get" {
+        params.push(query("filter", json!({"type": "string"}), SESSION_FILTER));
+        params.push(query("orderBy", session_order_schema(), SESSION_ORDER));
         params.push(query(
             "pageSize",
             json!({"type": "integer"}),

@@ -20,6 +20,7 @@
 pub mod adk_web;
 mod codec;
 mod leases;
+mod list;
 mod memories;
 mod mysql;
 mod pool;
@@ -27,6 +28,7 @@ mod postgres;
 mod schema;
 mod shared;
 mod sqlite;
+mod state_log;
 mod url;
 
 use agentstate::Result;

@@ -79,8 +79,15 @@ const TABLES: [&str; 12] = [
     "agentstate_run_leases",
     "agentstate_state_writes",
 ];
-const INDEXES: [&str; 3] =
-    ["idx_events_app_user_session_ts_id", "idx_sessions_app_id", "idx_agentstate_attributes_expire"];
+const INDEXES: [&str; 7] = [
+    "idx_events_app_user_session_ts_id",
+    "idx_sessions_app_id",
+    "idx_agentstate_attributes_expire",
+    "idx_sessions_app_update",
+    "idx_sessions_app_user_update",
+    "idx_sessions_app_create",
+    "idx_sessions_app_user_create",
+];
 
 /// The catalogue queries of a server dialect, each answering a column `name` (and `type` for
 /// the columns): the tables, the reference's schema version, the columns of `events`, the

@@ -7,7 +7,7 @@
 //! Times the statements compare expire times with are `Option<NaiveDateTime>`: `None` (expiry not
 //! judged) for `i64::MIN`, see [`expiry_time`].
 
-use agentstate::store::{SharedStateWrite, SharedStateWrites, StateOwner};
+use agentstate::store::SharedStateWrites;
 use chrono::NaiveDateTime;
 
 use crate::codec::naive;
@@ -16,36 +16,6 @@ use crate::codec::naive;
 /// (expiry not judged).
 pub(crate) fn expiry_time(now_micros: i64) -> agentstate::Result<Option<NaiveDateTime>> {
     (now_micros != i64::MIN).then(|| naive(now_micros)).transpose()
-}
-
-/// The `(app_name, user_id)` columns of an owner's log of state writes: `''` as the app's user.
-pub(crate) fn log_owner(owner: &StateOwner) -> agentstate::Result<(&str, &str)> {
-    let (app, user) = owner.shared()?;
-    Ok((app, user.unwrap_or_default()))
-}
-
-/// The keys of a logged write, as its row keeps them (a JSON array).
-pub(crate) fn keys_text(keys: &[String]) -> String {
-    serde_json::Value::from(keys.to_vec()).to_string()
-}
-
-/// A logged write from its row's columns.
-pub(crate) fn state_write(
-    at_micros: i64,
-    id: String,
-    origin: String,
-    set: &str,
-    deleted: &str,
-) -> agentstate::Result<SharedStateWrite> {
-    let keys = |text: &str| {
-        serde_json::from_str::<Vec<String>>(text).map_err(|e| agentstate::Error::Backend {
-            message: format!("a logged state write {id} has unreadable keys: {e}"),
-            retryable: false,
-            source: None,
-        })
-    };
-    let (set, deleted) = (keys(set)?, keys(deleted)?);
-    Ok(SharedStateWrite { set, deleted, id, at_micros, origin })
 }
 
 /// The position a page of logged writes starts before: the end of the log without one.
@@ -171,6 +141,25 @@ macro_rules! operations {
                 Ok(done.rows_affected() > 0)
             }
 
+            /// Sets a live session's display name and/or labels; whether there was one.
+            pub(crate) async fn set_attributes(
+                pool: &Pool,
+                key: &SessionKey,
+                update: &agentstate::store::AttributesUpdate,
+                now_micros: i64,
+            ) -> Result<bool> {
+                let done = keyed(sql!("session_attributes_set"), key)
+                    .bind(update.display_name.clone().flatten())
+                    .bind(update.display_name.is_some())
+                    .bind(update.labels_json())
+                    .bind(update.labels.is_some())
+                    .bind(expiry_time(now_micros)?)
+                    .execute(pool)
+                    .await
+                    .map_err(|e| sqlx_error("setting a display name or labels", e))?;
+                Ok(done.rows_affected() > 0)
+            }
+
             /// Rewrites a stored event's data.
             pub(crate) async fn rewrite_event(pool: &Pool, key: &SessionKey, event: &Event) -> Result<bool> {
                 let done = keyed(sql!("event_rewrite"), key)
@@ -226,7 +215,7 @@ macro_rules! operations {
                 query: &agentstate::store::SharedStateWrites,
             ) -> Result<Vec<agentstate::store::SharedStateWrite>> {
                 let read = |e| sqlx_error("reading logged state writes", e);
-                let (app, user) = $crate::shared::log_owner(&query.owner)?;
+                let (app, user) = $crate::state_log::log_owner(&query.owner)?;
                 let (at, id) = $crate::shared::writes_before(query);
                 let rows = sqlx::query(sql!("state_writes"))
                     .bind(app)
@@ -241,7 +230,7 @@ macro_rules! operations {
                     .map(|row| {
                         let set: String = row.try_get("set_keys").map_err(read)?;
                         let deleted: String = row.try_get("deleted_keys").map_err(read)?;
-                        $crate::shared::state_write(
+                        $crate::state_log::state_write(
                             row.try_get("at_micros").map_err(read)?,
                             row.try_get("write_id").map_err(read)?,
                             row.try_get("origin").map_err(read)?,
@@ -521,6 +510,15 @@ macro_rules! pool_store {
                 now_micros: i64,
             ) -> agentstate::Result<bool> {
                 ops::set_expire_time(&self.pool, key, expire_micros, now_micros).await
+            }
+
+            async fn set_attributes(
+                &self,
+                key: &agentstate::SessionKey,
+                update: &agentstate::store::AttributesUpdate,
+                now_micros: i64,
+            ) -> agentstate::Result<bool> {
+                ops::set_attributes(&self.pool, key, update, now_micros).await
             }
 
             async fn erase_user(&self, app: &str, user: &str) -> agentstate::Result<agentstate::UserDataCounts> {

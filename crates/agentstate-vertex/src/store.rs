@@ -2,6 +2,7 @@
 
 use std::time::{Duration, Instant};
 
+use agentstate::filter::session_filter_text;
 use agentstate::history::{EventDiff, ForkSession, HistoryAt, KeyChange, StateAt};
 use agentstate::store::replay::Replay;
 use agentstate::store::{
@@ -161,14 +162,10 @@ impl VertexAiStore {
         Ok(Some(events))
     }
 
-    /// Every session of `query`'s app (and user), in the store order; for a service that pages
-    /// in its own order.
+    /// Every session of `query`'s app (and user), in the service's order; for a service that
+    /// pages and filters in its own way.
     async fn all_sessions(&self, query: &ListQuery) -> Result<Vec<Session>> {
-        let mut sessions = self.session_pages(query, None, usize::MAX).await?;
-        sessions.sort_by(|a, b| {
-            (a.last_update_micros(), a.user_id(), a.id()).cmp(&(b.last_update_micros(), b.user_id(), b.id()))
-        });
-        Ok(sessions)
+        self.session_pages(query, None, usize::MAX).await
     }
 
     async fn session_pages(&self, query: &ListQuery, after: Option<String>, limit: usize) -> Result<Vec<Session>> {
@@ -177,14 +174,19 @@ impl VertexAiStore {
         while sessions.len() < limit {
             let mut call = Call::new(Method::GET, self.sessions_path(&query.app_name), Retry::Idempotent)
                 .query("pageSize", (limit - sessions.len()).min(PAGE).to_string());
-            if let Some(user) = &query.user_id {
+            if self.client.extensions() {
+                // agentstate's server reads the whole filter and both orders.
+                let filter = session_filter_text(query.user_id.as_deref(), &query.filter);
+                if !filter.is_empty() {
+                    call = call.query("filter", filter);
+                }
+                let direction = if query.descending { "desc" } else { "asc" };
+                call = call.query("orderBy", format!("{} {direction}", query.order.field()));
+            } else if let Some(user) = &query.user_id {
                 call = call.query("filter", format!("user_id={}", quoted(user)));
             }
             if let Some(token) = &token {
                 call = call.query("pageToken", token.clone());
-            }
-            if query.descending {
-                call = call.query("orderBy", "update_time desc".to_owned());
             }
             let page = self.client.send(&call).await.map_err(|f| error(f, "listing sessions"))?;
             let mut page = page;
@@ -401,18 +403,11 @@ impl SessionStore for VertexAiStore {
         let limit = query.limit.unwrap_or(usize::MAX);
         if self.client.extensions() {
             // The server pages in the store order (either way), from the same tokens.
-            let token = query.after.as_ref().map(|cursor| {
-                if query.descending { cursor.to_newest_first_page_token() } else { cursor.to_page_token() }
-            });
+            let token = query.after.as_ref().map(|cursor| cursor.to_page_token(query.order, query.descending));
             return self.session_pages(query, token, limit).await;
         }
-        let mut sessions = self.all_sessions(query).await?;
-        if query.descending {
-            sessions.reverse();
-        }
-        sessions.retain(|s| query.admits(s.last_update_micros(), s.user_id(), s.id(), None));
-        sessions.truncate(limit);
-        Ok(sessions)
+        // The plain API pages in its own order: read all, and arrange them here.
+        Ok(query.arrange(self.all_sessions(query).await?))
     }
 
     async fn delete(&self, key: &SessionKey) -> Result<()> {
@@ -492,14 +487,7 @@ impl SessionStore for VertexAiStore {
             // An agentstate server whose sessions of one id belong to several users (made
             // through its ADK routes) says so: find them in the list.
             Err(f) if f.is(StatusCode::BAD_REQUEST, "") && f.message().contains("several users") => {
-                let query = ListQuery {
-                    app_name: app.to_owned(),
-                    user_id: None,
-                    after: None,
-                    descending: false,
-                    limit: None,
-                    now_micros: i64::MIN,
-                };
+                let query = ListQuery::all(app, None, i64::MIN);
                 let sessions = self.list(&query).await?;
                 Ok(sessions.iter().filter(|s| s.id() == session_id).map(|s| s.user_id().to_owned()).collect())
             }

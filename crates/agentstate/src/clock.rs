@@ -74,8 +74,8 @@ impl Clock for ManualClock {
     }
 }
 
-/// `now` plus `ttl`, saturating.
-pub(crate) fn after(now: i64, ttl: Duration) -> i64 {
+/// `now` plus `ttl` (epoch microseconds), saturating: an expire time `ttl` from `now`.
+pub fn after(now: i64, ttl: Duration) -> i64 {
     now.saturating_add(i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX))
 }
 

@@ -54,6 +54,7 @@ mod content;
 pub mod crypt;
 mod error;
 mod event;
+pub mod filter;
 pub mod history;
 mod in_memory;
 mod key;

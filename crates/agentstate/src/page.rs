@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
-use crate::store::{EventCursor, ListCursor, MemoryCursor};
+use crate::store::{EventCursor, ListCursor, ListOrder, MemoryCursor};
 
 const VERSION: u64 = 1;
 /// Tags event-page tokens, so a session-list token is never taken for one (and back).
@@ -15,13 +15,9 @@ impl ListCursor {
     /// The page token that starts after this position, as
     /// [`SessionService::list_sessions`](crate::SessionService::list_sessions) issues it. For
     /// stores that pass positions on to another agentstate service.
-    pub fn to_page_token(&self) -> String {
-        encode(self, false)
-    }
-
-    /// The same for a list newest first (`ListSessions::newest_first`).
-    pub fn to_newest_first_page_token(&self) -> String {
-        encode(self, true)
+    /// The order is the list's: its time, and whether newest first.
+    pub fn to_page_token(&self, order: ListOrder, newest_first: bool) -> String {
+        encode(self, TokenOrder { by: order, newest_first })
     }
 }
 
@@ -84,38 +80,53 @@ fn to_hex(raw: &str) -> String {
     raw.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A list token: the cursor, tagged when the list goes newest first (an oldest-first token has no
-/// tag, as before there was a choice).
-pub(crate) fn encode(cursor: &ListCursor, newest_first: bool) -> String {
-    let mut fields = json!([VERSION, cursor.last_update_micros, cursor.user_id, cursor.session_id]);
-    if let (true, Value::Array(fields)) = (newest_first, &mut fields) {
+/// How a list token's list is ordered: its time, and whether newest first.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TokenOrder {
+    pub(crate) by: ListOrder,
+    pub(crate) newest_first: bool,
+}
+
+/// A list token: the cursor, tagged when the list goes newest first and when it is ordered by
+/// creation (an oldest-first token by update has no tag, as before there was a choice).
+pub(crate) fn encode(cursor: &ListCursor, order: TokenOrder) -> String {
+    let mut fields = vec![json!(VERSION), json!(cursor.at_micros), json!(cursor.user_id), json!(cursor.session_id)];
+    if order.newest_first {
         fields.push(json!(NEWEST_FIRST));
     }
-    to_hex(&fields.to_string())
+    if order.by == ListOrder::CreateTime {
+        fields.push(json!(BY_CREATION));
+    }
+    to_hex(&Value::Array(fields).to_string())
 }
 
 /// The tag of newest-first list tokens.
 const NEWEST_FIRST: &str = "desc";
+/// The tag of list tokens ordered by creation.
+const BY_CREATION: &str = "created";
 
-/// A list token: its cursor, and whether it continues a newest-first list.
-pub(crate) fn decode(token: &str) -> Result<(ListCursor, bool)> {
+/// A list token: its cursor, and the order of the list it continues.
+pub(crate) fn decode(token: &str) -> Result<(ListCursor, TokenOrder)> {
     let bad = || Error::invalid("page_token", "is not a token this service issued; pass next_page_token unchanged");
     let bytes = hex(token).ok_or_else(bad)?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
-    // By length: a session id may well be "desc".
-    let (fields, newest_first) = match value.as_array().map(Vec::as_slice) {
-        Some([fields @ .., Value::String(tag)]) if fields.len() == 4 && tag == NEWEST_FIRST => (fields, true),
-        Some(fields) => (fields, false),
-        None => return Err(bad()),
+    // The cursor is the first four fields (a session id may well be "desc"); tags follow.
+    let Some((fields, tags)) = value.as_array().filter(|a| a.len() >= 4).map(|a| a.split_at(4)) else {
+        return Err(bad());
     };
+    let mut order = TokenOrder::default();
+    for tag in tags {
+        match tag.as_str() {
+            Some(NEWEST_FIRST) => order.newest_first = true,
+            Some(BY_CREATION) => order.by = ListOrder::CreateTime,
+            _ => return Err(bad()),
+        }
+    }
     match fields {
         [v, Value::Number(t), Value::String(u), Value::String(s)] if v.as_u64() == Some(VERSION) => {
-            let cursor = ListCursor {
-                last_update_micros: t.as_i64().ok_or_else(bad)?,
-                user_id: u.clone(),
-                session_id: s.clone(),
-            };
-            Ok((cursor, newest_first))
+            let cursor =
+                ListCursor { at_micros: t.as_i64().ok_or_else(bad)?, user_id: u.clone(), session_id: s.clone() };
+            Ok((cursor, order))
         }
         _ => Err(bad()),
     }
@@ -153,22 +164,24 @@ mod tests {
 
     #[test]
     fn round_trips() {
-        let c = ListCursor {
-            last_update_micros: 1_795_318_375_281_155,
-            user_id: "ü \"x\"".into(),
-            session_id: "s/1".into(),
-        };
-        assert_eq!(decode(&encode(&c, false)).unwrap(), (c.clone(), false));
-        assert_eq!(decode(&encode(&c, true)).unwrap(), (c.clone(), true));
+        let c = ListCursor { at_micros: 1_795_318_375_281_155, user_id: "ü \"x\"".into(), session_id: "s/1".into() };
+        for by in [ListOrder::UpdateTime, ListOrder::CreateTime] {
+            for newest_first in [false, true] {
+                let order = TokenOrder { by, newest_first };
+                assert_eq!(decode(&encode(&c, order)).unwrap(), (c.clone(), order));
+            }
+        }
         let named_desc = ListCursor { session_id: NEWEST_FIRST.into(), ..c };
-        assert_eq!(decode(&encode(&named_desc, false)).unwrap(), (named_desc, false), "a session called desc");
+        let plain = TokenOrder::default();
+        assert_eq!(decode(&encode(&named_desc, plain)).unwrap(), (named_desc, plain), "a session called desc");
     }
 
     #[test]
     fn event_tokens_round_trip_and_are_not_list_tokens() {
         let c = EventCursor { timestamp_micros: 5, event_id: "e1".into() };
         assert_eq!(decode_events(&encode_events(&c)).unwrap(), c);
-        let list = encode(&ListCursor { last_update_micros: 5, user_id: "u".into(), session_id: "s".into() }, false);
+        let list =
+            encode(&ListCursor { at_micros: 5, user_id: "u".into(), session_id: "s".into() }, TokenOrder::default());
         assert!(decode_events(&list).is_err());
         assert!(decode(&encode_events(&c)).is_err());
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Optional
 
 from google.adk.errors._stale_session_error import StaleSessionError
@@ -127,10 +128,17 @@ class AgentstateSessionService(_Client, BaseSessionService):
         newest_first: bool = False,
         limit: Optional[int] = None,
         offset: int = 0,
+        order_by: Optional[str] = None,
+        filter: Optional[str] = None,
+        labels: Optional[Mapping[str, str]] = None,
     ) -> ListSessionsResponse:
         """The sessions, oldest update first as the reference lists them; agentstate's extensions:
         ``newest_first``, and ``limit`` sessions after skipping ``offset``, all chosen by the server
-        (a "latest 20" sidebar is one request)."""
+        (a "latest 20" sidebar is one request); ``order_by`` as Agent Engine takes it
+        (``"create_time"``, ``"update_time desc"``); ``filter`` in Agent Engine's syntax
+        (``'labels.team="red" AND state.stage=2 AND update_time>="2026-11-01T00:00:00Z"'``),
+        and ``labels`` every one of which a session must carry. A bad filter raises
+        ``AgentstateError`` (400) saying where it went wrong."""
         if limit is not None and limit < 1:
             raise ValueError(f"limit must be at least 1, not {limit}")
         if offset < 0:
@@ -142,6 +150,12 @@ class AgentstateSessionService(_Client, BaseSessionService):
             params: dict[str, Any] = {"pageSize": PAGE_SIZE if limit is None else limit - len(sessions)}
             if newest_first:
                 params["order"] = "desc"
+            if order_by:
+                params["orderBy"] = order_by
+            terms = [filter] if filter else []
+            terms += [f"labels.{_quote(k)}={_quote(v)}" for k, v in (labels or {}).items()]
+            if terms:
+                params["filter"] = " AND ".join(terms)
             if token:
                 params["pageToken"] = token
             elif offset:
@@ -200,3 +214,8 @@ class AgentstateSessionService(_Client, BaseSessionService):
         event.id = stored.event.id
         event.timestamp = stored.event.timestamp
         return await super().append_event(session, event)
+
+
+def _quote(text: str) -> str:
+    """A string literal of Agent Engine's filter syntax."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

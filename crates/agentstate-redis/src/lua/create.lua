@@ -2,7 +2,8 @@
 -- writes the session's metadata and state, its list entries and its creation snapshot.
 -- KEYS: 1 meta, 2 state, 3 app, 4 user, 5 sessions, 6 user's sessions, 7 users with this id,
 --       8 snapshot positions, 9 snapshot states, 10 expiring sessions, 11 the app's users,
---       12 event times, 13 event data, 14 first event of each invocation
+--       12 event times, 13 event data, 14 first event of each invocation, 15 sessions by creation,
+--       16 user's sessions by creation
 -- ARGV: 1 create time (µs), 2 list member, 3 session id, 4 user id, 5 creation snapshot ('' none),
 --       6 display name ('' none), 7 labels JSON ('' none), 8 expire time ('' none),
 --       9 session fields, 10 app fields, 11 user fields (counts of pairs), then the pairs.
@@ -37,6 +38,8 @@ if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'labels', ARGV[7]) end
 if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'expire', ARGV[8]) end
 redis.call('ZADD', KEYS[5], ARGV[1], ARGV[2])
 redis.call('ZADD', KEYS[6], ARGV[1], ARGV[3])
+redis.call('ZADD', KEYS[15], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[16], ARGV[1], ARGV[3])
 redis.call('SADD', KEYS[7], ARGV[4])
 redis.call('SADD', KEYS[11], ARGV[4])
 if ARGV[5] ~= '' then

@@ -1,8 +1,8 @@
 //! The Redis store's capabilities: history, lifecycle, administration.
 
 use agentstate::store::{
-    AdminStore, EventCopy, EventCursor, HistorySnapshot, HistoryStore, LifecycleStore, StateOwner, UserDataCounts,
-    ValueSwap, replay,
+    AdminStore, AttributesUpdate, EventCopy, EventCursor, HistorySnapshot, HistoryStore, LifecycleStore, StateOwner,
+    UserDataCounts, ValueSwap, replay,
 };
 use agentstate::{Event, Map, Result, SessionKey, Value};
 use async_trait::async_trait;
@@ -139,6 +139,22 @@ impl LifecycleStore for RedisStore {
         if done == 1 && expire_micros.is_some() {
             self.register(expiring_apps(&self.prefix), key.app_name(), "expire").await?;
         }
+        Ok(done == 1)
+    }
+
+    async fn set_attributes(&self, key: &SessionKey, update: &AttributesUpdate, now_micros: i64) -> Result<bool> {
+        let flag = |set: bool| if set { "1" } else { "" };
+        let done: i64 = scripts::ATTRIBUTES
+            .prepare_invoke()
+            .key(self.keys(key).meta)
+            .arg(flag(update.display_name.is_some()))
+            .arg(update.display_name.clone().flatten().unwrap_or_default())
+            .arg(flag(update.labels.is_some()))
+            .arg(update.labels_json().unwrap_or_default())
+            .arg(super::expiry_arg(now_micros))
+            .invoke_async(&mut self.connection())
+            .await
+            .map_err(|e| backend("set attributes", e))?;
         Ok(done == 1)
     }
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use agentstate::store::{ListCursor, ListQuery};
+use agentstate::store::{ListCursor, ListOrder, ListQuery};
 use agentstate::{Result, Session, SessionKey};
 use redis::Value as Reply;
 
@@ -12,7 +12,8 @@ use crate::RedisStore;
 use crate::keys::{AppKeys, list_member};
 
 impl RedisStore {
-    /// One page of a list: the members after the cursor, in order, with their scores.
+    /// One page of a list: the members after the cursor, in order, with their scores, within the
+    /// range the filter allows of the order's time (the index's scores).
     async fn list_members(
         &self,
         zset: &str,
@@ -20,58 +21,133 @@ impl RedisStore {
         cursor_member: Option<&str>,
     ) -> Result<Vec<(String, i64)>> {
         let limit = query.limit.unwrap_or(usize::MAX);
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
         let mut connection = self.connection();
         let read = |reply: Reply| -> Vec<(String, i64)> {
             array(reply).chunks_exact(2).filter_map(|p| Some((text(&p[0])?.to_owned(), score(&p[1])?))).collect()
         };
+        let range = query.order_range();
+        let (low, high) = (
+            range.from_micros.map_or_else(|| "-inf".to_owned(), |f| f.to_string()),
+            range.to_micros.map_or_else(|| "+inf".to_owned(), |t| t.to_string()),
+        );
         // Newest first, the same reads in reverse: scores from the top, ties (equal scores, in
         // member order) from the last.
-        let (by_score, towards, past) = if query.descending {
-            ("ZREVRANGEBYSCORE", "-inf", std::cmp::Ordering::Less)
+        let (by_score, past) = if query.descending {
+            ("ZREVRANGEBYSCORE", std::cmp::Ordering::Less)
         } else {
-            ("ZRANGEBYSCORE", "+inf", std::cmp::Ordering::Greater)
+            ("ZRANGEBYSCORE", std::cmp::Ordering::Greater)
         };
-        let (ties, after) = match (&query.after, cursor_member) {
-            (Some(cursor), Some(member)) => {
-                let at = cursor.last_update_micros.to_string();
-                let mut pipe = redis::pipe();
+        // `ZREVRANGEBYSCORE` takes its bounds high first.
+        let bounds = |from: String, to: String| if query.descending { (to, from) } else { (from, to) };
+        let mut pipe = redis::pipe();
+        let cursor = query.after.as_ref().zip(cursor_member).filter(|(c, _)| range.contains(c.at_micros));
+        let cursor = match (query.after.as_ref(), cursor) {
+            // A cursor outside the range: the page starts at the range's edge it points past.
+            (Some(c), None)
+                if (query.descending && range.from_micros.is_some_and(|f| c.at_micros < f))
+                    || (!query.descending && range.to_micros.is_some_and(|t| c.at_micros > t)) =>
+            {
+                return Ok(Vec::new());
+            }
+            (_, cursor) => cursor,
+        };
+        let rest = match cursor {
+            Some((cursor, _)) => {
+                let at = cursor.at_micros.to_string();
                 pipe.cmd(by_score).arg(zset).arg(&at).arg(&at).arg("WITHSCORES");
-                let rest = pipe.cmd(by_score).arg(zset).arg(format!("({at}")).arg(towards).arg("WITHSCORES");
-                if let Some(limit) = query.limit {
-                    rest.arg("LIMIT").arg(0).arg(limit);
-                }
-                let (ties, rest): (Reply, Reply) =
-                    pipe.query_async(&mut connection).await.map_err(|e| backend("list", e))?;
-                let ties: Vec<_> =
-                    read(ties).into_iter().filter(|(m, _)| m.as_bytes().cmp(member.as_bytes()) == past).collect();
-                (ties, read(rest))
+                let past_cursor = format!("({at}");
+                let (start, stop) = if query.descending { bounds(low, past_cursor) } else { bounds(past_cursor, high) };
+                pipe.cmd(by_score).arg(zset).arg(start).arg(stop).arg("WITHSCORES")
             }
-            _ => {
-                let stop = query.limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX).saturating_sub(1));
-                if stop < 0 && query.limit.is_some() {
-                    return Ok(Vec::new());
-                }
-                let reply: Reply = redis::cmd(if query.descending { "ZREVRANGE" } else { "ZRANGE" })
-                    .arg(zset)
-                    .arg(0)
-                    .arg(stop)
-                    .arg("WITHSCORES")
-                    .query_async(&mut connection)
-                    .await
-                    .map_err(|e| backend("list", e))?;
-                (Vec::new(), read(reply))
+            None => {
+                let (start, stop) = bounds(low, high);
+                pipe.cmd(by_score).arg(zset).arg(start).arg(stop).arg("WITHSCORES")
             }
         };
-        Ok(ties.into_iter().chain(after).take(limit).collect())
+        if let Some(limit) = query.limit {
+            rest.arg("LIMIT").arg(0).arg(limit);
+        }
+        let mut replies: Vec<Reply> = pipe.query_async(&mut connection).await.map_err(|e| backend("list", e))?;
+        let rest = read(replies.pop().unwrap_or(Reply::Nil));
+        let ties: Vec<_> = match (cursor, replies.pop()) {
+            (Some((_, member)), Some(ties)) => {
+                read(ties).into_iter().filter(|(m, _)| m.as_bytes().cmp(member.as_bytes()) == past).collect()
+            }
+            _ => Vec::new(),
+        };
+        Ok(ties.into_iter().chain(rest).take(limit).collect())
+    }
+
+    /// Makes sure the creation index of a list (`created`) holds every session of its update
+    /// index (`updated`): sessions stored before creation order was kept are added, from their
+    /// metadata, the first time a list by creation asks. Two counts when they agree.
+    async fn ensure_created(&self, app: &AppKeys, user: Option<&str>) -> Result<()> {
+        let (updated, created) = match user {
+            Some(user) => (app.user_sessions(user), app.user_created(user)),
+            None => (app.sessions(), app.created()),
+        };
+        let mut connection = self.connection();
+        let (have, want): (usize, usize) = redis::pipe()
+            .cmd("ZCARD")
+            .arg(&created)
+            .cmd("ZCARD")
+            .arg(&updated)
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| backend("list", e))?;
+        if have == want {
+            return Ok(());
+        }
+        let members: Vec<String> = redis::cmd("ZRANGE")
+            .arg(&updated)
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| backend("list", e))?;
+        for chunk in members.chunks(500) {
+            let mut pipe = redis::pipe();
+            for member in chunk {
+                let (user, id) = match user {
+                    Some(user) => (user, member.as_str()),
+                    None => member.split_once('\0').unwrap_or_default(),
+                };
+                pipe.cmd("HGET").arg(app.session(user, id).meta).arg("create");
+            }
+            let times: Vec<Option<i64>> = pipe.query_async(&mut connection).await.map_err(|e| backend("list", e))?;
+            let mut add = redis::cmd("ZADD");
+            add.arg(&created);
+            let mut any = false;
+            for (member, time) in chunk.iter().zip(times) {
+                if let Some(time) = time {
+                    add.arg(time).arg(member);
+                    any = true;
+                }
+            }
+            if any {
+                let _: i64 = add.query_async(&mut connection).await.map_err(|e| backend("list", e))?;
+            }
+        }
+        // Entries of sessions gone meanwhile are skipped by the list, as in the update index.
+        Ok(())
     }
 
     /// One page of a list: the sessions still there, how many list entries were read, and the
     /// position of the last one.
     pub(super) async fn list_page(&self, query: &ListQuery) -> Result<(Vec<Session>, usize, Option<ListCursor>)> {
         let app = AppKeys::new(&self.prefix, &query.app_name);
-        let (zset, cursor_member) = match &query.user_id {
-            Some(user) => (app.user_sessions(user), query.after.as_ref().map(|c| c.session_id.clone())),
-            None => (app.sessions(), query.after.as_ref().map(|c| list_member(&c.user_id, &c.session_id))),
+        let by_creation = query.order == ListOrder::CreateTime;
+        if by_creation {
+            self.ensure_created(&app, query.user_id.as_deref()).await?;
+        }
+        let (zset, cursor_member) = match (&query.user_id, by_creation) {
+            (Some(user), false) => (app.user_sessions(user), query.after.as_ref().map(|c| c.session_id.clone())),
+            (Some(user), true) => (app.user_created(user), query.after.as_ref().map(|c| c.session_id.clone())),
+            (None, false) => (app.sessions(), query.after.as_ref().map(|c| list_member(&c.user_id, &c.session_id))),
+            (None, true) => (app.created(), query.after.as_ref().map(|c| list_member(&c.user_id, &c.session_id))),
         };
         let mut attempt = 0;
         loop {
@@ -89,7 +165,7 @@ impl RedisStore {
             }
             let listed = sessions.len();
             let last = sessions.last().map(|(user, id, score)| ListCursor {
-                last_update_micros: *score,
+                at_micros: *score,
                 user_id: user.clone(),
                 session_id: id.clone(),
             });
@@ -126,7 +202,7 @@ impl RedisStore {
                 if !meta.live_at(query.now_micros) {
                     continue; // expired, not yet swept: not listed
                 }
-                moved |= meta.update != *score;
+                moved |= if by_creation { meta.create } else { meta.update } != *score;
                 let session = state(state_reply, &|| format!("session {key}"))?;
                 let user_state = user_states.get(user.as_str()).cloned().unwrap_or_default();
                 out.push(handle(key, meta, &session, &app_state, &user_state, Vec::new()));
@@ -135,12 +211,9 @@ impl RedisStore {
             // next page skip sessions): read again.
             if !moved || attempt >= LIST_ATTEMPTS {
                 if moved {
+                    let order = query.order;
                     out.sort_by(|a, b| {
-                        (a.last_update_micros(), a.user_id(), a.id()).cmp(&(
-                            b.last_update_micros(),
-                            b.user_id(),
-                            b.id(),
-                        ))
+                        (order.micros_of(a), a.user_id(), a.id()).cmp(&(order.micros_of(b), b.user_id(), b.id()))
                     });
                     if query.descending {
                         out.reverse();

@@ -263,18 +263,28 @@ fn key_value(text: &str) -> Result<(String, serde_json::Value), String> {
     Ok((key.to_owned(), value))
 }
 
-/// The order of `sessions list`.
+/// The direction of `sessions list`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum ListOrder {
-    /// Oldest update first.
+    /// Oldest first.
     Asc,
-    /// Newest update first.
+    /// Newest first.
     Desc,
+}
+
+/// The time `sessions list` orders by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ListBy {
+    /// The last update.
+    Update,
+    /// The creation.
+    Create,
 }
 
 #[derive(Subcommand)]
 pub(crate) enum SessionsCommand {
-    /// List the sessions of an app (or of one user), oldest update first (or newest).
+    /// List the sessions of an app (or of one user), oldest update first (or newest, or by
+    /// creation), of those every filter given admits.
     List {
         #[command(flatten)]
         db: DbArg,
@@ -283,9 +293,26 @@ pub(crate) enum SessionsCommand {
         /// Only this user's sessions.
         #[arg(long)]
         user: Option<String>,
-        /// By last update: oldest first, or newest first.
+        /// Oldest first, or newest first.
         #[arg(long, value_enum, default_value_t = ListOrder::Asc)]
         order: ListOrder,
+        /// The time to order by.
+        #[arg(long, value_enum, default_value_t = ListBy::Update)]
+        by: ListBy,
+        /// Only sessions with this label (KEY=VALUE); repeat for several.
+        #[arg(long = "label", value_name = "KEY=VALUE")]
+        labels: Vec<String>,
+        /// Only sessions with this display name.
+        #[arg(long)]
+        display_name: Option<String>,
+        /// Only sessions whose session-scope key holds this JSON scalar (KEY=JSON, e.g.
+        /// stage=2 or name='"Ada"'); repeat for several.
+        #[arg(long = "state", value_name = "KEY=JSON")]
+        state: Vec<String>,
+        /// A filter in Agent Engine's syntax, with the conditions above, e.g.
+        /// 'update_time>="2026-11-01T00:00:00Z" AND labels.team="support"'.
+        #[arg(long)]
+        filter: Option<String>,
         /// At most this many sessions.
         #[arg(long)]
         limit: Option<usize>,

@@ -10,7 +10,7 @@ use agentstate::{GetSessionConfig, ListEvents, ListSessions, SessionKey, Session
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::args::{DbArg, ListOrder, SessionsCommand};
+use super::args::{DbArg, ListBy, ListOrder, SessionsCommand};
 use super::backend::{Backend, is_redis, open, open_sql};
 
 /// A spinner on standard error when it is a terminal (else the caller prints lines, for a log).
@@ -171,14 +171,59 @@ pub(crate) async fn import_adk(db: &DbArg, from: &str, key_prefix: &str, skip_ex
 
 pub(crate) async fn run(command: SessionsCommand) -> anyhow::Result<()> {
     match command {
-        SessionsCommand::List { db, app, user, order, limit, offset, count } => {
-            let service = open(&db).await?.0.service();
+        SessionsCommand::List {
+            db,
+            app,
+            user,
+            order,
+            by,
+            labels,
+            display_name,
+            state,
+            filter,
+            limit,
+            offset,
+            count,
+        } => {
             if limit == Some(0) {
                 bail!("--limit must be at least 1");
             }
+            let parsed = agentstate::filter::parse_session_filter(filter.as_deref().unwrap_or_default())?;
+            let user = match (user, parsed.user_id) {
+                (Some(a), Some(b)) if a != b => bail!("--user {a:?} and the filter's user_id {b:?} differ"),
+                (user, named) => user.or(named),
+            };
+            let mut filter = parsed.filter;
+            for label in labels {
+                let (k, v) = label.split_once('=').with_context(|| format!("--label {label:?}: write KEY=VALUE"))?;
+                filter.labels.insert(k.to_owned(), v.to_owned());
+            }
+            for pair in state {
+                let (k, v) = pair.split_once('=').with_context(|| format!("--state {pair:?}: write KEY=JSON"))?;
+                let value: serde_json::Value =
+                    serde_json::from_str(v).with_context(|| format!("--state {pair:?}: the value is not JSON"))?;
+                // Checked as the filter syntax checks it: a scalar, of a session-scope key.
+                let text = agentstate::filter::session_filter_text(
+                    None,
+                    &agentstate::store::SessionFilter { state: [(k.to_owned(), value)].into(), ..Default::default() },
+                );
+                let checked = agentstate::filter::parse_session_filter(&text).with_context(|| {
+                    format!("--state {pair:?}: a scalar (string, number, boolean or null) of a key without a prefix")
+                })?;
+                filter.state.extend(checked.filter.state);
+            }
+            if display_name.is_some() {
+                filter.display_name = display_name;
+            }
+            let service = open(&db).await?.0.service();
             let request = ListSessions {
                 app_name: app,
                 user_id: user,
+                order_by: match by {
+                    ListBy::Update => agentstate::store::ListOrder::UpdateTime,
+                    ListBy::Create => agentstate::store::ListOrder::CreateTime,
+                },
+                filter,
                 newest_first: order == ListOrder::Desc,
                 offset,
                 count,

@@ -72,11 +72,11 @@ routes! {
          404 "The session expired (expireTime in the past) before its events were restored" "Error",
          409 "The id is taken" "Error", 422 "Malformed body" "Error"];
     get "/apps/{app_name}/users/{user_id}/sessions" => sessions::list, PathAppUser,
-        "List a user's sessions (merged state, no events); with `pageSize`, a page (agentstate extension)", None,
-        [200 "The sessions, oldest update first (an array; with pageSize, a SessionPage)" "SessionListOrPage", 400 "Bad page token" "Error"];
+        "List a user's sessions (merged state, no events); with `pageSize`, a page; `filter` and `orderBy` (agentstate extensions)", None,
+        [200 "The sessions, oldest update first or as orderBy says (an array; with pageSize, a SessionPage)" "SessionListOrPage", 400 "Bad filter, order or page token" "Error"];
     get "/apps/{app_name}/sessions" => sessions::list_app, PathApp,
-        "agentstate extension: every user's sessions of an app, a page at a time (`pageSize`, `pageToken`)", None,
-        [200 "A page of sessions, oldest update first" "SessionPage", 400 "Bad page token" "Error"];
+        "agentstate extension: every user's sessions of an app, a page at a time (`pageSize`, `pageToken`, `filter`, `orderBy`)", None,
+        [200 "A page of sessions, oldest update first or as orderBy says" "SessionPage", 400 "Bad filter, order or page token" "Error"];
     get "/apps/{app_name}/users/{user_id}/state" => shared::user_state, PathAppUser,
         "agentstate extension: the user's `user:` state without a session (keys without the prefix), as ADK for Python's get_user_state",
         None,
@@ -169,7 +169,7 @@ routes! {
         [200 "A done operation" "VertexOperation", 400 "Bad body, or (v1beta1) the id is taken" "GoogleError",
          409 "ALREADY_EXISTS (v1): the id is taken" "GoogleError"];
     get "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions" => vertex::list, EngineUser,
-        "Agent Engine: list sessions (`?filter=user_id=\"…\"`, `pageSize` up to 100, `pageToken`)", None,
+        "Agent Engine: list sessions (`?filter=` on user, display name, labels, state, times; `orderBy` update or create time; `pageSize` up to 100, `pageToken`)", None,
         [200 "A page of sessions" "VertexSessionList", 400 "Bad filter or token" "GoogleError"];
     get "/{version}/reasoningEngines/{engine}/sessions" => vertex::list, EngineUser,
         "Agent Engine (short form): list sessions", None,
@@ -180,9 +180,15 @@ routes! {
     get "/{version}/reasoningEngines/{engine}/sessions/{session}" => vertex::get, EngineUser,
         "Agent Engine (short form): get a session", None,
         [200 "The session" "VertexSession", 404 "No such session" "GoogleError"];
+    patch "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}" => vertex::patch, EngineUser,
+        "Agent Engine: set a session's display name, labels or expiry (`?updateMask=`); the session", Some("VertexSessionPatch"),
+        [200 "The session" "VertexSession", 400 "Bad body or mask" "GoogleError", 404 "No such session" "GoogleError"];
     delete "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}" => vertex::delete, EngineUser,
         "Agent Engine: delete a session; a done operation", None,
         [200 "A done operation" "VertexOperation", 404 "No such session" "GoogleError"];
+    patch "/{version}/reasoningEngines/{engine}/sessions/{session}" => vertex::patch, EngineUser,
+        "Agent Engine (short form): set a session's display name, labels or expiry (`?updateMask=`); the session", Some("VertexSessionPatch"),
+        [200 "The session" "VertexSession", 400 "Bad body or mask" "GoogleError", 404 "No such session" "GoogleError"];
     delete "/{version}/reasoningEngines/{engine}/sessions/{session}" => vertex::delete, EngineUser,
         "Agent Engine (short form): delete a session", None,
         [200 "A done operation" "VertexOperation", 404 "No such session" "GoogleError"];

@@ -1,5 +1,6 @@
 //! The session routes of `adk api_server`, with the same paths, bodies, status codes and JSON.
 
+use agentstate::filter::{parse_session_filter, parse_session_order};
 use agentstate::wire;
 use agentstate::{
     CreateSession, Error, Event, EventActions, GetSessionConfig, ListEvents, ListSessions, Map, SessionKey, Timestamp,
@@ -199,14 +200,18 @@ pub(crate) struct WindowQuery {
     after_timestamp: Option<f64>,
 }
 
-/// The page of the list routes (agentstate's extension): its size and token, the order (by last
-/// update: `asc`, the default, or `desc`), sessions to skip first, and whether to count them all.
+/// The page of the list routes (agentstate's extension): its size and token, the order (`orderBy`
+/// as Agent Engine takes it, `update_time` or `create_time` then `asc` or `desc`; or `order`,
+/// `asc` or `desc` by last update), a `filter` in Agent Engine's syntax
+/// ([`agentstate::filter`]), sessions to skip first, and whether to count them all.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct PageQuery {
     page_size: Option<usize>,
     page_token: Option<String>,
     order: Option<String>,
+    order_by: Option<String>,
+    filter: Option<String>,
     offset: Option<usize>,
     count: Option<bool>,
 }
@@ -218,19 +223,33 @@ impl PageQuery {
         self.page_size.is_some() || self.order.is_some() || self.offset.is_some() || self.count.is_some()
     }
 
-    /// The request: `page_size` (or `default_size`) clamped to 1–1000.
+    /// The request: `page_size` (or `default_size`) clamped to 1–1000. A filter naming a user
+    /// narrows the app's list to that user; on a user's route it must name that user.
     fn request(self, app: String, user: Option<String>, default_size: Option<usize>) -> Result<ListSessions, ApiError> {
-        let newest_first = match self.order.as_deref() {
-            None | Some("asc") => false,
-            Some("desc") => true,
+        let (order_by, mut newest_first) = parse_session_order(self.order_by.as_deref().unwrap_or_default())?;
+        match self.order.as_deref() {
+            None => {}
+            Some("asc") => newest_first = false,
+            Some("desc") => newest_first = true,
             Some(other) => return Err(ApiError::BadRequest(format!("order must be asc or desc, not {other:?}"))),
+        }
+        let parsed = parse_session_filter(self.filter.as_deref().unwrap_or_default())?;
+        let user_id = match (user, parsed.user_id) {
+            (Some(path), Some(named)) if path != named => {
+                return Err(ApiError::BadRequest(format!(
+                    "the filter names user {named:?}, the path user {path:?}; list one user's sessions on their own route"
+                )));
+            }
+            (user, named) => user.or(named),
         };
         Ok(ListSessions {
             app_name: app,
-            user_id: user,
+            user_id,
             page_size: self.page_size.or(default_size).map(|n| n.clamp(1, 1000)),
             page_token: self.page_token.filter(|t| !t.is_empty()),
+            order_by,
             newest_first,
+            filter: parsed.filter,
             offset: self.offset.unwrap_or(0),
             count: self.count.unwrap_or(false),
         })
@@ -249,8 +268,8 @@ fn page_body(page: agentstate::SessionPage) -> Value {
     body
 }
 
-/// `GET /apps/{app}/sessions?pageSize&pageToken&order&offset&count`: every user's sessions of the
-/// app, a page at a time, oldest update first (or newest).
+/// `GET /apps/{app}/sessions?pageSize&pageToken&orderBy&order&filter&offset&count`: every user's
+/// sessions of the app, a page at a time, oldest update first (or as `orderBy` says), filtered.
 pub(crate) async fn list_app(
     State(state): State<AppState>,
     Path(app): Path<String>,
@@ -311,7 +330,8 @@ pub(crate) async fn append(
 }
 
 /// `GET /apps/{app}/users/{user}/sessions`: the user's sessions, merged state, no events (an
-/// array, as the reference answers; with `pageSize`, a page with `nextPageToken`).
+/// array, as the reference answers; with `pageSize`, a page with `nextPageToken`), in the order
+/// of `orderBy`/`order` and filtered by `filter` either way.
 pub(crate) async fn list(
     State(state): State<AppState>,
     Path((app, user)): Path<(String, String)>,
@@ -323,7 +343,7 @@ pub(crate) async fn list(
         let request = page.request(app, Some(user), None)?;
         return Ok(Json(page_body(state.service().list_sessions(request).await?)));
     }
-    let page = state.service().list_sessions(ListSessions::user(app, user)).await?;
+    let page = state.service().list_sessions(page.request(app, Some(user), None)?).await?;
     let sessions: Vec<_> = page
         .sessions
         .iter()

@@ -264,10 +264,18 @@ fn redis_passwords_never_show() {
 fn sessions_list_orders_pages_and_counts_and_state_prints() {
     let db = format!("sqlite://{}/list.db", scratch().display());
     let (mut child, addr) = serve(&db);
-    for (user, id) in [("u", "first"), ("v", "second"), ("u", "third")] {
-        let body = format!(r#"{{"sessionId": "{id}", "state": {{"user:seen": true, "app:theme": "dark"}}}}"#);
+    for (i, (user, id)) in [("u", "first"), ("v", "second"), ("u", "third")].into_iter().enumerate() {
+        let body =
+            format!(r#"{{"sessionId": "{id}", "state": {{"user:seen": true, "app:theme": "dark", "stage": {i}}}}}"#);
         assert_eq!(http(&addr, "POST", &format!("/apps/app/users/{user}/sessions"), &body).0, 200);
     }
+    // Labels and a display name, through the managed-service surface.
+    let body = r#"{"userId": "u", "displayName": "Trip", "labels": {"team": "red"}}"#;
+    let made = http(&addr, "POST", "/v1/reasoningEngines/app/sessions?sessionId=labelled", body);
+    assert_eq!(made.0, 200, "{}", made.1);
+    // The oldest becomes the newest by update, not by creation.
+    let event = r#"{"event": {"author": "user", "invocationId": "i", "timestamp": 4102444800.0}}"#;
+    assert_eq!(http(&addr, "POST", "/apps/app/users/u/sessions/first/events", event).0, 200);
     child.kill().unwrap();
     child.wait().unwrap();
     let list = |extra: &[&str]| {
@@ -279,12 +287,25 @@ fn sessions_list_orders_pages_and_counts_and_state_prints() {
             .collect();
         ids
     };
-    assert_eq!(list(&[]), ["u/first", "v/second", "u/third"]);
-    assert_eq!(list(&["--order", "desc"]), ["u/third", "v/second", "u/first"]);
-    assert_eq!(list(&["--order", "desc", "--offset", "1", "--limit", "1"]), ["v/second"]);
-    assert_eq!(list(&["--user", "u", "--order", "desc"]), ["u/third", "u/first"]);
-    assert_eq!(list(&["--count"]), ["3"]);
+    assert_eq!(list(&[]), ["v/second", "u/third", "u/labelled", "u/first"]);
+    assert_eq!(list(&["--order", "desc"]), ["u/first", "u/labelled", "u/third", "v/second"]);
+    assert_eq!(list(&["--by", "create"]), ["u/first", "v/second", "u/third", "u/labelled"]);
+    assert_eq!(list(&["--by", "create", "--order", "desc", "--offset", "1", "--limit", "1"]), ["u/third"]);
+    assert_eq!(list(&["--user", "u", "--order", "desc", "--by", "create"]), ["u/labelled", "u/third", "u/first"]);
+    assert_eq!(list(&["--count"]), ["4"]);
     assert_eq!(list(&["--count", "--user", "v"]), ["1"]);
+    assert_eq!(list(&["--label", "team=red"]), ["u/labelled"]);
+    assert_eq!(list(&["--display-name", "Trip", "--label", "team=blue"]), Vec::<String>::new());
+    assert_eq!(list(&["--state", "stage=1"]), ["v/second"]);
+    assert_eq!(list(&["--filter", r#"user_id="u" AND update_time>="2100-01-01T00:00:00Z""#]), ["u/first"]);
+    assert_eq!(list(&["--filter", r#"create_time<"2000-01-01T00:00:00Z""#, "--count"]), ["0"]);
+    let refused = Command::new(BIN)
+        .args(["sessions", "list", "--db", &db, "app", "--filter", r#"labels.team="red" OR x"#])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("OR is not supported") && said.contains("character 19"), "{said}");
     let state = |extra: &[&str]| {
         let out = Command::new(BIN).args(["state", "--db", &db, "app"]).args(extra).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

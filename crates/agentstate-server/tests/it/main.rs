@@ -16,6 +16,7 @@ mod history_routes;
 mod inspector;
 #[cfg(feature = "cli")]
 mod js_package;
+mod list_filters;
 #[cfg(all(feature = "agents", feature = "cli"))]
 mod memory_embeddings;
 mod memory_routes;

@@ -187,10 +187,10 @@ async fn openapi_describes_exactly_the_routes_that_answer() {
             );
         }
     }
-    // 65 routes (16 of the managed-service surface, 4 of history, 6 of shared state, 7 of memory, 1 admin, 15 of the
+    // 67 routes (18 of the managed-service surface, 4 of history, 6 of shared state, 7 of memory, 1 admin, 15 of the
     // inspector);
     // /list-apps, /run and /run_sse come with the `agents` feature.
-    let expected = if cfg!(feature = "agents") { 65 } else { 62 };
+    let expected = if cfg!(feature = "agents") { 67 } else { 64 };
     assert_eq!(operations, expected, "every route is documented");
     assert_eq!(operations, agentstate_server::OPERATIONS.len());
     assert!(spec["components"]["schemas"]["Session"]["required"].as_array().unwrap().len() >= 6);

@@ -232,6 +232,15 @@ impl LifecycleStore for Counting {
         self.count();
         self.inner.set_expire_time(key, at, now).await
     }
+    async fn set_attributes(
+        &self,
+        key: &SessionKey,
+        update: &agentstate::store::AttributesUpdate,
+        now: i64,
+    ) -> agentstate::Result<bool> {
+        self.count();
+        self.inner.set_attributes(key, update, now).await
+    }
     async fn erase_user(&self, app: &str, user: &str) -> agentstate::Result<UserDataCounts> {
         self.count();
         self.inner.erase_user(app, user).await

@@ -133,7 +133,7 @@ async fn sessions_are_the_same_through_both_surfaces() {
     let mut oldest = names(&all);
     oldest.reverse();
     assert_eq!(walked, oldest);
-    let (status, refused) = call(&r, "GET", &format!("{E}/sessions?orderBy=create_time"), None, &[]).await;
+    let (status, refused) = call(&r, "GET", &format!("{E}/sessions?orderBy=display_name"), None, &[]).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     google_error(&refused, 400, "INVALID_ARGUMENT");
 
@@ -213,7 +213,7 @@ async fn bad_input_is_refused_google_style_and_nothing_is_half_written() {
         ),
         ("POST", format!("{E}/sessions?sessionId=s"), Some(json!({"userId": "other"})), "INVALID_ARGUMENT"),
         ("POST", format!("{E}/sessions?sessionId=a%20b%2F"), Some(json!({"userId": "u"})), "INVALID_ARGUMENT"),
-        ("GET", format!("{E}/sessions?filter=display_name%3D%22x%22"), None, "INVALID_ARGUMENT"),
+        ("GET", format!("{E}/sessions?filter=colour%3D%22x%22"), None, "INVALID_ARGUMENT"),
         ("GET", format!("{E}/sessions?pageToken=garbage"), None, "INVALID_ARGUMENT"),
         ("GET", format!("{E}/sessions/s/events?filter=author%3D%22x%22"), None, "INVALID_ARGUMENT"),
         ("GET", format!("{E}/sessions/s/events?filter=timestamp%3E%3Dyesterday"), None, "INVALID_ARGUMENT"),

@@ -59,6 +59,11 @@ CREATE TABLE IF NOT EXISTS agentstate_session_attributes (
         REFERENCES sessions (app_name, user_id, id) ON DELETE CASCADE
 );
 CREATE INDEX IF NOT EXISTS idx_sessions_app_id ON sessions USING btree (app_name, id);
+-- Session lists in each order, from an index: an app's and a user's, by last update and by creation.
+CREATE INDEX IF NOT EXISTS idx_sessions_app_update ON sessions USING btree (app_name, update_time, user_id, id);
+CREATE INDEX IF NOT EXISTS idx_sessions_app_user_update ON sessions USING btree (app_name, user_id, update_time, id);
+CREATE INDEX IF NOT EXISTS idx_sessions_app_create ON sessions USING btree (app_name, create_time, user_id, id);
+CREATE INDEX IF NOT EXISTS idx_sessions_app_user_create ON sessions USING btree (app_name, user_id, create_time, id);
 -- The expiry sweep reads expired sessions oldest first.
 CREATE INDEX IF NOT EXISTS idx_agentstate_attributes_expire ON agentstate_session_attributes USING btree (expire_time);
 -- Snapshots of a session's history state (see agentstate::history): at its creation

@@ -55,6 +55,11 @@ CREATE TABLE IF NOT EXISTS agentstate_session_attributes (
 	FOREIGN KEY(app_name, user_id, session_id) REFERENCES sessions (app_name, user_id, id) ON DELETE CASCADE
 );
 CREATE INDEX IF NOT EXISTS idx_sessions_app_id ON sessions (app_name, id);
+-- Session lists in each order, from an index: an app's and a user's, by last update and by creation.
+CREATE INDEX IF NOT EXISTS idx_sessions_app_update ON sessions (app_name, update_time, user_id, id);
+CREATE INDEX IF NOT EXISTS idx_sessions_app_user_update ON sessions (app_name, user_id, update_time, id);
+CREATE INDEX IF NOT EXISTS idx_sessions_app_create ON sessions (app_name, create_time, user_id, id);
+CREATE INDEX IF NOT EXISTS idx_sessions_app_user_create ON sessions (app_name, user_id, create_time, id);
 -- The expiry sweep reads expired sessions oldest first.
 CREATE INDEX IF NOT EXISTS idx_agentstate_attributes_expire ON agentstate_session_attributes (expire_time);
 -- Snapshots of a session's history state (see agentstate::history): at its creation

@@ -35,6 +35,23 @@ async fn inspect_and_create(conn: &mut MySqlConnection, location: &str) -> Resul
         // MySQL has no CREATE INDEX IF NOT EXISTS.
         for (name, statement) in [
             ("idx_sessions_app_id", "CREATE INDEX idx_sessions_app_id ON sessions (app_name, id)"),
+            // Session lists in each order, from an index.
+            (
+                "idx_sessions_app_update",
+                "CREATE INDEX idx_sessions_app_update ON sessions (app_name, update_time, user_id, id)",
+            ),
+            (
+                "idx_sessions_app_user_update",
+                "CREATE INDEX idx_sessions_app_user_update ON sessions (app_name, user_id, update_time, id)",
+            ),
+            (
+                "idx_sessions_app_create",
+                "CREATE INDEX idx_sessions_app_create ON sessions (app_name, create_time, user_id, id)",
+            ),
+            (
+                "idx_sessions_app_user_create",
+                "CREATE INDEX idx_sessions_app_user_create ON sessions (app_name, user_id, create_time, id)",
+            ),
             (
                 "idx_agentstate_attributes_expire",
                 "CREATE INDEX idx_agentstate_attributes_expire ON agentstate_session_attributes (expire_time)",

@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use agentstate::memory::{Memory, MemoryOwner};
 use agentstate::store::{
-    AdminStore, Capabilities, CommitOutcome, EventCommit, EventCopy, EventCursor, EventQuery, HistorySnapshot,
-    HistoryStore, LifecycleStore, ListQuery, LoadedSession, MemoryList, MemoryPut, MemorySearch, MemoryStore,
-    NewSession, SessionRead, SessionStore, StateOwner, UserDataCounts, ValueSwap, replay,
+    AdminStore, AttributesUpdate, Capabilities, CommitOutcome, EventCommit, EventCopy, EventCursor, EventQuery,
+    HistorySnapshot, HistoryStore, LifecycleStore, ListQuery, LoadedSession, MemoryList, MemoryPut, MemorySearch,
+    MemoryStore, NewSession, SessionRead, SessionStore, StateOwner, UserDataCounts, ValueSwap, replay,
 };
 use agentstate::{Error, Event, Map, Result, Session, SessionKey, Value};
 use async_trait::async_trait;
@@ -357,6 +357,11 @@ impl LifecycleStore for SqliteStore {
     async fn set_expire_time(&self, key: &SessionKey, expire_micros: Option<i64>, now_micros: i64) -> Result<bool> {
         let key = key.clone();
         self.writer.write(move |conn| ops::set_expire_time(conn, &key, expire_micros, now_micros)).await
+    }
+
+    async fn set_attributes(&self, key: &SessionKey, update: &AttributesUpdate, now_micros: i64) -> Result<bool> {
+        let (key, update) = (key.clone(), update.clone());
+        self.writer.write(move |conn| ops::set_attributes(conn, &key, &update, now_micros)).await
     }
 
     async fn erase_user(&self, app: &str, user: &str) -> Result<UserDataCounts> {

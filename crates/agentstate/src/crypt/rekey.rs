@@ -67,14 +67,7 @@ impl<S: SessionStore> EncryptedStore<S> {
             for user in admin.users(&app).await? {
                 self.rekey_owner(admin, &StateOwner::User { app: app.clone(), user }, &mut done).await?;
             }
-            let mut query = ListQuery {
-                app_name: app.clone(),
-                user_id: None,
-                after: None,
-                descending: false,
-                limit: Some(PAGE),
-                now_micros: EVERY_SESSION,
-            };
+            let mut query = ListQuery { limit: Some(PAGE), ..ListQuery::all(app.clone(), None, EVERY_SESSION) };
             loop {
                 let page = self.inner().list(&query).await?;
                 for session in &page {
@@ -86,7 +79,7 @@ impl<S: SessionStore> EncryptedStore<S> {
                     progress(&done);
                 }
                 match page.last() {
-                    Some(last) if page.len() == PAGE => query.after = Some(ListCursor::of(last)),
+                    Some(last) if page.len() == PAGE => query.after = Some(ListCursor::of(last, query.order)),
                     _ => break,
                 }
             }

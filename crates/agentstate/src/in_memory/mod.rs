@@ -22,9 +22,9 @@ use crate::event::Event;
 use crate::key::SessionKey;
 use crate::session::{Session, SessionAttributes};
 use crate::store::{
-    AdminStore, Capabilities, CommitOutcome, EventCommit, EventCopy, EventCursor, EventQuery, HistorySnapshot,
-    HistoryStore, LifecycleStore, ListQuery, LoadedSession, LocalLeases, NewSession, SessionRead, SessionStore,
-    StateOwner, UserDataCounts, ValueSwap, apply_changes, merge_scopes, replay,
+    AdminStore, AttributesUpdate, Capabilities, CommitOutcome, EventCommit, EventCopy, EventCursor, EventQuery,
+    HistorySnapshot, HistoryStore, LifecycleStore, ListOrder, ListQuery, LoadedSession, LocalLeases, NewSession,
+    SessionRead, SessionStore, StateOwner, UserDataCounts, ValueSwap, apply_changes, merge_scopes, replay,
 };
 
 /// Sessions kept in process memory: for development, tests and examples.
@@ -179,13 +179,24 @@ impl SessionStore for InMemoryStore {
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
         let apps = self.read();
         let Some(app) = apps.get(&query.app_name) else { return Ok(Vec::new()) };
+        let filter = &query.filter;
         let mut rows: Vec<(i64, &str, &str, &UserEntry, &Entry)> = app
             .users
             .iter()
             .flat_map(|(user_id, user)| {
-                user.sessions.iter().map(move |(id, s)| (s.last_update_micros, user_id.as_str(), id.as_str(), user, s))
+                user.sessions.iter().map(move |(id, s)| {
+                    let at = match query.order {
+                        ListOrder::UpdateTime => s.last_update_micros,
+                        ListOrder::CreateTime => s.create_time_micros,
+                    };
+                    (at, user_id.as_str(), id.as_str(), user, s)
+                })
             })
-            .filter(|(t, user_id, id, _, s)| query.admits(*t, user_id, id, s.expire_micros()))
+            .filter(|(t, user_id, id, _, s)| {
+                query.admits(*t, user_id, id, s.expire_micros())
+                    && filter.update_time.contains(s.last_update_micros)
+                    && filter.create_time.contains(s.create_time_micros)
+            })
             .collect();
         rows.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
         if query.descending {
@@ -357,6 +368,20 @@ impl LifecycleStore for InMemoryStore {
         let mut apps = self.write();
         let Some(entry) = entry_mut(&mut apps, key).filter(|s| s.live_at(now_micros)) else { return Ok(false) };
         entry.set_expire(expire_micros);
+        Ok(true)
+    }
+
+    async fn set_attributes(&self, key: &SessionKey, update: &AttributesUpdate, now_micros: i64) -> Result<bool> {
+        let mut apps = self.write();
+        let Some(entry) = entry_mut(&mut apps, key).filter(|s| s.live_at(now_micros)) else { return Ok(false) };
+        let mut attributes = entry.attributes.as_deref().cloned().unwrap_or_default();
+        if let Some(name) = &update.display_name {
+            attributes.display_name.clone_from(name);
+        }
+        if let Some(labels) = &update.labels {
+            attributes.labels.clone_from(labels);
+        }
+        entry.attributes = (!attributes.is_empty()).then(|| Arc::new(attributes));
         Ok(true)
     }
 

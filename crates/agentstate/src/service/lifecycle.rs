@@ -11,9 +11,11 @@ use crate::clock;
 use crate::error::{Error, Result};
 use crate::key::{SessionKey, validate_id};
 use crate::memory::model::MemoryOwner;
+use crate::session::SessionAttributes;
 use crate::store::replay::Replay;
 use crate::store::{
-    AdminStore, EventQuery, EventSelect, EventWindow, HistoryStore, LifecycleStore, SessionRead, UserDataCounts,
+    AdminStore, AttributesUpdate, EventQuery, EventSelect, EventWindow, HistoryStore, LifecycleStore, SessionRead,
+    UserDataCounts,
 };
 
 impl SessionService {
@@ -87,6 +89,24 @@ impl SessionService {
         let lifecycle = self.lifecycle("change an expire time")?;
         let moved = lifecycle.set_expire_time(key, micros, self.now_micros()).instrument(span("set_expire_time", key));
         match moved.await? {
+            true => Ok(()),
+            false => Err(Error::NotFound { session_id: key.session_id().to_owned() }),
+        }
+    }
+
+    /// Sets the session's display name and/or labels (each `None` in `update` is kept), as the
+    /// managed service's `sessions.patch` does; checked as at creation. Neither state nor last
+    /// update time moves. An expired session, like a missing one, is [`Error::NotFound`].
+    pub async fn set_attributes(&self, key: &SessionKey, update: AttributesUpdate) -> Result<()> {
+        let checked = SessionAttributes {
+            display_name: update.display_name.clone().flatten(),
+            labels: update.labels.clone().unwrap_or_default(),
+            expire_time_micros: None,
+        };
+        checked.validate()?;
+        let lifecycle = self.lifecycle("change a display name or labels")?;
+        let set = lifecycle.set_attributes(key, &update, self.now_micros()).instrument(span("set_attributes", key));
+        match set.await? {
             true => Ok(()),
             false => Err(Error::NotFound { session_id: key.session_id().to_owned() }),
         }

@@ -233,8 +233,12 @@ impl SessionService {
         Ok(found.map(|loaded| window::since(loaded, config.after_timestamp)))
     }
 
-    /// Lists sessions ordered by (last update time, user id, session id), with merged state and
-    /// no events, a page at a time.
+    /// Lists sessions ordered by (last update or creation time, user id, session id), with
+    /// merged state and no events, a page at a time, of those `request.filter` admits.
+    ///
+    /// The store applies what it can of the filter (from an index, in its statement); what it
+    /// returns is checked here, and reading goes on until the page is full, so a filter the
+    /// store cannot apply costs the sessions read past, not a wrong page.
     pub async fn list_sessions(&self, request: ListSessions) -> Result<SessionPage> {
         validate_id("app_name", &request.app_name)?;
         if let Some(user) = &request.user_id {
@@ -243,44 +247,89 @@ impl SessionService {
         if request.page_size == Some(0) {
             return Err(Error::invalid("page_size", "must be at least 1"));
         }
+        let order = page::TokenOrder { by: request.order_by, newest_first: request.newest_first };
         let after = match request.page_token.as_deref().map(page::decode).transpose()? {
-            Some((_, newest_first)) if newest_first != request.newest_first => {
-                let made = if newest_first { "newest first" } else { "oldest first" };
-                return Err(Error::invalid("page_token", format!("continues a list {made}; ask for that order")));
+            Some((_, made)) if made != order => {
+                let made =
+                    format!("{} {}", made.by.field(), if made.newest_first { "newest first" } else { "oldest first" });
+                return Err(Error::invalid("page_token", format!("continues a list by {made}; ask for that order")));
             }
             token => token.map(|(cursor, _)| cursor),
         };
         let span = tracing::debug_span!("list_sessions", app = request.app_name, user = request.user_id);
-        let store = &self.inner.store;
-        // One extra row tells whether another page follows.
         let mut query = ListQuery {
             app_name: request.app_name,
             user_id: request.user_id,
             after,
+            order: request.order_by,
             descending: request.newest_first,
-            limit: request.page_size.map(|n| n.saturating_add(1)),
+            filter: request.filter,
+            limit: None,
             now_micros: self.now_micros(),
         };
-        let total_size =
-            if request.count { Some(store.count_sessions(&query).instrument(span.clone()).await?) } else { None };
+        if query.filter.update_time.is_empty() || query.filter.create_time.is_empty() {
+            let total_size = request.count.then_some(0);
+            return Ok(SessionPage { sessions: Vec::new(), next_page_token: None, total_size });
+        }
+        let total_size = if !request.count {
+            None
+        } else if query.filter.is_empty() {
+            Some(self.inner.store.count_sessions(&query).instrument(span.clone()).await?)
+        } else {
+            Some(self.filtered(query.whole(), None).instrument(span.clone()).await?.len())
+        };
         if request.offset > 0 {
             // The skipped sessions are read, in order, to find where the page starts.
-            let skip = ListQuery { limit: Some(request.offset), ..query.clone() };
-            let skipped = store.list(&skip).instrument(span.clone()).await?;
+            let skipped = self.filtered(query.clone(), Some(request.offset)).instrument(span.clone()).await?;
             if skipped.len() < request.offset {
                 return Ok(SessionPage { sessions: Vec::new(), next_page_token: None, total_size });
             }
-            query.after = skipped.last().map(ListCursor::of);
+            query.after = skipped.last().map(|s| ListCursor::of(s, query.order));
         }
-        let mut sessions = store.list(&query).instrument(span).await?;
+        // One extra session tells whether another page follows.
+        let mut sessions =
+            self.filtered(query.clone(), request.page_size.map(|n| n.saturating_add(1))).instrument(span).await?;
         let next_page_token = match request.page_size {
             Some(n) if sessions.len() > n => {
                 sessions.truncate(n);
-                sessions.last().map(|s| page::encode(&ListCursor::of(s), request.newest_first))
+                sessions.last().map(|s| page::encode(&ListCursor::of(s, query.order), order))
             }
             _ => None,
         };
         Ok(SessionPage { sessions, next_page_token, total_size })
+    }
+
+    /// Up to `wanted` sessions of `query` (all with `None`) that its filter admits, in its order:
+    /// the store's pages, checked here, read on past those the store could not rule out.
+    async fn filtered(&self, mut query: ListQuery, wanted: Option<usize>) -> Result<Vec<Session>> {
+        let store = &self.inner.store;
+        if query.filter.is_empty() {
+            query.limit = wanted;
+            return store.list(&query).await;
+        }
+        // A filter the store applies answers in one read of what is wanted; past sessions it could
+        // not rule out, reads grow, up to this many at a time.
+        const MOST: usize = 1024;
+        let (mut found, mut more) = (Vec::new(), 0);
+        loop {
+            let want = wanted.map(|w| w - found.len());
+            query.limit = want.map(|w| w.max(more));
+            more = (more * 2).clamp(32, MOST);
+            let batch = store.list(&query).await?;
+            let exhausted = query.limit.is_none_or(|l| batch.len() < l);
+            let Some(last) = batch.last() else { return Ok(found) };
+            query.after = Some(ListCursor::of(last, query.order));
+            found.extend(batch.into_iter().filter(|s| query.filter.admits(s)));
+            if let Some(w) = wanted
+                && found.len() >= w
+            {
+                found.truncate(w);
+                return Ok(found);
+            }
+            if exhausted {
+                return Ok(found);
+            }
+        }
     }
 
     /// Deletes a session and its events. Deleting a missing session succeeds; app and user state

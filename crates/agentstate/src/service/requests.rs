@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::session::{Session, SessionAttributes};
-use crate::store::{EventWindow, secs_to_micros};
+use crate::store::{EventWindow, ListOrder, SessionFilter, secs_to_micros};
 use crate::time::Timestamp;
 
 /// Arguments of [`SessionService::create_session`](crate::SessionService::create_session).
@@ -136,9 +136,15 @@ pub struct ListSessions {
     pub page_size: Option<usize>,
     /// `next_page_token` of the previous page.
     pub page_token: Option<String>,
-    /// Newest update first instead of oldest first. A page token continues the order it was
-    /// made in (and is refused with the other).
+    /// The time sessions are ordered by: last update (the default) or creation.
+    pub order_by: ListOrder,
+    /// Newest first instead of oldest first. A page token continues the order it was made in
+    /// (and is refused with another).
     pub newest_first: bool,
+    /// Which sessions to list, beyond the app and the user (display name, labels, time ranges,
+    /// state values); [`filter::parse_session_filter`](crate::filter::parse_session_filter)
+    /// reads one from Google's filter syntax.
+    pub filter: SessionFilter,
     /// Skip this many sessions first (after the page token, if any): ADK for TypeScript's
     /// `offset`. They are read and dropped, so a large offset costs what it skips.
     pub offset: usize,
@@ -171,10 +177,24 @@ impl ListSessions {
         self
     }
 
-    /// Newest update first.
+    /// Newest first.
     #[must_use]
     pub fn newest_first(mut self) -> Self {
         self.newest_first = true;
+        self
+    }
+
+    /// Ordered by `order` (last update or creation).
+    #[must_use]
+    pub fn order_by(mut self, order: ListOrder) -> Self {
+        self.order_by = order;
+        self
+    }
+
+    /// Only the sessions `filter` admits.
+    #[must_use]
+    pub fn filter(mut self, filter: SessionFilter) -> Self {
+        self.filter = filter;
         self
     }
 

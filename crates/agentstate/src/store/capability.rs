@@ -235,6 +235,12 @@ pub trait LifecycleStore: Send + Sync {
     /// expiry, every key of the session follows.
     async fn set_expire_time(&self, key: &SessionKey, expire_micros: Option<i64>, now_micros: i64) -> Result<bool>;
 
+    /// Sets the session's display name and/or labels as `update` says, atomically, keeping its
+    /// expire time and the attribute `update` leaves alone; `false` if there is no such session,
+    /// or it expired at or before `now_micros`. Neither the session's state nor its last update
+    /// time moves: a handle loaded before may still append.
+    async fn set_attributes(&self, key: &SessionKey, update: &AttributesUpdate, now_micros: i64) -> Result<bool>;
+
     /// Removes everything of `user` in `app`: every session with its events, history snapshots
     /// and attributes, and the user's `user:` state; `app:` state stays. Atomic, or resumable
     /// (calling it again after an interruption finishes the job). Deleted content is overwritten
@@ -243,6 +249,22 @@ pub trait LifecycleStore: Send + Sync {
 
     /// What [`erase_user`](Self::erase_user) would remove now.
     async fn count_user_data(&self, app: &str, user: &str) -> Result<UserDataCounts>;
+}
+
+/// What [`LifecycleStore::set_attributes`] sets: each `None` is left as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AttributesUpdate {
+    /// The display name: `Some(None)` clears it.
+    pub display_name: Option<Option<String>>,
+    /// Every label, replacing those there (an empty map clears them).
+    pub labels: Option<std::collections::BTreeMap<String, String>>,
+}
+
+impl AttributesUpdate {
+    /// The labels as stored: JSON text, `None` for none. For SQL stores.
+    pub fn labels_json(&self) -> Option<String> {
+        self.labels.as_ref().filter(|l| !l.is_empty()).and_then(|l| serde_json::to_string(l).ok())
+    }
 }
 
 /// The [metadata](AdminStore::metadata) entry that says a store is encrypted (see

@@ -15,6 +15,7 @@
 //! new store before calling it done.
 
 pub mod capability;
+mod filter;
 pub mod lease;
 pub mod memory;
 mod query;
@@ -29,10 +30,11 @@ use serde_json::{Map, Value};
 pub use crate::scope::{ScopedKeys, ScopedState, apply_changes, merge_scopes};
 pub use crate::time::{micros_to_secs, now_micros, now_secs, secs_to_micros};
 pub use capability::{
-    AdminStore, Capabilities, ENCRYPTION_METADATA, EventCopy, HistorySnapshot, HistoryStore, LifecycleStore,
-    RemoteHistory, SharedStateStore, SharedStateUpdate, SharedStateWrite, SharedStateWrites, StateOwner,
-    UserDataCounts, ValueSwap, shared_state_as_stored,
+    AdminStore, AttributesUpdate, Capabilities, ENCRYPTION_METADATA, EventCopy, HistorySnapshot, HistoryStore,
+    LifecycleStore, RemoteHistory, SharedStateStore, SharedStateUpdate, SharedStateWrite, SharedStateWrites,
+    StateOwner, UserDataCounts, ValueSwap, shared_state_as_stored,
 };
+pub use filter::{ListOrder, SessionFilter, TimeRange};
 pub use lease::{LeaseRequest, LeaseState, LeaseStore, LocalLeases};
 pub use memory::{IndexedMemory, MemoryCursor, MemoryList, MemoryPut, MemorySearch, MemoryStore, PutMode};
 pub use query::{EventCursor, EventForm, EventQuery, EventSelect, EventWindow, ListCursor, ListQuery, SessionRead};
@@ -146,9 +148,10 @@ pub trait SessionStore: Send + Sync + 'static {
     /// say) answer them decoded.
     async fn get(&self, key: &SessionKey, read: &SessionRead) -> Result<Option<LoadedSession>>;
 
-    /// Lists sessions in the order (last update time, user id, session id), or its reverse when
-    /// `query.descending`, with merged state, creation time and attributes, and no events;
-    /// expired ones are left out.
+    /// Lists sessions in the order (`query.order`'s time, user id, session id), or its reverse
+    /// when `query.descending`, with merged state, creation time and attributes, and no events;
+    /// expired ones are left out. Of `query.filter` a store applies what it can and may return
+    /// sessions it does not admit ([`SessionFilter`]); `query.limit` counts what it returns.
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>>;
 
     /// How many sessions [`list`](Self::list) would give for `query.whole()` (every page). By
@@ -161,7 +164,7 @@ pub trait SessionStore: Send + Sync + 'static {
             let sessions = self.list(&page).await?;
             count += sessions.len();
             match sessions.last() {
-                Some(last) if sessions.len() == PAGE => page.after = Some(ListCursor::of(last)),
+                Some(last) if sessions.len() == PAGE => page.after = Some(ListCursor::of(last, page.order)),
                 _ => return Ok(count),
             }
         }

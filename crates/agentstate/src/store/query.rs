@@ -12,6 +12,8 @@ use crate::event::Event;
 use crate::key::SessionKey;
 use crate::session::Session;
 
+use super::filter::{ListOrder, SessionFilter, TimeRange};
+
 /// Which events a session read returns, oldest first: those at or after `since_micros`, of
 /// those the `recent` newest.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -65,12 +67,13 @@ impl SessionRead {
     }
 }
 
-/// Where a page of sessions starts: strictly after this position in the order (last update
+/// Where a page of sessions starts: strictly after this position in the order (the order's
 /// time, user id, session id).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ListCursor {
-    /// Last update time of the previous page's last session, epoch microseconds.
-    pub last_update_micros: i64,
+    /// The previous page's last session's time in the list's order ([`ListOrder`]): its last
+    /// update or its creation, epoch microseconds.
+    pub at_micros: i64,
     /// Its user id.
     pub user_id: String,
     /// Its session id.
@@ -78,18 +81,19 @@ pub struct ListCursor {
 }
 
 impl ListCursor {
-    /// The position of `session`.
-    pub fn of(session: &Session) -> Self {
+    /// The position of `session` in a list in `order`.
+    pub fn of(session: &Session, order: ListOrder) -> Self {
         Self {
-            last_update_micros: session.last_update_micros(),
+            at_micros: order.micros_of(session),
             user_id: session.user_id().to_owned(),
             session_id: session.id().to_owned(),
         }
     }
 }
 
-/// A page of sessions, in the order (last update time, user id, session id), or in its reverse
-/// when `descending`.
+/// A page of sessions, in the order (the order's time, user id, session id), or in its reverse
+/// when `descending`, of those the filter admits (see [`SessionFilter`] for what a store must
+/// apply of it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListQuery {
     /// The app.
@@ -99,8 +103,12 @@ pub struct ListQuery {
     /// Start strictly after this position, in the order asked (so strictly before it, in
     /// ascending terms, when `descending`).
     pub after: Option<ListCursor>,
-    /// Newest update first.
+    /// The time sessions are ordered by.
+    pub order: ListOrder,
+    /// Newest first.
     pub descending: bool,
+    /// Which sessions are admitted, beyond the app and the user.
+    pub filter: SessionFilter,
     /// At most this many sessions; `None` for all.
     pub limit: Option<usize>,
     /// Sessions expired at or before this (epoch microseconds) are left out.
@@ -108,14 +116,13 @@ pub struct ListQuery {
 }
 
 impl ListQuery {
-    /// Whether a session of `user_id` at this position, expiring at `expire_micros`, belongs in
-    /// the page (the app and the limit aside).
-    pub fn admits(&self, last_update_micros: i64, user_id: &str, session_id: &str, expire_micros: Option<i64>) -> bool {
+    /// Whether a session of `user_id` at this position (its time in the order), expiring at
+    /// `expire_micros`, belongs in the page (the app, the limit and the filter aside).
+    pub fn admits(&self, at_micros: i64, user_id: &str, session_id: &str, expire_micros: Option<i64>) -> bool {
         self.user_id.as_deref().is_none_or(|u| u == user_id)
             && crate::session::live_at(expire_micros, self.now_micros)
             && self.after.as_ref().is_none_or(|c| {
-                let order =
-                    (last_update_micros, user_id, session_id).cmp(&(c.last_update_micros, &c.user_id, &c.session_id));
+                let order = (at_micros, user_id, session_id).cmp(&(c.at_micros, &c.user_id, &c.session_id));
                 order == if self.descending { std::cmp::Ordering::Less } else { std::cmp::Ordering::Greater }
             })
     }
@@ -126,6 +133,43 @@ impl ListQuery {
     /// [`SessionStore::count_sessions`]: super::SessionStore::count_sessions
     pub fn whole(&self) -> Self {
         Self { after: None, limit: None, ..self.clone() }
+    }
+
+    /// Every session of `app_name` (and `user_id`) live at `now_micros`, oldest update first.
+    pub fn all(app_name: impl Into<String>, user_id: Option<String>, now_micros: i64) -> Self {
+        Self {
+            app_name: app_name.into(),
+            user_id,
+            after: None,
+            order: ListOrder::UpdateTime,
+            descending: false,
+            filter: SessionFilter::default(),
+            limit: None,
+            now_micros,
+        }
+    }
+
+    /// The range of the order's time the filter allows: what a store reading an index in that
+    /// order may start and stop at.
+    pub fn order_range(&self) -> TimeRange {
+        self.filter.range_of(self.order)
+    }
+
+    /// The sessions of `sessions` this query admits, sorted in its order and cut to its limit:
+    /// for a store that reads candidates in any order.
+    pub fn arrange(&self, mut sessions: Vec<Session>) -> Vec<Session> {
+        sessions.retain(|s| {
+            self.admits(self.order.micros_of(s), s.user_id(), s.id(), s.attributes().expire_time_micros)
+                && self.filter.admits(s)
+        });
+        sessions.sort_by(|a, b| {
+            (self.order.micros_of(a), a.user_id(), a.id()).cmp(&(self.order.micros_of(b), b.user_id(), b.id()))
+        });
+        if self.descending {
+            sessions.reverse();
+        }
+        sessions.truncate(self.limit.unwrap_or(usize::MAX));
+        sessions
     }
 }
 
@@ -278,8 +322,10 @@ mod tests {
         let query = ListQuery {
             app_name: "app".into(),
             user_id: Some("u".into()),
-            after: Some(ListCursor { last_update_micros: 10, user_id: "u".into(), session_id: "b".into() }),
+            after: Some(ListCursor { at_micros: 10, user_id: "u".into(), session_id: "b".into() }),
+            order: ListOrder::UpdateTime,
             descending: false,
+            filter: SessionFilter::default(),
             limit: None,
             now_micros: 100,
         };

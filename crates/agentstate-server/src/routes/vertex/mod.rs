@@ -21,6 +21,8 @@ mod resource;
 
 use std::collections::HashMap;
 
+use agentstate::filter::{parse_session_filter, parse_session_order};
+use agentstate::store::AttributesUpdate;
 use agentstate::{CreateSession, Error, GetSessionConfig, ListEvents, ListSessions, MAX_EVENT_PAGE, SessionKey, Value};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
@@ -165,8 +167,10 @@ fn already_exists(engine: &Engine, id: &str) -> GoogleError {
     if engine.version == "v1" { GoogleError::already_exists(message) } else { GoogleError::invalid(message) }
 }
 
-/// `GET …/sessions[?filter=user_id="…"][&orderBy=update_time desc][&pageSize][&pageToken]`:
-/// sessions with their merged state, no events, oldest update first (or newest).
+/// `GET …/sessions[?filter=…][&orderBy=update_time desc][&pageSize][&pageToken]`: sessions with
+/// their merged state, no events, oldest update first (or as `orderBy` says: `update_time` or
+/// `create_time`, `asc` or `desc`), of those the filter admits (`user_id`, `display_name`,
+/// `labels.KEY`, `state.KEY`, `update_time` and `create_time` ranges; [`agentstate::filter`]).
 pub(crate) async fn list(
     State(state): State<AppState>,
     Path(params): Path<HashMap<String, String>>,
@@ -175,8 +179,10 @@ pub(crate) async fn list(
 ) -> Reply {
     let engine = Engine::from_params(&params)?;
     let page_query = query(page_query)?;
-    let user = page_query.filter.as_deref().map(request::session_filter).transpose()?.flatten();
-    let newest_first = request::session_order(page_query.order_by.as_deref())?;
+    let parsed = parse_session_filter(page_query.filter.as_deref().unwrap_or_default()).map_err(GoogleError::from)?;
+    let (order_by, newest_first) =
+        parse_session_order(page_query.order_by.as_deref().unwrap_or_default()).map_err(GoogleError::from)?;
+    let user = parsed.user_id;
     match &user {
         Some(user) => permit.check(&engine.app, user)?,
         None if !permit.covers_every_user() => {
@@ -189,7 +195,9 @@ pub(crate) async fn list(
         user_id: user,
         page_size: Some(page_size(page_query.page_size)),
         page_token: page_query.page_token.filter(|t| !t.is_empty()),
+        order_by,
         newest_first,
+        filter: parsed.filter,
         ..ListSessions::default()
     };
     let page = state.service().list_sessions(request).await?;
@@ -242,6 +250,50 @@ pub(crate) async fn delete(
     let key = resolve(&state, &engine, id, &headers, &permit).await?;
     state.service().delete_session(&key).await?;
     Ok(Json(engine.empty_operation()))
+}
+
+/// The query of `PATCH …/sessions/{id}`.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PatchQuery {
+    update_mask: Option<String>,
+}
+
+/// `PATCH …/sessions/{id}[?updateMask=display_name,labels,expire_time]`: sets the session's
+/// display name, labels and expiry (`expireTime` or `ttl`) as the mask says (without one, the
+/// fields the body has; a masked field the body lacks is cleared), and answers the session, as
+/// the managed service's `sessions.patch` does. State and last update time do not move.
+pub(crate) async fn patch(
+    State(state): State<AppState>,
+    Path(params): Path<HashMap<String, String>>,
+    Extension(permit): Extension<Permit>,
+    headers: HeaderMap,
+    patch_query: Result<Query<PatchQuery>, QueryRejection>,
+    Body(bytes): Body,
+) -> Reply {
+    let engine = Engine::from_params(&params)?;
+    let id = params.get("session").map(String::as_str).unwrap_or_default();
+    let patch = request::session_patch(request::body(&bytes)?, query(patch_query)?.update_mask.as_deref())?;
+    let key = resolve(&state, &engine, id, &headers, &permit).await?;
+    let service = state.service();
+    let missing = |e: Error| match e {
+        Error::NotFound { .. } => not_found(&engine, id),
+        e => e.into(),
+    };
+    if patch.attributes != AttributesUpdate::default() {
+        service.set_attributes(&key, patch.attributes).await.map_err(missing)?;
+    }
+    if let Some(expiry) = patch.expiry {
+        let at = match expiry {
+            request::Expiry::In(ttl) => Some(agentstate::clock::after(service.now_micros(), ttl)),
+            request::Expiry::At(micros) => Some(micros),
+            request::Expiry::Never => None,
+        };
+        service.set_expire_time(&key, at.map(agentstate::store::micros_to_secs)).await.map_err(missing)?;
+    }
+    let session =
+        service.get_session(&key, GetSessionConfig::recent(0)).await?.ok_or_else(|| not_found(&engine, id))?;
+    Ok(Json(engine.session(&session)))
 }
 
 /// `POST …/sessions/{id}:appendEvent`: appends the event and applies its state delta. Answers

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use agentstate::store::AttributesUpdate;
 use agentstate::{Event, Map, SessionAttributes, Value};
 
 use super::error::GoogleError;
@@ -83,6 +84,98 @@ pub(crate) fn new_session(mut body: Map<String, Value>) -> Result<NewSession, Go
         return Err(GoogleError::invalid(format!("Unknown name \"{unknown}\" at 'session': Cannot find field.")));
     }
     Ok(NewSession { user_id, state, attributes, ttl })
+}
+
+/// What `PATCH …/sessions/{id}` changes.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct SessionPatch {
+    pub(crate) attributes: AttributesUpdate,
+    pub(crate) expiry: Option<Expiry>,
+}
+
+/// A new expiry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Expiry {
+    /// This long from now.
+    In(Duration),
+    /// At this time, epoch microseconds.
+    At(i64),
+    /// Never.
+    Never,
+}
+
+/// The body of `PATCH …/sessions/{id}` under `update_mask` (comma-separated: `display_name`,
+/// `labels`, `expire_time`, `ttl`, in either case); without a mask, the fields the body has. A
+/// field in the mask and not in the body is cleared. State is not patched: it changes by events.
+pub(crate) fn session_patch(
+    mut body: Map<String, Value>,
+    update_mask: Option<&str>,
+) -> Result<SessionPatch, GoogleError> {
+    body.remove("name");
+    body.remove("userId");
+    body.remove("user_id");
+    let fields: Vec<String> = match update_mask.map(str::trim).filter(|m| !m.is_empty()) {
+        Some(mask) => mask.split(',').map(|f| f.trim().to_owned()).collect(),
+        None => body.keys().cloned().collect(),
+    };
+    let mut patch = SessionPatch::default();
+    for field in fields {
+        match field.as_str() {
+            "display_name" | "displayName" => {
+                let name = take(&mut body, "displayName").map(|v| string(v, "displayName")).transpose()?;
+                patch.attributes.display_name = Some(name.filter(|n| !n.is_empty()));
+            }
+            "labels" => {
+                let mut labels = std::collections::BTreeMap::new();
+                if let Some(given) = take(&mut body, "labels") {
+                    for (key, value) in object(given, "labels")? {
+                        labels.insert(key, string(value, "a label value")?);
+                    }
+                }
+                patch.attributes.labels = Some(labels);
+            }
+            "expire_time" | "expireTime" => {
+                let time = take(&mut body, "expireTime").map(|v| string(v, "expireTime")).transpose()?;
+                let expiry = match time {
+                    Some(time) => Expiry::At(parse_rfc3339(&time, "expireTime")?),
+                    None => Expiry::Never,
+                };
+                set_expiry(&mut patch, expiry)?;
+            }
+            "ttl" => {
+                let ttl = take(&mut body, "ttl").map(|v| string(v, "ttl")).transpose()?;
+                let ttl = ttl.ok_or_else(|| GoogleError::invalid("ttl is in the update mask but not in the body"))?;
+                set_expiry(&mut patch, Expiry::In(duration(&ttl, "ttl")?))?;
+            }
+            "session_state" | "sessionState" => {
+                return Err(GoogleError::invalid(
+                    "sessionState cannot be patched: state changes travel on events (:appendEvent)",
+                ));
+            }
+            other => {
+                return Err(GoogleError::invalid(format!(
+                    "{other:?} cannot be updated; update_mask takes display_name, labels, expire_time or ttl"
+                )));
+            }
+        }
+    }
+    // Fields of a session the mask leaves out are not updated.
+    for field in
+        ["displayName", "display_name", "labels", "expireTime", "expire_time", "ttl", "sessionState", "session_state"]
+    {
+        body.remove(field);
+    }
+    if let Some(unknown) = body.keys().next() {
+        return Err(GoogleError::invalid(format!("Unknown name \"{unknown}\" at 'session': Cannot find field.")));
+    }
+    Ok(patch)
+}
+
+fn set_expiry(patch: &mut SessionPatch, expiry: Expiry) -> Result<(), GoogleError> {
+    if patch.expiry.replace(expiry).is_some() {
+        return Err(GoogleError::invalid("give ttl or expireTime, not both"));
+    }
+    Ok(())
 }
 
 /// A protobuf JSON duration (see [`crate::expiry::parse_duration`]).
@@ -170,12 +263,6 @@ pub(crate) fn event_order(order_by: Option<&str>) -> Result<bool, GoogleError> {
     newest_first(order_by, "events", &["timestamp"])
 }
 
-/// A sessions `orderBy`: `update_time` (or `updateTime`), ascending by default, `desc` for newest
-/// first; whether it is newest first. Sessions are not ordered by creation yet.
-pub(crate) fn session_order(order_by: Option<&str>) -> Result<bool, GoogleError> {
-    newest_first(order_by, "sessions", &["update_time", "updateTime"])
-}
-
 /// Whether `order_by` (absent or empty: the default) orders `what` by its one field (any of
 /// `names`) newest first, `desc`, rather than oldest first (`asc` or nothing).
 fn newest_first(order_by: Option<&str>, what: &str, names: &[&str]) -> Result<bool, GoogleError> {
@@ -192,22 +279,6 @@ fn newest_first(order_by: Option<&str>, what: &str, names: &[&str]) -> Result<bo
             names[0]
         ))),
     }
-}
-
-/// A sessions filter: `user_id="…"` (or `userId`); `None` for none.
-pub(crate) fn session_filter(filter: &str) -> Result<Option<String>, GoogleError> {
-    let mut user = None;
-    for term in split_and(filter) {
-        match comparison(term)? {
-            ("user_id" | "userId", "=", value) => user = Some(value),
-            (field, op, _) => {
-                return Err(GoogleError::invalid(format!(
-                    "sessions can be filtered by user_id=\"…\" only, not {field}{op}"
-                )));
-            }
-        }
-    }
-    Ok(user)
 }
 
 /// The terms of `a AND b AND c` (outside quotes).
@@ -273,7 +344,7 @@ mod tests {
             "}\u{ff}C~m AND \u{e9}=\"\u{e9}\"",
             "\u{e9}\u{e9} AND x",
         ] {
-            let _ = session_filter(filter);
+            let _ = agentstate::filter::parse_session_filter(filter);
             let _ = event_filter(filter);
         }
     }
@@ -290,11 +361,11 @@ mod tests {
 
     #[test]
     fn filters() {
-        assert_eq!(session_filter(r#"user_id="a\"b\\c""#).unwrap().as_deref(), Some(r#"a"b\c"#));
-        assert_eq!(session_filter(r#"userId="u AND v""#).unwrap().as_deref(), Some("u AND v"));
-        assert_eq!(session_filter("").unwrap(), None);
-        assert!(session_filter(r#"display_name="x""#).is_err());
-        assert!(session_filter("user_id=alice").is_err());
+        let user = |text: &str| agentstate::filter::parse_session_filter(text).map(|p| p.user_id);
+        assert_eq!(user(r#"user_id="a\"b\\c""#).unwrap().as_deref(), Some(r#"a"b\c"#));
+        assert_eq!(user(r#"userId="u AND v""#).unwrap().as_deref(), Some("u AND v"));
+        assert_eq!(user("").unwrap(), None);
+        assert!(user("user_id=alice").is_err());
         let range =
             event_filter(r#"timestamp>="2026-11-22T03:32:55.281155+00:00" AND timestamp<"2026-11-22T03:33:00Z""#)
                 .unwrap();

@@ -11,6 +11,7 @@ use sqlx::mysql::{MySqlConnection, MySqlRow};
 
 use super::{Shared, Step, event_of, read_snapshot, session_of, sql_step, stored_of, stored_session};
 use crate::codec::{naive, parse_state};
+use crate::list::ListStatements;
 use crate::pool::keyed;
 use crate::shared::expiry_time;
 
@@ -85,23 +86,40 @@ async fn window<E>(
 
 pub(in crate::mysql) async fn list_in(conn: &mut MySqlConnection, query: &ListQuery) -> Step<Vec<Session>> {
     let cursor = query.after.as_ref();
-    let cursor_time = cursor.map(|c| naive(c.last_update_micros)).transpose()?;
+    let time = |micros: Option<i64>| micros.map(naive).transpose();
+    let cursor_time = time(cursor.map(|c| c.at_micros))?;
     let limit = query.limit.map_or(u64::MAX, |n| u64::try_from(n).unwrap_or(u64::MAX));
     let mut tx = read_snapshot(conn).await.map_err(sql_step("begin"))?;
-    let sql = if query.descending { sql!("sessions_list_desc") } else { sql!("sessions_list") };
-    let rows = sqlx::query(sql)
+    static STATEMENTS: ListStatements = ListStatements::new();
+    let sql =
+        STATEMENTS.get(query, [sql!("sessions_list"), sql!("sessions_list_desc")], ["s.user_id = ?", "? IS NULL"]);
+    let filter = &query.filter;
+    let mut statement = sqlx::query(sql)
         .bind(&query.app_name)
-        .bind(query.user_id.as_deref())
         .bind(query.user_id.as_deref())
         .bind(cursor_time)
         .bind(cursor_time)
         .bind(cursor.map_or("", |c| c.user_id.as_str()))
         .bind(cursor.map_or("", |c| c.session_id.as_str()))
-        .bind(expiry_time(query.now_micros)?)
-        .bind(limit)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(sql_step("list sessions"))?;
+        .bind(expiry_time(query.now_micros)?);
+    for bound in [
+        filter.update_time.from_micros,
+        filter.update_time.to_micros,
+        filter.create_time.from_micros,
+        filter.create_time.to_micros,
+    ] {
+        let bound = time(bound)?;
+        statement = statement.bind(bound).bind(bound);
+    }
+    let values = [
+        filter.display_name.clone(),
+        filter.labels_object().map(|l| l.to_string()),
+        filter.state_object().map(|s| s.to_string()),
+    ];
+    for value in values {
+        statement = statement.bind(value.clone()).bind(value);
+    }
+    let rows = statement.bind(limit).fetch_all(&mut *tx).await.map_err(sql_step("list sessions"))?;
     let app = Shared::App(&query.app_name).read(&mut tx, false).await?.unwrap_or_default();
     tx.commit().await.map_err(sql_step("end read"))?;
     let column =

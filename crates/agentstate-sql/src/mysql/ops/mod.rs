@@ -152,8 +152,8 @@ async fn update_shared_in(conn: &mut MySqlConnection, update: &agentstate::store
         .bind(write.at_micros)
         .bind(&write.id)
         .bind(&write.origin)
-        .bind(crate::shared::keys_text(&write.set))
-        .bind(crate::shared::keys_text(&write.deleted))
+        .bind(crate::state_log::keys_text(&write.set))
+        .bind(crate::state_log::keys_text(&write.deleted))
         .execute(&mut *conn)
         .await
         .map_err(sql_step("log a state write"))

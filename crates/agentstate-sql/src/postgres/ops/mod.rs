@@ -19,6 +19,7 @@ pub(super) use common::*;
 pub(super) use load::get_session;
 
 use crate::codec::{self, naive};
+use crate::list::ListStatements;
 use crate::pool::{keyed, sqlx_error};
 use crate::shared::expiry_time;
 
@@ -105,15 +106,29 @@ fn stored_session(row: &PgRow, key: SessionKey, merged: Map<String, Value>, even
 pub(super) async fn list(pool: &Pool, query: &ListQuery) -> Result<Vec<Session>> {
     let cursor = query.after.as_ref();
     let limit = query.limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
-    let sql = if query.descending { sql!("sessions_list_desc") } else { sql!("sessions_list") };
+    static STATEMENTS: ListStatements = ListStatements::new();
+    let sql = STATEMENTS.get(
+        query,
+        [sql!("sessions_list"), sql!("sessions_list_desc")],
+        ["s.user_id = $2", "$2::varchar IS NULL"],
+    );
+    let filter = &query.filter;
+    let time = |micros: Option<i64>| micros.map(naive).transpose();
     let rows = sqlx::query(sql)
         .bind(&query.app_name)
         .bind(query.user_id.as_deref())
-        .bind(cursor.map(|c| naive(c.last_update_micros)).transpose()?)
+        .bind(time(cursor.map(|c| c.at_micros))?)
         .bind(cursor.map_or("", |c| c.user_id.as_str()))
         .bind(cursor.map_or("", |c| c.session_id.as_str()))
         .bind(limit)
         .bind(expiry_time(query.now_micros)?)
+        .bind(time(filter.update_time.from_micros)?)
+        .bind(time(filter.update_time.to_micros)?)
+        .bind(time(filter.create_time.from_micros)?)
+        .bind(time(filter.create_time.to_micros)?)
+        .bind(filter.display_name.as_deref())
+        .bind(filter.labels_object().map(Json))
+        .bind(filter.state_object().map(Json))
         .fetch_all(pool)
         .await
         .map_err(|e| sqlx_error("listing sessions", e))?;
@@ -279,8 +294,8 @@ pub(super) async fn update_shared_state(pool: &Pool, update: &agentstate::store:
         .bind(write.at_micros)
         .bind(&write.id)
         .bind(&write.origin)
-        .bind(crate::shared::keys_text(&write.set))
-        .bind(crate::shared::keys_text(&write.deleted))
+        .bind(crate::state_log::keys_text(&write.set))
+        .bind(crate::state_log::keys_text(&write.deleted))
         .execute(pool)
         .await
         .map(drop)

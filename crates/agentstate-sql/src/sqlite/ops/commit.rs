@@ -73,7 +73,7 @@ pub(in crate::sqlite) fn update_shared(conn: &Connection, update: &SharedStateUp
     shared.edit(conn, &update.delta, &update.deleted, &now)?;
     let write = agentstate::store::SharedStateWrite::of(update);
     let user = user.unwrap_or_default();
-    let (set, deleted) = (crate::shared::keys_text(&write.set), crate::shared::keys_text(&write.deleted));
+    let (set, deleted) = (crate::state_log::keys_text(&write.set), crate::state_log::keys_text(&write.deleted));
     let params = params![app, user, write.at_micros, write.id, write.origin, set, deleted];
     execute(conn, "log a state write", sql!("state_write_put"), params).map(drop)
 }

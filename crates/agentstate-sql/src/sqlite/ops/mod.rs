@@ -1,12 +1,11 @@
 //! The SQLite statements of each operation, run on a connection the caller provides: writes
 //! inside the writer's transaction, reads inside a read transaction of their own.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentstate::store::{
-    EventCopy, EventCursor, EventQuery, EventSelect, HistorySnapshot, ListQuery, NewSession, SharedStateWrite,
-    SharedStateWrites, StateOwner, UserDataCounts, ValueSwap, merge_scopes,
+    EventCopy, EventCursor, EventQuery, EventSelect, HistorySnapshot, NewSession, SharedStateWrite, SharedStateWrites,
+    StateOwner, UserDataCounts, ValueSwap, merge_scopes,
 };
 use agentstate::{Error, Event, Map, Result, Session, SessionAttributes, SessionKey, Value};
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -21,9 +20,11 @@ macro_rules! sql {
 }
 
 mod commit;
+mod list;
 mod load;
 
 pub(in crate::sqlite) use commit::{commit, update_shared};
+pub(in crate::sqlite) use list::{count_sessions, list};
 pub(in crate::sqlite) use load::get;
 use load::query_events;
 
@@ -274,6 +275,29 @@ pub(super) fn set_expire_time(
     Ok(execute(conn, "set an expire time", sql!("session_expire_put"), params)? > 0)
 }
 
+/// Sets the session's display name and/or labels; whether it exists (and had not expired at
+/// `now_micros`).
+pub(super) fn set_attributes(
+    conn: &Connection,
+    key: &SessionKey,
+    update: &agentstate::store::AttributesUpdate,
+    now_micros: i64,
+) -> Result<bool> {
+    let name = update.display_name.clone().flatten();
+    let (set_name, set_labels) = (update.display_name.is_some(), update.labels.is_some());
+    let params = params![
+        key.app_name(),
+        key.user_id(),
+        key.session_id(),
+        name,
+        set_name,
+        update.labels_json(),
+        set_labels,
+        now_text(now_micros)?
+    ];
+    Ok(execute(conn, "set a display name or labels", sql!("session_attributes_set"), params)? > 0)
+}
+
 /// Drops the session's events older than `cut_micros` and its snapshots before it, and keeps
 /// `boundary`, in the writer's transaction.
 pub(super) fn drop_events_before(
@@ -371,7 +395,7 @@ pub(super) fn rewrite_event(conn: &Connection, key: &SessionKey, event: &Event) 
 
 /// A page of an owner's log of state writes without a session, newest first.
 pub(super) fn state_writes(conn: &Connection, query: &SharedStateWrites) -> Result<Vec<SharedStateWrite>> {
-    let (app, user) = crate::shared::log_owner(&query.owner)?;
+    let (app, user) = crate::state_log::log_owner(&query.owner)?;
     let (at, id) = crate::shared::writes_before(query);
     let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
     let rows: Vec<(i64, String, String, String, String)> = conn
@@ -390,7 +414,7 @@ pub(super) fn state_writes(conn: &Connection, query: &SharedStateWrites) -> Resu
         })
         .map_err(|e| sqlite_error("read logged state writes", &e))?;
     rows.into_iter()
-        .map(|(at, id, origin, set, deleted)| crate::shared::state_write(at, id, origin, &set, &deleted))
+        .map(|(at, id, origin, set, deleted)| crate::state_log::state_write(at, id, origin, &set, &deleted))
         .collect()
 }
 
@@ -496,56 +520,6 @@ pub(super) fn events(conn: &Connection, query: &EventQuery) -> Result<Option<Vec
         };
         Ok(Some(events))
     })
-}
-
-pub(super) fn list(conn: &Connection, query: &ListQuery) -> Result<Vec<Session>> {
-    snapshot(conn, || {
-        // From the start: before every stored time ('') or, newest first, after all of them ('~').
-        let (time, after_user, after_id) = match &query.after {
-            Some(c) => (sqlite_text(c.last_update_micros)?, c.user_id.clone(), c.session_id.clone()),
-            None => (if query.descending { "~" } else { "" }.to_owned(), String::new(), String::new()),
-        };
-        let limit = query.limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-        let now = now_text(query.now_micros)?;
-        let sql = match (query.user_id.is_some(), query.descending) {
-            (true, false) => sql!("sessions_list_user"),
-            (false, false) => sql!("sessions_list"),
-            (true, true) => sql!("sessions_list_user_desc"),
-            (false, true) => sql!("sessions_list_desc"),
-        };
-        let mut stmt = conn.prepare_cached(sql).map_err(|e| sqlite_error("list sessions", &e))?;
-        let row =
-            |r: &Row<'_>| Ok((r.get::<_, String>("user_id")?, r.get::<_, String>("id")?, RawSessionRow::read(r)?));
-        let rows = match &query.user_id {
-            Some(user) => stmt.query_map(params![query.app_name, time, after_user, after_id, limit, user, now], row),
-            None => stmt.query_map(params![query.app_name, time, after_user, after_id, limit, now], row),
-        }
-        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-        .map_err(|e| sqlite_error("list sessions", &e))?;
-
-        let app = Shared::App(&query.app_name).read(conn)?.unwrap_or_default();
-        let mut users: HashMap<String, Map<String, Value>> = HashMap::new();
-        let mut sessions = Vec::with_capacity(rows.len());
-        for (user_id, id, row) in rows {
-            let key = SessionKey::from_storage(query.app_name.as_str(), user_id, id);
-            if !users.contains_key(key.user_id()) {
-                let state = Shared::User(key.app_name(), key.user_id()).read(conn)?.unwrap_or_default();
-                users.insert(key.user_id().to_owned(), state);
-            }
-            let row = SessionRow::decode(row)?;
-            let merged = merge_scopes(&parse_state(&row.state)?, &app, &users[key.user_id()]);
-            sessions.push(row.session(key, merged, Vec::new()));
-        }
-        Ok(sessions)
-    })
-}
-
-pub(super) fn count_sessions(conn: &Connection, query: &ListQuery) -> Result<usize> {
-    let now = now_text(query.now_micros)?;
-    conn.prepare_cached(sql!("sessions_count"))
-        .and_then(|mut stmt| stmt.query_row(params![query.app_name, query.user_id, now], |r| r.get::<_, i64>(0)))
-        .map(|n| usize::try_from(n).unwrap_or_default())
-        .map_err(|e| sqlite_error("count sessions", &e))
 }
 
 pub(super) fn users_with_session(

@@ -1,0 +1,188 @@
+//! Sidebar lists at scale: the newest 20 sessions of a user with many sessions and of an app
+//! with a million, on each backend, from the list indexes; and ADK for Python's `list_sessions`
+//! on the same database (its schema is ours), which reads every session of the user or app.
+//!
+//! `cargo run --release -p agentstate-bench --bin list_figures -- --backend sqlite --backend
+//! postgres --backend redis [--adk .venv-adk/bin/python]` fills one app with `--sessions`
+//! sessions (every tenth one of user `heavy`, the rest spread over 10,000 users; state
+//! `{"k": (i / 10) % 10}`), then times `--runs` reads of each list (p50, p99): newest 20 by update of
+//! `heavy` and of the app, newest 20 by creation of `heavy`, and newest 20 of `heavy` with
+//! `state.k = 3` (a tenth of them: the SQL backends test it in the statement, Redis in the
+//! service). SQL databases are filled by one `INSERT … SELECT` in ADK's tables; Redis through
+//! the store, 256 creates at a time, with progress on stderr.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use agentstate::filter::parse_session_filter;
+use agentstate::store::ListOrder;
+use agentstate::{CreateSession, ListSessions, SessionService};
+use agentstate_bench::databases::{Backend, Database};
+use clap::Parser;
+
+#[derive(Parser)]
+struct Args {
+    /// Backends to measure: sqlite, postgres, redis.
+    #[arg(long, value_enum)]
+    backend: Vec<Backend>,
+    /// Sessions in the app; a tenth of them are `heavy`'s.
+    #[arg(long, default_value_t = 1_000_000)]
+    sessions: usize,
+    /// Reads timed per list.
+    #[arg(long, default_value_t = 50)]
+    runs: usize,
+    /// The Python with ADK for Python 2.13 installed (`.venv-adk/bin/python`): also time its
+    /// `list_sessions` on the SQL databases (three reads each).
+    #[arg(long)]
+    adk: Option<String>,
+}
+
+const APP: &str = "bench";
+const BASE_SECS: i64 = 1_790_000_000;
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+/// Fills the app: SQL in one statement (create and update times a second apart, updates
+/// shuffled), Redis through the service.
+async fn fill(database: &Database, service: &SessionService, sessions: usize) -> anyhow::Result<()> {
+    let n = i64::try_from(sessions)?;
+    match database.backend {
+        Backend::Sqlite => {
+            let connection = rusqlite::Connection::open(&database.name)?;
+            connection.execute(
+                "INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time)
+                 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1)
+                 SELECT ?2, CASE WHEN i % 10 = 0 THEN 'heavy' ELSE 'u' || (i % 10000) END, 's' || i,
+                        json_object('k', (i / 10) % 10),
+                        strftime('%Y-%m-%d %H:%M:%S', ?3 + i, 'unixepoch') || '.000000',
+                        strftime('%Y-%m-%d %H:%M:%S', ?3 + i + (i * 7919) % 100000, 'unixepoch') || '.000000'
+                 FROM n",
+                rusqlite::params![n, APP, BASE_SECS],
+            )?;
+        }
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(&database.url).await?;
+            sqlx::query(
+                "INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time)
+                 SELECT $1, CASE WHEN i % 10 = 0 THEN 'heavy' ELSE 'u' || (i % 10000) END, 's' || i,
+                        jsonb_build_object('k', (i / 10) % 10),
+                        to_timestamp($2 + i) AT TIME ZONE 'UTC',
+                        to_timestamp($2 + i + (i * 7919) % 100000) AT TIME ZONE 'UTC'
+                 FROM generate_series(0, $3 - 1) AS i",
+            )
+            .bind(APP)
+            .bind(BASE_SECS)
+            .bind(n)
+            .execute(&pool)
+            .await?;
+            sqlx::query("ANALYZE sessions").execute(&pool).await?;
+            pool.close().await;
+        }
+        Backend::Mysql => anyhow::bail!("list figures fill SQLite, PostgreSQL and Redis"),
+        Backend::Redis => {
+            let started = Instant::now();
+            for chunk in (0..sessions).collect::<Vec<_>>().chunks(256) {
+                let creates = chunk.iter().map(|i| {
+                    let user = if i % 10 == 0 { "heavy".to_owned() } else { format!("u{}", i % 10_000) };
+                    let state = serde_json::json!({"k": (i / 10) % 10});
+                    let serde_json::Value::Object(state) = state else { unreachable!() };
+                    service.create_session(CreateSession::new(APP, user).id(format!("s{i}")).with_state(state))
+                });
+                for created in futures_util::future::join_all(creates).await {
+                    created?;
+                }
+                let done = chunk.last().map_or(0, |i| i + 1);
+                if done % 50_000 < 256 {
+                    eprintln!("  {done} of {sessions} sessions made, {:.0} s", started.elapsed().as_secs_f64());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `runs` reads of `request` after 3 unmeasured ones, each answering 20 sessions.
+async fn time(service: &SessionService, request: ListSessions, runs: usize) -> anyhow::Result<Vec<Duration>> {
+    let mut times = Vec::with_capacity(runs);
+    for i in 0..runs + 3 {
+        let started = Instant::now();
+        let page = service.list_sessions(request.clone()).await?;
+        let took = started.elapsed();
+        anyhow::ensure!(page.sessions.len() == 20, "a list answered {} sessions", page.sessions.len());
+        if i >= 3 {
+            times.push(took);
+        }
+    }
+    times.sort_unstable();
+    Ok(times)
+}
+
+/// ADK for Python's `list_sessions` of `heavy` and of the app, three reads each (seconds).
+fn adk(python: &str, database: &Database) -> anyhow::Result<String> {
+    let url = match database.backend {
+        Backend::Sqlite => format!("sqlite+aiosqlite:///{}", database.name),
+        Backend::Postgres => database.url.replacen("postgres://", "postgresql+asyncpg://", 1),
+        _ => return Ok("–".to_owned()),
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("list_reference.py");
+    let out = std::process::Command::new(python).arg(script).arg(url).arg(APP).arg("heavy").output()?;
+    anyhow::ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    Ok(String::from_utf8(out.stdout)?.trim().to_owned())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    anyhow::ensure!(args.runs > 0 && args.sessions >= 200, "--runs at least 1, --sessions at least 200");
+    let dir = std::env::temp_dir().join(format!("agentstate-list-figures-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    println!(
+        "| backend | sessions (heavy's) | heavy newest 20 p50 / p99 | app newest 20 p50 / p99 | heavy newest 20 by creation p50 | heavy newest 20 with state.k = 3 p50 | ADK list_sessions: heavy / app (median of 3) |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for backend in args.backend {
+        let database = Database::create(backend, &dir).await?;
+        let service = SessionService::shared(agentstate_backends::open(&database.url).await?);
+        let started = Instant::now();
+        fill(&database, &service, args.sessions).await?;
+        eprintln!("{}: {} sessions in {:.0} s", backend.name(), args.sessions, started.elapsed().as_secs_f64());
+        let newest = |request: ListSessions| request.newest_first().page_size(20);
+        let heavy = time(&service, newest(ListSessions::user(APP, "heavy")), args.runs).await?;
+        let app = time(&service, newest(ListSessions::app(APP)), args.runs).await?;
+        let created =
+            time(&service, newest(ListSessions::user(APP, "heavy").order_by(ListOrder::CreateTime)), args.runs).await?;
+        let filter = parse_session_filter("state.k=3")?.filter;
+        let filtered = time(&service, newest(ListSessions::user(APP, "heavy").filter(filter)), args.runs).await?;
+        let reference = match &args.adk {
+            Some(python) => adk(python, &database)?,
+            None => "–".to_owned(),
+        };
+        println!(
+            "| {} | {} ({}) | {} / {} | {} / {} | {} | {} | {} |",
+            backend.name(),
+            args.sessions,
+            args.sessions.div_ceil(10),
+            ms(percentile(&heavy, 0.5)),
+            ms(percentile(&heavy, 0.99)),
+            ms(percentile(&app, 0.5)),
+            ms(percentile(&app, 0.99)),
+            ms(percentile(&created, 0.5)),
+            ms(percentile(&filtered, 0.5)),
+            reference,
+        );
+        drop(service);
+        if std::env::var_os("LIST_FIGURES_KEEP").is_none() {
+            database.remove().await?;
+        }
+    }
+    if std::env::var_os("LIST_FIGURES_KEEP").is_none() {
+        std::fs::remove_dir_all(&dir).ok();
+    }
+    Ok(())
+}
