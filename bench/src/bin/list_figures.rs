@@ -9,7 +9,8 @@
 //! `heavy` and of the app, newest 20 by creation of `heavy`, and newest 20 of `heavy` with
 //! `state.k = 3` (a tenth of them: the SQL backends test it in the statement, Redis in the
 //! service). SQL databases are filled by one `INSERT … SELECT` in ADK's tables; Redis through
-//! the store, 256 creates at a time, with progress on stderr.
+//! the store, 256 creates at a time, with progress on stderr. `--append-cost` times appends with
+//! the list indexes and without them instead (SQL backends).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -22,7 +23,7 @@ use clap::Parser;
 
 #[derive(Parser)]
 struct Args {
-    /// Backends to measure: sqlite, postgres, redis.
+    /// Backends to measure: sqlite, postgres, redis (and mysql, on MariaDB).
     #[arg(long, value_enum)]
     backend: Vec<Backend>,
     /// Sessions in the app; a tenth of them are `heavy`'s.
@@ -31,6 +32,10 @@ struct Args {
     /// Reads timed per list.
     #[arg(long, default_value_t = 50)]
     runs: usize,
+    /// Instead of the lists: what the list indexes cost an append on the SQL backends, timing
+    /// appends with the four indexes and without them (dropped and made again), alternately.
+    #[arg(long)]
+    append_cost: bool,
     /// The Python with ADK for Python 2.13 installed (`.venv-adk/bin/python`): also time its
     /// `list_sessions` on the SQL databases (three reads each).
     #[arg(long)]
@@ -84,7 +89,25 @@ async fn fill(database: &Database, service: &SessionService, sessions: usize) ->
             sqlx::query("ANALYZE sessions").execute(&pool).await?;
             pool.close().await;
         }
-        Backend::Mysql => anyhow::bail!("list figures fill SQLite, PostgreSQL and Redis"),
+        Backend::Mysql => {
+            // MariaDB's sequence engine numbers the rows.
+            let pool = sqlx::MySqlPool::connect(&database.url).await?;
+            let statement = format!(
+                "INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time)
+                 SELECT ?, IF(seq % 10 = 0, 'heavy', CONCAT('u', seq % 10000)), CONCAT('s', seq),
+                        JSON_OBJECT('k', (seq DIV 10) % 10), FROM_UNIXTIME(? + seq),
+                        FROM_UNIXTIME(? + seq + (seq * 7919) % 100000)
+                 FROM seq_0_to_{}",
+                n - 1
+            );
+            sqlx::query(sqlx::AssertSqlSafe(statement))
+                .bind(APP)
+                .bind(BASE_SECS)
+                .bind(BASE_SECS)
+                .execute(&pool)
+                .await?;
+            pool.close().await;
+        }
         Backend::Redis => {
             let started = Instant::now();
             for chunk in (0..sessions).collect::<Vec<_>>().chunks(256) {
@@ -136,9 +159,92 @@ fn adk(python: &str, database: &Database) -> anyhow::Result<String> {
     Ok(String::from_utf8(out.stdout)?.trim().to_owned())
 }
 
+/// The list indexes, and how to make each.
+const LIST_INDEXES: [(&str, &str); 4] = [
+    ("idx_sessions_app_update", "(app_name, update_time, user_id, id)"),
+    ("idx_sessions_app_user_update", "(app_name, user_id, update_time, id)"),
+    ("idx_sessions_app_create", "(app_name, create_time, user_id, id)"),
+    ("idx_sessions_app_user_create", "(app_name, user_id, create_time, id)"),
+];
+
+/// Runs `statement` on the SQL database.
+async fn execute(database: &Database, statement: &str) -> anyhow::Result<()> {
+    match database.backend {
+        Backend::Sqlite => {
+            rusqlite::Connection::open(&database.name)?.execute_batch(statement)?;
+        }
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(&database.url).await?;
+            sqlx::raw_sql(sqlx::AssertSqlSafe(statement.to_owned())).execute(&pool).await?;
+            pool.close().await;
+        }
+        Backend::Mysql => {
+            let pool = sqlx::MySqlPool::connect(&database.url).await?;
+            sqlx::raw_sql(sqlx::AssertSqlSafe(statement.to_owned())).execute(&pool).await?;
+            pool.close().await;
+        }
+        Backend::Redis => anyhow::bail!("no SQL on Redis"),
+    }
+    Ok(())
+}
+
+/// Appends to sessions among the app's (`rounds` of `per_round` appends, each round on sessions
+/// of its own), with the list indexes in even rounds and without them in odd ones; p50 of each.
+async fn append_cost(
+    database: &Database,
+    service: &SessionService,
+    per_round: usize,
+) -> anyhow::Result<(Duration, Duration)> {
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for round in 0..6 {
+        let indexed = round % 2 == 0;
+        for (name, columns) in LIST_INDEXES {
+            let statement = match (indexed, database.backend) {
+                (true, _) => format!("CREATE INDEX {name} ON sessions {columns}"),
+                (false, Backend::Mysql) => format!("DROP INDEX {name} ON sessions"),
+                (false, _) => format!("DROP INDEX {name}"),
+            };
+            if round > 0 || !indexed {
+                execute(database, &statement).await?;
+            }
+        }
+        for i in 0..per_round {
+            // A session of heavy's (spread over the app's times), appended to once.
+            let key = agentstate::SessionKey::new(APP, "heavy", format!("s{}", (round * per_round + i) * 10))?;
+            let mut event = agentstate::Event::new(format!("r{round}-{i}")).author("user");
+            event.actions.state_delta.insert("turn".into(), serde_json::json!(i));
+            let started = Instant::now();
+            service.append_now(&key, event).await?;
+            (if indexed { &mut with } else { &mut without }).push(started.elapsed());
+        }
+    }
+    with.sort_unstable();
+    without.sort_unstable();
+    Ok((percentile(&with, 0.5), percentile(&without, 0.5)))
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if args.append_cost {
+        let dir = std::env::temp_dir().join(format!("agentstate-list-figures-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        println!("| backend | sessions | append p50 with the list indexes | without | cost |");
+        println!("|---|---|---|---|---|");
+        for backend in args.backend {
+            let database = Database::create(backend, &dir).await?;
+            let service = SessionService::shared(agentstate_backends::open(&database.url).await?);
+            fill(&database, &service, args.sessions).await?;
+            let per_round = (args.runs * 10).min(args.sessions / 60);
+            let (with, without) = append_cost(&database, &service, per_round).await?;
+            let cost = 100.0 * (with.as_secs_f64() / without.as_secs_f64() - 1.0);
+            println!("| {} | {} | {} | {} | {cost:+.0} % |", backend.name(), args.sessions, ms(with), ms(without));
+            drop(service);
+            database.remove().await?;
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        return Ok(());
+    }
     anyhow::ensure!(args.runs > 0 && args.sessions >= 200, "--runs at least 1, --sessions at least 200");
     let dir = std::env::temp_dir().join(format!("agentstate-list-figures-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
