@@ -9,7 +9,7 @@ export { TOKEN_ENV, normalizeBaseUrl } from './http.js';
 export type { AgentstateClientOptions } from './http.js';
 export { AgentstateMemoryService } from './memory.js';
 export type { AgentstateMemoryEntry, AgentstateMemoryServiceOptions } from './memory.js';
-export type { AgentstateSessionServiceOptions } from './service.js';
+export type { AgentstateListOptions, AgentstateSessionServiceOptions } from './service.js';
 export {
   AgentstateAlreadyExistsError,
   AgentstateAuthError,

@@ -46,6 +46,14 @@ export type AgentstateSessionServiceOptions = AgentstateClientOptions;
  * const runner = new Runner({ appName: 'my_app', agent, sessionService });
  * ```
  */
+/** agentstate's list options beside ADK-TS's. */
+export interface AgentstateListOptions {
+  /** `update_time` or `create_time`, then `asc` or `desc` (`order`, when given, sets the direction). */
+  orderBy?: string;
+  /** Agent Engine's filter syntax: terms joined by AND on user_id, display_name, labels.KEY, state.KEY, update_time, create_time. */
+  filter?: string;
+}
+
 export class AgentstateSessionService extends BaseSessionService {
   readonly baseUrl: string;
   readonly timeoutMs: number;
@@ -93,15 +101,19 @@ export class AgentstateSessionService extends BaseSessionService {
 
   /**
    * The sessions of one user (or of every user of the app), without events, in ADK-TS's shape.
-   * The server orders (`order`, by last update), skips (`offset`, or `page` with `limit`), cuts
-   * (`limit`) and counts (`totalItems`); without `limit`, its pages are followed to the end.
+   * The server orders (`order`, by last update; agentstate's `orderBy`, `'create_time desc'`),
+   * filters (agentstate's `filter`, in Agent Engine's syntax: `'labels.team="red" AND
+   * state.stage=2'`), skips (`offset`, or `page` with `limit`), cuts (`limit`) and counts
+   * (`totalItems`); without `limit`, its pages are followed to the end.
    */
-  override async listSessions(request: ListSessionsRequest): Promise<ListSessionsResponse> {
-    const { appName, userId, limit, offset, page, order } = request;
+  override async listSessions(request: ListSessionsRequest & AgentstateListOptions): Promise<ListSessionsResponse> {
+    const { appName, userId, limit, offset, page, order, orderBy, filter } = request;
     const path = userId === undefined ? `/apps/${segment(appName)}/sessions` : sessionsPath(appName, userId);
     const start = limit !== undefined && page !== undefined ? (page - 1) * limit : (offset ?? 0);
     const query = new URLSearchParams({ pageSize: String(limit === undefined ? PAGE_SIZE : Math.max(limit, 1)), count: 'true' });
     if (order) query.set('order', order);
+    if (orderBy) query.set('orderBy', orderBy);
+    if (filter) query.set('filter', filter);
     if (start > 0) query.set('offset', String(start));
     const sessions: Session[] = [];
     let totalItems = 0;

@@ -154,6 +154,25 @@ test('lists in ADK-TS shape: order, limit, offset, page; one user or all', async
   assert.deepEqual([rest.page, rest.limit, rest.totalItems], [1, 3, 3]);
 });
 
+test("agentstate's orderBy and filter: by creation, by state, refused with where", async () => {
+  const app = unique('app');
+  const made = [];
+  for (const [id, stage] of [['a', 1], ['b', 2], ['c', 1]]) {
+    made.push(await file.service.createSession({ appName: app, userId: 'u', sessionId: id, state: { stage } }));
+  }
+  await file.service.appendEvent({ session: made[0], event: userEvent('i', { note: 'a is now the newest by update' }) });
+  const byUpdate = await file.service.listSessions({ appName: app, userId: 'u', order: 'desc' });
+  assert.deepEqual(byUpdate.sessions.map((s) => s.id), ['a', 'c', 'b']);
+  const byCreation = await file.service.listSessions({ appName: app, userId: 'u', orderBy: 'create_time desc' });
+  assert.deepEqual(byCreation.sessions.map((s) => s.id), ['c', 'b', 'a']);
+  const staged = await file.service.listSessions({ appName: app, orderBy: 'create_time', filter: 'state.stage=1', limit: 10 });
+  assert.deepEqual([staged.sessions.map((s) => s.id), staged.totalItems], [['a', 'c'], 2]);
+  await assert.rejects(
+    file.service.listSessions({ appName: app, filter: 'state.stage=1 OR state.stage=2' }),
+    (e) => e instanceof AgentstateInvalidRequestError && /character 15/.test(e.message),
+  );
+});
+
 test('a page of a long list is one request: the server orders, skips, cuts and counts', async () => {
   const app = unique('app');
   for (let i = 0; i < 30; i++) {

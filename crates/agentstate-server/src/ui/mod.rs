@@ -226,6 +226,8 @@ pub(crate) struct Filter {
     user: Option<String>,
     session: Option<String>,
     page: Option<usize>,
+    /// A user's sessions page: a filter in Agent Engine's syntax.
+    filter: Option<String>,
 }
 
 /// `GET /ui/apps/{app}`: its users, or the sessions a filter finds.
@@ -297,8 +299,12 @@ pub(crate) async fn sessions(
 ) -> Page {
     let service = state.service();
     let page = filter.page.unwrap_or(1).max(1);
+    let text = filter.filter.unwrap_or_default();
+    let parsed = agentstate::filter::parse_session_filter(&text)
+        .map_err(|e| failure(StatusCode::BAD_REQUEST, state.ui_secret(), &e.to_string()))?;
     // One page, newest first, from the store; counted there.
     let request = ListSessions::user(&app, &user)
+        .filter(parsed.filter)
         .newest_first()
         .offset((page - 1).saturating_mul(LIST_PAGE))
         .page_size(LIST_PAGE)
@@ -318,13 +324,21 @@ pub(crate) async fn sessions(
     let body = html! {
         h1 { "Sessions of " (user) }
         p { a href=(format!("/ui/apps/{}/users/{}/memories", seg(&app), seg(&user))) { "Memories of " (user) " →" } }
+        form.search method="get" {
+            input type="search" name="filter" value=(text) placeholder=r#"filter, e.g. labels.team="red" AND state.stage=2"#;
+            button type="submit" { "Filter" }
+        }
         @if total == 0 { p.empty { "No sessions." } }
         table.sessions {
             thead { tr { th { "session" } th { "last update" } th { "events" } th { "state" } } }
             tbody {
                 @for (s, count) in shown.iter().zip(&counts) {
                     tr {
-                        td { a href=(session_path(s.key())) { (s.id()) } }
+                        td {
+                            a href=(session_path(s.key())) { (s.id()) }
+                            @if let Some(name) = &s.attributes().display_name { " " span.name { (name) } }
+                            @for (k, v) in &s.attributes().labels { " " span.label { (k) "=" (v) } }
+                        }
                         td { time { (crate::expiry::rfc3339(s.last_update_micros())) } }
                         td.num { (count) }
                         td.preview { (preview(s.state().all())) }
@@ -332,7 +346,7 @@ pub(crate) async fn sessions(
                 }
             }
         }
-        (pager(page, total, LIST_PAGE, "?page="))
+        (pager(page, total, LIST_PAGE, &format!("?filter={}&page=", seg(&text))))
     };
     Ok(Html(layout(&user, &crumbs, state.ui_secret(), &body).into_string()))
 }

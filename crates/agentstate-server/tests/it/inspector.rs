@@ -133,6 +133,24 @@ async fn a_users_sessions_are_listed_newest_first_a_page_at_a_time() {
     assert!(second.contains("page 2 of 2"));
     let (_, beyond, _) = send(&r, Method::GET, "/ui/apps/shop/users/ann?page=9", "", &[]).await;
     assert!(ids(&beyond).is_empty(), "past the last page: no session");
+
+    // Filtered, in Agent Engine's syntax, names and labels shown; pages keep the filter.
+    let labelled = r#"{"userId": "ann", "displayName": "Trip", "labels": {"team": "red"}}"#;
+    let made = send(&r, Method::POST, "/v1/reasoningEngines/shop/sessions?sessionId=s99", labelled, &[JSON]).await;
+    assert_eq!(made.0, StatusCode::OK, "{}", made.1);
+    let (status, red, _) =
+        send(&r, Method::GET, "/ui/apps/shop/users/ann?filter=labels.team%3D%22red%22", "", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(ids(&red), ["s99"]);
+    assert!(red.contains("Trip") && red.contains("team=red"), "{red}");
+    let (_, older, _) =
+        send(&r, Method::GET, "/ui/apps/shop/users/ann?filter=create_time%3C%222000-01-01T00%3A00%3A00Z%22", "", &[])
+            .await;
+    assert!(ids(&older).is_empty() && older.contains("No sessions."));
+    let (status, refused, _) =
+        send(&r, Method::GET, "/ui/apps/shop/users/ann?filter=colour%3D%22red%22", "", &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(refused.contains("character 1"), "{refused}");
 }
 
 #[tokio::test]
