@@ -113,8 +113,7 @@ async fn fill(database: &Database, service: &SessionService, sessions: usize) ->
             for chunk in (0..sessions).collect::<Vec<_>>().chunks(256) {
                 let creates = chunk.iter().map(|i| {
                     let user = if i % 10 == 0 { "heavy".to_owned() } else { format!("u{}", i % 10_000) };
-                    let state = serde_json::json!({"k": (i / 10) % 10});
-                    let serde_json::Value::Object(state) = state else { unreachable!() };
+                    let state = agentstate::Map::from_iter([("k".to_owned(), serde_json::json!((i / 10) % 10))]);
                     service.create_session(CreateSession::new(APP, user).id(format!("s{i}")).with_state(state))
                 });
                 for created in futures_util::future::join_all(creates).await {

@@ -106,6 +106,21 @@ pub fn parse_session_order(text: &str) -> Result<(ListOrder, bool)> {
     }
 }
 
+/// A state condition as a filter takes it: a session-scope key (no `user:`, `app:` or `temp:`
+/// prefix) and a scalar (a string, a number, a boolean or null); why not, otherwise. For a
+/// caller that builds a [`SessionFilter`] from its own input, as the CLI's `--state KEY=JSON`.
+pub fn state_condition(key: &str, value: Value) -> std::result::Result<Value, &'static str> {
+    if Scope::of(key).0 != Scope::Session {
+        return Err("state filters take session keys, with no user:, app: or temp: prefix");
+    }
+    match value {
+        Value::Array(_) | Value::Object(_) => {
+            Err("state filters compare with a scalar: a string, a number, a boolean or null")
+        }
+        scalar => Ok(scalar),
+    }
+}
+
 /// The filter text that [`parse_session_filter`] reads back as `user_id` and `filter`: for a
 /// client passing a list on to another service.
 pub fn session_filter_text(user_id: Option<&str>, filter: &SessionFilter) -> String {
@@ -256,11 +271,7 @@ impl Reader<'_> {
             }
             ("state", Some((key, key_at))) => {
                 only_equals(self, "a state value")?;
-                if Scope::of(&key).0 != Scope::Session {
-                    return Err(
-                        self.refuse_at(key_at, "state filters take session keys, with no user:, app: or temp: prefix")
-                    );
-                }
+                let value = state_condition(&key, value).map_err(|why| self.refuse_at(key_at, why))?;
                 parsed.filter.state.insert(key, value);
             }
             ("update_time" | "updateTime", None) => {
@@ -438,6 +449,15 @@ mod tests {
         refused(r#"labels.="x""#, "a key after the dot", 8);
         refused(r#"user_id"#, "expected an operator", 8);
         refused(r#"user_id= "#, "expected a value", 10);
+    }
+
+    #[test]
+    fn state_conditions_are_scalars_of_session_keys() {
+        assert_eq!(state_condition("stage", json!(2)), Ok(json!(2)));
+        assert_eq!(state_condition("name", Value::Null), Ok(Value::Null));
+        assert!(state_condition("user:plan", json!("pro")).is_err());
+        assert!(state_condition("tags", json!(["a"])).is_err());
+        assert!(state_condition("nested", json!({"a": 1})).is_err());
     }
 
     #[test]

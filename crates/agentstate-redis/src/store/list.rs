@@ -43,16 +43,19 @@ impl RedisStore {
         // `ZREVRANGEBYSCORE` takes its bounds high first.
         let bounds = |from: String, to: String| if query.descending { (to, from) } else { (from, to) };
         let mut pipe = redis::pipe();
-        let cursor = query.after.as_ref().zip(cursor_member).filter(|(c, _)| range.contains(c.at_micros));
-        let cursor = match (query.after.as_ref(), cursor) {
-            // A cursor outside the range: the page starts at the range's edge it points past.
-            (Some(c), None)
-                if (query.descending && range.from_micros.is_some_and(|f| c.at_micros < f))
-                    || (!query.descending && range.to_micros.is_some_and(|t| c.at_micros > t)) =>
-            {
-                return Ok(Vec::new());
+        // Where the page starts: after a cursor in the range; at the range's near end when the
+        // cursor is before it; nowhere when the cursor is past its far end.
+        let past_the_end = |at: i64| {
+            if query.descending {
+                range.from_micros.is_some_and(|from| at < from)
+            } else {
+                range.to_micros.is_some_and(|to| at > to)
             }
-            (_, cursor) => cursor,
+        };
+        let cursor = match query.after.as_ref().zip(cursor_member) {
+            Some((c, _)) if past_the_end(c.at_micros) => return Ok(Vec::new()),
+            Some((c, member)) if range.contains(c.at_micros) => Some((c, member)),
+            _ => None,
         };
         let rest = match cursor {
             Some((cursor, _)) => {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use agentstate::archive::{self, ImportOptions, Progress};
 use agentstate::wire;
 use agentstate::{GetSessionConfig, ListEvents, ListSessions, SessionKey, SessionService};
-use anyhow::{Context, bail};
+use anyhow::{Context, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::args::{DbArg, ListBy, ListOrder, SessionsCommand};
@@ -202,15 +202,9 @@ pub(crate) async fn run(command: SessionsCommand) -> anyhow::Result<()> {
                 let (k, v) = pair.split_once('=').with_context(|| format!("--state {pair:?}: write KEY=JSON"))?;
                 let value: serde_json::Value =
                     serde_json::from_str(v).with_context(|| format!("--state {pair:?}: the value is not JSON"))?;
-                // Checked as the filter syntax checks it: a scalar, of a session-scope key.
-                let text = agentstate::filter::session_filter_text(
-                    None,
-                    &agentstate::store::SessionFilter { state: [(k.to_owned(), value)].into(), ..Default::default() },
-                );
-                let checked = agentstate::filter::parse_session_filter(&text).with_context(|| {
-                    format!("--state {pair:?}: a scalar (string, number, boolean or null) of a key without a prefix")
-                })?;
-                filter.state.extend(checked.filter.state);
+                let value =
+                    agentstate::filter::state_condition(k, value).map_err(|why| anyhow!("--state {pair:?}: {why}"))?;
+                filter.state.insert(k.to_owned(), value);
             }
             if display_name.is_some() {
                 filter.display_name = display_name;

@@ -306,6 +306,10 @@ fn sessions_list_orders_pages_and_counts_and_state_prints() {
     assert!(!refused.status.success());
     let said = String::from_utf8_lossy(&refused.stderr);
     assert!(said.contains("OR is not supported") && said.contains("character 19"), "{said}");
+    let nested =
+        Command::new(BIN).args(["sessions", "list", "--db", &db, "app", "--state", "tags=[1]"]).output().unwrap();
+    assert!(!nested.status.success());
+    assert!(String::from_utf8_lossy(&nested.stderr).contains("scalar"), "{}", String::from_utf8_lossy(&nested.stderr));
     let state = |extra: &[&str]| {
         let out = Command::new(BIN).args(["state", "--db", &db, "app"]).args(extra).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
