@@ -132,13 +132,8 @@ macro_rules! operations {
                 expire_micros: Option<i64>,
                 now_micros: i64,
             ) -> Result<bool> {
-                let done = keyed(sql!("session_expire_put"), key)
-                    .bind(expire_micros.map(naive).transpose()?)
-                    .bind(expiry_time(now_micros)?)
-                    .execute(pool)
-                    .await
-                    .map_err(|e| sqlx_error("setting an expire time", e))?;
-                Ok(done.rows_affected() > 0)
+                let keep = agentstate::store::AttributesUpdate::default();
+                put_attributes(pool, key, &keep, Some(expire_micros), now_micros).await
             }
 
             /// Sets a live session's display name and/or labels; whether there was one.
@@ -148,15 +143,29 @@ macro_rules! operations {
                 update: &agentstate::store::AttributesUpdate,
                 now_micros: i64,
             ) -> Result<bool> {
+                put_attributes(pool, key, update, None, now_micros).await
+            }
+
+            /// Sets what `update` and `expire` say of a live session's attributes, keeping the
+            /// rest; whether there was one.
+            async fn put_attributes(
+                pool: &Pool,
+                key: &SessionKey,
+                update: &agentstate::store::AttributesUpdate,
+                expire: Option<Option<i64>>,
+                now_micros: i64,
+            ) -> Result<bool> {
                 let done = keyed(sql!("session_attributes_set"), key)
                     .bind(update.display_name.clone().flatten())
                     .bind(update.display_name.is_some())
                     .bind(update.labels_json())
                     .bind(update.labels.is_some())
+                    .bind(expire.flatten().map(naive).transpose()?)
+                    .bind(expire.is_some())
                     .bind(expiry_time(now_micros)?)
                     .execute(pool)
                     .await
-                    .map_err(|e| sqlx_error("setting a display name or labels", e))?;
+                    .map_err(|e| sqlx_error("setting a session's attributes", e))?;
                 Ok(done.rows_affected() > 0)
             }
 

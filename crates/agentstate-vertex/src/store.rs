@@ -162,12 +162,6 @@ impl VertexAiStore {
         Ok(Some(events))
     }
 
-    /// Every session of `query`'s app (and user), in the service's order; for a service that
-    /// pages and filters in its own way.
-    async fn all_sessions(&self, query: &ListQuery) -> Result<Vec<Session>> {
-        self.session_pages(query, None, usize::MAX).await
-    }
-
     async fn session_pages(&self, query: &ListQuery, after: Option<String>, limit: usize) -> Result<Vec<Session>> {
         let mut sessions = Vec::new();
         let mut token = after;
@@ -407,7 +401,7 @@ impl SessionStore for VertexAiStore {
             return self.session_pages(query, token, limit).await;
         }
         // The plain API pages in its own order: read all, and arrange them here.
-        Ok(query.arrange(self.all_sessions(query).await?))
+        Ok(query.arrange(self.session_pages(query, None, usize::MAX).await?))
     }
 
     async fn delete(&self, key: &SessionKey) -> Result<()> {

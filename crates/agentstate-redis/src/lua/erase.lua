@@ -1,5 +1,5 @@
--- Removes one session of a user being erased, with its list entries; answers {1 if it was
--- there, how many events it had}.
+-- Removes one session (deleted, or of a user being erased) with its list entries; answers {1 if
+-- it was there, how many events it had}.
 -- KEYS: 1 meta, 2 state, 3 event times, 4 event data, 5 invocations, 6 snapshot positions,
 --       7 snapshot states, 8 sessions, 9 user's sessions, 10 users with this id, 11 expiring,
 --       12 sessions by creation, 13 user's sessions by creation

@@ -314,37 +314,13 @@ impl SessionStore for RedisStore {
     }
 
     async fn delete(&self, key: &SessionKey) -> Result<()> {
-        let keys = self.keys(key);
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .cmd("DEL")
-            .arg(&keys.own()[..])
-            .ignore()
-            .cmd("ZREM")
-            .arg(&keys.sessions)
-            .arg(&keys.member)
-            .ignore()
-            .cmd("ZREM")
-            .arg(&keys.user_sessions)
-            .arg(key.session_id())
-            .ignore()
-            .cmd("ZREM")
-            .arg(&keys.created)
-            .arg(&keys.member)
-            .ignore()
-            .cmd("ZREM")
-            .arg(&keys.user_created)
-            .arg(key.session_id())
-            .ignore()
-            .cmd("SREM")
-            .arg(&keys.users_with)
-            .arg(key.user_id())
-            .ignore()
-            .cmd("ZREM")
-            .arg(&keys.expiring)
-            .arg(&keys.member)
-            .ignore();
-        let () = pipe.query_async(&mut self.connection()).await.map_err(|e| backend("delete", e))?;
+        // The removal erasure does, session by session: its keys and every list it is in.
+        let (_existed, _events): (i64, i64) = self
+            .keys(key)
+            .removal(&scripts::ERASE, key.user_id(), key.session_id())
+            .invoke_async(&mut self.connection())
+            .await
+            .map_err(|e| backend("delete", e))?;
         Ok(())
     }
 

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use agentstate::store::{
-    EventCopy, EventCursor, EventQuery, EventSelect, HistorySnapshot, NewSession, SharedStateWrite, SharedStateWrites,
-    StateOwner, UserDataCounts, ValueSwap, merge_scopes,
+    AttributesUpdate, EventCopy, EventCursor, EventQuery, EventSelect, HistorySnapshot, NewSession, SharedStateWrite,
+    SharedStateWrites, StateOwner, UserDataCounts, ValueSwap, merge_scopes,
 };
 use agentstate::{Error, Event, Map, Result, Session, SessionAttributes, SessionKey, Value};
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -270,9 +270,7 @@ pub(super) fn set_expire_time(
     expire_micros: Option<i64>,
     now_micros: i64,
 ) -> Result<bool> {
-    let expire = expire_micros.map(sqlite_text).transpose()?;
-    let params = params![key.app_name(), key.user_id(), key.session_id(), expire, now_text(now_micros)?];
-    Ok(execute(conn, "set an expire time", sql!("session_expire_put"), params)? > 0)
+    put_attributes(conn, key, &AttributesUpdate::default(), Some(expire_micros), now_micros)
 }
 
 /// Sets the session's display name and/or labels; whether it exists (and had not expired at
@@ -280,22 +278,34 @@ pub(super) fn set_expire_time(
 pub(super) fn set_attributes(
     conn: &Connection,
     key: &SessionKey,
-    update: &agentstate::store::AttributesUpdate,
+    update: &AttributesUpdate,
     now_micros: i64,
 ) -> Result<bool> {
-    let name = update.display_name.clone().flatten();
-    let (set_name, set_labels) = (update.display_name.is_some(), update.labels.is_some());
+    put_attributes(conn, key, update, None, now_micros)
+}
+
+/// Sets what `update` and `expire` say of the session's attributes, keeping the rest; whether it
+/// exists (and had not expired at `now_micros`).
+fn put_attributes(
+    conn: &Connection,
+    key: &SessionKey,
+    update: &AttributesUpdate,
+    expire: Option<Option<i64>>,
+    now_micros: i64,
+) -> Result<bool> {
     let params = params![
         key.app_name(),
         key.user_id(),
         key.session_id(),
-        name,
-        set_name,
+        update.display_name.clone().flatten(),
+        update.display_name.is_some(),
         update.labels_json(),
-        set_labels,
+        update.labels.is_some(),
+        expire.flatten().map(sqlite_text).transpose()?,
+        expire.is_some(),
         now_text(now_micros)?
     ];
-    Ok(execute(conn, "set a display name or labels", sql!("session_attributes_set"), params)? > 0)
+    Ok(execute(conn, "set a session's attributes", sql!("session_attributes_set"), params)? > 0)
 }
 
 /// Drops the session's events older than `cut_micros` and its snapshots before it, and keeps
