@@ -23,6 +23,8 @@ mod auth;
 mod engine_api;
 mod error;
 mod expiry;
+#[cfg(feature = "grpc")]
+pub mod grpc;
 mod limits;
 mod listen;
 mod metrics;
@@ -48,18 +50,23 @@ pub use routes::OPERATIONS;
 pub use state::AppState;
 
 /// The router: every route of [`OPERATIONS`] with its access check, request limits, metrics,
-/// request ids, tracing, and a 500 instead of a dropped connection should a handler panic.
+/// request ids, tracing, and a 500 instead of a dropped connection should a handler panic; with
+/// the `grpc` feature, the Agent Engine Sessions API over gRPC beside it ([`grpc`]).
 pub fn app(state: AppState) -> Router {
     let limits = state.limits();
     let document = serde_json::to_vec(&openapi::document(OPERATIONS)).unwrap_or_default();
-    routes::register(&state)
+    let rest = routes::register(&state)
         .route_layer(from_fn_with_state(state.clone(), metrics::track))
         .layer(axum::middleware::from_fn(error::json_rejections))
-        .with_state(state)
+        .with_state(state.clone())
         .layer(axum::Extension(routes::OpenApiDocument(document.into())))
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
-        .layer(axum::Extension(limits))
-        .layer(CatchPanicLayer::new())
+        .layer(axum::Extension(limits));
+    #[cfg(feature = "grpc")]
+    let rest = grpc::beside(rest, state);
+    #[cfg(not(feature = "grpc"))]
+    drop(state);
+    rest.layer(CatchPanicLayer::new())
         .layer(TraceLayer::new_for_http().make_span_with(|request: &axum::http::Request<_>| {
             let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
             tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id = %id)

@@ -16,6 +16,9 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower_http::timeout::RequestBodyTimeoutLayer;
 
+/// The most HTTP/2 streams (calls) open at once on one connection.
+const MAX_STREAMS: u32 = 256;
+
 /// How connections are served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Connections {
@@ -54,6 +57,14 @@ pub async fn serve(
     let graceful = GracefulShutdown::new();
     let mut builder = Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(connections.header_read_timeout);
+    // HTTP/2 (gRPC, and REST clients that speak it): pings find dead peers, and a connection
+    // carries at most so many calls at once.
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(connections.header_read_timeout))
+        .keep_alive_timeout(connections.header_read_timeout)
+        .max_concurrent_streams(MAX_STREAMS);
     tokio::pin!(shutdown);
     loop {
         let slot = tokio::select! {

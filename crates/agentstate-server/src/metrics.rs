@@ -24,10 +24,33 @@ struct Histogram {
     buckets: [u64; BUCKETS.len()],
 }
 
+impl Histogram {
+    fn observe(&mut self, seconds: f64) {
+        self.count += 1;
+        self.sum += seconds;
+        for (bound, bucket) in BUCKETS.iter().zip(self.buckets.iter_mut()) {
+            if seconds <= *bound {
+                *bucket += 1;
+            }
+        }
+    }
+
+    /// The histogram's lines: `name_bucket`, `name_sum` and `name_count` under `labels`.
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        for (bound, n) in BUCKETS.iter().zip(self.buckets) {
+            let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{bound}\"}} {n}");
+        }
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", self.count);
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", self.sum);
+        let _ = writeln!(out, "{name}_count{{{labels}}} {}", self.count);
+    }
+}
+
 /// The server's metrics.
 #[derive(Debug, Default)]
 pub struct Metrics {
     requests: Mutex<BTreeMap<(String, String, u16), Histogram>>,
+    grpc: Mutex<BTreeMap<(String, String), Histogram>>,
     appends: AtomicU64,
     conflicts: AtomicU64,
     expired: AtomicU64,
@@ -57,14 +80,14 @@ impl Metrics {
 
     fn observe(&self, method: &str, route: &str, status: u16, seconds: f64) {
         let mut requests = self.requests.lock().unwrap_or_else(PoisonError::into_inner);
-        let h = requests.entry((method.to_owned(), route.to_owned(), status)).or_default();
-        h.count += 1;
-        h.sum += seconds;
-        for (bound, bucket) in BUCKETS.iter().zip(h.buckets.iter_mut()) {
-            if seconds <= *bound {
-                *bucket += 1;
-            }
-        }
+        requests.entry((method.to_owned(), route.to_owned(), status)).or_default().observe(seconds);
+    }
+
+    #[cfg(feature = "grpc")]
+    /// Counts a gRPC call of `method` (`GetSession`, …) that ended with `code` (`Ok`, `NotFound`, …).
+    pub(crate) fn observe_grpc(&self, method: &str, code: &str, seconds: f64) {
+        let mut calls = self.grpc.lock().unwrap_or_else(PoisonError::into_inner);
+        calls.entry((method.to_owned(), code.to_owned())).or_default().observe(seconds);
     }
 
     /// The text exposition format.
@@ -84,13 +107,22 @@ impl Metrics {
         out.push_str("# TYPE agentstate_http_request_duration_seconds histogram\n");
         for ((method, route, status), h) in &requests {
             let labels = format!("method=\"{method}\",route=\"{route}\",status=\"{status}\"");
-            for (bound, n) in BUCKETS.iter().zip(h.buckets) {
-                let _ = writeln!(out, "agentstate_http_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {n}");
-            }
-            let _ =
-                writeln!(out, "agentstate_http_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}", h.count);
-            let _ = writeln!(out, "agentstate_http_request_duration_seconds_sum{{{labels}}} {}", h.sum);
-            let _ = writeln!(out, "agentstate_http_request_duration_seconds_count{{{labels}}} {}", h.count);
+            h.render(&mut out, "agentstate_http_request_duration_seconds", &labels);
+        }
+        let calls = self.grpc.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        out.push_str("# HELP agentstate_grpc_requests_total gRPC calls by method and status code.\n");
+        out.push_str("# TYPE agentstate_grpc_requests_total counter\n");
+        for ((method, code), h) in &calls {
+            let _ = writeln!(out, "agentstate_grpc_requests_total{{method=\"{method}\",code=\"{code}\"}} {}", h.count);
+        }
+        out.push_str("# HELP agentstate_grpc_request_duration_seconds gRPC call latency by method and status code.\n");
+        out.push_str("# TYPE agentstate_grpc_request_duration_seconds histogram\n");
+        for ((method, code), h) in &calls {
+            h.render(
+                &mut out,
+                "agentstate_grpc_request_duration_seconds",
+                &format!("method=\"{method}\",code=\"{code}\""),
+            );
         }
         out.push_str(
             "# HELP agentstate_appends_total Events appended to sessions.\n# TYPE agentstate_appends_total counter\n",

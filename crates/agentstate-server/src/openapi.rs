@@ -102,8 +102,10 @@ fn schemas() -> Value {
             "labels": {"type": "object", "additionalProperties": {"type": "string"}},
             "ttl": {"type": ["string", "null"], "description": "Seconds from now, e.g. \"7200s\"; not with expireTime"},
             "expireTime": {"type": ["string", "null"], "format": "date-time"},
-            "name": {"type": "string"}, "userId": {"type": "string"}},
-            "description": "Field names in camelCase or snake_case; state is not patched (it changes by events)"},
+            "sessionState": {"type": "object", "description": "The state as it is to be: named keys set, the session's own keys not named deleted (one event)"},
+            "name": {"type": "string"}, "userId": {"type": "string"},
+            "createTime": {"type": "string"}, "updateTime": {"type": "string"}},
+            "description": "Field names in camelCase or snake_case; name, user and times are not changed"},
         "VertexSession": {"type": "object", "required": ["name", "userId", "sessionState", "createTime", "updateTime"], "properties": {
             "name": {"type": "string", "description": "…/reasoningEngines/{engine}/sessions/{id}, in the form asked"},
             "userId": {"type": "string"}, "sessionState": {"type": "object", "description": "Merged: session, app: and user: keys"},
@@ -280,7 +282,7 @@ fn parameters(op: &Operation) -> Vec<Value> {
         params.push(query(
             "updateMask",
             json!({"type": "string"}),
-            "Comma-separated: display_name, labels, expire_time, ttl; a masked field the body lacks is cleared; without a mask, the fields the body has",
+            "Comma-separated: display_name, labels, expire_time, ttl, session_state; a masked field the body lacks is cleared; without a mask, the fields the body has",
         ));
     } else if path.ends_with("/sessions") && op.method == "get" {
         params.push(query("filter", json!({"type": "string"}), SESSION_FILTER));
@@ -479,11 +481,30 @@ pub fn document(operations: &[Operation]) -> Value {
         let entry = paths.entry(op.path.to_owned()).or_insert_with(|| json!({}));
         entry[op.method] = operation;
     }
-    json!({
+    grpc_methods(json!({
         "openapi": "3.1.0",
         "info": {"title": "agentstate", "version": env!("CARGO_PKG_VERSION"),
                  "description": "The session routes and /run, /run_sse of ADK's adk api_server, and agentstate's extensions."},
         "components": {"schemas": schemas(), "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
         "paths": paths,
-    })
+    }))
+}
+
+/// The document with the gRPC methods served beside the routes, and who may call them.
+#[cfg(feature = "grpc")]
+fn grpc_methods(mut document: Value) -> Value {
+    document["info"]["description"] = json!(
+        "The session routes and /run, /run_sse of ADK's adk api_server, and agentstate's extensions. \
+         The same address serves the Agent Engine Sessions API over gRPC (HTTP/2, content type \
+         application/grpc): its methods and who may call them are in x-grpc."
+    );
+    document["x-grpc"] =
+        crate::grpc::METHODS.iter().map(|(method, access)| json!({"method": method, "access": access})).collect();
+    document
+}
+
+/// The document (no gRPC in this build).
+#[cfg(not(feature = "grpc"))]
+fn grpc_methods(document: Value) -> Value {
+    document
 }

@@ -8,8 +8,12 @@
 //! field   = user_id | display_name | labels.KEY | state.KEY | update_time | create_time
 //!           (camelCase spellings too: userId, displayName, updateTime, createTime)
 //! op      = "=" | "<" | "<=" | ">" | ">="       (the comparisons on the two times only)
-//! value   = "string" | number | true | false | null   (times: a quoted RFC 3339 time)
+//! value   = "string" | number | true | false | null | bare   (times: an RFC 3339 time)
 //! ```
+//!
+//! A bare value (unquoted, up to a space) that is not a number or keyword is text, and a text
+//! field (`user_id`, `display_name`, a label) reads any bare value as written: ADK for Java
+//! filters with `user_id=alice`, and `user_id=00123` is the user `00123`.
 //!
 //! A key is a name of letters, digits, `_` and `-`, or a quoted string. State values compare
 //! session-scope keys (no `user:`, `app:` or `temp:` prefix) with a scalar. `OR`, `NOT`,
@@ -247,12 +251,13 @@ impl Reader<'_> {
         let op = self.op()?;
         self.blank();
         let value_at = self.position();
-        let value = self.value()?;
+        let (value, bare) = self.value()?;
         let only_equals = |reader: &Self, what: &str| {
             if op == Op::Eq { Ok(()) } else { Err(reader.refuse_at(op_at, format!("{what} takes = only"))) }
         };
-        let string = |reader: &Self, value: Value, what: &str| match value {
-            Value::String(s) => Ok(s),
+        // Text fields take a bare token as its text (`user_id=12345` is the user "12345").
+        let string = |reader: &Self, value: Value, what: &str| match (value, bare.clone()) {
+            (Value::String(s), _) | (_, Some(s)) => Ok(s),
             _ => Err(reader.refuse_at(value_at, format!("{what} compares with a quoted string"))),
         };
         match (field.as_str(), key) {
@@ -309,33 +314,29 @@ impl Reader<'_> {
         }
     }
 
-    /// A quoted string, a number, `true`, `false` or `null`.
-    fn value(&mut self) -> Result<Value> {
-        match self.chars.peek().map(|(_, c)| *c) {
-            Some('"') => self.string().map(Value::String),
-            Some(c) if c == '-' || c.is_ascii_digit() => {
-                let at = self.position();
-                let mut text = String::new();
-                while let Some((_, c)) =
-                    self.chars.next_if(|(_, c)| c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e' | 'E'))
-                {
-                    text.push(c);
-                }
-                let number = serde_json::from_str::<Number>(&text)
-                    .map_err(|_| self.refuse_at(at, format!("{text:?} is not a number")))?;
-                Ok(Value::Number(number))
-            }
-            Some(_) => {
-                let at = self.position();
-                match self.word().as_str() {
-                    "true" => Ok(Value::Bool(true)),
-                    "false" => Ok(Value::Bool(false)),
-                    "null" => Ok(Value::Null),
-                    _ => Err(self.refuse_at(at, "expected a value: a quoted string, a number, true, false or null")),
-                }
-            }
-            None => Err(self.refuse("expected a value: a quoted string, a number, true, false or null")),
+    /// A quoted string, or a bare token, as AIP-160 reads one: a number, `true`, `false`, `null`,
+    /// or else text (ADK for Java writes `user_id=alice`). With a bare token, its text too.
+    fn value(&mut self) -> Result<(Value, Option<String>)> {
+        const EXPECTED: &str = "expected a value: a quoted string, a number, true, false or null";
+        if self.chars.peek().is_some_and(|(_, c)| *c == '"') {
+            return Ok((Value::String(self.string()?), None));
         }
+        let at = self.position();
+        let mut text = String::new();
+        while let Some((_, c)) = self.chars.next_if(|(_, c)| !c.is_whitespace() && !matches!(c, '"' | '(' | ')')) {
+            text.push(c);
+        }
+        let value = match text.as_str() {
+            "" => return Err(self.refuse_at(at, EXPECTED)),
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            "null" => Value::Null,
+            number if number.starts_with(|c: char| c == '-' || c.is_ascii_digit()) => {
+                serde_json::from_str::<Number>(number).map_or_else(|_| Value::String(text.clone()), Value::Number)
+            }
+            _ => Value::String(text.clone()),
+        };
+        Ok((value, Some(text)))
     }
 
     /// A double-quoted string, `\"`, `\\`, `\n` and `\t` escaped.
@@ -439,16 +440,24 @@ mod tests {
         refused(r#"display_name="a"user_id="b""#, "expected AND", 17);
         refused(r#"display_name="a"#, "not closed", 14);
         refused(r#"display_name<"a""#, "takes = only", 13);
-        refused(r#"labels.k=1"#, "quoted string", 10);
         refused(r#"(user_id="a")"#, "parentheses", 1);
-        refused(r#"state.n=1x"#, "expected AND", 10);
         refused(r#"é="a" OR"#, "cannot be filtered", 1);
         refused(r#"user_id="a" AND"#, "a term after AND", 16);
         refused(r#"user_id="a" AND  "#, "a term after AND", 18);
-        refused(r#"state.n=1e"#, "not a number", 9);
         refused(r#"labels.="x""#, "a key after the dot", 8);
         refused(r#"user_id"#, "expected an operator", 8);
         refused(r#"user_id= "#, "expected a value", 10);
+    }
+
+    #[test]
+    fn bare_values_are_text_numbers_or_keywords() {
+        let parsed =
+            parse_session_filter("user_id=alice@example.com AND labels.k=1 AND state.n=2 AND state.s=1x").unwrap();
+        assert_eq!(parsed.user_id.as_deref(), Some("alice@example.com"), "ADK for Java's unquoted user filter");
+        assert_eq!(parsed.filter.labels["k"], "1");
+        assert_eq!((&parsed.filter.state["n"], &parsed.filter.state["s"]), (&json!(2), &json!("1x")));
+        assert_eq!(parse_session_filter("user_id=00123").unwrap().user_id.as_deref(), Some("00123"), "as written");
+        refused(r#"display_name=a"b""#, "expected AND", 15);
     }
 
     #[test]

@@ -10,7 +10,7 @@ mod run;
 mod sessions;
 mod shared;
 mod system;
-mod vertex;
+pub(crate) mod vertex;
 
 use axum::Router;
 use axum::middleware::from_fn_with_state;
@@ -181,13 +181,13 @@ routes! {
         "Agent Engine (short form): get a session", None,
         [200 "The session" "VertexSession", 404 "No such session" "GoogleError"];
     patch "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}" => vertex::patch, EngineUser,
-        "Agent Engine: set a session's display name, labels or expiry (`?updateMask=`); the session", Some("VertexSessionPatch"),
+        "Agent Engine: set a session's display name, labels, expiry or state (`?updateMask=`); the session", Some("VertexSessionPatch"),
         [200 "The session" "VertexSession", 400 "Bad body or mask" "GoogleError", 404 "No such session" "GoogleError"];
     delete "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}" => vertex::delete, EngineUser,
         "Agent Engine: delete a session; a done operation", None,
         [200 "A done operation" "VertexOperation", 404 "No such session" "GoogleError"];
     patch "/{version}/reasoningEngines/{engine}/sessions/{session}" => vertex::patch, EngineUser,
-        "Agent Engine (short form): set a session's display name, labels or expiry (`?updateMask=`); the session", Some("VertexSessionPatch"),
+        "Agent Engine (short form): set a session's display name, labels, expiry or state (`?updateMask=`); the session", Some("VertexSessionPatch"),
         [200 "The session" "VertexSession", 400 "Bad body or mask" "GoogleError", 404 "No such session" "GoogleError"];
     delete "/{version}/reasoningEngines/{engine}/sessions/{session}" => vertex::delete, EngineUser,
         "Agent Engine (short form): delete a session", None,

@@ -102,7 +102,7 @@ async fn sessions_are_listed_by_filter_and_order_on_both_surfaces() {
     let (status, body) = call(&r, "GET", &format!("{E}/sessions?orderBy={}", q("display_name")), None, &[]).await;
     assert_eq!(status, 400, "{body}");
     let (status, body) =
-        call(&r, "GET", &format!("/apps/42/users/u/sessions?filter={}", q("labels.team=red")), None, &[]).await;
+        call(&r, "GET", &format!("/apps/42/users/u/sessions?filter={}", q(r#"display_name<"a""#)), None, &[]).await;
     assert_eq!(status, 400);
     let detail = body["detail"].as_str().unwrap_or_default();
     assert!(detail.contains("character 13"), "{body}");
@@ -145,8 +145,25 @@ async fn sessions_are_patched_by_update_mask() {
     assert!(cleared.get("labels").is_none_or(|l| l.as_object().is_some_and(|l| l.is_empty())), "{cleared}");
     assert!(cleared.get("displayName").is_none() && cleared.get("expireTime").is_none(), "{cleared}");
 
+    // A new state travels on one event: named keys set, the session's own keys not named deleted,
+    // `user:` keys not named kept.
+    let body = json!({"sessionState": {"k": 2, "user:x": 1}});
+    let (status, patched) =
+        call(&r, "PATCH", &format!("{E}/sessions/p?updateMask=sessionState"), Some(body), &[]).await;
+    assert_eq!((status.as_u16(), &patched["sessionState"]), (200, &json!({"k": 2, "user:x": 1})), "{patched}");
+    assert_ne!(patched["updateTime"], before["updateTime"], "a state change is in the history");
+    let body = json!({"sessionState": {"j": 3}});
+    let (_, patched) = call(&r, "PATCH", &format!("{E}/sessions/p?updateMask=session_state"), Some(body), &[]).await;
+    assert_eq!(patched["sessionState"], json!({"j": 3, "user:x": 1}));
+    let events = call(&r, "GET", &format!("{E}/sessions/p/events"), None, &[]).await.1;
+    assert_eq!(events["sessionEvents"].as_array().unwrap().len(), 2, "{events}");
+    let body = json!({"sessionState": {"j": 3}});
+    call(&r, "PATCH", &format!("{E}/sessions/p?updateMask=session_state"), Some(body), &[]).await;
+    let events = call(&r, "GET", &format!("{E}/sessions/p/events"), None, &[]).await.1;
+    assert_eq!(events["sessionEvents"].as_array().unwrap().len(), 2, "the same state again writes nothing");
+
     for (mask, body, status) in [
-        ("sessionState", json!({"sessionState": {"k": 2}}), "INVALID_ARGUMENT"),
+        ("sessionState", json!({"sessionState": [1]}), "INVALID_ARGUMENT"),
         ("colour", json!({}), "INVALID_ARGUMENT"),
         ("ttl,expireTime", json!({"ttl": "60s", "expireTime": "2100-01-01T00:00:00Z"}), "INVALID_ARGUMENT"),
         ("display_name", json!({"displayName": "x".repeat(300)}), "INVALID_ARGUMENT"),
@@ -157,5 +174,8 @@ async fn sessions_are_patched_by_update_mask() {
     }
     let (code, answer) = call(&r, "PATCH", &format!("{E}/sessions/nope"), Some(json!({"displayName": "x"})), &[]).await;
     assert_eq!(code, 404, "{answer}");
-    assert_eq!(call(&r, "GET", &format!("{E}/sessions/p"), None, &[]).await.1["sessionState"], json!({"k": 1}));
+    assert_eq!(
+        call(&r, "GET", &format!("{E}/sessions/p"), None, &[]).await.1["sessionState"],
+        json!({"j": 3, "user:x": 1})
+    );
 }

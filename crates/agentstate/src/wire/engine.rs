@@ -29,8 +29,17 @@ use crate::session::{Session, SessionAttributes};
 use crate::time::Timestamp;
 
 /// The fields of an event that the API keeps in `eventMetadata` (ADK keeps them on the event).
-const METADATA: [&str; 7] =
-    ["partial", "turnComplete", "interrupted", "branch", "customMetadata", "longRunningToolIds", "groundingMetadata"];
+const METADATA: [&str; 9] = [
+    "partial",
+    "turnComplete",
+    "interrupted",
+    "branch",
+    "customMetadata",
+    "longRunningToolIds",
+    "groundingMetadata",
+    "inputTranscription",
+    "outputTranscription",
+];
 
 /// Where an event keeps the time its client wrote into `rawEvent` when it differs from the
 /// event's own (ADK for TypeScript writes milliseconds): ADK's internal metadata, stored and
@@ -206,6 +215,9 @@ pub fn event_from_typed_fields(resource: &Map<String, Value>) -> Map<String, Val
             event.insert(field.into(), value.clone());
         }
     }
+    if let Some(Value::Array(parts)) = event.get_mut("content").and_then(|c| c.get_mut("parts")) {
+        parts.iter_mut().for_each(enum_names);
+    }
     if let Some(Value::Object(metadata)) = resource.get("eventMetadata") {
         event.extend(metadata.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
@@ -217,6 +229,28 @@ pub fn event_from_typed_fields(resource: &Map<String, Value>) -> Map<String, Val
         event.insert("actions".into(), Value::Object(actions));
     }
     event
+}
+
+/// The enums of a part, by number: Google's REST clients send them as numbers
+/// (`$alt=json;enum-encoding=int`); ADK's events name them.
+const PART_ENUMS: [(&str, &str, &[&str]); 2] = [
+    ("executableCode", "language", &["LANGUAGE_UNSPECIFIED", "PYTHON"]),
+    (
+        "codeExecutionResult",
+        "outcome",
+        &["OUTCOME_UNSPECIFIED", "OUTCOME_OK", "OUTCOME_FAILED", "OUTCOME_DEADLINE_EXCEEDED"],
+    ),
+];
+
+/// A part's enums sent as numbers, named.
+fn enum_names(part: &mut Value) {
+    for (kind, field, names) in PART_ENUMS {
+        if let Some(value) = part.get_mut(kind).and_then(|k| k.get_mut(field))
+            && let Some(name) = value.as_u64().and_then(|n| names.get(usize::try_from(n).ok()?))
+        {
+            *value = json!(name);
+        }
+    }
 }
 
 /// An event resource as an event: the ADK event in `rawEvent` when there is one, else rebuilt

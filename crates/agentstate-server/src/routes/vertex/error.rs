@@ -43,6 +43,18 @@ impl GoogleError {
         Self { status: StatusCode::CONFLICT, code: "ALREADY_EXISTS", message: message.into() }
     }
 
+    /// The canonical status name (`NOT_FOUND`, …): the gRPC code.
+    #[cfg(feature = "grpc")]
+    pub(crate) fn code(&self) -> &'static str {
+        self.code
+    }
+
+    /// The message, as the REST surface answers it.
+    #[cfg(feature = "grpc")]
+    pub(crate) fn message(&self) -> &str {
+        &self.message
+    }
+
     /// 403 `PERMISSION_DENIED`.
     pub(crate) fn denied(message: impl Into<String>) -> Self {
         Self { status: StatusCode::FORBIDDEN, code: "PERMISSION_DENIED", message: message.into() }

@@ -91,6 +91,10 @@ pub(crate) fn new_session(mut body: Map<String, Value>) -> Result<NewSession, Go
 pub(crate) struct SessionPatch {
     pub(crate) attributes: AttributesUpdate,
     pub(crate) expiry: Option<Expiry>,
+    /// The session's state as it is to be: the keys it names are set, its session-scoped keys it
+    /// does not name are deleted (`user:` and `app:` keys it does not name stay: they are not
+    /// only this session's).
+    pub(crate) state: Option<Map<String, Value>>,
 }
 
 /// A new expiry.
@@ -105,15 +109,16 @@ pub(crate) enum Expiry {
 }
 
 /// The body of `PATCH …/sessions/{id}` under `update_mask` (comma-separated: `display_name`,
-/// `labels`, `expire_time`, `ttl`, in either case); without a mask, the fields the body has. A
-/// field in the mask and not in the body is cleared. State is not patched: it changes by events.
+/// `labels`, `expire_time`, `ttl`, `session_state`, in either case); without a mask, the fields
+/// the body has. A field in the mask and not in the body is cleared.
 pub(crate) fn session_patch(
     mut body: Map<String, Value>,
     update_mask: Option<&str>,
 ) -> Result<SessionPatch, GoogleError> {
-    body.remove("name");
-    body.remove("userId");
-    body.remove("user_id");
+    // The session's name, user and times are not updated: a whole session read back is a body.
+    for field in ["name", "userId", "user_id", "createTime", "create_time", "updateTime", "update_time"] {
+        body.remove(field);
+    }
     let fields: Vec<String> = match update_mask.map(str::trim).filter(|m| !m.is_empty()) {
         Some(mask) => mask.split(',').map(|f| f.trim().to_owned()).collect(),
         None => body.keys().cloned().collect(),
@@ -148,13 +153,13 @@ pub(crate) fn session_patch(
                 set_expiry(&mut patch, Expiry::In(duration(&ttl, "ttl")?))?;
             }
             "session_state" | "sessionState" => {
-                return Err(GoogleError::invalid(
-                    "sessionState cannot be patched: state changes travel on events (:appendEvent)",
-                ));
+                let state = take(&mut body, "sessionState").map(|v| object(v, "sessionState")).transpose()?;
+                patch.state = Some(state.unwrap_or_default());
             }
             other => {
                 return Err(GoogleError::invalid(format!(
-                    "{other:?} cannot be updated; update_mask takes display_name, labels, expire_time or ttl"
+                    "{other:?} cannot be updated; update_mask takes display_name, labels, expire_time, ttl or \
+                     session_state"
                 )));
             }
         }
@@ -365,7 +370,7 @@ mod tests {
         assert_eq!(user(r#"user_id="a\"b\\c""#).unwrap().as_deref(), Some(r#"a"b\c"#));
         assert_eq!(user(r#"userId="u AND v""#).unwrap().as_deref(), Some("u AND v"));
         assert_eq!(user("").unwrap(), None);
-        assert!(user("user_id=alice").is_err());
+        assert_eq!(user("user_id=alice").unwrap().as_deref(), Some("alice"), "ADK for Java writes it unquoted");
         let range =
             event_filter(r#"timestamp>="2026-11-22T03:32:55.281155+00:00" AND timestamp<"2026-11-22T03:33:00Z""#)
                 .unwrap();

@@ -1,0 +1,222 @@
+//! The Agent Engine Sessions API over gRPC next to the same calls over REST and in process: an
+//! append, and the newest 20 events of a session of 1,000, against one server on one store.
+//!
+//! `cargo run --release -p agentstate-bench --bin grpc_figures [-- --db sqlite|memory --runs N]`
+//! serves the API (REST and gRPC on one loopback port, as `agentstate serve` does) over a fresh
+//! store, then times `--runs` calls of each kind on each surface, the surfaces taking turns in
+//! rounds of 50 so that none gets a warmer cache; it prints medians and p99s, with each surface's
+//! median as a ratio to the in-process call. One client at a time: these are latencies, not
+//! throughput.
+
+use std::time::{Duration, Instant};
+
+use agentstate::{CreateSession, Event, ListEvents, SessionKey, SessionService};
+use agentstate_server::grpc::proto::google::cloud::aiplatform::v1beta1 as api;
+use agentstate_server::{AppState, Connections, app, serve};
+use api::session_service_client::SessionServiceClient;
+use clap::Parser;
+use serde_json::json;
+use tonic::transport::Channel;
+
+#[derive(Parser)]
+struct Args {
+    /// The store: `sqlite` (a file in a temporary directory) or `memory`.
+    #[arg(long, default_value = "sqlite")]
+    db: String,
+    /// Calls timed per kind and surface.
+    #[arg(long, default_value_t = 1000)]
+    runs: usize,
+}
+
+const ENGINE: &str = "7001";
+const USER: &str = "u";
+const ROUND: usize = 50;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Surface {
+    InProcess,
+    Rest,
+    Grpc,
+}
+
+const SURFACES: [Surface; 3] = [Surface::InProcess, Surface::Rest, Surface::Grpc];
+
+struct Clients {
+    service: SessionService,
+    http: reqwest::Client,
+    base: String,
+    grpc: SessionServiceClient<Channel>,
+}
+
+fn name(session: &str) -> String {
+    format!("reasoningEngines/{ENGINE}/sessions/{session}")
+}
+
+fn event_json(n: usize) -> serde_json::Value {
+    json!({
+        "author": "user",
+        "invocationId": format!("i{n}"),
+        "timestamp": chrono::Utc::now().to_rfc3339(),
+        "content": {"role": "user", "parts": [{"text": format!("message {n}")}]},
+        "actions": {"stateDelta": {"turn": n, "user:last": n}},
+    })
+}
+
+fn event_message(n: usize) -> api::SessionEvent {
+    let now = chrono::Utc::now();
+    api::SessionEvent {
+        author: "user".into(),
+        invocation_id: format!("i{n}"),
+        timestamp: Some(pbjson_types::Timestamp {
+            seconds: now.timestamp(),
+            nanos: i32::try_from(now.timestamp_subsec_nanos()).unwrap_or(0),
+        }),
+        content: Some(api::Content {
+            role: "user".into(),
+            parts: vec![api::Part { data: Some(api::part::Data::Text(format!("message {n}"))), ..Default::default() }],
+        }),
+        actions: Some(api::EventActions {
+            state_delta: Some(pbjson_types::Struct {
+                fields: [
+                    ("turn".to_owned(), pbjson_types::Value::from(n as f64)),
+                    ("user:last".to_owned(), pbjson_types::Value::from(n as f64)),
+                ]
+                .into(),
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+impl Clients {
+    async fn append(&mut self, surface: Surface, session: &str, n: usize) -> anyhow::Result<()> {
+        match surface {
+            Surface::InProcess => {
+                let key = SessionKey::new(ENGINE, USER, session)?;
+                let event =
+                    Event::new(Event::new_id()).author("user").delta("turn", json!(n)).delta("user:last", json!(n));
+                self.service.append_now(&key, event).await?;
+            }
+            Surface::Rest => {
+                let url = format!("{}/v1beta1/{}:appendEvent", self.base, name(session));
+                let response = self.http.post(url).json(&event_json(n)).send().await?;
+                anyhow::ensure!(response.status().is_success(), "append: {}", response.status());
+            }
+            Surface::Grpc => {
+                let request = api::AppendEventRequest { name: name(session), event: Some(event_message(n)) };
+                self.grpc.append_event(request).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn newest_20(&mut self, surface: Surface, session: &str) -> anyhow::Result<usize> {
+        Ok(match surface {
+            Surface::InProcess => {
+                let key = SessionKey::new(ENGINE, USER, session)?;
+                let request = ListEvents { page_size: 20, newest_first: true, ..ListEvents::default() };
+                self.service.list_events(&key, request).await?.map_or(0, |page| page.events.len())
+            }
+            Surface::Rest => {
+                let url =
+                    format!("{}/v1beta1/{}/events?pageSize=20&orderBy=timestamp%20desc", self.base, name(session));
+                let page: serde_json::Value = self.http.get(url).send().await?.json().await?;
+                page["sessionEvents"].as_array().map_or(0, Vec::len)
+            }
+            Surface::Grpc => {
+                let request = api::ListEventsRequest {
+                    parent: name(session),
+                    page_size: 20,
+                    order_by: "timestamp desc".into(),
+                    ..Default::default()
+                };
+                self.grpc.list_events(request).await?.into_inner().session_events.len()
+            }
+        })
+    }
+}
+
+fn stats(mut samples: Vec<Duration>) -> (Duration, Duration) {
+    samples.sort();
+    let at = |p: f64| samples[((samples.len() as f64 - 1.0) * p).round() as usize];
+    (at(0.5), at(0.99))
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.0} µs", d.as_secs_f64() * 1e6)
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let dir = std::env::temp_dir().join(format!("agentstate-grpc-figures-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir)?;
+    let service = match args.db.as_str() {
+        "memory" => SessionService::in_memory(),
+        "sqlite" => {
+            let url = format!("sqlite://{}/figures.db", dir.display());
+            SessionService::new(agentstate_sql::SqlStore::connect(&url).await?)
+        }
+        other => anyhow::bail!("--db takes sqlite or memory, not {other:?}"),
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    let server = app(AppState::new(service.clone()));
+    tokio::spawn(serve(listener, server, Connections::default(), std::future::pending()));
+    let channel = Channel::from_shared(format!("http://{address}"))?.connect().await?;
+    let mut clients = Clients {
+        service: service.clone(),
+        http: reqwest::Client::new(),
+        base: format!("http://{address}"),
+        grpc: SessionServiceClient::new(channel),
+    };
+
+    // A session per surface to append to, and one of 1,000 events to read.
+    for surface in SURFACES {
+        service.create_session(CreateSession::new(ENGINE, USER).id(format!("append-{surface:?}"))).await?;
+    }
+    service.create_session(CreateSession::new(ENGINE, USER).id("long")).await?;
+    eprintln!("filling a session with 1,000 events…");
+    for n in 0..1000 {
+        clients.append(Surface::InProcess, "long", n).await?;
+    }
+
+    let mut appends: Vec<Vec<Duration>> = vec![Vec::new(); SURFACES.len()];
+    let mut reads: Vec<Vec<Duration>> = vec![Vec::new(); SURFACES.len()];
+    let mut done = 0;
+    while done < args.runs {
+        let round = ROUND.min(args.runs - done);
+        for (i, surface) in SURFACES.into_iter().enumerate() {
+            let session = format!("append-{surface:?}");
+            for n in 0..round {
+                let start = Instant::now();
+                clients.append(surface, &session, done + n).await?;
+                appends[i].push(start.elapsed());
+            }
+            for _ in 0..round {
+                let start = Instant::now();
+                let read = clients.newest_20(surface, "long").await?;
+                reads[i].push(start.elapsed());
+                anyhow::ensure!(read == 20, "{surface:?} read {read} events, not 20");
+            }
+        }
+        done += round;
+        eprintln!("{done}/{} calls of each kind on each surface", args.runs);
+    }
+
+    println!("store: {}, {} calls of each kind per surface, one client, loopback", args.db, args.runs);
+    println!("| call | in process | REST (HTTP/1.1, JSON) | gRPC (HTTP/2, protobuf) |");
+    println!("|---|---|---|---|");
+    for (what, samples) in [("append an event", appends), ("newest 20 of 1,000 events", reads)] {
+        let medians: Vec<(Duration, Duration)> = samples.into_iter().map(stats).collect();
+        let floor = medians[0].0.as_secs_f64();
+        let cells: Vec<String> = medians
+            .iter()
+            .map(|(p50, p99)| format!("{} (p99 {}) ×{:.1}", us(*p50), us(*p99), p50.as_secs_f64() / floor))
+            .collect();
+        println!("| {what} | {} |", cells.join(" | "));
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    Ok(())
+}

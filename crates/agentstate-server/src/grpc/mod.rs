@@ -1,0 +1,122 @@
+//! The Agent Engine Sessions API over gRPC: `google.cloud.aiplatform.v1beta1.SessionService`
+//! and `google.longrunning.Operations`, on the address the REST API listens on (HTTP/2, told
+//! apart by its `application/grpc` content type), as Google's endpoint serves both. A client
+//! generated from Google's protos (ADK for Go's `SessionClient`, Python's
+//! `aiplatform_v1beta1.SessionServiceClient`) needs only the address.
+//!
+//! Every call is the REST surface's: the request message
+//! in its proto3 JSON form is the REST body, and the REST answer read back is the reply, so
+//! the two surfaces keep the same sessions by the same rules, tokens and limits.
+//!
+//! Who may call each method is in [`METHODS`] (and in `/openapi.json` under `x-grpc`).
+
+mod convert;
+mod operations;
+mod sessions;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::HeaderValue;
+use axum::response::Response;
+use tower::ServiceExt;
+
+use crate::state::AppState;
+
+/// The messages and services, compiled from `proto/` at build time.
+#[allow(missing_docs, unreachable_pub, clippy::all, clippy::pedantic)]
+pub mod proto {
+    /// `google.*`.
+    pub mod google {
+        /// `google.cloud.*`.
+        pub mod cloud {
+            /// `google.cloud.aiplatform.*`.
+            pub mod aiplatform {
+                /// `google.cloud.aiplatform.v1beta1`: the Sessions API.
+                pub mod v1beta1 {
+                    include!(concat!(env!("OUT_DIR"), "/google.cloud.aiplatform.v1beta1.rs"));
+                    include!(concat!(env!("OUT_DIR"), "/google.cloud.aiplatform.v1beta1.serde.rs"));
+                }
+            }
+        }
+        /// `google.longrunning`: operations.
+        pub mod longrunning {
+            include!(concat!(env!("OUT_DIR"), "/google.longrunning.rs"));
+        }
+        /// `google.rpc`: an operation's error.
+        pub mod rpc {
+            include!(concat!(env!("OUT_DIR"), "/google.rpc.rs"));
+        }
+    }
+}
+
+/// Who may call a method, when access tokens are configured: a token for the engine (the app)
+/// in the resource name, and the user of the session (or the one a create or a list names).
+const ENGINE_USER: &str = "a token for the engine (app) in the resource name and the session's user";
+/// Any valid token: agentstate keeps no operations to list, cancel or delete.
+const ANY_TOKEN: &str = "any valid token";
+
+/// Every gRPC method served, with who may call it: the gRPC rows of the route table.
+pub const METHODS: &[(&str, &str)] = &[
+    ("google.cloud.aiplatform.v1beta1.SessionService/CreateSession", ENGINE_USER),
+    ("google.cloud.aiplatform.v1beta1.SessionService/GetSession", ENGINE_USER),
+    ("google.cloud.aiplatform.v1beta1.SessionService/ListSessions", ENGINE_USER),
+    ("google.cloud.aiplatform.v1beta1.SessionService/UpdateSession", ENGINE_USER),
+    ("google.cloud.aiplatform.v1beta1.SessionService/DeleteSession", ENGINE_USER),
+    ("google.cloud.aiplatform.v1beta1.SessionService/AppendEvent", ENGINE_USER),
+    ("google.cloud.aiplatform.v1beta1.SessionService/ListEvents", ENGINE_USER),
+    ("google.longrunning.Operations/GetOperation", ENGINE_USER),
+    ("google.longrunning.Operations/WaitOperation", ENGINE_USER),
+    ("google.longrunning.Operations/ListOperations", ANY_TOKEN),
+    ("google.longrunning.Operations/DeleteOperation", ANY_TOKEN),
+    ("google.longrunning.Operations/CancelOperation", ANY_TOKEN),
+];
+
+/// Whether a request is a gRPC call.
+fn is_grpc(request: &Request) -> bool {
+    request
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/grpc"))
+}
+
+/// `rest` with the gRPC services beside it: gRPC calls go to the services, untouched by the REST
+/// layers (body limit, route access checks, the fallback 404); every other request to `rest`.
+pub(crate) fn beside(rest: Router, state: AppState) -> Router {
+    let limit = state.limits().max_body_bytes;
+    let sessions = proto::google::cloud::aiplatform::v1beta1::session_service_server::SessionServiceServer::new(
+        sessions::Sessions::new(state.clone()),
+    )
+    .max_decoding_message_size(limit);
+    let operations =
+        proto::google::longrunning::operations_server::OperationsServer::new(operations::Operations::new(state))
+            .max_decoding_message_size(limit);
+    let grpc = tonic::service::Routes::new(sessions)
+        .add_service(operations)
+        .into_axum_router()
+        .layer(axum::middleware::map_response(oversized_is_resource_exhausted));
+    let steer = tower::service_fn(move |request: Request| {
+        let target = if is_grpc(&request) { grpc.clone() } else { rest.clone() };
+        target.oneshot(request)
+    });
+    Router::new().fallback_service(steer)
+}
+
+/// tonic refuses a message over the limit with `OUT_OF_RANGE`; Google's servers (and gRPC's
+/// own) answer `RESOURCE_EXHAUSTED`, the code the clients expect.
+async fn oversized_is_resource_exhausted(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    let oversized = headers.get("grpc-status").is_some_and(|s| s == "11")
+        && headers
+            .get("grpc-message")
+            .and_then(|m| m.to_str().ok())
+            .is_some_and(|m| m.replace("%20", " ").contains("decoded message length too large"));
+    if oversized {
+        headers.insert("grpc-status", HeaderValue::from_static("8"));
+        headers.insert(
+            "grpc-message",
+            HeaderValue::from_static("The request is larger than the server's body limit (--max-body-bytes)."),
+        );
+    }
+    response
+}

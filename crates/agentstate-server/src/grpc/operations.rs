@@ -1,0 +1,102 @@
+//! `google.longrunning.Operations`: agentstate's operations are done when they are answered, so
+//! asking about one answers it again: a session's with the session (while it exists), any
+//! other with `google.protobuf.Empty`. Never done without a result, which clients' waits refuse.
+
+use agentstate::GetSessionConfig;
+use tonic::{Request, Response, Status};
+
+use super::convert::{Name, admit, authenticate};
+use super::proto::google::longrunning as lro;
+use super::sessions::{counted, empty_operation, session_message, session_operation};
+use crate::routes::vertex::Caller;
+use crate::state::AppState;
+
+/// The service, over the server's state.
+#[derive(Clone)]
+pub(crate) struct Operations {
+    state: AppState,
+}
+
+impl Operations {
+    pub(crate) fn new(state: AppState) -> Self {
+        Self { state }
+    }
+
+    /// The operation `name`, done.
+    async fn answer(&self, request: Request<String>) -> Result<lro::Operation, Status> {
+        let headers = request.metadata().clone().into_headers();
+        let name = request.into_inner();
+        let permit = authenticate(&self.state, &headers)?;
+        let parsed = Name::parse(&name, "name")?;
+        if parsed.operation.is_none() {
+            return Err(Status::invalid_argument(format!("name {name:?} is not an operation")));
+        }
+        if let (Some(engine), Some(id)) = (&parsed.engine, &parsed.session) {
+            admit(&permit, engine)?;
+            let caller = Caller { state: &self.state, engine, permit: &permit, headers: &headers };
+            if let Ok(key) = caller.resolve(id).await
+                && let Some(session) = self
+                    .state
+                    .service()
+                    .get_session(&key, GetSessionConfig::recent(0))
+                    .await
+                    .map_err(crate::routes::vertex::GoogleError::from)?
+            {
+                return Ok(session_operation(name, &session_message(engine, &session)?));
+            }
+        } else if let Some(engine) = &parsed.engine {
+            admit(&permit, engine)?;
+        }
+        Ok(empty_operation(name))
+    }
+}
+
+#[tonic::async_trait]
+impl lro::operations_server::Operations for Operations {
+    async fn list_operations(
+        &self,
+        request: Request<lro::ListOperationsRequest>,
+    ) -> Result<Response<lro::ListOperationsResponse>, Status> {
+        counted(&self.state, "ListOperations", async {
+            authenticate(&self.state, &request.metadata().clone().into_headers())?;
+            Ok(lro::ListOperationsResponse::default())
+        })
+        .await
+    }
+
+    async fn get_operation(
+        &self,
+        request: Request<lro::GetOperationRequest>,
+    ) -> Result<Response<lro::Operation>, Status> {
+        counted(&self.state, "GetOperation", self.answer(request.map(|r| r.name))).await
+    }
+
+    async fn wait_operation(
+        &self,
+        request: Request<lro::WaitOperationRequest>,
+    ) -> Result<Response<lro::Operation>, Status> {
+        counted(&self.state, "WaitOperation", self.answer(request.map(|r| r.name))).await
+    }
+
+    async fn delete_operation(
+        &self,
+        request: Request<lro::DeleteOperationRequest>,
+    ) -> Result<Response<pbjson_types::Empty>, Status> {
+        counted(&self.state, "DeleteOperation", async {
+            authenticate(&self.state, &request.metadata().clone().into_headers())?;
+            Ok(pbjson_types::Empty {})
+        })
+        .await
+    }
+
+    async fn cancel_operation(
+        &self,
+        request: Request<lro::CancelOperationRequest>,
+    ) -> Result<Response<pbjson_types::Empty>, Status> {
+        counted(&self.state, "CancelOperation", async {
+            authenticate(&self.state, &request.metadata().clone().into_headers())?;
+            Ok(pbjson_types::Empty {})
+        })
+        .await
+    }
+}

@@ -1,0 +1,198 @@
+//! `google.cloud.aiplatform.v1beta1.SessionService`: each method reads its request into the
+//! REST surface's arguments, calls it, and answers its JSON as the reply message.
+
+use std::future::Future;
+use std::time::Instant;
+
+use agentstate::{GetSessionConfig, Session, Value};
+use axum::http::HeaderMap;
+use prost::Message;
+use tonic::{Request, Response, Status};
+
+use super::convert::{Name, admit, authenticate, from_json, to_json};
+use super::proto::google::cloud::aiplatform::v1beta1 as api;
+use super::proto::google::longrunning::{Operation, operation};
+use crate::routes::vertex::{Caller, Engine, Page};
+use crate::state::AppState;
+
+/// The `@type` of a packed session.
+pub(super) const SESSION_TYPE: &str = "type.googleapis.com/google.cloud.aiplatform.v1beta1.Session";
+/// The `@type` of a packed `google.protobuf.Empty`.
+pub(super) const EMPTY_TYPE: &str = "type.googleapis.com/google.protobuf.Empty";
+
+/// The service, over the server's state.
+#[derive(Clone)]
+pub(crate) struct Sessions {
+    state: AppState,
+}
+
+impl Sessions {
+    pub(crate) fn new(state: AppState) -> Self {
+        Self { state }
+    }
+}
+
+/// Runs one call of `method`, counting it (by method and status code) in the server's metrics.
+pub(super) async fn counted<T>(
+    state: &AppState,
+    method: &str,
+    call: impl Future<Output = Result<T, Status>>,
+) -> Result<Response<T>, Status> {
+    let start = Instant::now();
+    let result = call.await;
+    let code = match &result {
+        Ok(_) => tonic::Code::Ok,
+        Err(status) => status.code(),
+    };
+    state.metrics().observe_grpc(method, &format!("{code:?}"), start.elapsed().as_secs_f64());
+    result.map(Response::new)
+}
+
+/// A session as the API's message.
+pub(super) fn session_message(engine: &Engine, session: &Session) -> Result<api::Session, Status> {
+    from_json(engine.session(session))
+}
+
+/// A done operation named `name` that answers `session`, packed.
+pub(super) fn session_operation(name: String, session: &api::Session) -> Operation {
+    let response = pbjson_types::Any { type_url: SESSION_TYPE.into(), value: session.encode_to_vec().into() };
+    Operation { name, metadata: None, done: true, result: Some(operation::Result::Response(response)) }
+}
+
+/// A done operation named `name` that answers nothing (`google.protobuf.Empty`, packed).
+pub(super) fn empty_operation(name: String) -> Operation {
+    let response = pbjson_types::Any { type_url: EMPTY_TYPE.into(), value: Vec::new().into() };
+    Operation { name, metadata: None, done: true, result: Some(operation::Result::Response(response)) }
+}
+
+/// The name of a fresh operation in the JSON of a REST operation answer.
+fn operation_name(rest_operation: &Value) -> String {
+    rest_operation.get("name").and_then(Value::as_str).unwrap_or_default().to_owned()
+}
+
+fn page(page_size: i32, page_token: String, filter: String, order_by: String) -> Page {
+    Page {
+        filter: Some(filter).filter(|f| !f.trim().is_empty()),
+        order_by: Some(order_by).filter(|o| !o.trim().is_empty()),
+        page_size: Some(i64::from(page_size)).filter(|n| *n > 0),
+        page_token: Some(page_token).filter(|t| !t.is_empty()),
+    }
+}
+
+impl Sessions {
+    fn caller<'a>(&'a self, engine: &'a Engine, permit: &'a crate::auth::Permit, headers: &'a HeaderMap) -> Caller<'a> {
+        Caller { state: &self.state, engine, permit, headers }
+    }
+
+    /// A request's metadata (as headers) and message.
+    fn open<T>(&self, request: Request<T>) -> (HeaderMap, T) {
+        let headers = request.metadata().clone().into_headers();
+        (headers, request.into_inner())
+    }
+}
+
+#[tonic::async_trait]
+impl api::session_service_server::SessionService for Sessions {
+    async fn create_session(&self, request: Request<api::CreateSessionRequest>) -> Result<Response<Operation>, Status> {
+        let (headers, request) = self.open(request);
+        counted(&self.state, "CreateSession", async {
+            let permit = authenticate(&self.state, &headers)?;
+            let engine = Name::engine(&request.parent, "parent")?;
+            admit(&permit, &engine)?;
+            let body = to_json(&request.session.unwrap_or_default(), "session")?;
+            let caller = self.caller(&engine, &permit, &headers);
+            let session = caller.create(Some(request.session_id), body).await?;
+            let name = operation_name(&engine.session_operation(&session));
+            Ok(session_operation(name, &session_message(&engine, &session)?))
+        })
+        .await
+    }
+
+    async fn get_session(&self, request: Request<api::GetSessionRequest>) -> Result<Response<api::Session>, Status> {
+        let (headers, request) = self.open(request);
+        counted(&self.state, "GetSession", async {
+            let permit = authenticate(&self.state, &headers)?;
+            let (engine, id) = Name::session(&request.name, "name")?;
+            admit(&permit, &engine)?;
+            let session = self.caller(&engine, &permit, &headers).get(&id, GetSessionConfig::recent(0)).await?;
+            session_message(&engine, &session)
+        })
+        .await
+    }
+
+    async fn list_sessions(
+        &self,
+        request: Request<api::ListSessionsRequest>,
+    ) -> Result<Response<api::ListSessionsResponse>, Status> {
+        let (headers, request) = self.open(request);
+        counted(&self.state, "ListSessions", async {
+            let permit = authenticate(&self.state, &headers)?;
+            let engine = Name::engine(&request.parent, "parent")?;
+            admit(&permit, &engine)?;
+            let page = page(request.page_size, request.page_token, request.filter, request.order_by);
+            from_json(self.caller(&engine, &permit, &headers).list(page).await?)
+        })
+        .await
+    }
+
+    async fn update_session(
+        &self,
+        request: Request<api::UpdateSessionRequest>,
+    ) -> Result<Response<api::Session>, Status> {
+        let (headers, request) = self.open(request);
+        counted(&self.state, "UpdateSession", async {
+            let permit = authenticate(&self.state, &headers)?;
+            let session = request.session.unwrap_or_default();
+            let (engine, id) = Name::session(&session.name, "session.name")?;
+            admit(&permit, &engine)?;
+            let mask = request.update_mask.map(|m| m.paths.join(",")).filter(|m| !m.is_empty());
+            let body = to_json(&session, "session")?;
+            from_json(self.caller(&engine, &permit, &headers).patch(&id, body, mask.as_deref()).await?)
+        })
+        .await
+    }
+
+    async fn delete_session(&self, request: Request<api::DeleteSessionRequest>) -> Result<Response<Operation>, Status> {
+        let (headers, request) = self.open(request);
+        counted(&self.state, "DeleteSession", async {
+            let permit = authenticate(&self.state, &headers)?;
+            let (engine, id) = Name::session(&request.name, "name")?;
+            admit(&permit, &engine)?;
+            self.caller(&engine, &permit, &headers).delete(&id).await?;
+            Ok(empty_operation(operation_name(&engine.empty_operation())))
+        })
+        .await
+    }
+
+    async fn list_events(
+        &self,
+        request: Request<api::ListEventsRequest>,
+    ) -> Result<Response<api::ListEventsResponse>, Status> {
+        let (headers, request) = self.open(request);
+        counted(&self.state, "ListEvents", async {
+            let permit = authenticate(&self.state, &headers)?;
+            let (engine, id) = Name::session(&request.parent, "parent")?;
+            admit(&permit, &engine)?;
+            let page = page(request.page_size, request.page_token, request.filter, request.order_by);
+            from_json(self.caller(&engine, &permit, &headers).events(&id, page).await?)
+        })
+        .await
+    }
+
+    async fn append_event(
+        &self,
+        request: Request<api::AppendEventRequest>,
+    ) -> Result<Response<api::AppendEventResponse>, Status> {
+        let (headers, request) = self.open(request);
+        counted(&self.state, "AppendEvent", async {
+            let permit = authenticate(&self.state, &headers)?;
+            let (engine, id) = Name::session(&request.name, "name")?;
+            admit(&permit, &engine)?;
+            let event = request.event.ok_or_else(|| Status::invalid_argument("event is required"))?;
+            let body = to_json(&event, "event")?;
+            self.caller(&engine, &permit, &headers).append(&id, body).await?;
+            Ok(api::AppendEventResponse {})
+        })
+        .await
+    }
+}
