@@ -5,8 +5,9 @@
 //! serves the API (REST and gRPC on one loopback port, as `agentstate serve` does) over a fresh
 //! store, then times `--runs` calls of each kind on each surface, the surfaces taking turns in
 //! rounds of 50 so that none gets a warmer cache; it prints medians and p99s, with each surface's
-//! median as a ratio to the in-process call. One client at a time: these are latencies, not
-//! throughput.
+//! median as a ratio to the in-process call, and the REST handler called through the router
+//! without a socket (what the HTTP connection itself costs is the difference). One client at a
+//! time: these are latencies, not throughput.
 
 use std::time::{Duration, Instant};
 
@@ -35,14 +36,17 @@ const ROUND: usize = 50;
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Surface {
     InProcess,
+    /// The REST handler called through the router, without a socket: where the time goes.
+    Router,
     Rest,
     Grpc,
 }
 
-const SURFACES: [Surface; 3] = [Surface::InProcess, Surface::Rest, Surface::Grpc];
+const SURFACES: [Surface; 4] = [Surface::InProcess, Surface::Router, Surface::Rest, Surface::Grpc];
 
 struct Clients {
     service: SessionService,
+    router: axum::Router,
     http: reqwest::Client,
     base: String,
     grpc: SessionServiceClient<Channel>,
@@ -90,6 +94,26 @@ fn event_message(n: usize) -> api::SessionEvent {
 }
 
 impl Clients {
+    /// A request through the router, no socket: its status and JSON answer.
+    async fn route(
+        &self,
+        method: &str,
+        uri: &str,
+        body: Option<serde_json::Value>,
+    ) -> anyhow::Result<(axum::http::StatusCode, serde_json::Value)> {
+        use tower::ServiceExt;
+        let body = body.map_or_else(axum::body::Body::empty, |b| axum::body::Body::from(b.to_string()));
+        let request = axum::http::Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("content-type", "application/json")
+            .body(body)?;
+        let response = self.router.clone().oneshot(request).await?;
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await?;
+        Ok((status, serde_json::from_slice(&bytes).unwrap_or_default()))
+    }
+
     async fn append(&mut self, surface: Surface, session: &str, n: usize) -> anyhow::Result<()> {
         match surface {
             Surface::InProcess => {
@@ -97,6 +121,11 @@ impl Clients {
                 let event =
                     Event::new(Event::new_id()).author("user").delta("turn", json!(n)).delta("user:last", json!(n));
                 self.service.append_now(&key, event).await?;
+            }
+            Surface::Router => {
+                let uri = format!("/v1beta1/{}:appendEvent", name(session));
+                let (status, _) = self.route("POST", &uri, Some(event_json(n))).await?;
+                anyhow::ensure!(status.is_success(), "append: {status}");
             }
             Surface::Rest => {
                 let url = format!("{}/v1beta1/{}:appendEvent", self.base, name(session));
@@ -117,6 +146,11 @@ impl Clients {
                 let key = SessionKey::new(ENGINE, USER, session)?;
                 let request = ListEvents { page_size: 20, newest_first: true, ..ListEvents::default() };
                 self.service.list_events(&key, request).await?.map_or(0, |page| page.events.len())
+            }
+            Surface::Router => {
+                let uri = format!("/v1beta1/{}/events?pageSize=20&orderBy=timestamp%20desc", name(session));
+                let (_, page) = self.route("GET", &uri, None).await?;
+                page["sessionEvents"].as_array().map_or(0, Vec::len)
             }
             Surface::Rest => {
                 let url =
@@ -163,10 +197,11 @@ async fn main() -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
     let server = app(AppState::new(service.clone()));
-    tokio::spawn(serve(listener, server, Connections::default(), std::future::pending()));
+    tokio::spawn(serve(listener, server.clone(), Connections::default(), std::future::pending()));
     let channel = Channel::from_shared(format!("http://{address}"))?.connect().await?;
     let mut clients = Clients {
         service: service.clone(),
+        router: server,
         http: reqwest::Client::new(),
         base: format!("http://{address}"),
         grpc: SessionServiceClient::new(channel),
@@ -206,8 +241,8 @@ async fn main() -> anyhow::Result<()> {
     }
 
     println!("store: {}, {} calls of each kind per surface, one client, loopback", args.db, args.runs);
-    println!("| call | in process | REST (HTTP/1.1, JSON) | gRPC (HTTP/2, protobuf) |");
-    println!("|---|---|---|---|");
+    println!("| call | in process | REST handler, no socket | REST (HTTP/1.1, JSON) | gRPC (HTTP/2, protobuf) |");
+    println!("|---|---|---|---|---|");
     for (what, samples) in [("append an event", appends), ("newest 20 of 1,000 events", reads)] {
         let medians: Vec<(Duration, Duration)> = samples.into_iter().map(stats).collect();
         let floor = medians[0].0.as_secs_f64();
