@@ -478,6 +478,9 @@ pub fn document(operations: &[Operation]) -> Value {
         if let Some(schema) = op.request {
             operation["requestBody"] = json!({"required": false, "content": body(schema)});
         }
+        if let Some(links) = links(op.method, op.path) {
+            operation["responses"]["200"]["links"] = links;
+        }
         let entry = paths.entry(op.path.to_owned()).or_insert_with(|| json!({}));
         entry[op.method] = operation;
     }
@@ -488,6 +491,86 @@ pub fn document(operations: &[Operation]) -> Value {
         "components": {"schemas": schemas(), "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
         "paths": paths,
     }))
+}
+
+/// A reference to the operation `method` of `path` in this document (`/` escaped as `~1`).
+fn operation_ref(path: &str, method: &str) -> String {
+    format!("#/paths/{}/{method}", path.replace('~', "~0").replace('/', "~1"))
+}
+
+/// The links from a create's answer to the routes that use the session it made, so that a
+/// stateful client of the document (a contract tester) can call them on a session that exists:
+/// the ADK create (its `id`) to get, patch, delete, the history, append, rewind and fork; the
+/// Agent Engine create (the `sessionId` it asked for) to get, patch, delete and the events.
+fn links(method: &str, path: &str) -> Option<Value> {
+    if method != "post" {
+        return None;
+    }
+    let (session, targets, parameters): (&str, &[(&str, &str, &str)], Value) = match path {
+        "/apps/{app_name}/users/{user_id}/sessions" => (
+            "/apps/{app_name}/users/{user_id}/sessions/{session_id}",
+            &[
+                ("GetSession", "get", ""),
+                ("PatchSession", "patch", ""),
+                ("DeleteSession", "delete", ""),
+                ("ListEvents", "get", "/events"),
+                ("AppendEvent", "post", "/events"),
+                ("Rewind", "post", "/rewind"),
+                ("Fork", "post", "/fork"),
+            ],
+            json!({"app_name": "$request.path.app_name", "user_id": "$request.path.user_id",
+                   "session_id": "$response.body#/id"}),
+        ),
+        "/{version}/reasoningEngines/{engine}/sessions"
+        | "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions" => {
+            let mut parameters = json!({"version": "$request.path.version", "engine": "$request.path.engine",
+                                        "session": "$request.query.sessionId"});
+            if path.contains("{project}") {
+                parameters["project"] = json!("$request.path.project");
+                parameters["location"] = json!("$request.path.location");
+            }
+            let session: &str = if path.contains("{project}") {
+                "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}"
+            } else {
+                "/{version}/reasoningEngines/{engine}/sessions/{session}"
+            };
+            (
+                session,
+                &[
+                    ("GetSession", "get", ""),
+                    ("PatchSession", "patch", ""),
+                    ("DeleteSession", "delete", ""),
+                    ("ListEvents", "get", "/events"),
+                ],
+                parameters,
+            )
+        }
+        _ => return None,
+    };
+    let mut links: Map<String, Value> = targets
+        .iter()
+        .map(|(name, method, tail)| {
+            let target = format!("{session}{tail}");
+            let link = json!({"operationRef": operation_ref(&target, method), "parameters": parameters});
+            ((*name).to_owned(), link)
+        })
+        .collect();
+    // An ADK session is the Agent Engine session of the engine named like its app.
+    if path == "/apps/{app_name}/users/{user_id}/sessions" {
+        let engine_session = "/{version}/reasoningEngines/{engine}/sessions/{session}";
+        let parameters =
+            |session: &str| json!({"version": "v1beta1", "engine": "$request.path.app_name", "session": session});
+        for (name, method, tail, session) in [
+            ("EngineGetSession", "get", "", "$response.body#/id"),
+            ("EngineListEvents", "get", "/events", "$response.body#/id"),
+            ("EngineAppendEvent", "post", "", "{$response.body#/id}:appendEvent"),
+        ] {
+            let target = format!("{engine_session}{tail}");
+            let link = json!({"operationRef": operation_ref(&target, method), "parameters": parameters(session)});
+            links.insert(name.to_owned(), link);
+        }
+    }
+    Some(Value::Object(links))
 }
 
 /// The document with the gRPC methods served beside the routes, and who may call them.

@@ -5,7 +5,7 @@
 //! answers 503 with a clear `detail` and `/readyz` fails, no request hangs past its timeout,
 //! afterwards it recovers by itself, and every PATCH answered 200 is in the database. Then
 //! `kill -9` of the server in the middle of a burst, on PostgreSQL and on MariaDB: nothing
-//! acknowledged is lost.
+//! acknowledged is lost. gRPC calls during an outage answer `UNAVAILABLE`, and succeed after.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -215,8 +215,12 @@ fn survives_two_outages(own: &mut impl Outage, hows: [&str; 2]) {
         assert!(body.contains("detail"), "{how}: {body}");
         assert!(started.elapsed() < Duration::from_secs(8), "{how}: answered in {:?}", started.elapsed());
         assert_eq!(http(&addr, "GET", "/readyz", "").0, 503, "{how}: readiness fails during the outage");
+        #[cfg(feature = "grpc")]
+        assert_eq!(grpc_get(&addr), tonic::Code::Unavailable, "{how}: gRPC answers UNAVAILABLE");
         own.come_back();
         wait_for("recovery", Duration::from_secs(30), || http(&addr, "GET", "/readyz", "").0 == 200);
+        #[cfg(feature = "grpc")]
+        assert_eq!(grpc_get(&addr), tonic::Code::Ok, "{how}: gRPC recovers too");
     }
     let before = acked.lock().unwrap().len();
     wait_for("writes after recovery", Duration::from_secs(20), || acked.lock().unwrap().len() > before + 50);
@@ -230,6 +234,24 @@ fn survives_two_outages(own: &mut impl Outage, hows: [&str; 2]) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(assert_all_there(&own.url(), "outage", &acked));
     eprintln!("{} writes acknowledged, {} refused during two outages, none lost", acked.len(), refused.len());
+}
+
+/// The session `s` of app `outage` read over gRPC (the engine is the app): the status code,
+/// within the time a request may take.
+#[cfg(feature = "grpc")]
+fn grpc_get(addr: &str) -> tonic::Code {
+    use agentstate_server::grpc::proto::google::cloud::aiplatform::v1beta1 as api;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let started = Instant::now();
+    let code = runtime.block_on(async {
+        let channel =
+            tonic::transport::Channel::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap();
+        let mut client = api::session_service_client::SessionServiceClient::new(channel);
+        let request = api::GetSessionRequest { name: "reasoningEngines/outage/sessions/s".into() };
+        client.get_session(request).await.map_or_else(|status| status.code(), |_| tonic::Code::Ok)
+    });
+    assert!(started.elapsed() < Duration::from_secs(8), "a gRPC call hung for {:?}", started.elapsed());
+    code
 }
 
 #[test]

@@ -194,6 +194,27 @@ async fn openapi_describes_exactly_the_routes_that_answer() {
     assert_eq!(operations, expected, "every route is documented");
     assert_eq!(operations, agentstate_server::OPERATIONS.len());
     assert!(spec["components"]["schemas"]["Session"]["required"].as_array().unwrap().len() >= 6);
+
+    // Links take a created session to the routes that use it, and every one points at an
+    // operation of the document: a contract tester's stateful phase follows them.
+    let resolve = |reference: &str| {
+        let pointer = reference.trim_start_matches('#').replace("~1", "/").replace("~0", "~");
+        let (path, method) = pointer.trim_start_matches("/paths/").rsplit_once('/').unwrap();
+        paths.get(path).and_then(|p| p.get(method)).is_some()
+    };
+    let mut links = 0;
+    for (path, methods) in paths {
+        for op in methods.as_object().unwrap().values() {
+            for link in op["responses"]["200"]["links"].as_object().into_iter().flat_map(|l| l.values()) {
+                let reference = link["operationRef"].as_str().unwrap();
+                assert!(resolve(reference), "{path}: a link to {reference}, which is not in the document");
+                links += 1;
+            }
+        }
+    }
+    assert_eq!(links, 10 + 4 + 4, "ADK create (7 + 3 of the engine surface), both engine creates (4 each)");
+    #[cfg(feature = "grpc")]
+    assert_eq!(spec["x-grpc"].as_array().unwrap().len(), agentstate_server::grpc::METHODS.len());
 }
 
 /// With tokens configured, every route but the probes refuses a request without a token, as the
