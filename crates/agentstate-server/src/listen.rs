@@ -1,5 +1,6 @@
 //! Serving connections with the protections a public socket needs: a deadline for a request's
-//! headers (a client that trickles them, or holds an idle keep-alive connection open, is cut off),
+//! headers (a client that trickles them, sends nothing at all, or holds an idle keep-alive
+//! connection open, is cut off),
 //! a deadline for its body, and a limit on open connections (the next ones wait in the kernel's
 //! backlog). `axum::serve` has none of the first and third, so slow clients could hold the server.
 
@@ -65,6 +66,7 @@ pub async fn serve(
         .keep_alive_interval(Some(connections.header_read_timeout))
         .keep_alive_timeout(connections.header_read_timeout)
         .max_concurrent_streams(MAX_STREAMS);
+    let builder = Arc::new(builder);
     tokio::pin!(shutdown);
     loop {
         let slot = tokio::select! {
@@ -85,11 +87,17 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(router.clone());
-        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
-        let connection = graceful.watch(connection);
+        let (builder, watcher) = (Arc::clone(&builder), graceful.watcher());
+        let first_bytes = connections.header_read_timeout;
         tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(error = %e, "connection ended with an error");
+            // hyper reads a connection's first bytes (HTTP/1 or HTTP/2?) with no deadline of its
+            // own: a client that connects and sends nothing is let go when its headers are due.
+            let mut first = [0_u8; 1];
+            if let Ok(Ok(1)) = tokio::time::timeout(first_bytes, stream.peek(&mut first)).await {
+                let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                if let Err(e) = watcher.watch(connection.into_owned()).await {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
             }
             drop(slot);
         });

@@ -464,11 +464,13 @@ fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> Option<String> 
 fn slow_clients_are_cut_off_and_never_hold_up_others() {
     let (child, addr) = serve_in_memory("--header-read-timeout-secs 1 --body-read-timeout-secs 1");
     let _server = Running(child);
-    // 200 connections trickling their headers, never finishing them.
-    let mut slow: Vec<TcpStream> = (0..200)
-        .map(|_| {
+    // 200 connections trickling their headers, never finishing them, and 20 that send nothing.
+    let mut slow: Vec<TcpStream> = (0..220)
+        .map(|i| {
             let mut s = TcpStream::connect(&addr).unwrap();
-            s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n").unwrap();
+            if i < 200 {
+                s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n").unwrap();
+            }
             s
         })
         .collect();
