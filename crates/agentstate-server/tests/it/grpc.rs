@@ -223,6 +223,13 @@ async fn a_tonic_client_and_what_go_relies_on() {
     assert_eq!(nan.code(), Code::InvalidArgument, "{nan:?}");
     let none = sessions.append_event(api::AppendEventRequest { name: name.clone(), event: None }).await.unwrap_err();
     assert_eq!(none.code(), Code::InvalidArgument);
+    // A Struct of the wrong shape: the ADK event in raw_event with content a string.
+    let mut wrong = event(&[]);
+    wrong.raw_event = Some(pbjson_types::Struct {
+        fields: [("content".to_owned(), pbjson_types::Value::from("not a content".to_owned()))].into(),
+    });
+    let wrong = sessions.append_event(api::AppendEventRequest { name: name.clone(), event: Some(wrong) }).await;
+    assert_eq!(wrong.unwrap_err().code(), Code::InvalidArgument);
     let mut huge = event(&[]);
     huge.content = Some(api::Content {
         role: "user".into(),
@@ -274,7 +281,7 @@ async fn a_tonic_client_and_what_go_relies_on() {
     // REST is still served on the same address, and counts calls apart.
     let metrics = http.get(format!("http://{address}/metrics")).send().await.unwrap().text().await.unwrap();
     assert!(metrics.contains(r#"agentstate_grpc_requests_total{method="GetSession",code="Ok"} 1"#), "{metrics}");
-    assert!(metrics.contains(r#"agentstate_grpc_requests_total{method="AppendEvent",code="InvalidArgument"} 2"#));
+    assert!(metrics.contains(r#"agentstate_grpc_requests_total{method="AppendEvent",code="InvalidArgument"} 3"#));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
