@@ -2,7 +2,6 @@
 //! asking about one answers it again: a session's with the session (while it exists), any
 //! other with `google.protobuf.Empty`. Never done without a result, which clients' waits refuse.
 
-use agentstate::GetSessionConfig;
 use tonic::{Request, Response, Status};
 
 use super::convert::{Name, admit, authenticate};
@@ -22,6 +21,16 @@ impl Operations {
         Self { state }
     }
 
+    /// A call about operations agentstate does not keep (it keeps none): authenticated, and
+    /// answered with nothing.
+    async fn nothing_kept<R, T: Default>(&self, method: &str, request: &Request<R>) -> Result<Response<T>, Status> {
+        counted(&self.state, method, async {
+            authenticate(&self.state, &request.metadata().clone().into_headers())?;
+            Ok(T::default())
+        })
+        .await
+    }
+
     /// The operation `name`, done.
     async fn answer(&self, request: Request<String>) -> Result<lro::Operation, Status> {
         let headers = request.metadata().clone().into_headers();
@@ -34,14 +43,7 @@ impl Operations {
         if let (Some(engine), Some(id)) = (&parsed.engine, &parsed.session) {
             admit(&permit, engine)?;
             let caller = Caller { state: &self.state, engine, permit: &permit, headers: &headers };
-            if let Ok(key) = caller.resolve(id).await
-                && let Some(session) = self
-                    .state
-                    .service()
-                    .get_session(&key, GetSessionConfig::recent(0))
-                    .await
-                    .map_err(crate::routes::vertex::GoogleError::from)?
-            {
+            if let Some(session) = caller.operation_session(id).await? {
                 return Ok(session_operation(name, &session_message(engine, &session)?));
             }
         } else if let Some(engine) = &parsed.engine {
@@ -57,11 +59,7 @@ impl lro::operations_server::Operations for Operations {
         &self,
         request: Request<lro::ListOperationsRequest>,
     ) -> Result<Response<lro::ListOperationsResponse>, Status> {
-        counted(&self.state, "ListOperations", async {
-            authenticate(&self.state, &request.metadata().clone().into_headers())?;
-            Ok(lro::ListOperationsResponse::default())
-        })
-        .await
+        self.nothing_kept("ListOperations", &request).await
     }
 
     async fn get_operation(
@@ -82,21 +80,13 @@ impl lro::operations_server::Operations for Operations {
         &self,
         request: Request<lro::DeleteOperationRequest>,
     ) -> Result<Response<pbjson_types::Empty>, Status> {
-        counted(&self.state, "DeleteOperation", async {
-            authenticate(&self.state, &request.metadata().clone().into_headers())?;
-            Ok(pbjson_types::Empty {})
-        })
-        .await
+        self.nothing_kept("DeleteOperation", &request).await
     }
 
     async fn cancel_operation(
         &self,
         request: Request<lro::CancelOperationRequest>,
     ) -> Result<Response<pbjson_types::Empty>, Status> {
-        counted(&self.state, "CancelOperation", async {
-            authenticate(&self.state, &request.metadata().clone().into_headers())?;
-            Ok(pbjson_types::Empty {})
-        })
-        .await
+        self.nothing_kept("CancelOperation", &request).await
     }
 }

@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::time::Instant;
 
-use agentstate::{GetSessionConfig, Session, Value};
+use agentstate::{GetSessionConfig, Session};
 use axum::http::HeaderMap;
 use prost::Message;
 use tonic::{Request, Response, Status};
@@ -12,6 +12,7 @@ use tonic::{Request, Response, Status};
 use super::convert::{Name, admit, authenticate, from_json, to_json};
 use super::proto::google::cloud::aiplatform::v1beta1 as api;
 use super::proto::google::longrunning::{Operation, operation};
+use crate::auth::Permit;
 use crate::routes::vertex::{Caller, Engine, Page};
 use crate::state::AppState;
 
@@ -65,11 +66,6 @@ pub(super) fn empty_operation(name: String) -> Operation {
     Operation { name, metadata: None, done: true, result: Some(operation::Result::Response(response)) }
 }
 
-/// The name of a fresh operation in the JSON of a REST operation answer.
-fn operation_name(rest_operation: &Value) -> String {
-    rest_operation.get("name").and_then(Value::as_str).unwrap_or_default().to_owned()
-}
-
 fn page(page_size: i32, page_token: String, filter: String, order_by: String) -> Page {
     Page {
         filter: Some(filter).filter(|f| !f.trim().is_empty()),
@@ -80,8 +76,25 @@ fn page(page_size: i32, page_token: String, filter: String, order_by: String) ->
 }
 
 impl Sessions {
-    fn caller<'a>(&'a self, engine: &'a Engine, permit: &'a crate::auth::Permit, headers: &'a HeaderMap) -> Caller<'a> {
+    fn caller<'a>(&'a self, engine: &'a Engine, permit: &'a Permit, headers: &'a HeaderMap) -> Caller<'a> {
         Caller { state: &self.state, engine, permit, headers }
+    }
+
+    /// The caller's permit and the engine `name` (the request's `field`) names, which the permit
+    /// must cover. Authenticated first: without a token, a malformed name is still `UNAUTHENTICATED`.
+    fn engine_of(&self, headers: &HeaderMap, name: &str, field: &str) -> Result<(Permit, Engine), Status> {
+        let permit = authenticate(&self.state, headers)?;
+        let engine = Name::engine(name, field)?;
+        admit(&permit, &engine)?;
+        Ok((permit, engine))
+    }
+
+    /// The caller's permit, and the engine and session id `name` names; as [`Self::engine_of`].
+    fn session_of(&self, headers: &HeaderMap, name: &str, field: &str) -> Result<(Permit, Engine, String), Status> {
+        let permit = authenticate(&self.state, headers)?;
+        let (engine, id) = Name::session(name, field)?;
+        admit(&permit, &engine)?;
+        Ok((permit, engine, id))
     }
 
     /// A request's metadata (as headers) and message.
@@ -96,14 +109,11 @@ impl api::session_service_server::SessionService for Sessions {
     async fn create_session(&self, request: Request<api::CreateSessionRequest>) -> Result<Response<Operation>, Status> {
         let (headers, request) = self.open(request);
         counted(&self.state, "CreateSession", async {
-            let permit = authenticate(&self.state, &headers)?;
-            let engine = Name::engine(&request.parent, "parent")?;
-            admit(&permit, &engine)?;
+            let (permit, engine) = self.engine_of(&headers, &request.parent, "parent")?;
             let body = to_json(&request.session.unwrap_or_default(), "session")?;
             let caller = self.caller(&engine, &permit, &headers);
             let session = caller.create(Some(request.session_id), body).await?;
-            let name = operation_name(&engine.session_operation(&session));
-            Ok(session_operation(name, &session_message(&engine, &session)?))
+            Ok(session_operation(engine.session_operation_name(session.id()), &session_message(&engine, &session)?))
         })
         .await
     }
@@ -111,9 +121,7 @@ impl api::session_service_server::SessionService for Sessions {
     async fn get_session(&self, request: Request<api::GetSessionRequest>) -> Result<Response<api::Session>, Status> {
         let (headers, request) = self.open(request);
         counted(&self.state, "GetSession", async {
-            let permit = authenticate(&self.state, &headers)?;
-            let (engine, id) = Name::session(&request.name, "name")?;
-            admit(&permit, &engine)?;
+            let (permit, engine, id) = self.session_of(&headers, &request.name, "name")?;
             let session = self.caller(&engine, &permit, &headers).get(&id, GetSessionConfig::recent(0)).await?;
             session_message(&engine, &session)
         })
@@ -126,9 +134,7 @@ impl api::session_service_server::SessionService for Sessions {
     ) -> Result<Response<api::ListSessionsResponse>, Status> {
         let (headers, request) = self.open(request);
         counted(&self.state, "ListSessions", async {
-            let permit = authenticate(&self.state, &headers)?;
-            let engine = Name::engine(&request.parent, "parent")?;
-            admit(&permit, &engine)?;
+            let (permit, engine) = self.engine_of(&headers, &request.parent, "parent")?;
             let page = page(request.page_size, request.page_token, request.filter, request.order_by);
             from_json(self.caller(&engine, &permit, &headers).list(page).await?)
         })
@@ -141,10 +147,8 @@ impl api::session_service_server::SessionService for Sessions {
     ) -> Result<Response<api::Session>, Status> {
         let (headers, request) = self.open(request);
         counted(&self.state, "UpdateSession", async {
-            let permit = authenticate(&self.state, &headers)?;
             let session = request.session.unwrap_or_default();
-            let (engine, id) = Name::session(&session.name, "session.name")?;
-            admit(&permit, &engine)?;
+            let (permit, engine, id) = self.session_of(&headers, &session.name, "session.name")?;
             let mask = request.update_mask.map(|m| m.paths.join(",")).filter(|m| !m.is_empty());
             let body = to_json(&session, "session")?;
             from_json(self.caller(&engine, &permit, &headers).patch(&id, body, mask.as_deref()).await?)
@@ -155,11 +159,9 @@ impl api::session_service_server::SessionService for Sessions {
     async fn delete_session(&self, request: Request<api::DeleteSessionRequest>) -> Result<Response<Operation>, Status> {
         let (headers, request) = self.open(request);
         counted(&self.state, "DeleteSession", async {
-            let permit = authenticate(&self.state, &headers)?;
-            let (engine, id) = Name::session(&request.name, "name")?;
-            admit(&permit, &engine)?;
+            let (permit, engine, id) = self.session_of(&headers, &request.name, "name")?;
             self.caller(&engine, &permit, &headers).delete(&id).await?;
-            Ok(empty_operation(operation_name(&engine.empty_operation())))
+            Ok(empty_operation(engine.empty_operation_name()))
         })
         .await
     }
@@ -170,9 +172,7 @@ impl api::session_service_server::SessionService for Sessions {
     ) -> Result<Response<api::ListEventsResponse>, Status> {
         let (headers, request) = self.open(request);
         counted(&self.state, "ListEvents", async {
-            let permit = authenticate(&self.state, &headers)?;
-            let (engine, id) = Name::session(&request.parent, "parent")?;
-            admit(&permit, &engine)?;
+            let (permit, engine, id) = self.session_of(&headers, &request.parent, "parent")?;
             let page = page(request.page_size, request.page_token, request.filter, request.order_by);
             from_json(self.caller(&engine, &permit, &headers).events(&id, page).await?)
         })
@@ -185,9 +185,7 @@ impl api::session_service_server::SessionService for Sessions {
     ) -> Result<Response<api::AppendEventResponse>, Status> {
         let (headers, request) = self.open(request);
         counted(&self.state, "AppendEvent", async {
-            let permit = authenticate(&self.state, &headers)?;
-            let (engine, id) = Name::session(&request.name, "name")?;
-            admit(&permit, &engine)?;
+            let (permit, engine, id) = self.session_of(&headers, &request.name, "name")?;
             let event = request.event.ok_or_else(|| Status::invalid_argument("event is required"))?;
             let body = to_json(&event, "event")?;
             self.caller(&engine, &permit, &headers).append(&id, body).await?;

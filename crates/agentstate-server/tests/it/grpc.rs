@@ -3,13 +3,8 @@
 //! relies on (operations, `Struct` numbers and nulls, codes, limits) and that both surfaces keep
 //! the same sessions.
 
-use std::process::Command;
-
-use agentstate::SessionService;
-use agentstate_conformance::reference::adk_python;
 use agentstate_server::grpc::proto::google::cloud::aiplatform::v1beta1 as api;
 use agentstate_server::grpc::proto::google::longrunning as lro;
-use agentstate_server::{AppState, Connections, Tokens, app, serve};
 use api::session_service_client::SessionServiceClient;
 use pbjson_types::value::Kind;
 use serde_json::{Value, json};
@@ -19,40 +14,14 @@ use tonic::transport::Channel;
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/grpc/go_scenario.py");
 const TOKEN: &str = "grpc-client-token-0123456789";
 
-/// Serves the API (REST and gRPC) over SQLite on a free loopback port, on a thread of its own,
-/// for the rest of the test run; its `host:port`.
+/// The server of the managed-service tests (REST and gRPC on one port): its `host:port`.
 fn start(tokens: Option<&str>) -> String {
-    let (sender, receiver) = std::sync::mpsc::channel();
-    let tokens = tokens.map(|json| Tokens::parse(json).unwrap());
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        runtime.block_on(async move {
-            let dir = std::env::temp_dir().join("agentstate-tests").join(agentstate::Event::new_id());
-            std::fs::create_dir_all(&dir).unwrap();
-            let url = format!("sqlite://{}/grpc.db", dir.display());
-            let service = SessionService::new(agentstate_sql::SqlStore::connect(&url).await.unwrap());
-            let mut state = AppState::new(service);
-            if let Some(tokens) = tokens {
-                state = state.with_tokens(tokens);
-            }
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            sender.send(listener.local_addr().unwrap().to_string()).unwrap();
-            serve(listener, app(state), Connections::default(), std::future::pending()).await.unwrap();
-        });
-    });
-    receiver.recv().unwrap()
+    crate::vertex::serve(tokens).trim_start_matches("http://").to_owned()
 }
 
 /// Runs the scenario over `transport` against engine `engine`; its results.
 fn scenario(address: &str, transport: &str, engine: &str, token: Option<&str>) -> Value {
-    let out = Command::new(adk_python()).arg(SCRIPT).args([address, transport, engine]).args(token).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "go_scenario.py {transport} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap()
+    crate::vertex::run_script(SCRIPT, &[address, transport, engine], token)
 }
 
 async fn rest(address: &str, path: &str) -> Value {

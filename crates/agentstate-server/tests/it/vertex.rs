@@ -6,14 +6,14 @@ use std::net::SocketAddr;
 use std::process::Command;
 
 use agentstate_conformance::reference::adk_python;
-use agentstate_server::{AppState, Tokens, app};
+use agentstate_server::{AppState, Connections, Tokens, app};
 use serde_json::{Value, json};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vertex/reference_client.py");
 const TOKEN: &str = "vertex-client-token-0123456789";
 
-/// Serves `app` over SQLite on a free loopback port, on a thread of its own, for the rest of the
-/// test run; its base URL.
+/// Serves `app` (REST, and gRPC beside it) over SQLite on a free loopback port, on a thread of
+/// its own, for the rest of the test run; its base URL.
 pub(crate) fn serve(tokens: Option<&str>) -> String {
     let (sender, receiver) = std::sync::mpsc::channel();
     let tokens = tokens.map(|json| Tokens::parse(json).unwrap());
@@ -31,23 +31,25 @@ pub(crate) fn serve(tokens: Option<&str>) -> String {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr: SocketAddr = listener.local_addr().unwrap();
             sender.send(format!("http://{addr}")).unwrap();
-            axum::serve(listener, app(state)).await.unwrap();
+            agentstate_server::serve(listener, app(state), Connections::default(), std::future::pending())
+                .await
+                .unwrap();
         });
     });
     receiver.recv().unwrap()
 }
 
-fn reference(base_url: &str, mode: &str, engine: &str, token: Option<&str>) -> Value {
-    let mut command = Command::new(adk_python());
-    command.arg(SCRIPT).args([base_url, mode, engine]).args(token);
-    let out = command.output().unwrap();
+/// Runs a Python client script of the tests (with the reference's virtualenv) on `args` and an
+/// optional token; the JSON of its last line.
+pub(crate) fn run_script(script: &str, args: &[&str], token: Option<&str>) -> Value {
+    let out = Command::new(adk_python()).arg(script).args(args).args(token).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "reference_client.py {mode} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{script} {args:?} failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap()
+}
+
+fn reference(base_url: &str, mode: &str, engine: &str, token: Option<&str>) -> Value {
+    run_script(SCRIPT, &[base_url, mode, engine], token)
 }
 
 fn assert_same_as_in_memory(run: &Value) {

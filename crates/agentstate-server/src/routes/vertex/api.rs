@@ -83,6 +83,13 @@ impl Caller<'_> {
         Ok(key)
     }
 
+    /// The session an operation under `…/sessions/{id}` concerns, while it exists and the caller
+    /// may see it (an operation of any other is answered done with nothing).
+    pub(crate) async fn operation_session(&self, id: &str) -> Result<Option<Session>, GoogleError> {
+        let Ok(key) = self.resolve(id).await else { return Ok(None) };
+        Ok(self.state.service().get_session(&key, GetSessionConfig::recent(0)).await?)
+    }
+
     /// Creates a session from a `Session` body, with `requested_id` or a fresh one.
     pub(crate) async fn create(
         &self,

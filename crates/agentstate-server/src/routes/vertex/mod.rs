@@ -213,9 +213,9 @@ pub(crate) async fn operation(
     };
     let name = uri.path().trim_start_matches('/').trim_start_matches(version).trim_start_matches('/').to_owned();
     if let (Some(id), Ok(engine)) = (params.get("session"), Engine::from_params(&params))
-        && let Ok(key) =
-            (Caller { state: &state, engine: &engine, permit: &permit, headers: &headers }).resolve(id).await
-        && let Some(session) = state.service().get_session(&key, GetSessionConfig::recent(0)).await?
+        && let Some(session) = (Caller { state: &state, engine: &engine, permit: &permit, headers: &headers })
+            .operation_session(id)
+            .await?
     {
         let mut operation = engine.session_operation(&session);
         operation["name"] = json!(name);

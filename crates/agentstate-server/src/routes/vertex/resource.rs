@@ -59,16 +59,27 @@ impl Engine {
         format!("{}/sessions/{id}", self.prefix)
     }
 
+    /// The name of a fresh operation that created (or concerns) the session `id`.
+    pub(crate) fn session_operation_name(&self, id: &str) -> String {
+        let parent = match (&self.location, self.version) {
+            (Some(location), "v1") => location.clone(),
+            _ => self.session_name(id),
+        };
+        format!("{parent}/operations/{}", operation_id())
+    }
+
+    /// The name of a fresh operation with nothing to answer (a delete).
+    pub(crate) fn empty_operation_name(&self) -> String {
+        let parent = self.location.as_deref().unwrap_or(&self.prefix);
+        format!("{parent}/operations/{}", operation_id())
+    }
+
     /// A done long-running operation that created (or concerns) a session.
     pub(crate) fn session_operation(&self, session: &Session) -> Value {
         let mut response = self.session(session);
         response["@type"] = json!(format!("type.googleapis.com/google.cloud.aiplatform.{}.Session", self.version));
-        let parent = match (&self.location, self.version) {
-            (Some(location), "v1") => location.clone(),
-            _ => self.session_name(session.id()),
-        };
         json!({
-            "name": format!("{parent}/operations/{}", operation_id()),
+            "name": self.session_operation_name(session.id()),
             "done": true,
             "response": response,
         })
@@ -76,9 +87,8 @@ impl Engine {
 
     /// A done long-running operation with nothing to answer (a delete).
     pub(crate) fn empty_operation(&self) -> Value {
-        let parent = self.location.as_deref().unwrap_or(&self.prefix);
         json!({
-            "name": format!("{parent}/operations/{}", operation_id()),
+            "name": self.empty_operation_name(),
             "done": true,
             "response": {"@type": EMPTY_TYPE},
         })
