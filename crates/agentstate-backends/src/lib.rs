@@ -1,6 +1,6 @@
 //! Opens the backend a URL names, as `agentstate serve --db` takes it: a SQL database
-//! (`sqlite://…`, `postgres://…`, `mysql://…`), Redis (`redis://…`, `rediss://…`, a cluster
-//! with `?cluster=true`), or the Agent Engine Sessions API (`agentengine://…`, Google's managed
+//! (`sqlite://…`, `postgres://…`, `mysql://…`, PostgreSQL with a host list), Redis (`redis://…`,
+//! `rediss://…`, a cluster with `?cluster=true`, `redis+sentinel://…`), or the Agent Engine Sessions API (`agentengine://…`, Google's managed
 //! service or another agentstate server). One place for every program that opens stores by URL:
 //! the server and the ADK-Rust adapter answer the same URLs with the same errors.
 //!
@@ -55,7 +55,7 @@ pub enum OpenError {
 
 /// Whether `url` names a Redis server.
 pub fn is_redis(url: &str) -> bool {
-    url.starts_with("redis://") || url.starts_with("rediss://")
+    url.starts_with("redis://") || url.starts_with("rediss://") || url.starts_with("redis+sentinel://")
 }
 
 /// Whether `url` names the Agent Engine Sessions API.

@@ -36,6 +36,7 @@
 mod adk;
 mod keys;
 mod scripts;
+mod sentinel;
 mod store;
 mod url;
 
@@ -65,6 +66,10 @@ pub struct RedisOptions {
     pub connection_timeout: Duration,
     /// Talk to a Redis Cluster: the URL names one of its nodes, the others are discovered.
     pub cluster: bool,
+    /// Acknowledge a write only once this many replicas have it (`WAIT`); 0 does not wait.
+    pub wait_replicas: u32,
+    /// How long a write waits for those replicas before it fails (retryably).
+    pub wait_timeout: Duration,
 }
 
 impl Default for RedisOptions {
@@ -74,6 +79,8 @@ impl Default for RedisOptions {
             response_timeout: Duration::from_secs(5),
             connection_timeout: Duration::from_secs(2),
             cluster: false,
+            wait_replicas: 0,
+            wait_timeout: Duration::from_secs(1),
         }
     }
 }
@@ -86,6 +93,8 @@ pub struct RedisStore {
     connection: Connection,
     prefix: String,
     shown: String,
+    /// Replicas a write waits for, and for how long.
+    replicas: Option<(u32, Duration)>,
 }
 
 impl fmt::Debug for RedisStore {
@@ -113,8 +122,9 @@ pub enum ConnectError {
 }
 
 impl RedisStore {
-    /// Connects to the Redis named by `url` (`redis://[user:password@]host[:port][/db]`, or
-    /// `rediss://` for TLS), with the URL's options (`?prefix=…&timeout_ms=…`).
+    /// Connects to the Redis named by `url` (`redis://[user:password@]host[:port][/db]`,
+    /// `rediss://` for TLS, or `redis+sentinel://…/master` for the master Redis Sentinel names),
+    /// with the URL's options (`?prefix=…&timeout_ms=…`; see [`RedisUrl::parse`]).
     pub async fn connect(url: &str) -> Result<Self, ConnectError> {
         Self::open(&RedisUrl::parse(url)?).await
     }
@@ -124,7 +134,9 @@ impl RedisStore {
         let shown = url.to_string();
         let connect_error = |source| ConnectError::Connect { url: shown.clone(), source };
         let options = url.options();
-        let connection = if options.cluster {
+        let connection = if let Some(sentinel) = url.sentinel() {
+            Connection::Sentinel(sentinel::SentinelConnection::open(url, sentinel).await.map_err(connect_error)?)
+        } else if options.cluster {
             let client = ClusterClient::builder(vec![url.connection_url()])
                 .response_timeout(options.response_timeout)
                 .connection_timeout(options.connection_timeout)
@@ -138,7 +150,8 @@ impl RedisStore {
                 .set_connection_timeout(Some(options.connection_timeout));
             Connection::Single(ConnectionManager::new_with_config(client, config).await.map_err(connect_error)?)
         };
-        let service = Self { connection, prefix: options.prefix.clone(), shown };
+        let replicas = (options.wait_replicas > 0).then_some((options.wait_replicas, options.wait_timeout));
+        let service = Self { connection, prefix: options.prefix.clone(), shown, replicas };
         Ok(service)
     }
 
@@ -148,11 +161,13 @@ impl RedisStore {
     }
 }
 
-/// One Redis, or a cluster: both multiplexed, both reconnecting by themselves.
+/// One Redis, a cluster, or the master the sentinels name: all multiplexed, all reconnecting by
+/// themselves.
 #[derive(Clone)]
 pub(crate) enum Connection {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
+    Sentinel(sentinel::SentinelConnection),
 }
 
 impl ConnectionLike for Connection {
@@ -160,6 +175,7 @@ impl ConnectionLike for Connection {
         match self {
             Self::Single(c) => c.req_packed_command(cmd),
             Self::Cluster(c) => c.req_packed_command(cmd),
+            Self::Sentinel(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -172,6 +188,7 @@ impl ConnectionLike for Connection {
         match self {
             Self::Single(c) => c.req_packed_commands(pipeline, offset, count),
             Self::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Self::Sentinel(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
@@ -179,6 +196,7 @@ impl ConnectionLike for Connection {
         match self {
             Self::Single(c) => c.get_db(),
             Self::Cluster(c) => c.get_db(),
+            Self::Sentinel(c) => c.get_db(),
         }
     }
 }

@@ -93,6 +93,20 @@ pub(crate) fn redact(url: &str) -> String {
     out
 }
 
+/// Ends a pool's background work when dropped (the work's receiver sees the channel close).
+#[derive(Debug)]
+pub(crate) struct StopOnDrop {
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl StopOnDrop {
+    /// A guard and the receiver the work watches.
+    pub(crate) fn new() -> (Self, tokio::sync::oneshot::Receiver<()>) {
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        (Self { _stop: stop }, stopped)
+    }
+}
+
 /// A pool of `options`' size, connected to its URL.
 pub(crate) async fn connect<DB: sqlx::Database>(options: &PoolOptions) -> agentstate::Result<sqlx::Pool<DB>> {
     sqlx::pool::PoolOptions::<DB>::new()
@@ -118,10 +132,13 @@ pub(crate) fn sqlx_error(context: &str, e: sqlx::Error) -> Error {
     let retryable = match &e {
         sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed => true,
         sqlx::Error::Database(db) => {
-            // PostgreSQL: serialization failure, deadlock, too many connections, shutting down.
+            // PostgreSQL: serialization failure, deadlock, too many connections, shutting down,
+            // starting up or recovering, read-only (a standby, or a primary being demoted).
             // MySQL: deadlock, lock wait timeout.
-            matches!(db.code().as_deref(), Some("40001" | "40P01" | "53300" | "57P01" | "40000" | "HY000"))
-                || matches!(db.code().as_deref(), Some(c) if c.starts_with("08"))
+            matches!(
+                db.code().as_deref(),
+                Some("40001" | "40P01" | "53300" | "57P01" | "57P02" | "57P03" | "25006" | "40000" | "HY000")
+            ) || matches!(db.code().as_deref(), Some(c) if c.starts_with("08"))
         }
         _ => false,
     };

@@ -286,18 +286,21 @@ macro_rules! pool_store {
         pub struct $store {
             pool: ops::Pool,
             schema: $crate::schema::Schema,
+            /// Ends the pool's background work (if any) with the last clone of the store.
+            _work: Option<std::sync::Arc<$crate::pool::StopOnDrop>>,
         }
 
         impl $store {
             /// Connects and prepares the schema (created if absent; concurrent starters wait for
             /// each other on a database lock).
             pub async fn connect(options: &$crate::pool::PoolOptions) -> agentstate::Result<Self> {
-                let pool = $crate::pool::connect(options).await?;
+                let (pool, work) = connect(options).await?;
                 let schema = schema::prepare(&pool, &options.redacted()).await?;
-                Ok(Self { pool, schema })
+                Ok(Self { pool, schema, _work: work.map(std::sync::Arc::new) })
             }
 
-            /// The connection pool.
+            /// The connection pool (for a PostgreSQL host list, kept on the host that fits only
+            /// while the store lives).
             pub fn pool(&self) -> &ops::Pool {
                 &self.pool
             }

@@ -158,6 +158,33 @@ impl RedisStore {
         self.connection.clone()
     }
 
+    /// With `wait_replicas`, waits until that many replicas have every write so far on this
+    /// connection (`WAIT`). Fewer in time is a retryable error: the write is on the master and a
+    /// failover now could lose it; a retry of the same event is answered with the stored one.
+    async fn replicated(&self, what: &str) -> Result<()> {
+        let Some((wanted, timeout)) = self.replicas else {
+            return Ok(());
+        };
+        let millis = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        let have: u32 = redis::cmd("WAIT")
+            .arg(wanted)
+            .arg(millis)
+            .query_async(&mut self.connection())
+            .await
+            .map_err(|e| backend(what, e))?;
+        if have < wanted {
+            return Err(Error::Backend {
+                message: format!(
+                    "Redis {what}: written on the master but {have} of {wanted} replicas had it within {millis} ms; \
+                     retry (the same event is not applied twice)"
+                ),
+                retryable: true,
+                source: None,
+            });
+        }
+        Ok(())
+    }
+
     fn keys(&self, key: &SessionKey) -> SessionKeys {
         SessionKeys::of(&self.prefix, key)
     }
@@ -255,6 +282,7 @@ impl SessionStore for RedisStore {
         if attributes.expire_time_micros.is_some() {
             self.register(expiring_apps(&self.prefix), key.app_name(), "create").await?;
         }
+        self.replicated("create").await?;
         let mut shared = array(reply).into_iter();
         let what = || format!("session {key}");
         let app = state(shared.next().unwrap_or(Reply::Nil), &what)?;
@@ -321,7 +349,7 @@ impl SessionStore for RedisStore {
             .invoke_async(&mut self.connection())
             .await
             .map_err(|e| backend("delete", e))?;
-        Ok(())
+        self.replicated("delete").await
     }
 
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
@@ -364,6 +392,10 @@ impl SessionStore for RedisStore {
         }
         let reply: Reply = invocation.invoke_async(&mut self.connection()).await.map_err(|e| backend("append", e))?;
         let reply = array(reply);
+        if matches!(reply.first().and_then(text), Some("ok" | "duplicate")) {
+            // A retry of an append that was not confirmed waits for the replicas again.
+            self.replicated("append").await?;
+        }
         match reply.first().and_then(text) {
             Some("ok") => Ok(CommitOutcome::Committed),
             Some("missing") => Err(Error::NotFound { session_id: key.session_id().to_owned() }),

@@ -96,9 +96,10 @@ pub(crate) enum Command {
 
 #[derive(clap::Args)]
 pub(crate) struct DbArg {
-    /// Database URL: sqlite://path.db, sqlite::memory:, postgres://…, mysql://…, redis://…[?prefix=…] (or
-    /// rediss://), or agentengine://ID (the Agent Engine Sessions API; credentials from GOOGLE_API_KEY or
-    /// AGENTSTATE_VERTEX_TOKEN)
+    /// Database URL: sqlite://path.db, sqlite::memory:, postgres://… (a host list h1,h2 with
+    /// ?target_session_attrs=read-write follows the primary), mysql://…, redis://…[?prefix=…] (or
+    /// rediss://, or redis+sentinel://s1,s2/master), or agentengine://ID (the Agent Engine Sessions API;
+    /// credentials from GOOGLE_API_KEY or AGENTSTATE_VERTEX_TOKEN)
     #[arg(long, env = "AGENTSTATE_DB", default_value = "sqlite://agentstate.db", hide_env_values = true)]
     pub(crate) db: String,
     /// Encryption at rest: a file of `id:base64-key` lines (32-byte AES-256 keys; the first encrypts

@@ -1,4 +1,5 @@
-//! The backend a `--db` URL names: a SQL database, Redis (`redis://…`, `rediss://…`), or the
+//! The backend a `--db` URL names: a SQL database, Redis (`redis://…`, `rediss://…`,
+//! `redis+sentinel://…`), or the
 //! Agent Engine Sessions API (`agentengine://…`, Google's managed service or another agentstate
 //! server).
 

@@ -12,6 +12,8 @@ mod browser;
 mod differential;
 #[cfg(all(feature = "agents", feature = "cli"))]
 mod double_texting;
+#[cfg(feature = "cli")]
+mod failover;
 #[cfg(feature = "grpc")]
 mod grpc;
 mod history_routes;

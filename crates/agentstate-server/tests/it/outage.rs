@@ -20,7 +20,7 @@ use agentstate_sql::SqlStore;
 use crate::binary::{Running, http, serve};
 
 /// The PostgreSQL programs of this machine (Debian keeps them out of PATH).
-fn pg_bin(name: &str) -> PathBuf {
+pub(crate) fn pg_bin(name: &str) -> PathBuf {
     let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
         .map(|dirs| {
             dirs.filter_map(Result::ok).map(|d| d.path().join("bin").join(name)).filter(|p| p.exists()).collect()
@@ -30,12 +30,12 @@ fn pg_bin(name: &str) -> PathBuf {
     found.pop().unwrap_or_else(|| PathBuf::from(name))
 }
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
 }
 
 /// Runs a PostgreSQL program, as the `postgres` user when we are root (PostgreSQL refuses root).
-fn pg(dir: &Path, program: &str, args: &[&str]) -> std::process::Output {
+pub(crate) fn pg(dir: &Path, program: &str, args: &[&str]) -> std::process::Output {
     let mut command = if is_root() {
         let mut c = Command::new("runuser");
         c.args(["-u", "postgres", "--"]).arg(pg_bin(program));
@@ -142,7 +142,7 @@ fn writers(
 }
 
 /// One request; `None` when no complete answer came (the server died).
-fn try_http(addr: &str, method: &str, path: &str, body: &str) -> Option<(u16, String)> {
+pub(crate) fn try_http(addr: &str, method: &str, path: &str, body: &str) -> Option<(u16, String)> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
@@ -158,7 +158,7 @@ fn try_http(addr: &str, method: &str, path: &str, body: &str) -> Option<(u16, St
     Some((status, response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default()))
 }
 
-fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
     while !done() {
         assert!(start.elapsed() < limit, "{what} did not happen within {limit:?}");

@@ -12,6 +12,13 @@ macro_rules! sql {
 mod ops;
 mod schema;
 
+/// A pool on `options`' URL; it has no background work.
+async fn connect(
+    options: &crate::pool::PoolOptions,
+) -> agentstate::Result<(sqlx::MySqlPool, Option<crate::pool::StopOnDrop>)> {
+    Ok((crate::pool::connect(options).await?, None))
+}
+
 crate::shared::pool_store! {
     /// The MySQL/MariaDB session store. Processes starting at once on an empty database create the
     /// schema once: a named lock serialises them.

@@ -1,5 +1,7 @@
 //! The schema on MySQL and MariaDB: found, checked, or created. DDL commits implicitly in MySQL,
-//! so a named lock (not a transaction) serialises concurrent starters.
+//! so a named lock (not a transaction) serialises concurrent starters on one server, and every
+//! step is idempotent (`IF NOT EXISTS`, `INSERT IGNORE`, an index made by another starter is
+//! taken as made) for starters on two nodes of a Galera cluster, where that lock is node-local.
 
 use agentstate::Result;
 use sqlx::mysql::{MySqlConnection, MySqlPool};
@@ -19,16 +21,36 @@ const CATALOGUE: Catalogue = Catalogue {
 pub(super) async fn prepare(pool: &MySqlPool, location: &str) -> Result<Schema> {
     let fail = |e| sqlx_error("preparing the schema", e);
     let mut conn = pool.acquire().await.map_err(fail)?;
-    // DDL commits implicitly in MySQL, so a named lock (not a transaction) serialises starters.
-    sqlx::query("SELECT GET_LOCK('agentstate_schema', 60)").execute(&mut *conn).await.map_err(fail)?;
+    // A named lock spares concurrent starters on one server each other's work. It holds on one
+    // server only (a Galera node's locks are its own), so what follows is also idempotent:
+    // starters on two nodes may both run it, and both succeed.
+    let locked: Option<i64> =
+        sqlx::query_scalar("SELECT GET_LOCK('agentstate_schema', 60)").fetch_one(&mut *conn).await.map_err(fail)?;
     let result = inspect_and_create(&mut conn, location).await;
-    sqlx::query("SELECT RELEASE_LOCK('agentstate_schema')").execute(&mut *conn).await.map_err(fail)?;
+    if locked == Some(1) {
+        sqlx::query("SELECT RELEASE_LOCK('agentstate_schema')").execute(&mut *conn).await.map_err(fail)?;
+    }
     result
+}
+
+/// Whether `e` says an index of that name exists (another starter made it first).
+fn is_duplicate_index(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db)
+        if db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>().is_some_and(|m| m.number() == 1061))
 }
 
 async fn inspect_and_create(conn: &mut MySqlConnection, location: &str) -> Result<Schema> {
     let fail = |e| sqlx_error("preparing the schema", e);
-    let found = super::ops::find_schema(conn, &CATALOGUE).await.map_err(fail)?;
+    let mut found = super::ops::find_schema(conn, &CATALOGUE).await.map_err(fail)?;
+    // A starter on another Galera node (which our lock does not reach) may be halfway through
+    // the script: the version row comes after the tables. Wait for it before calling it damaged.
+    for _ in 0..50 {
+        if !found.has_table("adk_internal_metadata") || found.version.is_some() || found.is_complete() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        found = super::ops::find_schema(conn, &CATALOGUE).await.map_err(fail)?;
+    }
     let schema = schema::check(&found, location)?;
     if !found.is_complete() {
         sqlx::raw_sql(sql!("schema")).execute(&mut *conn).await.map_err(fail)?;
@@ -58,7 +80,10 @@ async fn inspect_and_create(conn: &mut MySqlConnection, location: &str) -> Resul
             ),
         ] {
             if !found.indexes.iter().any(|i| i == name) {
-                sqlx::query(statement).execute(&mut *conn).await.map_err(fail)?;
+                match sqlx::query(statement).execute(&mut *conn).await {
+                    Err(e) if !is_duplicate_index(&e) => return Err(fail(e)),
+                    _ => {}
+                }
             }
         }
     }

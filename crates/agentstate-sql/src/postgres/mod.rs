@@ -8,8 +8,23 @@ macro_rules! sql {
     };
 }
 
+mod hosts;
 mod ops;
 mod schema;
+
+/// A pool on `options`' URL: sqlx's own for one host; for a host list, kept on the host that fits
+/// by a watcher that ends with the guard.
+async fn connect(
+    options: &crate::pool::PoolOptions,
+) -> agentstate::Result<(sqlx::PgPool, Option<crate::pool::StopOnDrop>)> {
+    match hosts::parse(options.url())? {
+        None => Ok((crate::pool::connect(options).await?, None)),
+        Some(hosts) => {
+            let (guard, stopped) = crate::pool::StopOnDrop::new();
+            Ok((hosts.connect(options, stopped).await?, Some(guard)))
+        }
+    }
+}
 
 crate::shared::pool_store! {
     /// The PostgreSQL session store. Processes starting at once on an empty database create the

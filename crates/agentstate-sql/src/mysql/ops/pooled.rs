@@ -1,6 +1,6 @@
 //! The MySQL operations as functions of the pool, with the signatures PostgreSQL's have (so one
 //! set of trait impls, [`crate::shared::store_impls`], serves both): each write is a transaction,
-//! run again if it deadlocked or timed out on a lock; each read, a snapshot on a connection of
+//! run again if it deadlocked or timed out on a lock (a Galera certification conflict is a deadlock); each read, a snapshot on a connection of
 //! its own.
 
 use agentstate::store::{
@@ -15,7 +15,7 @@ use super::{Attempt, Failure, Pool, finish};
 use crate::pool::sqlx_error;
 
 /// Attempts of a transaction that deadlocked or timed out waiting for a lock.
-const ATTEMPTS: usize = 5;
+const ATTEMPTS: u32 = 8;
 
 fn is_lock_failure(e: &sqlx::Error) -> bool {
     match e {
@@ -31,19 +31,24 @@ async fn transaction<T, F>(pool: &Pool, what: &str, mut body: F) -> Result<T>
 where
     F: for<'c> FnMut(&'c mut MySqlConnection) -> Attempt<'c, T>,
 {
-    let mut attempt = 0;
+    let mut attempt: u32 = 0;
     loop {
         attempt += 1;
         let mut conn = pool.acquire().await.map_err(|e| sqlx_error(what, e))?;
         let mut tx = conn.begin().await.map_err(|e| sqlx_error(what, e))?;
         match body(&mut tx).await {
-            Ok(value) => {
-                tx.commit().await.map_err(|e| sqlx_error(what, e))?;
-                return Ok(value);
-            }
+            // On a Galera cluster a conflict with a write certified on another node shows at
+            // COMMIT, as a deadlock: the transaction was rolled back, so it runs again too.
+            Ok(value) => match tx.commit().await {
+                Ok(()) => return Ok(value),
+                Err(e) if is_lock_failure(&e) && attempt < ATTEMPTS => {}
+                Err(e) => return Err(sqlx_error(what, e)),
+            },
             Err(Failure::Sql(_, e)) if is_lock_failure(&e) && attempt < ATTEMPTS => {}
             Err(failure) => return finish(what, Err(failure)),
         }
+        // Apart, so two writers that keep meeting stop meeting.
+        tokio::time::sleep(std::time::Duration::from_millis(1 << attempt)).await;
     }
 }
 

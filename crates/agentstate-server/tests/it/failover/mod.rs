@@ -1,0 +1,152 @@
+//! A database *machine* goes away and another takes over while `agentstate serve` takes writes:
+//! a PostgreSQL primary with a synchronous standby, a three-node MariaDB Galera cluster and Redis
+//! with Sentinel, each started by the test on spare loopback ports in a directory of its own and
+//! killed with `kill -9`. Four writers PATCH distinct `user:` keys throughout; every PATCH answered
+//! 200 must be in the database afterwards (where the setup promises it), every refusal is a 503
+//! within the request's timeout, and the server carries on without a restart. Each drill prints
+//! its rounds, writes acknowledged, writes lost and the slowest request.
+
+mod galera;
+mod postgres;
+mod sentinel;
+
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::outage::try_http;
+
+/// A port nothing listens on now.
+pub(crate) fn spare_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A directory of the test's own (under /tmp, which the `postgres` user can reach when we are
+/// root); removed when dropped.
+pub(crate) struct Scratch(pub(crate) std::path::PathBuf);
+
+impl Scratch {
+    pub(crate) fn new(what: &str) -> Self {
+        let base = if crate::outage::is_root() { std::path::PathBuf::from("/tmp") } else { std::env::temp_dir() };
+        let dir = base.join(format!("agentstate-{what}-{}", agentstate::Event::new_id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// What the writers saw.
+#[derive(Debug, Default)]
+pub(crate) struct Report {
+    /// Keys whose PATCH was answered 200.
+    pub(crate) acked: Vec<String>,
+    /// Answers other than 200: status, body, how long it took.
+    pub(crate) refused: Vec<(u16, String, Duration)>,
+    /// The longest any request took.
+    pub(crate) slowest: Duration,
+}
+
+/// Four writers PATCHing `user:w<writer>-<n>` into session `s` of user `u` of `app`, spread over
+/// `addrs`, until stopped.
+pub(crate) struct Load {
+    stop: Arc<AtomicBool>,
+    report: Arc<Mutex<Report>>,
+    writers: Vec<JoinHandle<()>>,
+}
+
+impl Load {
+    pub(crate) fn start(addrs: &[String], app: &str) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let report = Arc::new(Mutex::new(Report::default()));
+        let writers = (0..4)
+            .map(|w| {
+                let addr = addrs[w % addrs.len()].clone();
+                let (app, stop, report) = (app.to_owned(), Arc::clone(&stop), Arc::clone(&report));
+                std::thread::spawn(move || {
+                    let path = format!("/apps/{app}/users/u/sessions/s");
+                    let mut n = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        let key = format!("user:w{w}-{n}");
+                        let started = Instant::now();
+                        let answer = try_http(&addr, "PATCH", &path, &format!(r#"{{"stateDelta": {{"{key}": {n}}}}}"#));
+                        let took = started.elapsed();
+                        let acked = matches!(answer, Some((200, _)));
+                        let mut report = report.lock().unwrap();
+                        report.slowest = report.slowest.max(took);
+                        match answer {
+                            Some((200, _)) => report.acked.push(key),
+                            Some((status, body)) => report.refused.push((status, body, took)),
+                            None => report.refused.push((0, "no answer".to_owned(), took)),
+                        }
+                        drop(report);
+                        if !acked {
+                            std::thread::sleep(Duration::from_millis(50));
+                        }
+                        n += 1;
+                    }
+                })
+            })
+            .collect();
+        Self { stop, report, writers }
+    }
+
+    /// How many writes have been acknowledged so far.
+    pub(crate) fn acked(&self) -> usize {
+        self.report.lock().unwrap().acked.len()
+    }
+
+    /// Waits until `more` writes beyond those acknowledged now are acknowledged.
+    pub(crate) fn wait_for_more(&self, more: usize, limit: Duration) {
+        let before = self.acked();
+        crate::outage::wait_for("writes", limit, || self.acked() >= before + more);
+    }
+
+    /// Stops the writers: what they saw. Every refusal must be a 503 (or a 409 for a write that
+    /// raced another) answered within `limit`.
+    pub(crate) fn finish(self, limit: Duration) -> Report {
+        self.stop.store(true, Ordering::Relaxed);
+        for writer in self.writers {
+            writer.join().unwrap();
+        }
+        let report = std::mem::take(&mut *self.report.lock().unwrap());
+        for (status, body, took) in &report.refused {
+            assert!(matches!(status, 503 | 409), "refused with {status} after {took:?}: {body}");
+            assert!(*took < limit, "a request took {took:?}");
+        }
+        report
+    }
+}
+
+/// The conformance suite on the store `url` opens (as `agentstate serve --db` opens it); prints
+/// and returns how many cases ran.
+pub(crate) fn conformance(what: &str, url: &str) -> usize {
+    let url = url.to_owned();
+    let started = Instant::now();
+    let checked = agentstate_conformance::check_store(move |_clock: agentstate::clock::ManualClock| {
+        let url = url.clone();
+        async move { agentstate_backends::open(&url).await.unwrap() }
+    });
+    eprintln!("{what}: conformance suite, {} cases in {:?}", checked.ran, started.elapsed());
+    assert_eq!(checked.skipped, 0, "{what}: every case applies");
+    checked.ran
+}
+
+/// The keys of `acked` that `state` lacks.
+pub(crate) fn lost<'a>(acked: &'a [String], state: &serde_json::Value) -> Vec<&'a String> {
+    acked.iter().filter(|k| state.get(k.as_str()).is_none()).collect()
+}
+
+/// The state of session `s` of user `u` of `app`, read through the server at `addr`.
+pub(crate) fn state_through(addr: &str, app: &str) -> serde_json::Value {
+    let (status, body) = crate::binary::http(addr, "GET", &format!("/apps/{app}/users/u/sessions/s"), "");
+    assert_eq!(status, 200, "{body}");
+    let session: serde_json::Value = serde_json::from_str(&body).unwrap();
+    session["state"].clone()
+}
