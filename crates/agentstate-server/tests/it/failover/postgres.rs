@@ -116,7 +116,7 @@ fn postgres_primary_demoted_then_killed_three_times_the_standby_takes_over_and_n
         "postgres://postgres@127.0.0.1:{},127.0.0.1:{}/postgres?target_session_attrs=read-write&acquire_timeout_ms=2000",
         nodes[0].port, nodes[1].port
     );
-    // The suite in a database of its own (its encrypted cases leave an encrypted database).
+    // The suite in a database of its own, apart from the drill's.
     let created = pg(
         dir,
         "psql",
