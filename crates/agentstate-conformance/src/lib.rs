@@ -159,6 +159,9 @@ pub enum Capability {
     /// The store keeps run leases, shared by every service over it
     /// ([`LeaseStore`](agentstate::store::LeaseStore); `leases` in the macro).
     Leases,
+    /// The store keeps versioned artifacts
+    /// ([`ArtifactStore`](agentstate::store::ArtifactStore); `artifacts` in the macro).
+    Artifacts,
 }
 
 impl Capability {
@@ -173,6 +176,7 @@ impl Capability {
             (Capability::SharedState, has.shared_state.is_some()),
             (Capability::Memory, has.memory.is_some()),
             (Capability::Leases, has.leases.is_some()),
+            (Capability::Artifacts, has.artifacts.is_some()),
         ]
         .into_iter()
         .filter_map(|(capability, present)| (!present).then_some(capability))
@@ -190,6 +194,7 @@ impl Capability {
             "shared_state" => Capability::SharedState,
             "memory" => Capability::Memory,
             "leases" => Capability::Leases,
+            "artifacts" => Capability::Artifacts,
             other => panic!("no conformance capability is called {other}"),
         }
     }
@@ -352,6 +357,11 @@ macro_rules! session_store_tests {
             leases_let_one_run_at_a_time [leases],
             interrupting_a_run_is_seen_on_its_next_renewal [leases],
             concurrent_runs_take_a_free_lease_once [leases],
+            artifacts_are_versioned_as_adk_versions_them [artifacts],
+            artifact_references_and_tombstones_load_as_adk_loads_them [artifacts],
+            bad_artifacts_are_refused_and_write_nothing [artifacts],
+            concurrent_saves_of_one_artifact_get_distinct_versions [artifacts],
+            a_sessions_and_a_users_artifacts_are_removed_together [artifacts],
         );
     };
     (@each (tests $stack:ident; $lacks:tt); $($case:ident $([$needs:ident])?),* $(,)?) => {

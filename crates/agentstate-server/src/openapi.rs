@@ -42,10 +42,11 @@ fn schemas() -> Value {
                 "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
                 "lastUpdateTime": {"type": "number", "description": "Epoch seconds"},
                 "expireTime": {"type": "string", "format": "date-time", "description": "agentstate extension, present when the session expires: from then on it behaves as deleted"}}},
-        "Erased": {"type": "object", "required": ["sessions", "events", "userStateKeys", "memories", "dryRun"], "properties": {
+        "Erased": {"type": "object", "required": ["sessions", "events", "userStateKeys", "memories", "artifacts", "dryRun"], "properties": {
             "sessions": {"type": "integer"}, "events": {"type": "integer"},
             "userStateKeys": {"type": "integer", "description": "Keys of the user's user: state"},
             "memories": {"type": "integer", "description": "The user's long-term memories"},
+            "artifacts": {"type": "integer", "description": "Versions of the user's artifacts, of every session and user-scoped"},
             "dryRun": {"type": "boolean", "description": "True when nothing was removed (only counted)"}}},
         "SessionListOrPage": {"oneOf": [
             {"$ref": "#/components/schemas/SessionList"},

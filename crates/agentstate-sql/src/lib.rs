@@ -18,6 +18,7 @@
 //! schema) into any agentstate store.
 
 pub mod adk_web;
+mod artifacts;
 mod codec;
 mod leases;
 mod list;

@@ -65,7 +65,7 @@ impl From<SchemaError> for Error {
 }
 
 /// The tables and indexes a database needs, the reference's and agentstate's own.
-const TABLES: [&str; 12] = [
+const TABLES: [&str; 13] = [
     "adk_internal_metadata",
     "sessions",
     "app_states",
@@ -78,6 +78,7 @@ const TABLES: [&str; 12] = [
     "agentstate_memory_sources",
     "agentstate_run_leases",
     "agentstate_state_writes",
+    "agentstate_artifacts",
 ];
 const INDEXES: [&str; 7] = [
     "idx_events_app_user_session_ts_id",

@@ -215,6 +215,7 @@ macro_rules! operations {
                     events: count("events")?,
                     user_state_keys: count("user_keys")?,
                     memories: 0,
+                    artifacts: 0,
                 })
             }
 
@@ -376,8 +377,11 @@ macro_rules! pool_store {
                     .with_shared_state(self)
                     .with_memory(self)
                     .with_leases(self)
+                    .with_artifacts(self)
             }
         }
+
+        $crate::artifacts::artifact_store!($store);
 
         #[async_trait::async_trait]
         impl agentstate::store::MemoryStore for $store {

@@ -48,6 +48,7 @@
 //! - [`archive`]: sessions as JSON Lines, to copy them between services.
 
 pub mod archive;
+pub mod artifact;
 pub mod clock;
 mod content;
 #[cfg(feature = "encryption")]

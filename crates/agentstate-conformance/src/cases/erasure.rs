@@ -31,7 +31,7 @@ pub(crate) async fn erasing_a_user_removes_everything_of_theirs(svc: Svc) {
     let elsewhere = CreateSession::new(&other_app, "gone").id("s1").state("user:email", json!("gone@example.com"));
     svc.create_session(elsewhere).await.unwrap();
 
-    let expected = UserDataCounts { sessions: 2, events, user_state_keys: 2, memories: 0 };
+    let expected = UserDataCounts { sessions: 2, events, user_state_keys: 2, memories: 0, artifacts: 0 };
     assert_eq!(svc.count_user_data(&app, "gone").await.unwrap(), expected, "counted before erasing");
     assert_eq!(svc.erase_user(&app, "gone").await.unwrap(), expected, "what it removed");
 

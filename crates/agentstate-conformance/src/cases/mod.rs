@@ -5,6 +5,7 @@
 //! workspace's lints refuse.
 
 mod append;
+mod artifact;
 mod concurrency;
 mod create;
 mod delete;
@@ -24,6 +25,7 @@ mod scopes;
 mod time;
 
 use append::*;
+use artifact::*;
 use concurrency::*;
 use create::*;
 use delete::*;

@@ -135,8 +135,8 @@ pub(crate) async fn erase_user(db: &DbArg, app: &str, user: &str, yes: bool) -> 
     let service = open(db).await?.0.service();
     let found = if yes { service.erase_user(app, user).await? } else { service.count_user_data(app, user).await? };
     let what = format!(
-        "{} sessions, {} events, {} user: keys and {} memories of user {user:?} in app {app:?}",
-        found.sessions, found.events, found.user_state_keys, found.memories
+        "{} sessions, {} events, {} user: keys, {} memories and {} artifact versions of user {user:?} in app {app:?}",
+        found.sessions, found.events, found.user_state_keys, found.memories, found.artifacts
     );
     if yes {
         println!("erased {what}; app: state is untouched");

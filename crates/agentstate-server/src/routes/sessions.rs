@@ -500,6 +500,7 @@ pub(crate) async fn erase_user(
         "events": found.events,
         "userStateKeys": found.user_state_keys,
         "memories": found.memories,
+        "artifacts": found.artifacts,
         "dryRun": query.dry_run,
     })))
 }

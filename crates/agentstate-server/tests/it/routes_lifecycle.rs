@@ -135,11 +135,17 @@ async fn erasing_a_user_needs_an_admin_token_and_says_what_it_removed() {
     }
     let (status, counted) = send(admin, Method::DELETE, "/apps/myapp/users/gone?dryRun=true", "").await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(counted, json!({"sessions": 2, "events": 1, "userStateKeys": 1, "memories": 0, "dryRun": true}));
+    assert_eq!(
+        counted,
+        json!({"sessions": 2, "events": 1, "userStateKeys": 1, "memories": 0, "artifacts": 0, "dryRun": true})
+    );
     let (status, erased) = send(admin, Method::DELETE, "/apps/myapp/users/gone", "").await;
     assert_eq!(
         (status, erased),
-        (StatusCode::OK, json!({"sessions": 2, "events": 1, "userStateKeys": 1, "memories": 0, "dryRun": false}))
+        (
+            StatusCode::OK,
+            json!({"sessions": 2, "events": 1, "userStateKeys": 1, "memories": 0, "artifacts": 0, "dryRun": false})
+        )
     );
     let (_, list) = send(admin, Method::GET, "/apps/myapp/users/gone/sessions", "").await;
     assert_eq!(list, json!([]));

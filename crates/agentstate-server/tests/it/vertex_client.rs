@@ -43,7 +43,7 @@ async fn store(clock: ManualClock) -> Arc<dyn SessionStore> {
 
 agentstate_conformance::session_store_tests!(
     store,
-    lacks: [session_ids_per_user, retention, lifecycle, admin, shared_state, memory, leases],
+    lacks: [session_ids_per_user, retention, lifecycle, admin, shared_state, memory, leases, artifacts],
     model_cases: 48
 );
 

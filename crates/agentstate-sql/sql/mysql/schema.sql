@@ -129,3 +129,22 @@ CREATE TABLE IF NOT EXISTS agentstate_state_writes (
   `deleted_keys` mediumtext NOT NULL,
   PRIMARY KEY (`app_name`,`user_id`,`at_micros`,`write_id`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+-- Artifacts (agentstate::artifact): one row per version of a file, per app, user, session ('' for
+-- a user: name, the user's in every session) and name; its payload in data, the rest of its part
+-- as JSON, its MIME type and custom metadata. Not tied to a session row: artifacts may belong to
+-- sessions kept elsewhere, as ADK's artifact services allow.
+CREATE TABLE IF NOT EXISTS agentstate_artifacts (
+  `app_name` varchar(128) NOT NULL,
+  `user_id` varchar(128) NOT NULL,
+  `session_id` varchar(128) NOT NULL,
+  `name` varchar(256) NOT NULL,
+  `version` bigint NOT NULL,
+  `create_micros` bigint NOT NULL,
+  `mime_type` text,
+  `custom_metadata` mediumtext NOT NULL,
+  `part` mediumtext NOT NULL,
+  `kind` varchar(8) NOT NULL,
+  `size` bigint NOT NULL,
+  `data` longblob NOT NULL,
+  PRIMARY KEY (`app_name`,`user_id`,`session_id`,`name`,`version`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

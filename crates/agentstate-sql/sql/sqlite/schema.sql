@@ -142,3 +142,22 @@ CREATE TABLE IF NOT EXISTS agentstate_state_writes (
 	deleted_keys TEXT NOT NULL,
 	PRIMARY KEY (app_name, user_id, at_micros, write_id)
 );
+-- Artifacts (agentstate::artifact): one row per version of a file, per app, user, session ('' for
+-- a user: name, the user's in every session) and name; its payload in data, the rest of its part
+-- as JSON, its MIME type and custom metadata. Not tied to a session row: artifacts may belong to
+-- sessions kept elsewhere, as ADK's artifact services allow.
+CREATE TABLE IF NOT EXISTS agentstate_artifacts (
+	app_name VARCHAR(128) NOT NULL,
+	user_id VARCHAR(128) NOT NULL,
+	session_id VARCHAR(128) NOT NULL,
+	name VARCHAR(256) NOT NULL,
+	version BIGINT NOT NULL,
+	create_micros BIGINT NOT NULL,
+	mime_type TEXT,
+	custom_metadata TEXT NOT NULL,
+	part TEXT NOT NULL,
+	kind VARCHAR(8) NOT NULL,
+	size BIGINT NOT NULL,
+	data BLOB NOT NULL,
+	PRIMARY KEY (app_name, user_id, session_id, name, version)
+);

@@ -1,6 +1,7 @@
 //! SQLite, the embedded default: the reference's v1 schema in a file (or in memory), WAL, a
 //! group-committing writer thread and pooled readers.
 
+mod artifact;
 mod edit;
 mod lease;
 mod memory;
@@ -273,6 +274,7 @@ impl SessionStore for SqliteStore {
             .with_shared_state(self)
             .with_memory(self)
             .with_leases(self)
+            .with_artifacts(self)
     }
 }
 

@@ -34,6 +34,7 @@
 //! # Ok(()) }
 //! ```
 
+mod artifact;
 mod memory;
 mod rekey;
 mod seal;

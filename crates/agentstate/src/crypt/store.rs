@@ -206,6 +206,9 @@ impl<S: SessionStore> SessionStore for EncryptedStore<S> {
         if inner.memory.is_some() {
             capabilities = capabilities.with_memory(self);
         }
+        if inner.artifacts.is_some() {
+            capabilities = capabilities.with_artifacts(self);
+        }
         // A lease holds ids and times only: nothing to seal.
         if let Some(leases) = inner.leases {
             capabilities = capabilities.with_leases(leases);
@@ -383,8 +386,8 @@ mod tests {
         let names = store.capabilities().names();
         assert_eq!(
             names,
-            ["history", "lifecycle", "admin", "shared_state", "memory", "leases"],
-            "what the in-memory store has, history, shared state and memory transformed, leases passed through"
+            ["history", "lifecycle", "admin", "shared_state", "memory", "leases", "artifacts"],
+            "what the in-memory store has, history, shared state, memory and artifacts transformed, leases passed through"
         );
         let error = EncryptedStore::open(CoreOnly, KeyRing::parse(K1).unwrap()).await.unwrap_err().to_string();
         assert!(error.contains("no admin capability"), "{error}");

@@ -9,6 +9,7 @@
 //! cheaper than an async one. One lock also makes each call trivially atomic across the app,
 //! user and session levels, which is what the per-key merge and the stale check need.
 
+mod artifact;
 mod memory;
 
 use std::collections::{BTreeMap, HashMap};
@@ -38,6 +39,7 @@ pub struct InMemoryStore {
     apps: RwLock<HashMap<String, AppEntry>>,
     metadata: RwLock<BTreeMap<String, String>>,
     memories: memory::Memories,
+    artifacts: artifact::Artifacts,
     leases: LocalLeases,
 }
 
@@ -105,6 +107,7 @@ fn counts(user: &UserEntry) -> UserDataCounts {
         events: user.sessions.values().map(|s| s.events.len()).sum(),
         user_state_keys: user.state.len(),
         memories: 0,
+        artifacts: 0,
     }
 }
 
@@ -296,6 +299,7 @@ impl SessionStore for InMemoryStore {
             .with_admin(self)
             .with_shared_state(self)
             .with_memory(&self.memories)
+            .with_artifacts(&self.artifacts)
             .with_leases(&self.leases)
     }
 }

@@ -46,7 +46,7 @@ impl SessionService {
     }
 
     /// Erases everything of `user_id` in `app_name` (a right-to-erasure request): every session,
-    /// event, `user:` key and memory; returns what it removed. `app:` state, shared with other users, is
+    /// event, `user:` key, memory and artifact; returns what it removed. `app:` state, shared with other users, is
     /// untouched. See [`LifecycleStore::erase_user`] for each backend's guarantees.
     pub async fn erase_user(&self, app_name: &str, user_id: &str) -> Result<UserDataCounts> {
         validate_id("app_name", app_name)?;
@@ -58,12 +58,16 @@ impl SessionService {
             let owner = MemoryOwner::new(app_name, user_id)?;
             erased.memories = memory.erase_memories(&owner).await?;
         }
+        if let Some(artifacts) = self.capabilities().artifacts {
+            erased.artifacts = artifacts.erase_artifacts(app_name, user_id).await?;
+        }
         tracing::info!(
             app = app_name,
             sessions = erased.sessions,
             events = erased.events,
             user_state_keys = erased.user_state_keys,
             memories = erased.memories,
+            artifacts = erased.artifacts,
             "erased a user's data"
         );
         Ok(erased)
@@ -77,6 +81,9 @@ impl SessionService {
         if let Some(memory) = self.capabilities().memory {
             let owner = MemoryOwner::new(app_name, user_id)?;
             found.memories = memory.count_memories(&owner, i64::MIN).await?;
+        }
+        if let Some(artifacts) = self.capabilities().artifacts {
+            found.artifacts = artifacts.count_artifacts(app_name, user_id).await?;
         }
         Ok(found)
     }

@@ -332,10 +332,14 @@ impl SessionService {
         }
     }
 
-    /// Deletes a session and its events. Deleting a missing session succeeds; app and user state
-    /// stay.
+    /// Deletes a session, its events and its artifacts (the user's `user:` artifacts stay).
+    /// Deleting a missing session succeeds; app and user state stay.
     pub async fn delete_session(&self, key: &SessionKey) -> Result<()> {
-        self.inner.store.delete(key).instrument(span("delete_session", key)).await
+        self.inner.store.delete(key).instrument(span("delete_session", key)).await?;
+        if let Some(artifacts) = self.capabilities().artifacts {
+            artifacts.delete_session_artifacts(key.app_name(), key.user_id(), key.session_id()).await?;
+        }
+        Ok(())
     }
 
     /// Appends `event` to the session and applies its `actions.state_delta`, returning the stored

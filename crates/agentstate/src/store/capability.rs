@@ -13,6 +13,7 @@
 //! | [`SharedStateStore`] | `app:` and `user:` state read and written without a session | ADK's `get_user_state`, the state routes |
 //! | [`MemoryStore`] | long-term memories with a full-text index | [`crate::memory`], ADK's memory service |
 //! | [`LeaseStore`] | run leases shared by every server over the store | runs of one session taking turns (double texting) |
+//! | [`ArtifactStore`] | numbered versions of files, per session or per user | [`crate::artifact`], ADK's artifact service |
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -24,6 +25,7 @@ use crate::key::SessionKey;
 use crate::session::Session;
 
 use super::EventCursor;
+use super::artifact::ArtifactStore;
 use super::lease::LeaseStore;
 use super::memory::MemoryStore;
 
@@ -53,6 +55,8 @@ pub struct Capabilities<'a> {
     pub memory: Option<&'a dyn MemoryStore>,
     /// Run leases.
     pub leases: Option<&'a dyn LeaseStore>,
+    /// Versioned artifacts.
+    pub artifacts: Option<&'a dyn ArtifactStore>,
 }
 
 impl<'a> Capabilities<'a> {
@@ -110,6 +114,13 @@ impl<'a> Capabilities<'a> {
         self
     }
 
+    /// With versioned artifacts.
+    #[must_use]
+    pub fn with_artifacts(mut self, artifacts: &'a dyn ArtifactStore) -> Self {
+        self.artifacts = Some(artifacts);
+        self
+    }
+
     /// Whether the service can answer history questions (state at, diffs, rewind, fork) over
     /// this store: it keeps history, or a remote service answers them.
     pub fn answers_history(&self) -> bool {
@@ -117,7 +128,7 @@ impl<'a> Capabilities<'a> {
     }
 
     /// The names of those it has, for logs and docs: `history`, `lifecycle`, `admin`,
-    /// `remote_history`, `shared_state`, `memory`, `leases`.
+    /// `remote_history`, `shared_state`, `memory`, `leases`, `artifacts`.
     pub fn names(&self) -> Vec<&'static str> {
         [
             ("history", self.history.is_some()),
@@ -127,6 +138,7 @@ impl<'a> Capabilities<'a> {
             ("shared_state", self.shared_state.is_some()),
             ("memory", self.memory.is_some()),
             ("leases", self.leases.is_some()),
+            ("artifacts", self.artifacts.is_some()),
         ]
         .into_iter()
         .filter_map(|(name, has)| has.then_some(name))
@@ -211,12 +223,15 @@ pub struct UserDataCounts {
     /// Long-term memories (counted and removed by the service, through [`MemoryStore`]; a
     /// store leaves it 0).
     pub memories: usize,
+    /// Artifact versions, of every session and user-scoped (counted and removed by the service,
+    /// through [`ArtifactStore`]; a store leaves it 0).
+    pub artifacts: usize,
 }
 
 impl UserDataCounts {
     /// Whether there is nothing.
     pub fn is_empty(&self) -> bool {
-        self.sessions == 0 && self.events == 0 && self.user_state_keys == 0 && self.memories == 0
+        self.sessions == 0 && self.events == 0 && self.user_state_keys == 0 && self.memories == 0 && self.artifacts == 0
     }
 }
 

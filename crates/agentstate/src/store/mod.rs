@@ -14,6 +14,7 @@
 //! the statement that reads it. Run the conformance suite (`agentstate-conformance`) against a
 //! new store before calling it done.
 
+pub mod artifact;
 pub mod capability;
 mod filter;
 pub mod lease;
@@ -29,6 +30,7 @@ use serde_json::{Map, Value};
 
 pub use crate::scope::{ScopedKeys, ScopedState, apply_changes, merge_scopes};
 pub use crate::time::{micros_to_secs, now_micros, now_secs, secs_to_micros};
+pub use artifact::{ArtifactKey, ArtifactMeta, ArtifactStore, NewArtifactVersion, PayloadKind, StoredArtifact};
 pub use capability::{
     AdminStore, AttributesUpdate, Capabilities, ENCRYPTION_METADATA, EventCopy, HistorySnapshot, HistoryStore,
     LifecycleStore, RemoteHistory, SharedStateStore, SharedStateUpdate, SharedStateWrite, SharedStateWrites,

@@ -27,6 +27,7 @@ use crate::pool::sqlx_error;
 crate::shared::operations!(sqlx::MySql);
 crate::memories::memory_operations!(sqlx::MySql);
 crate::leases::lease_operations!(sqlx::MySql);
+crate::artifacts::artifact_operations!(sqlx::MySql);
 
 /// A memory search as `memory_search.sql` takes it: the alternatives as a boolean-mode FULLTEXT
 /// query, `(+a +b) (+c)` (a row matching any group; terms are lower-case letters, never

@@ -26,6 +26,7 @@ use crate::shared::expiry_time;
 crate::shared::operations!(sqlx::Postgres);
 crate::memories::memory_operations!(sqlx::Postgres);
 crate::leases::lease_operations!(sqlx::Postgres);
+crate::artifacts::artifact_operations!(sqlx::Postgres);
 
 /// A memory search as `memory_search.sql` takes it: the alternatives as tsqueries (each looked up
 /// on its own), the limit, owner and time, and how many of the newest memories each alternative
@@ -252,6 +253,7 @@ pub(super) async fn erase_user(pool: &Pool, app: &str, user: &str) -> Result<Use
         events: count("events")?,
         user_state_keys: count("user_keys")?,
         memories: 0,
+        artifacts: 0,
     })
 }
 

@@ -451,6 +451,7 @@ pub(super) fn user_data(conn: &Connection, app: &str, user: &str) -> Result<User
                     events: count("events")?,
                     user_state_keys: count("user_keys")?,
                     memories: 0,
+                    artifacts: 0,
                 })
             })
         })

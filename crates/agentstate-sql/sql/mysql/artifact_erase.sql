@@ -1,0 +1,2 @@
+-- Every artifact of a user in an app, of every session and user-scoped.
+DELETE FROM agentstate_artifacts WHERE app_name = ? AND user_id = ?

@@ -1,0 +1,4 @@
+-- Every version's metadata of an artifact, oldest first (no payloads).
+SELECT version, create_micros, mime_type, custom_metadata, size FROM agentstate_artifacts
+WHERE app_name = ?1 AND user_id = ?2 AND session_id = ?3 AND name = ?4
+ORDER BY version

@@ -1,0 +1,260 @@
+//! [`ArtifactService`]: ADK's artifact service over any store with the
+//! [`ArtifactStore`](crate::store::ArtifactStore) capability.
+
+use serde_json::{Map, Value};
+
+use super::model::{self, ArtifactRef, MAX_REFERENCE_DEPTH, refused};
+use crate::content::Part;
+use crate::error::{Error, Result};
+use crate::service::SessionService;
+use crate::store::{ArtifactKey, ArtifactMeta, ArtifactStore, NewArtifactVersion};
+
+/// The largest artifact a save takes by default: its payload and its metadata's JSON, in bytes.
+pub const DEFAULT_MAX_ARTIFACT_BYTES: usize = 64 * 1024 * 1024;
+
+/// The field of the [`Error::InvalidArgument`] a save past the size limit answers (the server
+/// answers it 413).
+pub const TOO_LARGE_FIELD: &str = "artifact_size";
+
+/// A version's metadata, as ADK's `ArtifactVersion` carries it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArtifactVersion {
+    /// From 0.
+    pub version: i64,
+    /// Its `artifact://` URI (a part with this `file_data.file_uri` refers to it).
+    pub canonical_uri: String,
+    /// What the caller attached.
+    pub custom_metadata: Map<String, Value>,
+    /// When it was saved, Unix seconds.
+    pub create_time: f64,
+    /// Its MIME type; `None` for a reference.
+    pub mime_type: Option<String>,
+    /// Bytes of its payload (inline data, text).
+    pub size: u64,
+}
+
+impl ArtifactVersion {
+    fn of(key: &ArtifactKey, meta: ArtifactMeta) -> Self {
+        Self {
+            version: meta.version,
+            canonical_uri: model::uri_of(key, meta.version),
+            custom_metadata: meta.custom_metadata,
+            create_time: crate::time::micros_to_secs(meta.create_micros),
+            mime_type: meta.mime_type,
+            size: meta.size,
+        }
+    }
+
+    /// ADK's JSON (camelCase, `mimeType` left out when `None`), with agentstate's `sizeBytes`.
+    pub fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        out.insert("version".into(), self.version.into());
+        out.insert("canonicalUri".into(), self.canonical_uri.clone().into());
+        out.insert("customMetadata".into(), Value::Object(self.custom_metadata.clone()));
+        out.insert(
+            "createTime".into(),
+            serde_json::Number::from_f64(self.create_time).map_or(Value::Null, Value::Number),
+        );
+        if let Some(mime) = &self.mime_type {
+            out.insert("mimeType".into(), mime.clone().into());
+        }
+        out.insert("sizeBytes".into(), self.size.into());
+        Value::Object(out)
+    }
+}
+
+/// Whose artifacts: an app's user, and the session a call is made in (`None`: user-scoped
+/// names alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArtifactScope<'a> {
+    /// The app.
+    pub app: &'a str,
+    /// The user.
+    pub user: &'a str,
+    /// The session, if any.
+    pub session: Option<&'a str>,
+}
+
+impl<'a> ArtifactScope<'a> {
+    /// The scope of a session (or, with `None`, of the user alone).
+    pub fn new(app: &'a str, user: &'a str, session: Option<&'a str>) -> Self {
+        Self { app, user, session }
+    }
+
+    fn key(&self, name: &str) -> Result<ArtifactKey> {
+        model::key_of(self.app, self.user, self.session, name)
+    }
+}
+
+/// Versioned artifacts (ADK's `BaseArtifactService`): files an agent saves, each save a new
+/// version from 0; names starting with `user:` belong to the user in every session. Works for
+/// sessions the store does not hold, as ADK's services do. Cheap to clone.
+///
+/// ```
+/// use agentstate::artifact::{ArtifactScope, ArtifactService};
+/// use agentstate::{Part, SessionService};
+///
+/// # fn main() { tokio::runtime::Runtime::new().unwrap().block_on(run()).unwrap() }
+/// async fn run() -> agentstate::Result<()> {
+///     let artifacts = ArtifactService::new(SessionService::in_memory());
+///     let scope = ArtifactScope::new("app", "alice", Some("s1"));
+///     let first = artifacts.save(scope, "notes.txt", &Part::text("draft"), None).await?;
+///     let second = artifacts.save(scope, "notes.txt", &Part::text("final"), None).await?;
+///     assert_eq!((first.version, second.version), (0, 1));
+///     let latest = artifacts.load(scope, "notes.txt", None).await?.unwrap();
+///     assert_eq!(latest.text.as_deref(), Some("final"));
+///     Ok(())
+/// }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ArtifactService {
+    sessions: SessionService,
+    max_bytes: usize,
+}
+
+impl ArtifactService {
+    /// Artifacts on the store of `sessions`, at most [`DEFAULT_MAX_ARTIFACT_BYTES`] each.
+    pub fn new(sessions: SessionService) -> Self {
+        Self { sessions, max_bytes: DEFAULT_MAX_ARTIFACT_BYTES }
+    }
+
+    /// With another size limit (payload and metadata, in bytes).
+    #[must_use]
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// The size limit.
+    pub fn max_bytes(&self) -> usize {
+        self.max_bytes
+    }
+
+    /// Whether the store keeps artifacts.
+    pub fn is_supported(&self) -> bool {
+        self.sessions.capabilities().artifacts.is_some()
+    }
+
+    fn store(&self, operation: &'static str) -> Result<&dyn ArtifactStore> {
+        self.sessions.capabilities().artifacts.ok_or(Error::Unsupported { operation, capability: "artifacts" })
+    }
+
+    /// ADK's `save_artifact`: `part` as the next version of `name` (0 for a new name), with
+    /// `custom_metadata`. Refuses (as ADK's `InputValidationError`) a non-`user:` name without a
+    /// session, ids that could change where it goes, a part with neither inline data, text nor a
+    /// file, and an `artifact://` reference outside the caller's scope; a part over the size limit
+    /// is refused with [`TOO_LARGE_FIELD`].
+    pub async fn save(
+        &self,
+        scope: ArtifactScope<'_>,
+        name: &str,
+        part: &Part,
+        custom_metadata: Option<Map<String, Value>>,
+    ) -> Result<ArtifactVersion> {
+        let key = scope.key(name)?;
+        let split = model::split(part)?;
+        if let Some(uri) = &split.reference {
+            let target =
+                model::parse_uri(uri).ok_or_else(|| refused(format!("Invalid artifact reference URI: {uri}")))?;
+            model::check_scope(&target, scope.app, scope.user, key.session.as_deref())?;
+        }
+        let custom_metadata = custom_metadata.unwrap_or_default();
+        let metadata_bytes = serde_json::to_string(&custom_metadata).map_or(0, |s| s.len());
+        let total = split.data.len() + metadata_bytes;
+        if total > self.max_bytes {
+            return Err(Error::InvalidArgument {
+                field: TOO_LARGE_FIELD,
+                message: format!(
+                    "the artifact is {total} bytes with its metadata, over the limit of {} bytes",
+                    self.max_bytes
+                ),
+            });
+        }
+        let meta = ArtifactMeta {
+            version: 0,
+            mime_type: split.mime_type,
+            custom_metadata,
+            create_micros: self.sessions.now_micros(),
+            size: split.data.len() as u64,
+        };
+        let version = NewArtifactVersion { meta, part: split.rest, kind: split.kind, data: split.data };
+        let number = self.store("save_artifact")?.put_artifact(&key, &version).await?;
+        Ok(ArtifactVersion::of(&key, ArtifactMeta { version: number, ..version.meta }))
+    }
+
+    /// ADK's `load_artifact`: the part of a version (`None`: the latest), following
+    /// `artifact://` references (at most [`MAX_REFERENCE_DEPTH`], each within the caller's app
+    /// and user, and session for a session's artifact); `None` when there is no such version or
+    /// it is a rewind's tombstone.
+    pub async fn load(&self, scope: ArtifactScope<'_>, name: &str, version: Option<i64>) -> Result<Option<Part>> {
+        let store = self.store("load_artifact")?;
+        let mut key = scope.key(name)?;
+        let mut version = version;
+        let mut depth = MAX_REFERENCE_DEPTH;
+        loop {
+            if version.is_some_and(|v| v < 0) {
+                return Ok(None);
+            }
+            let Some(stored) = store.get_artifact(&key, version).await? else { return Ok(None) };
+            let Some(uri) = model::reference_of(&stored) else {
+                if model::is_tombstone(&stored) {
+                    return Ok(None);
+                }
+                return model::join(stored).map(Some);
+            };
+            if depth == 0 {
+                return Err(refused(format!("Exceeded maximum recursion depth resolving artifact reference: {uri}")));
+            }
+            let target: ArtifactRef =
+                model::parse_uri(uri).ok_or_else(|| refused(format!("Invalid artifact reference URI: {uri}")))?;
+            model::check_scope(&target, &key.app, &key.user, key.session.as_deref())?;
+            depth -= 1;
+            (key, version) = (target.key, Some(target.version));
+        }
+    }
+
+    /// ADK's `list_artifact_keys`: the session's names and the user's `user:` names, sorted.
+    pub async fn list_keys(&self, scope: ArtifactScope<'_>) -> Result<Vec<String>> {
+        model::validate_segment(scope.app, "app_name")?;
+        model::validate_segment(scope.user, "user_id")?;
+        if let Some(session) = scope.session {
+            model::validate_segment(session, "session_id")?;
+        }
+        self.store("list_artifact_keys")?.artifact_names(scope.app, scope.user, scope.session).await
+    }
+
+    /// ADK's `delete_artifact`: every version of `name`; nothing to delete is fine. Returns how
+    /// many versions it removed.
+    pub async fn delete(&self, scope: ArtifactScope<'_>, name: &str) -> Result<usize> {
+        let key = scope.key(name)?;
+        self.store("delete_artifact")?.delete_artifact(&key).await
+    }
+
+    /// ADK's `list_versions`: the version numbers, oldest first.
+    pub async fn list_versions(&self, scope: ArtifactScope<'_>, name: &str) -> Result<Vec<i64>> {
+        Ok(self.list_artifact_versions(scope, name).await?.into_iter().map(|v| v.version).collect())
+    }
+
+    /// ADK's `list_artifact_versions`: every version's metadata, oldest first.
+    pub async fn list_artifact_versions(&self, scope: ArtifactScope<'_>, name: &str) -> Result<Vec<ArtifactVersion>> {
+        let key = scope.key(name)?;
+        let metas = self.store("list_artifact_versions")?.artifact_versions(&key).await?;
+        Ok(metas.into_iter().map(|meta| ArtifactVersion::of(&key, meta)).collect())
+    }
+
+    /// ADK's `get_artifact_version`: one version's metadata (`None`: the latest's).
+    pub async fn get_artifact_version(
+        &self,
+        scope: ArtifactScope<'_>,
+        name: &str,
+        version: Option<i64>,
+    ) -> Result<Option<ArtifactVersion>> {
+        let key = scope.key(name)?;
+        let mut metas = self.store("get_artifact_version")?.artifact_versions(&key).await?;
+        let found = match version {
+            None => metas.pop(),
+            Some(v) => metas.into_iter().find(|m| m.version == v),
+        };
+        Ok(found.map(|meta| ArtifactVersion::of(&key, meta)))
+    }
+}

@@ -1,0 +1,89 @@
+//! The in-memory store's artifacts: each artifact's versions in a vector, numbered by position
+//! (ADK for Python's in-memory service keeps them the same way).
+
+use std::collections::BTreeMap;
+use std::sync::{PoisonError, RwLock};
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::store::{ArtifactKey, ArtifactMeta, ArtifactStore, NewArtifactVersion, StoredArtifact};
+
+/// Every artifact's versions, in key order.
+#[derive(Debug, Default)]
+pub(super) struct Artifacts(RwLock<BTreeMap<ArtifactKey, Vec<StoredArtifact>>>);
+
+impl Artifacts {
+    fn remove_where(&self, doomed: impl Fn(&ArtifactKey) -> bool) -> usize {
+        let mut all = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        let mut removed = 0;
+        all.retain(|key, versions| {
+            let keep = !doomed(key);
+            if !keep {
+                removed += versions.len();
+            }
+            keep
+        });
+        removed
+    }
+}
+
+#[async_trait]
+impl ArtifactStore for Artifacts {
+    async fn put_artifact(&self, key: &ArtifactKey, version: &NewArtifactVersion) -> Result<i64> {
+        let mut all = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        let versions = all.entry(key.clone()).or_default();
+        let number = i64::try_from(versions.len()).unwrap_or(i64::MAX);
+        versions.push(StoredArtifact {
+            meta: ArtifactMeta { version: number, ..version.meta.clone() },
+            part: version.part.clone(),
+            kind: version.kind,
+            data: version.data.clone(),
+        });
+        Ok(number)
+    }
+
+    async fn get_artifact(&self, key: &ArtifactKey, version: Option<i64>) -> Result<Option<StoredArtifact>> {
+        let all = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        let Some(versions) = all.get(key) else { return Ok(None) };
+        let found = match version {
+            None => versions.last(),
+            Some(v) => usize::try_from(v).ok().and_then(|v| versions.get(v)),
+        };
+        Ok(found.cloned())
+    }
+
+    async fn artifact_versions(&self, key: &ArtifactKey) -> Result<Vec<ArtifactMeta>> {
+        let all = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        Ok(all.get(key).map(|versions| versions.iter().map(|v| v.meta.clone()).collect()).unwrap_or_default())
+    }
+
+    async fn artifact_names(&self, app: &str, user: &str, session: Option<&str>) -> Result<Vec<String>> {
+        let all = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        let mut names: Vec<String> = all
+            .keys()
+            .filter(|k| k.app == app && k.user == user && (k.session.is_none() || k.session.as_deref() == session))
+            .map(|k| k.name.clone())
+            .collect();
+        names.sort_unstable();
+        Ok(names)
+    }
+
+    async fn delete_artifact(&self, key: &ArtifactKey) -> Result<usize> {
+        let mut all = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        Ok(all.remove(key).map_or(0, |versions| versions.len()))
+    }
+
+    async fn delete_session_artifacts(&self, app: &str, user: &str, session: &str) -> Result<usize> {
+        Ok(self.remove_where(|k| k.app == app && k.user == user && k.session.as_deref() == Some(session)))
+    }
+
+    async fn erase_artifacts(&self, app: &str, user: &str) -> Result<usize> {
+        Ok(self.remove_where(|k| k.app == app && k.user == user))
+    }
+
+    async fn count_artifacts(&self, app: &str, user: &str) -> Result<usize> {
+        let all = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        Ok(all.iter().filter(|(k, _)| k.app == app && k.user == user).map(|(_, versions)| versions.len()).sum())
+    }
+}

@@ -1,0 +1,133 @@
+//! Artifacts kept by the store: the [`ArtifactStore`] capability. The rules (names, scopes,
+//! references, what a part may be, limits) are the service's, in [`crate::artifact`]; a store
+//! keeps numbered versions of each artifact, each a payload of bytes with the rest of its part
+//! and its metadata, and hands out the next number atomically.
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use crate::error::Result;
+
+/// Which artifact: an app's user's file, in one session or (`session: None`, names starting
+/// with `user:`) in every session of the user.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ArtifactKey {
+    /// The app.
+    pub app: String,
+    /// The user.
+    pub user: String,
+    /// The session; `None` for a user-scoped artifact.
+    pub session: Option<String>,
+    /// The file name (may hold `/`).
+    pub name: String,
+}
+
+impl ArtifactKey {
+    /// The session as stored: `""` for a user-scoped artifact (no session id is empty).
+    pub fn session_column(&self) -> &str {
+        self.session.as_deref().unwrap_or("")
+    }
+}
+
+/// Where a version's bytes go back in its part when it is loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PayloadKind {
+    /// `inline_data.data`.
+    Inline,
+    /// `text` (UTF-8).
+    Text,
+    /// Nowhere: the part has no bytes of its own (a `file_data` URI, a reference).
+    None,
+}
+
+impl PayloadKind {
+    /// Its name as stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Inline => "inline",
+            Self::Text => "text",
+            Self::None => "none",
+        }
+    }
+
+    /// The kind a stored name names (an unknown one reads as [`PayloadKind::None`]).
+    pub fn parse(name: &str) -> Self {
+        match name {
+            "inline" => Self::Inline,
+            "text" => Self::Text,
+            _ => Self::None,
+        }
+    }
+}
+
+/// A version's metadata, as listings answer it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArtifactMeta {
+    /// From 0.
+    pub version: i64,
+    /// The part's MIME type (`None` for a reference, whose type is its target's).
+    pub mime_type: Option<String>,
+    /// What the caller attached.
+    pub custom_metadata: Map<String, Value>,
+    /// When it was saved (epoch µs).
+    pub create_micros: i64,
+    /// Bytes of its payload.
+    pub size: u64,
+}
+
+/// A version to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewArtifactVersion {
+    /// The metadata; its `version` is ignored (the store numbers it).
+    pub meta: ArtifactMeta,
+    /// The part without its payload (snake_case JSON).
+    pub part: Map<String, Value>,
+    /// Where the payload goes back.
+    pub kind: PayloadKind,
+    /// The payload.
+    pub data: Vec<u8>,
+}
+
+/// A stored version, whole.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredArtifact {
+    /// Its metadata.
+    pub meta: ArtifactMeta,
+    /// The part without its payload.
+    pub part: Map<String, Value>,
+    /// Where the payload goes back.
+    pub kind: PayloadKind,
+    /// The payload.
+    pub data: Vec<u8>,
+}
+
+/// Versioned artifacts kept beside sessions.
+#[async_trait]
+pub trait ArtifactStore: Send + Sync {
+    /// Stores `version` as the artifact's next version (0 when it has none) and returns its
+    /// number. Atomic: two saves of one artifact at once get two numbers, neither overwritten.
+    async fn put_artifact(&self, key: &ArtifactKey, version: &NewArtifactVersion) -> Result<i64>;
+
+    /// One version (`None`: the latest), whole; `None` if there is no such version.
+    async fn get_artifact(&self, key: &ArtifactKey, version: Option<i64>) -> Result<Option<StoredArtifact>>;
+
+    /// Every version's metadata, oldest first; empty for no such artifact.
+    async fn artifact_versions(&self, key: &ArtifactKey) -> Result<Vec<ArtifactMeta>>;
+
+    /// The names of the artifacts of the session `session` of `user` in `app`, with the user's
+    /// user-scoped ones (`None`: those alone), sorted.
+    async fn artifact_names(&self, app: &str, user: &str, session: Option<&str>) -> Result<Vec<String>>;
+
+    /// Removes every version of the artifact; returns how many.
+    async fn delete_artifact(&self, key: &ArtifactKey) -> Result<usize>;
+
+    /// Removes every version of every artifact of the session; returns how many.
+    async fn delete_session_artifacts(&self, app: &str, user: &str, session: &str) -> Result<usize>;
+
+    /// Removes every version of every artifact of the user in `app`, of every session and
+    /// user-scoped; returns how many.
+    async fn erase_artifacts(&self, app: &str, user: &str) -> Result<usize>;
+
+    /// How many versions [`erase_artifacts`](Self::erase_artifacts) would remove now.
+    async fn count_artifacts(&self, app: &str, user: &str) -> Result<usize>;
+}
