@@ -1,6 +1,6 @@
-"""The reference's own `adk api_server`, told `--session_service_uri agentstate://…` and
-`--memory_service_uri agentstate://…` with the services.yaml a user adds: its sessions, runs and
-memories are kept by agentstate."""
+"""The reference's own `adk api_server`, told `--session_service_uri agentstate://…`,
+`--memory_service_uri agentstate://…` and `--artifact_service_uri agentstate://…` with the
+services.yaml a user adds: its sessions, runs, memories and artifacts are kept by agentstate."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from agentstate_adk import AgentstateMemoryService, AgentstateSessionService
+from agentstate_adk import AgentstateArtifactService, AgentstateMemoryService, AgentstateSessionService
 
 AGENTS = Path(__file__).parent / "agents"
 
@@ -31,7 +31,8 @@ def test_adk_api_server_keeps_its_sessions_in_agentstate(server):
     process = subprocess.Popen(
         [str(adk), "api_server", "--host", "127.0.0.1", "--port", str(port), "--no-reload",
          "--session_service_uri", f"agentstate://{server.addr}",
-         "--memory_service_uri", f"agentstate://{server.addr}", str(AGENTS)],
+         "--memory_service_uri", f"agentstate://{server.addr}",
+         "--artifact_service_uri", f"agentstate://{server.addr}", str(AGENTS)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
@@ -71,6 +72,13 @@ def test_adk_api_server_keeps_its_sessions_in_agentstate(server):
         found_ids = [m.id for m in found.memories]
         assert stored.events[0].id in found_ids, "the user's words"
         assert set(found_ids) <= {e.id for e in stored.events}
+        # Its artifact routes keep artifacts in agentstate.
+        saved = httpx.post(f"{base}/apps/helper/users/u/sessions/s/artifacts",
+                           json={"filename": "user:card.txt", "artifact": {"text": "Bo"}}, timeout=30)
+        assert (saved.status_code, saved.json()["version"]) == (200, 0), saved.text
+        artifacts = AgentstateArtifactService(server.url)
+        card = asyncio.run(artifacts.load_artifact(app_name="helper", user_id="u", filename="user:card.txt"))
+        assert card is not None and card.text == "Bo"
     finally:
         process.kill()
         process.wait()

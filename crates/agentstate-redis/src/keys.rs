@@ -22,6 +22,10 @@
 //! {prefix}{app}:l:{user}            hash   run leases: session id → "{until µs} {interruptions} {holder}"
 //! {prefix}{app}:w:{user}            zset   the user's state writes without a session, by time (µs)
 //! {prefix}{app}:w                   zset   the app's state writes without a session, by time (µs)
+//! {prefix}{app}:av:{user}:{session}:{name}  hash  an artifact: n (versions), m:{v} (its metadata
+//!                                    JSON), d:{v} (its payload); session '' for a user: name
+//! {prefix}{app}:an:{user}:{session}  zset   the names of a session's artifacts (all scored 0)
+//! {prefix}{app}:as:{user}            set    the user's sessions that have artifacts ('' too)
 //! {prefix}apps                      set    the apps
 //! {prefix}expiring-apps             set    the apps that have had expiring sessions (for the sweep)
 //! {prefix}meta:{name}               string the store's metadata (encryption at rest's key checks)
@@ -174,6 +178,21 @@ impl AppKeys {
     /// The app's expiring memories, `"{user}\0{member}"` by expire time, for the sweep.
     pub(crate) fn expiring_memories(&self) -> String {
         self.key("memx", &[])
+    }
+
+    /// An artifact's versions (see `lua/artifact_lib.lua`).
+    pub(crate) fn artifact(&self, user: &str, session: &str, name: &str) -> String {
+        self.key("av", &[user, session, name])
+    }
+
+    /// The names of a session's artifacts (`""`: the user's user-scoped ones).
+    pub(crate) fn artifact_names(&self, user: &str, session: &str) -> String {
+        self.key("an", &[user, session])
+    }
+
+    /// The user's sessions that have artifacts.
+    pub(crate) fn artifact_sessions(&self, user: &str) -> String {
+        self.key("as", &[user])
     }
 
     /// The users of the app holding memories (a sorted set, all scored 0: byte order).

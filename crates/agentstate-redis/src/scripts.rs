@@ -44,3 +44,17 @@ memory_scripts! {
     MEMORY_DELETE = "memory_delete", MEMORY_ERASE = "memory_erase", MEMORY_EXPIRE = "memory_expire",
     MEMORY_COUNT = "memory_count",
 }
+
+/// The artifact scripts: `lua/artifact_lib.lua`'s helpers, then the script's own file.
+macro_rules! artifact_scripts {
+    ($($name:ident = $file:literal),* $(,)?) => {$(
+        pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| {
+            Script::new(concat!(include_str!("lua/artifact_lib.lua"), include_str!(concat!("lua/", $file, ".lua"))))
+        });
+    )*};
+}
+
+artifact_scripts! {
+    ARTIFACT_PUT = "artifact_put", ARTIFACT_GET = "artifact_get", ARTIFACT_VERSIONS = "artifact_versions",
+    ARTIFACT_DELETE = "artifact_delete", ARTIFACT_CLEAR = "artifact_clear",
+}

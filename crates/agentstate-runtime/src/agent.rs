@@ -16,7 +16,7 @@ use agentstate::{Event, Map, Session, SessionService, Value};
 use async_trait::async_trait;
 use tokio::sync::{Mutex, mpsc};
 
-use crate::context::{CallbackContext, MemoryAccess};
+use crate::context::{ArtifactAccess, CallbackContext, MemoryAccess};
 use crate::error::RuntimeError;
 
 /// An agent: something that, given the invocation, emits events.
@@ -149,6 +149,7 @@ struct Shared {
     llm_calls: AtomicUsize,
     max_llm_calls: usize,
     memory: Option<MemoryAccess>,
+    artifacts: Option<ArtifactAccess>,
     /// Raised when another run of the session asked this one to stop.
     stop: Option<Arc<AtomicBool>>,
 }
@@ -191,6 +192,7 @@ pub(crate) struct InvocationSetup {
     pub(crate) streaming: bool,
     pub(crate) max_llm_calls: usize,
     pub(crate) memory: Option<MemoryAccess>,
+    pub(crate) artifacts: Option<ArtifactAccess>,
     pub(crate) stop: Option<Arc<AtomicBool>>,
 }
 
@@ -207,6 +209,7 @@ impl InvocationContext {
                 llm_calls: AtomicUsize::new(0),
                 max_llm_calls: setup.max_llm_calls,
                 memory: setup.memory,
+                artifacts: setup.artifacts,
                 stop: setup.stop,
             }),
             branch: None,
@@ -260,9 +263,18 @@ impl InvocationContext {
         self.shared.live.lock().await.state()
     }
 
-    /// A callback context of `agent` over the live state (with the invocation's memory).
+    /// A callback context of `agent` over the live state (with the invocation's memory and
+    /// artifacts).
     pub async fn callback_context(&self, agent: &str) -> CallbackContext {
-        CallbackContext::from_snapshot(self.invocation_id(), agent, self.state().await).with_memory(self.memory())
+        CallbackContext::from_snapshot(self.invocation_id(), agent, self.state().await)
+            .with_memory(self.memory())
+            .with_artifacts(self.artifacts())
+    }
+
+    /// The artifacts the invocation may save and load: the runner's artifact service in the
+    /// session's scope (`None` without one).
+    pub fn artifacts(&self) -> Option<ArtifactAccess> {
+        self.shared.artifacts.clone()
     }
 
     /// The memory the invocation may search: the runner's memory service for the session's user

@@ -39,8 +39,9 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use agentstate::artifact::{ArtifactScope, ArtifactService};
 use agentstate::memory::{Memory, MemoryOwner, MemoryService};
-use agentstate::{Event, EventActions, Map, Session, State, Value};
+use agentstate::{Event, EventActions, Map, Part, Session, State, Value};
 
 use crate::template::{Template, TemplateError};
 
@@ -55,6 +56,35 @@ pub struct CallbackContext {
     written: Arc<Mutex<Writes>>,
     changes: Changes,
     memory: Option<MemoryAccess>,
+    artifacts: Option<ArtifactAccess>,
+}
+
+/// The artifacts an invocation may save and load: the runner's artifact service, in the
+/// session's scope (its `user:` names are the user's in every session).
+#[derive(Debug, Clone)]
+pub struct ArtifactAccess {
+    /// The service.
+    pub service: ArtifactService,
+    /// The session's app.
+    pub app: String,
+    /// The session's user.
+    pub user: String,
+    /// The session.
+    pub session: String,
+}
+
+impl ArtifactAccess {
+    /// The session's scope.
+    pub fn scope(&self) -> ArtifactScope<'_> {
+        ArtifactScope::new(&self.app, &self.user, Some(&self.session))
+    }
+}
+
+fn no_artifact_service() -> agentstate::Error {
+    agentstate::Error::Unsupported {
+        operation: "artifacts: the runner has no artifact service (Runner::artifacts)",
+        capability: "artifacts",
+    }
 }
 
 /// The memory an invocation may search: the runner's memory service, for the session's user.
@@ -165,6 +195,7 @@ impl CallbackContext {
             written: Arc::default(),
             changes: Changes::default(),
             memory: None,
+            artifacts: None,
         }
     }
 
@@ -174,6 +205,45 @@ impl CallbackContext {
     pub fn with_memory(mut self, memory: Option<MemoryAccess>) -> Self {
         self.memory = memory;
         self
+    }
+
+    /// With access to artifacts (the [`Runner`](crate::Runner) gives it when it has an artifact
+    /// service).
+    #[must_use]
+    pub fn with_artifacts(mut self, artifacts: Option<ArtifactAccess>) -> Self {
+        self.artifacts = artifacts;
+        self
+    }
+
+    /// ADK's `save_artifact`: saves `part` as the next version of `name` in the session (a
+    /// `user:` name, for the user) and records it in the event's `artifact_delta`; the version.
+    ///
+    /// # Errors
+    /// `Unsupported` when the runner has no artifact service; the service's refusals.
+    pub async fn save_artifact(&mut self, name: &str, part: &Part) -> agentstate::Result<i64> {
+        let access = self.artifacts.as_ref().ok_or_else(no_artifact_service)?;
+        let saved = access.service.save(access.scope(), name, part, None).await?;
+        self.changes.actions.artifact_delta.insert(name.to_owned(), Value::from(saved.version));
+        Ok(saved.version)
+    }
+
+    /// ADK's `load_artifact`: a version of `name` (`None`: the latest), or `None`.
+    ///
+    /// # Errors
+    /// `Unsupported` when the runner has no artifact service; the service's errors.
+    pub async fn load_artifact(&self, name: &str, version: Option<i64>) -> agentstate::Result<Option<Part>> {
+        let access = self.artifacts.as_ref().ok_or_else(no_artifact_service)?;
+        access.service.load(access.scope(), name, version).await
+    }
+
+    /// ADK's `list_artifacts`: the names of the session's artifacts and the user's `user:` ones,
+    /// sorted.
+    ///
+    /// # Errors
+    /// `Unsupported` when the runner has no artifact service; the service's errors.
+    pub async fn list_artifacts(&self) -> agentstate::Result<Vec<String>> {
+        let access = self.artifacts.as_ref().ok_or_else(no_artifact_service)?;
+        access.service.list_keys(access.scope()).await
     }
 
     /// ADK's `search_memory`: the memories of the session's user that share words with `query`,
@@ -203,6 +273,7 @@ impl CallbackContext {
             written: Arc::clone(&self.written),
             changes: Changes::default(),
             memory: self.memory.clone(),
+            artifacts: self.artifacts.clone(),
         }
     }
 

@@ -34,6 +34,7 @@ macro_rules! into_dyn {
 
 pub mod agent;
 mod agent_tool;
+mod artifact_text;
 mod concurrency;
 pub mod config;
 mod context;
@@ -52,7 +53,8 @@ mod workflow;
 pub use agent_tool::AgentTool;
 pub use concurrency::{DoubleTexting, RunConcurrency};
 pub use context::{
-    CallbackContext, Changes, MemoryAccess, ReadonlyContext, StateMut, ToolContext, inject_session_state,
+    ArtifactAccess, CallbackContext, Changes, MemoryAccess, ReadonlyContext, StateMut, ToolContext,
+    inject_session_state,
 };
 pub use error::RuntimeError;
 pub use function_tool::{FunctionTool, ToolFuture};

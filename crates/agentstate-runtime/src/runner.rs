@@ -72,6 +72,7 @@ pub struct Runner {
     history: Option<History>,
     max_llm_calls: usize,
     memory: Option<MemoryService>,
+    artifacts: Option<agentstate::artifact::ArtifactService>,
     add_to_memory: bool,
     concurrency: RunConcurrency,
     turns: Arc<Turns>,
@@ -133,6 +134,7 @@ impl Runner {
             history: None,
             max_llm_calls: DEFAULT_MAX_LLM_CALLS,
             memory: None,
+            artifacts: None,
             add_to_memory: false,
             concurrency: RunConcurrency::default(),
             turns: Arc::default(),
@@ -161,6 +163,14 @@ impl Runner {
     /// session's user.
     pub fn memory(mut self, memory: MemoryService) -> Self {
         self.memory = Some(memory);
+        self
+    }
+
+    /// Artifacts for the agents: tools and callbacks save, load and list them through their
+    /// context ([`CallbackContext::save_artifact`](crate::CallbackContext::save_artifact)), and
+    /// instructions read them (`{artifact.notes.txt}`).
+    pub fn artifacts(mut self, artifacts: agentstate::artifact::ArtifactService) -> Self {
+        self.artifacts = Some(artifacts);
         self
     }
 
@@ -312,6 +322,12 @@ impl Runner {
             streaming: request.streaming,
             max_llm_calls: self.max_llm_calls,
             memory: memory.clone(),
+            artifacts: self.artifacts.clone().map(|service| crate::context::ArtifactAccess {
+                service,
+                app: key.app_name().to_owned(),
+                user: key.user_id().to_owned(),
+                session: key.session_id().to_owned(),
+            }),
             stop: Some(stop),
         });
         if request.new_message.is_some() || !request.state_delta.is_empty() {

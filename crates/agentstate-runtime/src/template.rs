@@ -47,7 +47,19 @@ pub enum TemplateError {
     /// `{artifact.…}` without an artifact store (the reference's message).
     #[error("Artifact service is not initialized.")]
     NoArtifactService,
+    /// A required `{artifact.name}` does not exist (the reference's message).
+    #[error("Artifact '{name}' not found in agent '{agent}'.")]
+    MissingArtifact {
+        /// The artifact's name.
+        name: String,
+        /// The agent whose instruction it is.
+        agent: String,
+    },
 }
+
+/// The texts of the artifacts a template names, loaded before it is rendered: name → text, or
+/// `None` for an artifact that does not exist.
+pub type ArtifactTexts = std::collections::HashMap<String, Option<String>>;
 
 /// One `{…}` to fill.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,11 +180,34 @@ impl Template {
     /// Fills the template from `state` (the live, merged state: `temp:` keys included) for the
     /// agent named `agent`.
     pub fn render(&self, state: &Map<String, Value>, agent: &str) -> Result<String, TemplateError> {
+        self.render_with_artifacts(state, None, agent)
+    }
+
+    /// [`render`](Self::render), with the texts of the artifacts it names (`None`: there is no
+    /// artifact service, and an `{artifact.…}` placeholder is an error).
+    pub fn render_with_artifacts(
+        &self,
+        state: &Map<String, Value>,
+        artifacts: Option<&ArtifactTexts>,
+        agent: &str,
+    ) -> Result<String, TemplateError> {
         let mut out = String::new();
         for segment in &self.segments {
             match segment {
                 Segment::Text(text) => out.push_str(text),
-                Segment::Slot(p) if p.artifact => return Err(TemplateError::NoArtifactService),
+                Segment::Slot(p) if p.artifact => {
+                    let texts = artifacts.ok_or(TemplateError::NoArtifactService)?;
+                    match texts.get(&p.name).and_then(Option::as_deref) {
+                        Some(text) => out.push_str(text),
+                        None if p.optional => {}
+                        None => {
+                            return Err(TemplateError::MissingArtifact {
+                                name: p.name.clone(),
+                                agent: agent.to_owned(),
+                            });
+                        }
+                    }
+                }
                 Segment::Slot(p) => match state.get(&p.name) {
                     Some(Value::String(s)) => out.push_str(s),
                     Some(Value::Null) => {}

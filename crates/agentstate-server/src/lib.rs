@@ -57,6 +57,7 @@ pub fn app(state: AppState) -> Router {
     let document = serde_json::to_vec(&openapi::document(OPERATIONS)).unwrap_or_default();
     let rest = routes::register(&state)
         .route_layer(from_fn_with_state(state.clone(), metrics::track))
+        .fallback(routes::not_found)
         .layer(axum::middleware::from_fn(error::json_rejections))
         .with_state(state.clone())
         .layer(axum::Extension(routes::OpenApiDocument(document.into())))

@@ -18,11 +18,21 @@ pub struct Limits {
     /// Largest state (initial state or delta) one request may write, in bytes of JSON
     /// (`--max-state-bytes`).
     pub max_state_bytes: usize,
+    /// Largest artifact a save takes, in bytes of its payload with its metadata
+    /// (`--max-artifact-bytes`); the save route reads a body up to a third more (base64) and
+    /// 64 KiB of JSON around it, beyond `max_body_bytes`.
+    pub max_artifact_bytes: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_body_bytes: 1 << 20, max_key_chars: 256, max_json_depth: 32, max_state_bytes: 256 << 10 }
+        Self {
+            max_body_bytes: 1 << 20,
+            max_key_chars: 256,
+            max_json_depth: 32,
+            max_state_bytes: 256 << 10,
+            max_artifact_bytes: 32 << 20,
+        }
     }
 }
 
@@ -123,7 +133,13 @@ mod tests {
 
     #[test]
     fn each_limit_names_itself() {
-        let limits = Limits { max_body_bytes: 10, max_key_chars: 4, max_json_depth: 2, max_state_bytes: 40 };
+        let limits = Limits {
+            max_body_bytes: 10,
+            max_key_chars: 4,
+            max_json_depth: 2,
+            max_state_bytes: 40,
+            ..Limits::default()
+        };
         assert!(limits.check_state("state", &map(json!({"abcd": [[1]]}))).is_ok());
         let e = limits.check_state("state", &map(json!({"abcde": 1}))).unwrap_err().to_string();
         assert!(e.contains("--max-key-chars"), "{e}");

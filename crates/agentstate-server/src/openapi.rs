@@ -135,7 +135,7 @@ fn schemas() -> Value {
         "Null": {"type": "null"},
         "Metrics": {"type": "string", "description": "Prometheus text exposition format"},
     });
-    for more in [history_schemas(), memory_schemas()] {
+    for more in [history_schemas(), memory_schemas(), crate::routes::artifact_schemas()] {
         if let (Value::Object(all), Value::Object(more)) = (&mut schemas, more) {
             all.extend(more);
         }
@@ -230,6 +230,11 @@ fn parameters(op: &Operation) -> Vec<Value> {
         .split('/')
         .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
         .map(|name| {
+            if let Some(name) = name.strip_prefix('*') {
+                let description = "The rest of the path: an artifact name (it may hold /), then what to read of it";
+                let schema = json!({"type": "string", "minLength": 1});
+                return json!({"name": name, "in": "path", "required": true, "schema": schema, "description": description});
+            }
             let schema = if name == "file" {
                 json!({"type": "string", "enum": ["inspector.css", "inspector.js"]})
             } else if name == "version" {
@@ -482,7 +487,8 @@ pub fn document(operations: &[Operation]) -> Value {
         if let Some(links) = links(op.method, op.path) {
             operation["responses"]["200"]["links"] = links;
         }
-        let entry = paths.entry(op.path.to_owned()).or_insert_with(|| json!({}));
+        // A catch-all (`{*name}`, which may hold `/`) is an ordinary parameter in OpenAPI.
+        let entry = paths.entry(op.path.replace("{*", "{")).or_insert_with(|| json!({}));
         entry[op.method] = operation;
     }
     grpc_methods(json!({

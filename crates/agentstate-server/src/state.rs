@@ -174,6 +174,12 @@ impl AppState {
         &self.memory
     }
 
+    /// The artifact service (over the session service's store, at most
+    /// [`Limits::max_artifact_bytes`] per save).
+    pub fn artifacts(&self) -> agentstate::artifact::ArtifactService {
+        agentstate::artifact::ArtifactService::new(self.service.clone()).with_max_bytes(self.limits.max_artifact_bytes)
+    }
+
     /// The session service.
     pub fn service(&self) -> &SessionService {
         &self.service

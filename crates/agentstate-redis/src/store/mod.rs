@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod artifact;
 mod capabilities;
 mod lease;
 mod list;
@@ -477,6 +478,7 @@ impl SessionStore for RedisStore {
             .with_shared_state(self)
             .with_memory(self)
             .with_leases(self)
+            .with_artifacts(self)
     }
 }
 

@@ -17,7 +17,7 @@ async fn store(_clock: ManualClock) -> Arc<dyn SessionStore> {
     Arc::new(open().await)
 }
 
-agentstate_conformance::session_store_tests!(store, lacks: [artifacts], model_cases: 32);
+agentstate_conformance::session_store_tests!(store, lacks: [], model_cases: 32);
 
 /// Two stores (two connections, as two processes would have) used alternately.
 async fn two_instances(_clock: ManualClock) -> Arc<dyn SessionStore> {
@@ -27,5 +27,5 @@ async fn two_instances(_clock: ManualClock) -> Arc<dyn SessionStore> {
 }
 
 mod two_instances {
-    agentstate_conformance::session_store_tests!(super::two_instances, lacks: [artifacts], model_cases: 24);
+    agentstate_conformance::session_store_tests!(super::two_instances, lacks: [], model_cases: 24);
 }

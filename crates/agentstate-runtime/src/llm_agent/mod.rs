@@ -125,7 +125,13 @@ impl LlmAgent {
     ) -> Result<Option<String>, RuntimeError> {
         Ok(match &self.instruction {
             Instruction::None => None,
-            Instruction::Template(template) => Some(template.render(state, &self.name)?),
+            Instruction::Template(template) => {
+                let artifacts = match ctx.artifacts() {
+                    Some(access) => Some(crate::artifact_text::load_texts(&access, template).await?),
+                    None => None,
+                };
+                Some(template.render_with_artifacts(state, artifacts.as_ref(), &self.name)?)
+            }
             Instruction::Provider(provider) => {
                 let session = ctx.session().await;
                 let readonly =

@@ -96,8 +96,9 @@ impl LlmAgent {
         tools: &[Arc<dyn Tool>],
     ) -> Result<Next, RuntimeError> {
         // One context per call, all siblings: they share the turn's writes (see `context`).
-        let turn =
-            ToolContext::from_snapshot(ctx.invocation_id(), &self.name, ctx.state().await).with_memory(ctx.memory());
+        let turn = ToolContext::from_snapshot(ctx.invocation_id(), &self.name, ctx.state().await)
+            .with_memory(ctx.memory())
+            .with_artifacts(ctx.artifacts());
         let runs = calls.into_iter().map(|call| {
             let tool_ctx = turn.sibling(call.id.clone().unwrap_or_default());
             self.call_tool(call, tool_ctx, tools)

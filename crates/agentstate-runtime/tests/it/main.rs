@@ -2,6 +2,7 @@
 //! Runtime tests: scripted agents over real session services, and the providers against local
 //! mock servers.
 
+mod artifacts;
 mod callbacks;
 mod double_texting;
 mod embeddings;

@@ -181,6 +181,10 @@ pub(crate) struct ServeArgs {
     /// Largest state one request may write, in bytes of JSON (413 beyond).
     #[arg(long, env = "AGENTSTATE_MAX_STATE_BYTES", default_value_t = Limits::default().max_state_bytes)]
     pub(crate) max_state_bytes: usize,
+    /// Largest artifact a save takes, in bytes of its payload and metadata (413 beyond); the
+    /// artifact routes read bodies up to this (base64) instead of --max-body-bytes.
+    #[arg(long, env = "AGENTSTATE_MAX_ARTIFACT_BYTES", default_value_t = Limits::default().max_artifact_bytes)]
+    pub(crate) max_artifact_bytes: usize,
     /// Sessions created without `ttl` or `expireTime` expire this many seconds after creation
     /// (default: never).
     #[arg(long, env = "AGENTSTATE_SESSION_TTL", value_name = "SECONDS", value_parser = positive_seconds)]

@@ -81,6 +81,7 @@ impl ServeArgs {
             max_key_chars: self.max_key_chars,
             max_json_depth: self.max_json_depth,
             max_state_bytes: self.max_state_bytes,
+            max_artifact_bytes: self.max_artifact_bytes,
         }
     }
 }

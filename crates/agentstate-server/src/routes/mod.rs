@@ -3,6 +3,7 @@
 //! document, the access checks and the router cannot drift apart.
 
 mod append;
+mod artifacts;
 mod history;
 mod memory;
 #[cfg(feature = "agents")]
@@ -20,6 +21,7 @@ use crate::auth::{self, Access};
 use crate::openapi;
 use crate::state::AppState;
 
+pub(crate) use artifacts::schemas as artifact_schemas;
 pub(crate) use system::OpenApiDocument;
 
 /// Registers every route and describes it for `/openapi.json`, from one table. A row may carry
@@ -50,6 +52,16 @@ macro_rules! routes {
             }
         ),*];
     };
+}
+
+/// A path no route serves: as Google APIs answer it under the managed-service surface
+/// (`/v1/…`, `/v1beta1/…`), else as FastAPI (the reference's server) does.
+pub(crate) async fn not_found(uri: axum::http::Uri) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if crate::engine_api::version_of(uri.path()).is_some() {
+        return vertex::GoogleError::not_found("Requested entity was not found.").into_response();
+    }
+    (axum::http::StatusCode::NOT_FOUND, axum::Json(serde_json::json!({"detail": "Not Found"}))).into_response()
 }
 
 /// The route with the check of `access` in front of its handler.
@@ -246,8 +258,43 @@ routes! {
         "agentstate extension: ADK's delete_memory; adding its session again leaves it out", None,
         [200 "How many copies (`deleted`)" "Status", 404 "The user has no memory with that id" "Error",
          501 "The backend keeps no memories" "Error"];
+    post "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts" => artifacts::save, PathAppUser,
+        "Save an artifact (`{filename, artifact, customMetadata?}`; the part's bytes URL-safe base64) as its next version, as `adk api_server` does; `user:` names are the user's in every session. The body may be as large as --max-artifact-bytes allows",
+        Some("SaveArtifactRequest"),
+        [200 "The new version's metadata" "ArtifactVersion", 400 "ADK's InputValidationError (a bad id or name, a part with nothing to keep, a reference outside the caller's scope)" "Error",
+         413 "Over --max-artifact-bytes" "Error", 422 "filename or artifact missing or malformed" "Error",
+         501 "The backend keeps no artifacts" "Error"];
+    get "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts" => artifacts::list, PathAppUser,
+        "The names of the session's artifacts and the user's `user:` artifacts, sorted", None,
+        [200 "Names" "Names", 400 "Bad id" "Error", 501 "The backend keeps no artifacts" "Error"];
+    get "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts/{*artifact_path}" => artifacts::get, PathAppUser,
+        "`adk api_server`'s artifact reads (names may hold /, matched in its order): `NAME` (`?version=`, the latest by default) and `NAME/versions/V` (`latest` too) answer the part; `NAME/versions` the version numbers; `NAME/versions/metadata` every version's metadata; `NAME/versions/V/metadata` one version's",
+        None,
+        [200 "A part, version numbers, or version metadata" "ArtifactRead", 400 "ADK's InputValidationError" "Error",
+         404 "Artifact not found, or Artifact version not found" "Error", 422 "Invalid version ID" "Error",
+         501 "The backend keeps no artifacts" "Error"];
+    delete "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts/{*artifact_path}" => artifacts::delete, PathAppUser,
+        "Delete every version of an artifact (also when there is none)", None,
+        [200 "null" "Null", 400 "ADK's InputValidationError" "Error", 501 "The backend keeps no artifacts" "Error"];
+    post "/apps/{app_name}/users/{user_id}/artifacts" => artifacts::save_user, PathAppUser,
+        "agentstate extension: save a `user:` artifact without a session (ADK's save_artifact with session_id None)",
+        Some("SaveArtifactRequest"),
+        [200 "The new version's metadata" "ArtifactVersion", 400 "ADK's InputValidationError (a name without `user:` needs a session)" "Error",
+         413 "Over --max-artifact-bytes" "Error", 422 "filename or artifact missing or malformed" "Error",
+         501 "The backend keeps no artifacts" "Error"];
+    get "/apps/{app_name}/users/{user_id}/artifacts" => artifacts::list_user, PathAppUser,
+        "agentstate extension: the names of the user's `user:` artifacts, sorted", None,
+        [200 "Names" "Names", 400 "Bad id" "Error", 501 "The backend keeps no artifacts" "Error"];
+    get "/apps/{app_name}/users/{user_id}/artifacts/{*artifact_path}" => artifacts::get_user, PathAppUser,
+        "agentstate extension: the artifact reads of the session routes, for `user:` names without a session", None,
+        [200 "A part, version numbers, or version metadata" "ArtifactRead", 400 "ADK's InputValidationError" "Error",
+         404 "Artifact not found, or Artifact version not found" "Error", 422 "Invalid version ID" "Error",
+         501 "The backend keeps no artifacts" "Error"];
+    delete "/apps/{app_name}/users/{user_id}/artifacts/{*artifact_path}" => artifacts::delete_user, PathAppUser,
+        "agentstate extension: delete every version of a `user:` artifact without a session", None,
+        [200 "null" "Null", 400 "ADK's InputValidationError" "Error", 501 "The backend keeps no artifacts" "Error"];
     delete "/apps/{app_name}/users/{user_id}" => sessions::erase_user, Admin,
-        "agentstate extension: erase everything of a user in the app (sessions, events, user: state, memories; app: state stays); `?dryRun=true` only counts",
+        "agentstate extension: erase everything of a user in the app (sessions, events, user: state, memories, artifacts; app: state stays); `?dryRun=true` only counts",
         None,
         [200 "What was (or would be) removed" "Erased", 400 "Bad id" "Error",
          501 "The backend cannot erase (no lifecycle capability)" "Error"];

@@ -353,9 +353,12 @@ fn erase_user_counts_first_and_erases_with_yes() {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let dry = run(false);
-    assert!(dry.contains("would erase 2 sessions, 0 events, 1 user: keys and 0 memories"), "{dry}");
+    assert!(
+        dry.contains("would erase 2 sessions, 0 events, 1 user: keys, 0 memories and 0 artifact versions"),
+        "{dry}"
+    );
     let done = run(true);
-    assert!(done.contains("erased 2 sessions, 0 events, 1 user: keys and 0 memories"), "{done}");
+    assert!(done.contains("erased 2 sessions, 0 events, 1 user: keys, 0 memories and 0 artifact versions"), "{done}");
     assert!(run(false).contains("would erase 0 sessions"), "nothing left");
 }
 

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::binary::{Running, http, serve};
 
-struct Server(Child);
+pub(crate) struct Server(Child);
 
 impl Drop for Server {
     fn drop(&mut self) {
@@ -28,7 +28,7 @@ fn adk() -> PathBuf {
     adk
 }
 
-fn start_reference() -> (Server, String) {
+pub(crate) fn start_reference() -> (Server, String) {
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let agents = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/adk_agents");
     let child = Command::new(adk())
@@ -50,7 +50,7 @@ fn start_reference() -> (Server, String) {
 
 /// `value` with each object entry (key, value) that `rule` answers for replaced by its answer,
 /// and the entries it answers `Some(None)` for dropped, at every depth.
-fn rewrite(value: Value, rule: &dyn Fn(&str, &Value) -> Option<Option<Value>>) -> Value {
+pub(crate) fn rewrite(value: Value, rule: &dyn Fn(&str, &Value) -> Option<Option<Value>>) -> Value {
     match value {
         Value::Object(map) => Value::Object(
             map.into_iter()
@@ -75,7 +75,7 @@ fn normalize(value: Value) -> Value {
     })
 }
 
-fn call(addr: &str, method: &str, path: &str, body: &str) -> (u16, Value) {
+pub(crate) fn call(addr: &str, method: &str, path: &str, body: &str) -> (u16, Value) {
     let (status, text) = http(addr, method, path, body);
     let value =
         if text.trim().is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::String(text)) };

@@ -4,6 +4,8 @@
 
 #[cfg(feature = "cli")]
 mod adk_import;
+#[cfg(all(feature = "agents", feature = "cli"))]
+mod artifact_routes;
 #[cfg(feature = "cli")]
 mod binary;
 #[cfg(feature = "cli")]

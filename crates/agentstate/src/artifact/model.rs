@@ -12,6 +12,9 @@ use crate::store::{ArtifactKey, PayloadKind, StoredArtifact};
 /// How many references a load follows before it refuses (ADK's `_MAX_ARTIFACT_REFERENCE_DEPTH`).
 pub const MAX_REFERENCE_DEPTH: usize = 5;
 
+/// The longest artifact name, in characters.
+pub const MAX_NAME_CHARS: usize = 256;
+
 /// Segments an id with a `/` may not hold: they would read as a reference's structure.
 const RESERVED_SEGMENTS: [&str; 5] = ["apps", "users", "sessions", "artifacts", "versions"];
 
@@ -26,6 +29,13 @@ pub(crate) fn refused(message: impl Into<String>) -> Error {
 pub fn validate_segment(value: &str, field: &str) -> Result<()> {
     if value.trim().is_empty() {
         return Err(refused(format!("{field} must not be empty.")));
+    }
+    let chars = value.chars().count();
+    if chars > crate::MAX_ID_CHARS {
+        return Err(refused(format!(
+            "{field} is {chars} characters long; at most {} are allowed.",
+            crate::MAX_ID_CHARS
+        )));
     }
     if value.contains('\0') {
         return Err(refused(format!("{field} must not contain null bytes.")));
@@ -106,6 +116,10 @@ pub fn key_of(app: &str, user: &str, session: Option<&str>, name: &str) -> Resul
 pub fn validate_name(name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(refused("filename must not be empty."));
+    }
+    let chars = name.chars().count();
+    if chars > MAX_NAME_CHARS {
+        return Err(refused(format!("filename is {chars} characters long; at most {MAX_NAME_CHARS} are allowed.")));
     }
     if name.contains('\0') {
         return Err(refused("filename must not contain null bytes."));

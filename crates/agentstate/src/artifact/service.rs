@@ -45,7 +45,7 @@ impl ArtifactVersion {
         }
     }
 
-    /// ADK's JSON (camelCase, `mimeType` left out when `None`), with agentstate's `sizeBytes`.
+    /// ADK's JSON (camelCase, `mimeType` left out when `None`), as `adk api_server` answers it.
     pub fn to_json(&self) -> Value {
         let mut out = Map::new();
         out.insert("version".into(), self.version.into());
@@ -58,7 +58,6 @@ impl ArtifactVersion {
         if let Some(mime) = &self.mime_type {
             out.insert("mimeType".into(), mime.clone().into());
         }
-        out.insert("sizeBytes".into(), self.size.into());
         Value::Object(out)
     }
 }

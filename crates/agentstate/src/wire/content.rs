@@ -13,3 +13,14 @@ pub fn content_to_wire(content: &crate::Content) -> Value {
 pub fn content_from_wire(value: Value) -> Result<crate::Content, serde_json::Error> {
     serde_json::from_value(convert(value, snake_owned))
 }
+
+/// One part as the API shows it (camelCase: `inlineData`, `fileData`, …), as `adk api_server`
+/// answers an artifact.
+pub fn part_to_wire(part: &crate::Part) -> Value {
+    convert(serde_json::to_value(part).unwrap_or(Value::Null), |key| to_camel(&key))
+}
+
+/// One part from API JSON (camelCase or snake_case).
+pub fn part_from_wire(value: Value) -> Result<crate::Part, serde_json::Error> {
+    serde_json::from_value(convert(value, snake_owned))
+}

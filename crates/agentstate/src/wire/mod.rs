@@ -17,7 +17,7 @@ pub mod engine;
 mod stored;
 mod stream;
 
-pub use {content::content_from_wire, content::content_to_wire, stored::write_stored_event, stream::WireEvent};
+pub use {content::*, stored::write_stored_event, stream::WireEvent};
 
 /// Fields (snake_case) whose values are user data, never renamed inside.
 const FREE_FORM: &[&str] =

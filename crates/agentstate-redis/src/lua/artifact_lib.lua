@@ -1,0 +1,23 @@
+-- Artifacts: helpers of the artifact scripts. An artifact is a hash {base}av:{user}:{session}:{name}
+-- (n: how many versions, m:{v}: metadata JSON, d:{v}: payload); a session's names are a zset
+-- {base}an:{user}:{session}, the user's sessions with artifacts a set {base}as:{user}. Names of
+-- keys are escaped as keys.rs escapes them; `base` and `user` come escaped from the caller.
+local function esc(part)
+  return (string.gsub(part, '[%%:{}]', {['%'] = '%25', [':'] = '%3A', ['{'] = '%7B', ['}'] = '%7D'}))
+end
+
+-- The versions of every artifact of a session: counted, and removed when `remove` is set.
+local function session_artifacts(base, user, session, remove)
+  local names_key = base .. 'an:' .. user .. ':' .. esc(session)
+  local count = 0
+  for _, name in ipairs(redis.call('ZRANGE', names_key, 0, -1)) do
+    local key = base .. 'av:' .. user .. ':' .. esc(session) .. ':' .. esc(name)
+    count = count + tonumber(redis.call('HGET', key, 'n') or '0')
+    if remove then redis.call('DEL', key) end
+  end
+  if remove then
+    redis.call('DEL', names_key)
+    redis.call('SREM', base .. 'as:' .. user, session)
+  end
+  return count
+end
