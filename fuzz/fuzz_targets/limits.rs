@@ -30,6 +30,7 @@ fuzz_target!(|data: &[u8]| {
         max_key_chars: usize::from(*a % 32),
         max_json_depth: usize::from(*b % 8),
         max_state_bytes: usize::from(*c) * 4,
+        ..Limits::default()
     };
     let state: Map<String, Value> = state;
     let keys_ok = state.keys().all(|k| k.chars().count() <= limits.max_key_chars);

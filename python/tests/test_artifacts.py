@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
 import pytest
 from google.adk.agents import LlmAgent
 from google.adk.artifacts import InMemoryArtifactService
@@ -17,7 +18,7 @@ from google.adk.sessions import InMemorySessionService
 from google.adk.tools import ToolContext
 from google.genai import types
 
-from agentstate_adk import AgentstateArtifactService, AgentstateAuthError
+from agentstate_adk import AgentstateArtifactService, AgentstateAuthError, AgentstateSessionService
 
 from conftest import Server
 from test_runner import comparable
@@ -154,3 +155,51 @@ def test_a_runner_saves_and_reads_artifacts_as_with_the_in_memory_service(server
     assert "Last report: Report: second; notes: noted second" in answers[1]["content"]["parts"][0]["text"]
     deltas = [e["actions"].get("artifact_delta") for _, e in session["events"] if e.get("actions", {}).get("artifact_delta")]
     assert deltas == [{"report.txt": 0, "user:notes.txt": 0}, {"report.txt": 1, "user:notes.txt": 1}]
+
+
+async def turns_then_rewind(sessions, artifacts, rewind) -> tuple:
+    """Two turns that save artifacts, then a rewind to before the second: the rewind event's
+    artifact_delta and what each artifact loads as after."""
+    agent = LlmAgent(name="reporter", model=Reporter(), tools=[write_report], instruction="Report: {artifact.report.txt?}")
+    runner = Runner(app_name="app", agent=agent, session_service=sessions, artifact_service=artifacts)
+    await sessions.create_session(app_name="app", user_id="u", session_id="r")
+    for words in ["first", "second"]:
+        message = types.Content(role="user", parts=[types.Part(text=words)])
+        async for _ in runner.run_async(user_id="u", session_id="r", new_message=message):
+            pass
+    session = await sessions.get_session(app_name="app", user_id="u", session_id="r")
+    invocations = list(dict.fromkeys(e.invocation_id for e in session.events))
+    await rewind(runner, invocations[1])
+    session = await sessions.get_session(app_name="app", user_id="u", session_id="r")
+    delta = session.events[-1].actions.artifact_delta
+    scope = {"app_name": "app", "user_id": "u", "session_id": "r"}
+    loaded = {name: await artifacts.load_artifact(**scope, filename=name) for name in ("report.txt", "user:notes.txt")}
+    return delta, loaded
+
+
+def test_a_rewind_restores_artifacts_as_runner_rewind_async_does(server):
+    async def reference_rewind(runner, invocation):
+        await runner.rewind_async(user_id="u", session_id="r", rewind_before_invocation_id=invocation)
+
+    async def server_rewind(_runner, invocation):
+        async with httpx.AsyncClient() as client:
+            answer = await client.post(f"{server.url}/apps/app/users/u/sessions/r/rewind",
+                                       json={"rewindBeforeInvocationId": invocation})
+            assert answer.status_code == 200, answer.text
+
+    theirs = asyncio.run(turns_then_rewind(InMemorySessionService(), InMemoryArtifactService(), reference_rewind))
+    ours = asyncio.run(turns_then_rewind(AgentstateSessionService(server.url), AgentstateArtifactService(server.url),
+                                         server_rewind))
+    assert ours == theirs
+    delta, loaded = ours
+    assert delta == {"report.txt": 2}, "report.txt back to its first version, as a new one; user: names stay"
+    assert loaded["report.txt"] == types.Part(text="Report: first")
+    assert loaded["user:notes.txt"] == types.Part(text="noted second")
+    # ADK's own rewind over agentstate's services restores the same.
+    server_two = Server()
+    try:
+        client_side = asyncio.run(turns_then_rewind(AgentstateSessionService(server_two.url),
+                                                    AgentstateArtifactService(server_two.url), reference_rewind))
+    finally:
+        server_two.stop()
+    assert client_side == theirs

@@ -362,6 +362,7 @@ macro_rules! session_store_tests {
             bad_artifacts_are_refused_and_write_nothing [artifacts],
             concurrent_saves_of_one_artifact_get_distinct_versions [artifacts],
             a_sessions_and_a_users_artifacts_are_removed_together [artifacts],
+            rewinds_restore_artifact_versions_as_adk_does [artifacts],
         );
     };
     (@each (tests $stack:ident; $lacks:tt); $($case:ident $([$needs:ident])?),* $(,)?) => {

@@ -167,6 +167,7 @@ impl Source {
             display_name: None,
             labels: BTreeMap::new(),
             expire_time: None,
+            artifacts: Vec::new(),
         }))
     }
 

@@ -19,6 +19,7 @@
 //! checks and `/openapi.json` are all made from it. An embedder of the session API alone can turn
 //! off the `agents` feature, which brings in the agent runtime and its HTTP client.
 
+mod artifact_schemas;
 mod auth;
 mod engine_api;
 mod error;

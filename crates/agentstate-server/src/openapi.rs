@@ -135,7 +135,7 @@ fn schemas() -> Value {
         "Null": {"type": "null"},
         "Metrics": {"type": "string", "description": "Prometheus text exposition format"},
     });
-    for more in [history_schemas(), memory_schemas(), crate::routes::artifact_schemas()] {
+    for more in [history_schemas(), memory_schemas(), crate::artifact_schemas::schemas()] {
         if let (Value::Object(all), Value::Object(more)) = (&mut schemas, more) {
             all.extend(more);
         }

@@ -147,6 +147,7 @@ impl Reader<'_> {
                 display_name: None,
                 labels: Default::default(),
                 expire_time: None,
+                artifacts: Vec::new(),
             });
         }
         Ok(records)

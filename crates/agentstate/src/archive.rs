@@ -40,7 +40,10 @@ use crate::event::Event;
 use crate::key::SessionKey;
 use crate::service::{GetSessionConfig, ListSessions, SessionService};
 use crate::session::SessionAttributes;
-use crate::store::{EventCommit, NewSession, ScopedState, SessionStore, micros_to_secs, secs_to_micros};
+use crate::store::{
+    ArtifactKey, ArtifactMeta, EventCommit, NewArtifactVersion, NewSession, ScopedState, SessionStore, micros_to_secs,
+    secs_to_micros,
+};
 
 /// One exported session: a line of the archive.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,6 +72,31 @@ pub struct Record {
     /// When it expires, epoch seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expire_time: Option<f64>,
+    /// Its artifacts (session-scoped; a user's `user:` artifacts are the user's, not a
+    /// session's, and stay out), each with every version.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<ArchivedArtifact>,
+}
+
+/// An artifact of an exported session: every version, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArchivedArtifact {
+    /// Its name.
+    pub name: String,
+    /// Its versions, numbered from 0 without gaps.
+    pub versions: Vec<ArchivedVersion>,
+}
+
+/// One version of an [`ArchivedArtifact`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArchivedVersion {
+    /// When it was saved, epoch microseconds.
+    pub create_micros: i64,
+    /// What the caller attached.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub custom_metadata: Map<String, Value>,
+    /// The part as saved (bytes base64).
+    pub part: crate::content::Part,
 }
 
 /// How far an export or import got: passed to the progress callback after each session, and
@@ -163,6 +191,7 @@ pub async fn export(
                 display_name: attributes.display_name.clone(),
                 labels: attributes.labels.clone(),
                 expire_time: attributes.expire_time_micros.map(micros_to_secs),
+                artifacts: export_artifacts(service, session.key()).await.map_err(failed)?,
             };
             serde_json::to_writer(&mut *out, &record).map_err(|e| ArchiveError::Write(e.into()))?;
             out.write_all(b"\n").map_err(ArchiveError::Write)?;
@@ -175,6 +204,32 @@ pub async fn export(
             None => return Ok(done),
         }
     }
+}
+
+/// The session-scoped artifacts of `key`, every version (none when the store keeps none).
+async fn export_artifacts(service: &SessionService, key: &SessionKey) -> Result<Vec<ArchivedArtifact>, Error> {
+    let Some(store) = service.capabilities().artifacts else { return Ok(Vec::new()) };
+    let (app, user, id) = (key.app_name(), key.user_id(), key.session_id());
+    let mut out = Vec::new();
+    for name in store.artifact_names(app, user, Some(id)).await? {
+        if crate::artifact::is_user_scoped(&name) {
+            continue;
+        }
+        let artifact = ArtifactKey { app: app.to_owned(), user: user.to_owned(), session: Some(id.to_owned()), name };
+        let mut versions = Vec::new();
+        for meta in store.artifact_versions(&artifact).await? {
+            let Some(stored) = store.get_artifact(&artifact, Some(meta.version)).await? else { continue };
+            let custom_metadata = stored.meta.custom_metadata.clone();
+            let create_micros = stored.meta.create_micros;
+            versions.push(ArchivedVersion {
+                create_micros,
+                custom_metadata,
+                part: crate::artifact::model::join(stored)?,
+            });
+        }
+        out.push(ArchivedArtifact { name: artifact.name, versions });
+    }
+    Ok(out)
 }
 
 /// The records of an archive, line by line (blank lines skipped), for [`import`].
@@ -238,6 +293,9 @@ async fn import_one(store: &dyn SessionStore, record: Record) -> Result<usize, E
         history_start: None,
     };
     let mut marker = store.create(new).await?.last_update_micros();
+    if !record.artifacts.is_empty() {
+        import_artifacts(store, &key, &record.artifacts).await?;
+    }
     let count = record.events.len();
     for event in record.events {
         // Stored as archived, expired or not (a sweep removes what expired).
@@ -246,4 +304,101 @@ async fn import_one(store: &dyn SessionStore, record: Record) -> Result<usize, E
         store.commit(commit).await?;
     }
     Ok(count)
+}
+
+/// Stores the versions of a session's artifacts under their own numbers: refused when the target
+/// keeps no artifacts or already holds versions of one of them (the events' `artifact_delta`
+/// would then name other versions).
+async fn import_artifacts(
+    store: &dyn SessionStore,
+    key: &SessionKey,
+    artifacts: &[ArchivedArtifact],
+) -> Result<(), Error> {
+    let Some(artifacts_store) = store.capabilities().artifacts else {
+        return Err(Error::Unsupported { operation: "import a session's artifacts", capability: "artifacts" });
+    };
+    for artifact in artifacts {
+        let target = ArtifactKey {
+            app: key.app_name().to_owned(),
+            user: key.user_id().to_owned(),
+            session: Some(key.session_id().to_owned()),
+            name: artifact.name.clone(),
+        };
+        if !artifacts_store.artifact_versions(&target).await?.is_empty() {
+            return Err(Error::invalid(
+                "artifacts",
+                format!("artifact {:?} of this session already has versions in the target", artifact.name),
+            ));
+        }
+        for version in &artifact.versions {
+            let split = crate::artifact::model::split(&version.part)?;
+            let new = NewArtifactVersion {
+                meta: ArtifactMeta {
+                    version: 0,
+                    mime_type: split.mime_type,
+                    custom_metadata: version.custom_metadata.clone(),
+                    create_micros: version.create_micros,
+                    size: split.data.len() as u64,
+                },
+                part: split.rest,
+                kind: split.kind,
+                data: split.data,
+            };
+            artifacts_store.put_artifact(&target, &new).await?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::artifact::{ArtifactScope, ArtifactService};
+    use crate::{CreateSession, InMemoryStore, Part};
+
+    #[tokio::test]
+    async fn a_sessions_artifacts_travel_with_it() {
+        let source = SessionService::new(InMemoryStore::new());
+        source.create_session(CreateSession::new("app", "ann").id("s1")).await.unwrap();
+        let artifacts = ArtifactService::new(source.clone());
+        let scope = ArtifactScope::new("app", "ann", Some("s1"));
+        let mut meta = Map::new();
+        meta.insert("by".into(), "tool".into());
+        artifacts.save(scope, "report.txt", &Part::text("one"), Some(meta.clone())).await.unwrap();
+        let bytes: Part =
+            serde_json::from_value(serde_json::json!({"inline_data": {"mime_type": "image/png", "data": "AAEC"}}))
+                .unwrap();
+        artifacts.save(scope, "report.txt", &bytes, None).await.unwrap();
+        artifacts.save(scope, "user:card", &Part::text("the user's"), None).await.unwrap();
+        let mut lines = Vec::new();
+        export(&source, "app", None, &mut lines, |_| {}).await.unwrap();
+
+        let target = SessionService::new(InMemoryStore::new());
+        import(target.store().as_ref(), read_lines(lines.as_slice()), ImportOptions::default(), |_| {}).await.unwrap();
+        let moved = ArtifactService::new(target.clone());
+        let versions = moved.list_artifact_versions(scope, "report.txt").await.unwrap();
+        assert_eq!(
+            versions,
+            artifacts.list_artifact_versions(scope, "report.txt").await.unwrap(),
+            "numbers, times, metadata"
+        );
+        assert_eq!(moved.load(scope, "report.txt", Some(0)).await.unwrap(), Some(Part::text("one")));
+        assert_eq!(moved.load(scope, "report.txt", None).await.unwrap(), Some(bytes));
+        assert_eq!(
+            moved.list_keys(scope).await.unwrap(),
+            ["report.txt"],
+            "user: artifacts are the user's, not the session's"
+        );
+        // Again, over what is there: the session is skipped, its artifacts untouched.
+        let again = import(
+            target.store().as_ref(),
+            read_lines(lines.as_slice()),
+            ImportOptions { skip_existing: true },
+            |_| {},
+        )
+        .await
+        .unwrap();
+        assert_eq!(again.skipped, 1);
+        assert_eq!(moved.list_versions(scope, "report.txt").await.unwrap(), [0, 1]);
+    }
 }

@@ -230,3 +230,63 @@ pub(super) async fn a_sessions_and_a_users_artifacts_are_removed_together(svc: S
     let key = ArtifactKey { app: app.clone(), user: "bob".into(), session: Some("s1".into()), name: "a".into() };
     assert_eq!(store.artifact_versions(&key).await.unwrap().len(), 2);
 }
+
+/// One invocation: the user's event, the saves (a second apart), and the agent's event recording
+/// them in its `artifact_delta`, as ADK's tool contexts do; the agent's event id.
+async fn turn(
+    svc: &Svc,
+    artifacts: &ArtifactService,
+    session: &mut agentstate::Session,
+    invocation: &str,
+    saves: &[(&str, &str)],
+) -> String {
+    let tick = || svc.clock().advance(std::time::Duration::from_secs(1));
+    let (app, user, id) = (session.app_name().to_owned(), session.user_id().to_owned(), session.id().to_owned());
+    tick();
+    svc.service().append_event(session, agentstate::Event::new(invocation).author("user")).await.unwrap();
+    let mut delta = Map::new();
+    for (name, text) in saves {
+        tick();
+        let scope = ArtifactScope::new(&app, &user, Some(&id));
+        let saved = artifacts.save(scope, name, &Part::text(*text), None).await.unwrap();
+        delta.insert((*name).to_owned(), json!(saved.version));
+    }
+    tick();
+    let mut answer = agentstate::Event::new(invocation).author("agent");
+    answer.actions.artifact_delta = delta;
+    svc.service().append_event(session, answer).await.unwrap().id
+}
+
+pub(super) async fn rewinds_restore_artifact_versions_as_adk_does(svc: Svc) {
+    use agentstate::CreateSession;
+    let artifacts = service(&svc);
+    let app = unique("art");
+    let mut session = svc.service().create_session(CreateSession::new(&app, "ann").id("s")).await.unwrap();
+    let scope = ArtifactScope::new(&app, "ann", Some("s"));
+    let tick = || svc.clock().advance(std::time::Duration::from_secs(1));
+    // Invocation 1 saves a; invocation 2 saves a again, b, and a user: artifact.
+    turn(&svc, &artifacts, &mut session, "inv-1", &[("a", "one")]).await;
+    let last = turn(&svc, &artifacts, &mut session, "inv-2", &[("a", "two"), ("b", "new"), ("user:u", "mine")]).await;
+    tick();
+    let rewound = svc.service().rewind(&mut session, "inv-2").await;
+    let Some(rewound) = svc.history(rewound) else { return };
+    // a back to what it held before inv-2 (a new version), b gone (a tombstone), user:u kept.
+    assert_eq!(rewound.actions.artifact_delta, json!({"a": 2, "b": 1}).as_object().unwrap().clone());
+    assert_eq!(artifacts.load(scope, "a", None).await.unwrap(), Some(Part::text("one")));
+    assert_eq!(artifacts.load(scope, "b", None).await.unwrap(), None, "the tombstone loads as none");
+    assert_eq!(artifacts.list_versions(scope, "b").await.unwrap(), [0, 1], "history stays");
+    assert_eq!(artifacts.load(scope, "user:u", None).await.unwrap(), Some(Part::text("mine")));
+    // Rewinding to after inv-2's last event brings its versions back; nothing else changes.
+    tick();
+    let forward = svc.service().rewind_to_event(&mut session, &last).await.unwrap();
+    assert_eq!(forward.actions.artifact_delta, json!({"a": 3, "b": 2}).as_object().unwrap().clone());
+    assert_eq!(artifacts.load(scope, "a", None).await.unwrap(), Some(Part::text("two")));
+    assert_eq!(artifacts.load(scope, "b", None).await.unwrap(), Some(Part::text("new")));
+    // Versions are told by the events' deltas, as in ADK: the rewinds recorded versions after
+    // `last`, so rewinding to it again saves a and b again, with what they held then.
+    tick();
+    let again = svc.service().rewind_to_event(&mut session, &last).await.unwrap();
+    assert_eq!(again.actions.artifact_delta, json!({"a": 4, "b": 3}).as_object().unwrap().clone());
+    assert_eq!(artifacts.load(scope, "a", None).await.unwrap(), Some(Part::text("two")));
+    assert_eq!(artifacts.load(scope, "b", None).await.unwrap(), Some(Part::text("new")));
+}

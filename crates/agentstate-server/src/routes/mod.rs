@@ -21,7 +21,6 @@ use crate::auth::{self, Access};
 use crate::openapi;
 use crate::state::AppState;
 
-pub(crate) use artifacts::schemas as artifact_schemas;
 pub(crate) use system::OpenApiDocument;
 
 /// Registers every route and describes it for `/openapi.json`, from one table. A row may carry

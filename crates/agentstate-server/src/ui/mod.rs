@@ -7,6 +7,7 @@
 //! carry a per-process secret, so another site cannot make a browser submit them (the server
 //! without tokens listens on loopback, where that would otherwise be possible).
 
+mod artifacts;
 mod memories;
 mod page;
 
@@ -383,6 +384,7 @@ pub(crate) async fn session(
     let base = session_path(&key);
     let selected = query.at.clone().or_else(|| events.last().map(|e| e.id.clone()));
     let panel = state_fragment(&state, &key, selected.as_deref()).await?;
+    let artifacts = artifacts::panel(&state, &key).await;
     let crumbs = [
         ("apps".to_owned(), Some("/ui".to_owned())),
         (app.clone(), Some(format!("/ui/apps/{}", seg(&app)))),
@@ -411,6 +413,7 @@ pub(crate) async fn session(
                     }
                 }
                 @if events.is_empty() { p.empty { "No events yet. New ones appear here as they are appended." } }
+                (artifacts)
             }
             (panel)
         }

@@ -237,3 +237,36 @@ async fn the_inspector_shows_and_searches_a_users_memories() {
     let (status, _, _) = send(&r, Method::GET, "/ui/apps/shop/users/ann/memories?after=zz", "", &[]).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn a_sessions_artifacts_are_listed_with_their_versions_and_shown_inline() {
+    let r = app(AppState::new(SessionService::in_memory()));
+    assert_eq!(
+        send(&r, Method::POST, "/apps/shop/users/ann/sessions", r#"{"sessionId": "s1"}"#, &[JSON]).await.0,
+        StatusCode::OK
+    );
+    let a = "/apps/shop/users/ann/sessions/s1/artifacts";
+    for body in [
+        r#"{"filename": "<b>notes</b>.txt", "artifact": {"text": "<script>alert(1)</script> first"}}"#,
+        r#"{"filename": "<b>notes</b>.txt", "artifact": {"text": "second"}}"#,
+        r#"{"filename": "pic.png", "artifact": {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo_-A=="}}}"#,
+        r#"{"filename": "user:card", "artifact": {"text": "shared"}}"#,
+    ] {
+        assert_eq!(send(&r, Method::POST, a, body, &[JSON]).await.0, StatusCode::OK, "{body}");
+    }
+    let (status, page, _) = send(&r, Method::GET, "/ui/apps/shop/users/ann/sessions/s1", "", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("<h2>Artifacts</h2>"), "{page}");
+    assert!(page.contains("&lt;b&gt;notes&lt;/b&gt;.txt") && !page.contains("<b>notes</b>"), "names are escaped");
+    assert!(page.contains("2 versions") && page.contains("v0 · text/plain · 31 bytes"), "{page}");
+    assert!(page.contains("second") && !page.contains("<script>alert(1)"), "the latest text, escaped");
+    assert!(page.contains("src=\"data:image/png;base64,iVBORw0KGgo/+A==\""), "the image inline: {page}");
+    assert!(page.contains("user:card"), "the user's artifacts too");
+    // A session without artifacts shows no panel.
+    assert_eq!(
+        send(&r, Method::POST, "/apps/shop/users/bob/sessions", r#"{"sessionId": "s2"}"#, &[JSON]).await.0,
+        StatusCode::OK
+    );
+    let (_, page, _) = send(&r, Method::GET, "/ui/apps/shop/users/bob/sessions/s2", "", &[]).await;
+    assert!(!page.contains("Artifacts"));
+}

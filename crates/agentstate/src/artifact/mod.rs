@@ -5,6 +5,7 @@
 //! reference and a stored part are.
 
 pub mod model;
+pub(crate) mod rewind;
 mod service;
 
 pub use model::{ArtifactRef, MAX_REFERENCE_DEPTH, is_user_scoped, parse_uri, tombstone, uri_of};

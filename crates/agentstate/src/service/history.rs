@@ -64,6 +64,12 @@ impl SessionService {
     /// set to `null`, and only the snapshot and events needed are read. An invocation the
     /// session does not have is [`Error::InvalidArgument`] (`Invocation ID not found: …`); a
     /// stale handle is a [`Error::Conflict`], as for any append.
+    ///
+    /// When the store keeps artifacts, the session's artifacts are restored as the reference
+    /// restores them: each session-scoped artifact whose version (as the events' `artifact_delta`
+    /// record it) differs from its version before the invocation gets a new version holding what
+    /// it held then, or ADK's tombstone when it had none; the rewind event's `artifact_delta`
+    /// names them. `user:` artifacts stay.
     pub async fn rewind(&self, session: &mut Session, before_invocation_id: &str) -> Result<Event> {
         let key = session.key().clone();
         let not_found = || Error::NotFound { session_id: key.session_id().to_owned() };
@@ -81,7 +87,9 @@ impl SessionService {
         let query = EventQuery { key: key.clone(), select, now_micros: self.now_micros() };
         let first = self.store().events(&query).await?.ok_or_else(not_found)?;
         let first = first.into_iter().next().ok_or_else(unknown)?;
+        let point = crate::artifact::rewind::Point::Before(EventCursor::of(&first));
         let mut event = self.restoring(session, HistoryAt::BeforeEvent(first.id)).await?;
+        event.actions.artifact_delta = self.restore_artifacts(&key, &point).await?;
         event.actions.rewind_before_invocation_id = Some(before_invocation_id.to_owned());
         self.append_event(session, event).await
     }
@@ -92,7 +100,8 @@ impl SessionService {
     /// it are no longer live ([`history::live_events`](crate::history::live_events)) and stay in
     /// the history. When the event after the target opens an invocation, the rewind also says
     /// `actions.rewind_before_invocation_id`, so ADK for Python reads the same live events. An
-    /// event the session does not have is [`Error::InvalidArgument`].
+    /// event the session does not have is [`Error::InvalidArgument`]. Artifacts are restored to
+    /// after that event as [`rewind`](Self::rewind) restores them.
     pub async fn rewind_to_event(&self, session: &mut Session, event_id: &str) -> Result<Event> {
         validate_id("event_id", event_id)?;
         if !self.capabilities().answers_history() {
@@ -105,6 +114,8 @@ impl SessionService {
         // target is the last event of its own.
         let target = self.store().events(&self.events_query(&key, EventSelect::Id(event_id.to_owned()))).await?;
         if let Some(target) = target.and_then(|found| found.into_iter().next()) {
+            let point = crate::artifact::rewind::Point::After(EventCursor::of(&target));
+            event.actions.artifact_delta = self.restore_artifacts(&key, &point).await?;
             let after = EventSelect::Page { after: Some(EventCursor::of(&target)), since_micros: None, limit: 1 };
             let next = self.store().events(&self.events_query(&key, after)).await?.and_then(|e| e.into_iter().next());
             if let Some(next) = next.filter(|n| !n.invocation_id.is_empty() && n.invocation_id != target.invocation_id)
@@ -117,6 +128,31 @@ impl SessionService {
             }
         }
         self.append_event(session, event).await
+    }
+
+    /// The session's artifacts brought back to `point` (when the store keeps artifacts), from the
+    /// versions its events recorded: the rewind event's `artifact_delta`. Reads the history's
+    /// events a page at a time.
+    async fn restore_artifacts(
+        &self,
+        key: &SessionKey,
+        point: &crate::artifact::rewind::Point,
+    ) -> Result<crate::Map<String, crate::Value>> {
+        let Some(store) = self.capabilities().artifacts else { return Ok(crate::Map::new()) };
+        let mut recorded = crate::artifact::rewind::Recorded::default();
+        let mut page_token = None;
+        loop {
+            let request = crate::ListEvents { page_size: crate::MAX_EVENT_PAGE, page_token, ..Default::default() };
+            let Some(page) = self.list_events(key, request).await? else { break };
+            for event in &page.events {
+                recorded.add(event, point);
+            }
+            match page.next_page_token {
+                Some(token) => page_token = Some(token),
+                None => break,
+            }
+        }
+        crate::artifact::rewind::restore(store, key, recorded, self.now_micros()).await
     }
 
     /// An event of author `user` (invocation `e-<uuid>`) whose delta brings the session-scoped
