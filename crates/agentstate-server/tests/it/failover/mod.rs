@@ -20,7 +20,20 @@ use crate::outage::try_http;
 
 /// A port nothing listens on now.
 pub(crate) fn spare_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    // Below the kernel's ephemeral range (32768 and up by default): a node killed and restarted
+    // on its ports must find them free, and an ephemeral port can meanwhile be the local end of
+    // any outgoing connection of the machine (which once kept a Galera node from rejoining).
+    // Ports are handed out once per process, from a start that differs between processes.
+    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+    let start = 20_000 + (std::process::id() % 500) as u16 * 20;
+    let _ = NEXT.compare_exchange(0, start, std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst);
+    loop {
+        let port = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        assert!(port < 32_000, "no spare port below the ephemeral range");
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// A directory of the test's own (under /tmp, which the `postgres` user can reach when we are
