@@ -137,19 +137,28 @@ macro_rules! artifact_operations {
                 let Some(row) = row else { return Ok(None) };
                 let read = || -> std::result::Result<_, sqlx::Error> {
                     Ok((
-                        row.try_get::<i64, _>("version")?,
-                        row.try_get::<i64, _>("create_micros")?,
-                        row.try_get::<Option<String>, _>("mime_type")?,
-                        row.try_get::<String, _>("custom_metadata")?,
-                        row.try_get::<i64, _>("size")?,
                         row.try_get::<String, _>("part")?,
                         row.try_get::<String, _>("kind")?,
                         row.try_get::<Vec<u8>, _>("data")?,
                     ))
                 };
-                let (v, create, mime, custom, size, part, kind, data) =
-                    read().map_err(|e| sqlx_error("reading an artifact", e))?;
-                stored(meta(v, create, mime, &custom, size)?, &part, &kind, data).map(Some)
+                let (part, kind, data) = read().map_err(|e| sqlx_error("reading an artifact", e))?;
+                stored(meta_of(&row)?, &part, &kind, data).map(Some)
+            }
+
+            /// A version's metadata from the columns every artifact read answers.
+            fn meta_of(row: &<$db as sqlx::Database>::Row) -> Result<ArtifactMeta> {
+                let read = || -> std::result::Result<_, sqlx::Error> {
+                    Ok((
+                        row.try_get::<i64, _>("version")?,
+                        row.try_get::<i64, _>("create_micros")?,
+                        row.try_get::<Option<String>, _>("mime_type")?,
+                        row.try_get::<String, _>("custom_metadata")?,
+                        row.try_get::<i64, _>("size")?,
+                    ))
+                };
+                let (v, create, mime, custom, size) = read().map_err(|e| sqlx_error("reading an artifact", e))?;
+                meta(v, create, mime, &custom, size)
             }
 
             pub(crate) async fn versions(pool: &Pool, key: &ArtifactKey) -> Result<Vec<ArtifactMeta>> {
@@ -157,22 +166,7 @@ macro_rules! artifact_operations {
                     .fetch_all(pool)
                     .await
                     .map_err(|e| sqlx_error("listing an artifact's versions", e))?;
-                rows.iter()
-                    .map(|row| {
-                        let read = || -> std::result::Result<_, sqlx::Error> {
-                            Ok((
-                                row.try_get::<i64, _>("version")?,
-                                row.try_get::<i64, _>("create_micros")?,
-                                row.try_get::<Option<String>, _>("mime_type")?,
-                                row.try_get::<String, _>("custom_metadata")?,
-                                row.try_get::<i64, _>("size")?,
-                            ))
-                        };
-                        let (v, create, mime, custom, size) =
-                            read().map_err(|e| sqlx_error("reading an artifact's versions", e))?;
-                        meta(v, create, mime, &custom, size)
-                    })
-                    .collect()
+                rows.iter().map(meta_of).collect()
             }
 
             pub(crate) async fn names(

@@ -72,11 +72,7 @@ fn master_port(sentinel: u16) -> Option<u16> {
 
 /// Whether the Redis on `port` has `count` replicas online.
 fn has_replicas(port: u16, count: usize) -> bool {
-    let out = Command::new("redis-cli").args(["-p", &port.to_string(), "INFO", "replication"]).output();
-    out.is_ok_and(|o| {
-        String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.starts_with("slave") && l.contains("online")).count()
-            >= count
-    })
+    replication(port).lines().filter(|l| l.starts_with("slave") && l.contains("online")).count() >= count
 }
 
 /// `INFO replication` of the Redis on `port`, for a failure's message.
