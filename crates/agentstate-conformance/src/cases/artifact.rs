@@ -242,8 +242,14 @@ async fn turn(
 ) -> String {
     let tick = || svc.clock().advance(std::time::Duration::from_secs(1));
     let (app, user, id) = (session.app_name().to_owned(), session.user_id().to_owned(), session.id().to_owned());
+    // Stamped by the service's clock, as the saves are.
+    let event = |author: &str| {
+        let mut event = agentstate::Event::new(invocation).author(author);
+        event.timestamp = svc.now_secs();
+        event
+    };
     tick();
-    svc.service().append_event(session, agentstate::Event::new(invocation).author("user")).await.unwrap();
+    svc.service().append_event(session, event("user")).await.unwrap();
     let mut delta = Map::new();
     for (name, text) in saves {
         tick();
@@ -252,7 +258,7 @@ async fn turn(
         delta.insert((*name).to_owned(), json!(saved.version));
     }
     tick();
-    let mut answer = agentstate::Event::new(invocation).author("agent");
+    let mut answer = event("agent");
     answer.actions.artifact_delta = delta;
     svc.service().append_event(session, answer).await.unwrap().id
 }
@@ -289,4 +295,71 @@ pub(super) async fn rewinds_restore_artifact_versions_as_adk_does(svc: Svc) {
     assert_eq!(again.actions.artifact_delta, json!({"a": 4, "b": 3}).as_object().unwrap().clone());
     assert_eq!(artifacts.load(scope, "a", None).await.unwrap(), Some(Part::text("two")));
     assert_eq!(artifacts.load(scope, "b", None).await.unwrap(), Some(Part::text("new")));
+}
+
+pub(super) async fn sweeping_an_expired_session_removes_its_artifacts(svc: Svc) {
+    use agentstate::CreateSession;
+    let artifacts = service(&svc);
+    let app = unique("art");
+    let now = svc.now_secs();
+    let expired = CreateSession::new(&app, "ann").id("old").expire_time(now - 10.0);
+    svc.service().create_session(expired).await.unwrap();
+    svc.service().create_session(CreateSession::new(&app, "ann").id("live")).await.unwrap();
+    for session in ["old", "live"] {
+        let scope = ArtifactScope::new(&app, "ann", Some(session));
+        artifacts.save(scope, "a", &Part::text(session), None).await.unwrap();
+        artifacts.save(scope, "user:u", &Part::text(session), None).await.unwrap();
+    }
+    if svc.service().capabilities().lifecycle.is_none() {
+        return;
+    }
+    // Other runs sharing the database may have expired sessions too: sweep them all.
+    while svc.service().sweep_expired(100).await.unwrap() == 100 {}
+    let old = ArtifactScope::new(&app, "ann", Some("old"));
+    assert_eq!(artifacts.list_keys(old).await.unwrap(), ["user:u"], "the session's went with it, the user's stay");
+    assert!(artifacts.load(old, "a", None).await.unwrap().is_none());
+    let live = ArtifactScope::new(&app, "ann", Some("live"));
+    assert_eq!(artifacts.load(live, "a", None).await.unwrap(), Some(Part::text("live")));
+    assert_eq!(artifacts.list_versions(live, "user:u").await.unwrap(), [0, 1]);
+}
+
+pub(super) async fn forks_carry_the_artifacts_of_their_fork_point(svc: Svc) {
+    use agentstate::CreateSession;
+    use agentstate::history::ForkSession;
+    let artifacts = service(&svc);
+    let app = unique("art");
+    let mut session = svc.service().create_session(CreateSession::new(&app, "ann").id("s")).await.unwrap();
+    let scope = |id: &'static str| ArtifactScope::new(&app, "ann", Some(id));
+    // Saved straight through the service before the first turn: no event records it.
+    svc.clock().advance(std::time::Duration::from_secs(1));
+    artifacts.save(scope("s"), "early", &Part::text("before"), None).await.unwrap();
+    let first = turn(&svc, &artifacts, &mut session, "inv-1", &[("a", "one")]).await;
+    let last = turn(&svc, &artifacts, &mut session, "inv-2", &[("a", "two"), ("b", "new"), ("user:u", "mine")]).await;
+    svc.clock().advance(std::time::Duration::from_secs(1));
+    artifacts.save(scope("s"), "late", &Part::text("after"), None).await.unwrap();
+    let fork = |at: &str, id: &str| ForkSession {
+        source: session.key().clone(),
+        at_event_id: at.to_owned(),
+        session_id: Some(id.to_owned()),
+    };
+    let Some(early) = svc.history(svc.service().fork_session(fork(&first, "f1")).await) else { return };
+    // As at the end of inv-1: a's first version, the early one; user: ones are the user's anyway.
+    assert_eq!(early.id(), "f1");
+    assert_eq!(artifacts.list_keys(scope("f1")).await.unwrap(), ["a", "early", "user:u"]);
+    assert_eq!(artifacts.list_versions(scope("f1"), "a").await.unwrap(), [0]);
+    assert_eq!(artifacts.load(scope("f1"), "a", None).await.unwrap(), Some(Part::text("one")));
+    assert_eq!(artifacts.load(scope("f1"), "early", None).await.unwrap(), Some(Part::text("before")));
+    // At the end of inv-2: the versions its events name, numbered as in the source.
+    svc.service().fork_session(fork(&last, "f2")).await.unwrap();
+    assert_eq!(artifacts.list_keys(scope("f2")).await.unwrap(), ["a", "b", "early", "user:u"]);
+    assert_eq!(artifacts.list_versions(scope("f2"), "a").await.unwrap(), [0, 1]);
+    assert_eq!(artifacts.load(scope("f2"), "a", Some(0)).await.unwrap(), Some(Part::text("one")));
+    assert_eq!(artifacts.load(scope("f2"), "b", None).await.unwrap(), Some(Part::text("new")));
+    // Copies: a save in the fork is the fork's; the source is untouched.
+    artifacts.save(scope("f2"), "a", &Part::text("forked"), None).await.unwrap();
+    assert_eq!(artifacts.load(scope("s"), "a", None).await.unwrap(), Some(Part::text("two")));
+    assert_eq!(artifacts.list_keys(scope("s")).await.unwrap(), ["a", "b", "early", "late", "user:u"]);
+    // Deleting the source leaves the forks' artifacts.
+    svc.service().delete_session(session.key()).await.unwrap();
+    assert_eq!(artifacts.load(scope("f1"), "a", None).await.unwrap(), Some(Part::text("one")));
 }

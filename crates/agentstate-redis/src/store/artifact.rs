@@ -61,7 +61,13 @@ impl RedisStore {
 
     /// Counts, and with `remove` removes, the artifacts of one session of a user, or (`None`) of
     /// all the user's sessions and the user's own.
-    async fn clear_artifacts(&self, app: &str, user: &str, session: Option<&str>, remove: bool) -> Result<usize> {
+    pub(super) async fn clear_artifacts(
+        &self,
+        app: &str,
+        user: &str,
+        session: Option<&str>,
+        remove: bool,
+    ) -> Result<usize> {
         let keys = AppKeys::new(&self.prefix, app);
         let count: i64 = scripts::ARTIFACT_CLEAR
             .key(keys.artifact_sessions(user))

@@ -116,6 +116,11 @@ impl LifecycleStore for RedisStore {
                     .invoke_async(&mut connection)
                     .await
                     .map_err(|e| backend("sweep", e))?;
+                if done > 0 {
+                    // Its artifacts go next (their keys are not the session's, so not in its
+                    // script): a sweep stopped in between leaves them to erase-user.
+                    self.clear_artifacts(&app, user, Some(id), true).await?;
+                }
                 removed += usize::try_from(done).unwrap_or_default();
             }
         }

@@ -4,6 +4,7 @@
 //! [`ArtifactStore`](crate::store::ArtifactStore) capability; [`model`] is what a name, a
 //! reference and a stored part are.
 
+pub(crate) mod fork;
 pub mod model;
 pub(crate) mod rewind;
 mod service;

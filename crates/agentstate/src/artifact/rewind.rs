@@ -29,6 +29,11 @@ pub(crate) struct Recorded {
 }
 
 impl Recorded {
+    /// The version the events before the point last record for `name`.
+    pub(crate) fn then(&self, name: &str) -> Option<i64> {
+        self.then.get(name).and_then(Value::as_i64)
+    }
+
     /// Takes in the next event of the history (oldest first).
     pub(crate) fn add(&mut self, event: &Event, point: &Point) {
         if event.actions.artifact_delta.is_empty() {

@@ -14,7 +14,8 @@ use crate::store::{ArtifactKey, ArtifactMeta, ArtifactStore, NewArtifactVersion,
 pub(super) struct Artifacts(RwLock<BTreeMap<ArtifactKey, Vec<StoredArtifact>>>);
 
 impl Artifacts {
-    fn remove_where(&self, doomed: impl Fn(&ArtifactKey) -> bool) -> usize {
+    /// Removes every artifact `doomed` names; returns how many versions went.
+    pub(super) fn remove_where(&self, doomed: impl Fn(&ArtifactKey) -> bool) -> usize {
         let mut all = self.0.write().unwrap_or_else(PoisonError::into_inner);
         let mut removed = 0;
         all.retain(|key, versions| {

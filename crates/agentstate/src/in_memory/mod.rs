@@ -361,9 +361,10 @@ impl LifecycleStore for InMemoryStore {
         expired.sort_unstable();
         expired.truncate(limit);
         for (_, app, user, id) in &expired {
-            if let Some(user) = apps.get_mut(app).and_then(|a| a.users.get_mut(user)) {
-                user.sessions.remove(id);
+            if let Some(entry) = apps.get_mut(app).and_then(|a| a.users.get_mut(user)) {
+                entry.sessions.remove(id);
             }
+            self.artifacts.remove_where(|k| &k.app == app && &k.user == user && k.session.as_ref() == Some(id));
         }
         Ok(expired.len())
     }

@@ -139,6 +139,17 @@ impl SessionService {
         point: &crate::artifact::rewind::Point,
     ) -> Result<crate::Map<String, crate::Value>> {
         let Some(store) = self.capabilities().artifacts else { return Ok(crate::Map::new()) };
+        let recorded = self.recorded_artifacts(key, point).await?;
+        crate::artifact::rewind::restore(store, key, recorded, self.now_micros()).await
+    }
+
+    /// The artifact versions the session's events record before `point` and now, read a page of
+    /// events at a time.
+    async fn recorded_artifacts(
+        &self,
+        key: &SessionKey,
+        point: &crate::artifact::rewind::Point,
+    ) -> Result<crate::artifact::rewind::Recorded> {
         let mut recorded = crate::artifact::rewind::Recorded::default();
         let mut page_token = None;
         loop {
@@ -152,7 +163,22 @@ impl SessionService {
                 None => break,
             }
         }
-        crate::artifact::rewind::restore(store, key, recorded, self.now_micros()).await
+        Ok(recorded)
+    }
+
+    /// Copies into the new `fork` the source's artifacts as of the fork point
+    /// ([`fork::carry`](crate::artifact::fork::carry)); when the store keeps none, nothing.
+    async fn fork_artifacts(&self, request: &ForkSession, fork: &SessionKey) -> Result<()> {
+        let Some(store) = self.capabilities().artifacts else { return Ok(()) };
+        let query = self.events_query(&request.source, EventSelect::Id(request.at_event_id.clone()));
+        let Some(at) = self.store().events(&query).await?.and_then(|found| found.into_iter().next()) else {
+            return Ok(());
+        };
+        let point = crate::artifact::rewind::Point::After(EventCursor::of(&at));
+        let recorded = self.recorded_artifacts(&request.source, &point).await?;
+        let copied = crate::artifact::fork::carry(store, &request.source, fork, &recorded, at.time().micros()).await?;
+        tracing::debug!(copied, "copied the fork point's artifact versions");
+        Ok(())
     }
 
     /// An event of author `user` (invocation `e-<uuid>`) whose delta brings the session-scoped
@@ -186,16 +212,29 @@ impl SessionService {
     /// reads as the source's), and its last update is its last event's time until it is
     /// appended to. Returns it without events. A missing source is [`Error::NotFound`], an
     /// unknown event [`Error::InvalidArgument`], a taken id [`Error::AlreadyExists`].
+    ///
+    /// When the store keeps artifacts, the fork gets the source's session-scoped artifacts as
+    /// they were at the event, numbered as in the source, so the copied events' `artifact_delta`
+    /// names versions the fork holds: for each, the versions up to the one the events last
+    /// record (or, for one no event records, those saved by the event's time).
     pub async fn fork_session(&self, request: ForkSession) -> Result<Session> {
         validate_id("at_event_id", &request.at_event_id)?;
         if let Some(id) = request.session_id.as_deref().filter(|id| !id.is_empty()) {
             validate_id("session_id", id)?;
         }
         let answer = async {
-            match self.capabilities().remote_history {
-                Some(remote) => remote.fork(&request).await,
-                None => self.replay("fork sessions")?.fork(&request).await,
+            let fork = match self.capabilities().remote_history {
+                Some(remote) => remote.fork(&request).await?,
+                None => self.replay("fork sessions")?.fork(&request).await?,
+            };
+            if let Err(failed) = self.fork_artifacts(&request, fork.key()).await {
+                // A fork without the artifacts its events name is not the fork asked for.
+                if let Err(undo) = self.delete_session(fork.key()).await {
+                    tracing::warn!(error = %undo, "removing a fork whose artifacts were not copied failed");
+                }
+                return Err(failed);
             }
+            Ok(fork)
         };
         answer.instrument(span("fork_session", &request.source)).await
     }

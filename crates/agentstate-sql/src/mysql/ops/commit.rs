@@ -211,8 +211,8 @@ pub(in crate::mysql) async fn drop_events_in(
     Ok(usize::try_from(dropped).unwrap_or_default())
 }
 
-/// Deletes up to `limit` sessions expired at `before_micros`, oldest expiry first (locked by the
-/// select, so none is created again in between).
+/// Deletes up to `limit` sessions expired at `before_micros`, oldest expiry first, with their
+/// artifacts (locked by the select, so none is created again in between).
 pub(in crate::mysql) async fn delete_expired_in(
     conn: &mut MySqlConnection,
     before_micros: i64,
@@ -228,6 +228,10 @@ pub(in crate::mysql) async fn delete_expired_in(
         let part = |name| row.try_get::<String, _>(name).map_err(sql_step("find expired sessions"));
         let key = SessionKey::from_storage(part("app_name")?, part("user_id")?, part("session_id")?);
         keyed(sql!("session_delete"), &key).execute(&mut *conn).await.map_err(sql_step("delete an expired session"))?;
+        keyed(sql!("artifact_session_delete"), &key)
+            .execute(&mut *conn)
+            .await
+            .map_err(sql_step("delete an expired session's artifacts"))?;
     }
     Ok(rows.len())
 }

@@ -235,13 +235,13 @@ pub(super) async fn drop_events_before(
 }
 
 pub(super) async fn delete_expired(pool: &Pool, before_micros: i64, limit: usize) -> Result<usize> {
-    let done = sqlx::query(sql!("sessions_expired_delete"))
+    let swept: i64 = sqlx::query_scalar(sql!("sessions_expired_delete"))
         .bind(naive(before_micros)?)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .execute(pool)
+        .fetch_one(pool)
         .await
         .map_err(|e| sqlx_error("sweeping expired sessions", e))?;
-    Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
+    Ok(usize::try_from(swept).unwrap_or_default())
 }
 
 pub(super) async fn erase_user(pool: &Pool, app: &str, user: &str) -> Result<UserDataCounts> {

@@ -468,8 +468,8 @@ pub(super) fn erase_user(conn: &Connection, app: &str, user: &str) -> Result<Use
     Ok(found)
 }
 
-/// Deletes up to `limit` sessions expired at `before_micros`, oldest expiry first, in the
-/// writer's transaction (so none is created again in between).
+/// Deletes up to `limit` sessions expired at `before_micros`, oldest expiry first, with their
+/// artifacts, in the writer's transaction (so none is created again in between).
 pub(super) fn delete_expired(conn: &Connection, before_micros: i64, limit: usize) -> Result<usize> {
     let before = sqlite_text(before_micros)?;
     let keys = conn
@@ -487,6 +487,8 @@ pub(super) fn delete_expired(conn: &Connection, before_micros: i64, limit: usize
         .map_err(|e| sqlite_error("find expired sessions", &e))?;
     for key in &keys {
         delete(conn, key)?;
+        let artifacts = params![key.app_name(), key.user_id(), key.session_id()];
+        execute(conn, "delete an expired session's artifacts", sql!("artifact_session_delete"), artifacts)?;
     }
     Ok(keys.len())
 }
