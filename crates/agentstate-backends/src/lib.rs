@@ -13,6 +13,9 @@
 
 use std::sync::Arc;
 
+mod files;
+pub use files::{ArtifactFiles, DEFAULT_INLINE_BELOW, FILE_ENTRY};
+
 use agentstate::store::SessionStore;
 use agentstate_redis::{ConnectError, RedisStore, RedisUrl, RedisUrlError};
 use agentstate_sql::{DatabaseUrl, SqlStore};

@@ -515,7 +515,11 @@ macro_rules! pool_store {
 
         #[async_trait::async_trait]
         impl agentstate::store::LifecycleStore for $store {
-            async fn delete_expired(&self, before_micros: i64, limit: usize) -> agentstate::Result<usize> {
+            async fn delete_expired(
+                &self,
+                before_micros: i64,
+                limit: usize,
+            ) -> agentstate::Result<Vec<agentstate::SessionKey>> {
                 ops::delete_expired(&self.pool, before_micros, limit).await
             }
 

@@ -84,16 +84,16 @@ impl HistoryStore for RedisStore {
 
 #[async_trait]
 impl LifecycleStore for RedisStore {
-    async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<usize> {
+    async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<Vec<SessionKey>> {
         let mut connection = self.connection();
         let apps: Vec<String> = redis::cmd("SMEMBERS")
             .arg(expiring_apps(&self.prefix))
             .query_async(&mut connection)
             .await
             .map_err(|e| backend("sweep", e))?;
-        let mut removed = 0;
+        let mut removed = Vec::new();
         for app in apps {
-            if removed >= limit {
+            if removed.len() >= limit {
                 break;
             }
             let app_keys = AppKeys::new(&self.prefix, &app);
@@ -103,7 +103,7 @@ impl LifecycleStore for RedisStore {
                 .arg(before_micros)
                 .arg("LIMIT")
                 .arg(0)
-                .arg(limit - removed)
+                .arg(limit - removed.len())
                 .query_async(&mut connection)
                 .await
                 .map_err(|e| backend("sweep", e))?;
@@ -120,8 +120,8 @@ impl LifecycleStore for RedisStore {
                     // Its artifacts go next (their keys are not the session's, so not in its
                     // script): a sweep stopped in between leaves them to erase-user.
                     self.clear_artifacts(&app, user, Some(id), true).await?;
+                    removed.push(SessionKey::from_storage(app.clone(), user.to_owned(), id.to_owned()));
                 }
-                removed += usize::try_from(done).unwrap_or_default();
             }
         }
         Ok(removed)

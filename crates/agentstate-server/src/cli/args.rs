@@ -109,6 +109,13 @@ pub(crate) struct DbArg {
     /// The same keys given directly (`id:base64,id:base64`), instead of a file.
     #[arg(long, env = "AGENTSTATE_ENCRYPTION_KEYS", hide_env_values = true, conflicts_with = "encryption_keys_file")]
     pub(crate) encryption_keys: Option<String>,
+    /// Keep artifact payloads as files in this directory (created if missing), their index in
+    /// the database; every command that opens the database must be given the same directory.
+    #[arg(long, env = "AGENTSTATE_ARTIFACTS_DIR")]
+    pub(crate) artifacts_dir: Option<std::path::PathBuf>,
+    /// With --artifacts-dir: payloads of fewer bytes stay in the database.
+    #[arg(long, env = "AGENTSTATE_ARTIFACTS_INLINE_BELOW", default_value_t = agentstate_backends::DEFAULT_INLINE_BELOW, requires = "artifacts_dir")]
+    pub(crate) artifacts_inline_below: usize,
 }
 
 /// The options of `serve`. Each can also be set in the config file under its field name. No

@@ -48,7 +48,12 @@ impl fmt::Display for Shown {
 /// Opens the backend `db` names, behind encryption at rest when it gives keys; refuses an
 /// encrypted database without them.
 pub(crate) async fn open(db: &DbArg) -> anyhow::Result<(Backend, Shown)> {
-    let (backend, shown) = open_url(&db.db).await?;
+    let (mut backend, shown) = open_url(&db.db).await?;
+    if let Some(dir) = &db.artifacts_dir {
+        let files = agentstate_backends::ArtifactFiles::open(backend, dir)
+            .with_context(|| format!("keeping artifact files in {} beside {shown}", dir.display()))?;
+        backend = Arc::new(files.inline_below(db.artifacts_inline_below));
+    }
     let keys = match (&db.encryption_keys_file, &db.encryption_keys) {
         (Some(path), _) => Some(
             std::fs::read_to_string(path)

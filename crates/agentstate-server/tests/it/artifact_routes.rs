@@ -1,5 +1,5 @@
 //! `adk api_server`'s artifact routes, the same requests against it (google-adk 2.13.0, in-memory
-//! artifacts) and against `agentstate serve` (SQLite): the answers must be equal but for the
+//! artifacts) and against `agentstate serve` (SQLite, and SQLite with payloads in files): the answers must be equal but for the
 //! version's create time and its canonical URI's scheme (each service names its own storage).
 //! Then what the reference does not show: names with `..`, the body limit, tokens.
 
@@ -29,8 +29,26 @@ enum Expect {
 #[test]
 fn artifact_routes_match_adk_api_server() {
     let (_reference, theirs) = start_reference();
-    let (child, ours) = serve("sqlite::memory:");
-    let _ours = Running(child);
+    // Twice: payloads in the database, and every payload a file under --artifacts-dir.
+    let dir = std::env::temp_dir().join("agentstate-tests").join(agentstate::Event::new_id());
+    let dir = dir.to_string_lossy().into_owned();
+    let (child, in_db) = serve("sqlite::memory:");
+    let _in_db = Running(child);
+    let files = ["--db", "sqlite::memory:", "--addr", "127.0.0.1:0", "--artifacts-dir", &dir];
+    let (child, in_files) = crate::binary::serve_with(&[&files[..], &["--artifacts-inline-below", "0"]].concat());
+    let _in_files = Running(child);
+    for (ours, user) in [(in_db, "u1"), (in_files, "u3")] {
+        compare_artifact_routes(&theirs, &ours, user);
+    }
+    assert!(std::fs::read_dir(&dir).unwrap().next().is_some(), "payloads went to {dir}");
+}
+
+/// The differential's requests, sent to `theirs` and to `ours` as `user` (the reference keeps
+/// what an earlier run saved: each run is another user's; `u2` is the other user of the
+/// requests).
+fn compare_artifact_routes(theirs: &str, ours: &str, user: &str) {
+    let to_user = |text: &str| text.replace("/users/u1/", &format!("/users/{user}/"));
+    let call = |addr: &str, method: &str, path: &str, body: &str| call(addr, method, &to_user(path), &to_user(body));
     let a = "/apps/trivial/users/u1/sessions/s1/artifacts";
     let other = "/apps/trivial/users/u1/sessions/s2/artifacts";
     let steps: Vec<(&str, String, String, Expect)> = vec![
@@ -148,6 +166,10 @@ fn artifact_routes_match_adk_api_server() {
         versions,
         json!([{"version": 0, "canonicalUri": "<scheme>://apps/trivial/users/u1/sessions/s1/artifacts/img.png/versions/0",
                 "customMetadata": {"k": "v"}, "createTime": "<time>", "mimeType": "image/png"}])
+            .to_string()
+            .replace("/users/u1/", &format!("/users/{user}/"))
+            .parse::<Value>()
+            .unwrap()
     );
 }
 

@@ -230,7 +230,7 @@ impl SessionStore for Counting {
 
 #[async_trait]
 impl LifecycleStore for Counting {
-    async fn delete_expired(&self, before_micros: i64, limit: usize) -> agentstate::Result<usize> {
+    async fn delete_expired(&self, before_micros: i64, limit: usize) -> agentstate::Result<Vec<SessionKey>> {
         self.count();
         self.inner.delete_expired(before_micros, limit).await
     }

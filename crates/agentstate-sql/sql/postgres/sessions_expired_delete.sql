@@ -1,7 +1,7 @@
 -- Deletes up to $2 sessions whose expire time is at or before $1, oldest expiry first (served by
 -- idx_agentstate_attributes_expire), with their artifacts, in one statement; events, attributes
--- and snapshots go by cascade. Rows another sweep holds are skipped, not waited for. Answers how
--- many sessions went.
+-- and snapshots go by cascade. Rows another sweep holds are skipped, not waited for. Answers the
+-- sessions that went.
 WITH gone AS (
   DELETE FROM sessions s
   USING (
@@ -20,4 +20,4 @@ WITH gone AS (
   USING gone g
   WHERE f.app_name = g.app_name AND f.user_id = g.user_id AND f.session_id = g.id
 )
-SELECT count(*) AS sessions FROM gone
+SELECT app_name, user_id, id FROM gone

@@ -352,7 +352,7 @@ impl HistoryStore for SqliteStore {
 
 #[async_trait]
 impl LifecycleStore for SqliteStore {
-    async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<usize> {
+    async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<Vec<SessionKey>> {
         self.writer.write(move |conn| ops::delete_expired(conn, before_micros, limit)).await
     }
 

@@ -346,7 +346,7 @@ impl HistoryStore for InMemoryStore {
 
 #[async_trait]
 impl LifecycleStore for InMemoryStore {
-    async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<usize> {
+    async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<Vec<SessionKey>> {
         let mut apps = self.write();
         let mut expired: Vec<(i64, String, String, String)> = Vec::new();
         for (app_name, app) in apps.iter() {
@@ -360,13 +360,15 @@ impl LifecycleStore for InMemoryStore {
         }
         expired.sort_unstable();
         expired.truncate(limit);
-        for (_, app, user, id) in &expired {
-            if let Some(entry) = apps.get_mut(app).and_then(|a| a.users.get_mut(user)) {
-                entry.sessions.remove(id);
+        let mut removed = Vec::with_capacity(expired.len());
+        for (_, app, user, id) in expired {
+            if let Some(entry) = apps.get_mut(&app).and_then(|a| a.users.get_mut(&user)) {
+                entry.sessions.remove(&id);
             }
-            self.artifacts.remove_where(|k| &k.app == app && &k.user == user && k.session.as_ref() == Some(id));
+            self.artifacts.remove_where(|k| k.app == app && k.user == user && k.session.as_ref() == Some(&id));
+            removed.push(SessionKey::from_storage(app, user, id));
         }
-        Ok(expired.len())
+        Ok(removed)
     }
 
     async fn set_expire_time(&self, key: &SessionKey, expire_micros: Option<i64>, now_micros: i64) -> Result<bool> {

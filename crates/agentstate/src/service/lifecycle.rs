@@ -38,7 +38,7 @@ impl SessionService {
     pub async fn sweep_expired(&self, limit: usize) -> Result<usize> {
         let lifecycle = self.lifecycle("sweep expired sessions")?;
         let span = tracing::debug_span!("sweep_expired", limit);
-        let removed = lifecycle.delete_expired(self.now_micros(), limit).instrument(span).await?;
+        let removed = lifecycle.delete_expired(self.now_micros(), limit).instrument(span).await?.len();
         if removed > 0 {
             tracing::debug!(removed, "swept expired sessions");
         }

@@ -240,10 +240,11 @@ impl UserDataCounts {
 pub trait LifecycleStore: Send + Sync {
     /// Deletes up to `limit` sessions whose expire time is at or before `before_micros` (oldest
     /// expiry first), with their events, in one atomic step: a session created again under the
-    /// same id after its predecessor expired is never touched. Returns how many it deleted.
+    /// same id after its predecessor expired is never touched. Returns the sessions it deleted.
     /// Found through an index on the expire time, never a scan of every session. A store whose
-    /// storage expires data by itself (Redis) removes what is left of them (list entries).
-    async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<usize>;
+    /// storage expires data by itself (Redis) removes what is left of them (list entries). A store
+    /// that keeps artifacts removes the deleted sessions' artifacts too.
+    async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<Vec<SessionKey>>;
 
     /// Sets the session's expire time (epoch µs; `None`: never expires); `false` if there is no
     /// such session, or it expired at or before `now_micros`. Atomic; on stores with native

@@ -217,13 +217,14 @@ pub(in crate::mysql) async fn delete_expired_in(
     conn: &mut MySqlConnection,
     before_micros: i64,
     limit: usize,
-) -> Step<usize> {
+) -> Step<Vec<SessionKey>> {
     let rows = sqlx::query(sql!("sessions_expired"))
         .bind(naive(before_micros)?)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(&mut *conn)
         .await
         .map_err(sql_step("find expired sessions"))?;
+    let mut removed = Vec::with_capacity(rows.len());
     for row in &rows {
         let part = |name| row.try_get::<String, _>(name).map_err(sql_step("find expired sessions"));
         let key = SessionKey::from_storage(part("app_name")?, part("user_id")?, part("session_id")?);
@@ -232,8 +233,9 @@ pub(in crate::mysql) async fn delete_expired_in(
             .execute(&mut *conn)
             .await
             .map_err(sql_step("delete an expired session's artifacts"))?;
+        removed.push(key);
     }
-    Ok(rows.len())
+    Ok(removed)
 }
 
 /// Erases `user` of `app`; what it removed.

@@ -143,7 +143,7 @@ pub(in crate::mysql) async fn drop_events_before(
     .await
 }
 
-pub(in crate::mysql) async fn delete_expired(pool: &Pool, before_micros: i64, limit: usize) -> Result<usize> {
+pub(in crate::mysql) async fn delete_expired(pool: &Pool, before_micros: i64, limit: usize) -> Result<Vec<SessionKey>> {
     transaction(pool, "sweeping expired sessions", |conn| {
         Box::pin(super::delete_expired_in(conn, before_micros, limit))
     })

@@ -234,14 +234,14 @@ pub(super) async fn drop_events_before(
     Ok(usize::try_from(dropped).unwrap_or_default())
 }
 
-pub(super) async fn delete_expired(pool: &Pool, before_micros: i64, limit: usize) -> Result<usize> {
-    let swept: i64 = sqlx::query_scalar(sql!("sessions_expired_delete"))
+pub(super) async fn delete_expired(pool: &Pool, before_micros: i64, limit: usize) -> Result<Vec<SessionKey>> {
+    let swept: Vec<(String, String, String)> = sqlx::query_as(sql!("sessions_expired_delete"))
         .bind(naive(before_micros)?)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .fetch_one(pool)
+        .fetch_all(pool)
         .await
         .map_err(|e| sqlx_error("sweeping expired sessions", e))?;
-    Ok(usize::try_from(swept).unwrap_or_default())
+    Ok(swept.into_iter().map(|(app, user, id)| SessionKey::from_storage(app, user, id)).collect())
 }
 
 pub(super) async fn erase_user(pool: &Pool, app: &str, user: &str) -> Result<UserDataCounts> {

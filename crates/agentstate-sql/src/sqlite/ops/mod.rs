@@ -470,7 +470,7 @@ pub(super) fn erase_user(conn: &Connection, app: &str, user: &str) -> Result<Use
 
 /// Deletes up to `limit` sessions expired at `before_micros`, oldest expiry first, with their
 /// artifacts, in the writer's transaction (so none is created again in between).
-pub(super) fn delete_expired(conn: &Connection, before_micros: i64, limit: usize) -> Result<usize> {
+pub(super) fn delete_expired(conn: &Connection, before_micros: i64, limit: usize) -> Result<Vec<SessionKey>> {
     let before = sqlite_text(before_micros)?;
     let keys = conn
         .prepare_cached(sql!("sessions_expired"))
@@ -490,7 +490,7 @@ pub(super) fn delete_expired(conn: &Connection, before_micros: i64, limit: usize
         let artifacts = params![key.app_name(), key.user_id(), key.session_id()];
         execute(conn, "delete an expired session's artifacts", sql!("artifact_session_delete"), artifacts)?;
     }
-    Ok(keys.len())
+    Ok(keys)
 }
 
 /// Runs `f` in a read transaction, so every statement sees one snapshot.

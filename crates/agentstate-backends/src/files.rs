@@ -1,0 +1,293 @@
+//! Artifacts whose payloads live in a directory, next to the index the store keeps: the
+//! [`ArtifactFiles`] store. Every version's number, metadata and part stay in the store's own
+//! artifact table (numbered there atomically, listed, counted and removed with the sessions);
+//! a payload of [`ArtifactFiles::inline_below`] bytes or more goes to a file of its own and the
+//! index holds the file's name in its place. Small payloads stay in the index, where a read is
+//! one query.
+//!
+//! The directory mirrors whose the artifacts are, so removals are directory removals:
+//! `ROOT/<app>/<user>/<session, or _user>/<name>/<uuid>.blob`, each level a hash of its id (ids
+//! and names may hold any printable character). A payload is written and flushed to disk before
+//! its index row exists, and a directory is removed before its rows: a crash in between leaves a
+//! file no row names (removed with its directory later), never a row without its file.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! let index = agentstate_backends::open("sqlite://agentstate.db").await?;
+//! let store = agentstate_backends::ArtifactFiles::open(index, "/var/lib/agentstate/artifacts")?;
+//! let sessions = agentstate::SessionService::new(store);
+//! # Ok(()) }
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agentstate::store::{
+    ArtifactKey, ArtifactMeta, ArtifactStore, AttributesUpdate, Capabilities, CommitOutcome, EventCommit, EventQuery,
+    LifecycleStore, ListQuery, LoadedSession, NewArtifactVersion, NewSession, SessionRead, SessionStore,
+    StoredArtifact, UserDataCounts,
+};
+use agentstate::{Error, Event, Result, Session, SessionKey, Value};
+use async_trait::async_trait;
+use sha2::{Digest, Sha256};
+
+/// Where the index says a version's payload is: the part's entry under this name holds the
+/// file's name. Reserved: a part that brings it is refused.
+pub const FILE_ENTRY: &str = "agentstate_file";
+
+/// Payloads of this many bytes or more go to files by default.
+pub const DEFAULT_INLINE_BELOW: usize = 64 * 1024;
+
+/// A store whose artifact payloads live in a directory: every other operation, and the
+/// artifacts' index, are the inner store's.
+pub struct ArtifactFiles {
+    inner: Arc<dyn SessionStore>,
+    root: PathBuf,
+    inline_below: usize,
+}
+
+impl std::fmt::Debug for ArtifactFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArtifactFiles").field("root", &self.root).field("inline_below", &self.inline_below).finish()
+    }
+}
+
+impl ArtifactFiles {
+    /// Payloads under `root` (created if missing), the index in `inner`, which must keep
+    /// artifacts.
+    pub fn open(inner: Arc<dyn SessionStore>, root: impl Into<PathBuf>) -> Result<Self> {
+        let root = root.into();
+        if inner.capabilities().artifacts.is_none() {
+            return Err(Error::Unsupported { operation: "keep artifact files", capability: "artifacts" });
+        }
+        std::fs::create_dir_all(&root).map_err(|e| io("creating", &root, e))?;
+        Ok(Self { inner, root, inline_below: DEFAULT_INLINE_BELOW })
+    }
+
+    /// Payloads of `bytes` or more go to files (0: every one).
+    #[must_use]
+    pub fn inline_below(mut self, bytes: usize) -> Self {
+        self.inline_below = bytes;
+        self
+    }
+
+    /// The directory payloads are kept in.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn index(&self) -> Result<&dyn ArtifactStore> {
+        self.inner
+            .capabilities()
+            .artifacts
+            .ok_or(Error::Unsupported { operation: "artifacts", capability: "artifacts" })
+    }
+
+    fn user_dir(&self, app: &str, user: &str) -> PathBuf {
+        self.root.join(hashed(app)).join(hashed(user))
+    }
+
+    fn session_dir(&self, app: &str, user: &str, session: Option<&str>) -> PathBuf {
+        self.user_dir(app, user).join(session.map_or_else(|| "_user".to_owned(), hashed))
+    }
+
+    fn artifact_dir(&self, key: &ArtifactKey) -> PathBuf {
+        self.session_dir(&key.app, &key.user, key.session.as_deref()).join(hashed(&key.name))
+    }
+}
+
+/// A directory name for an id: 32 hex digits of its SHA-256.
+fn hashed(id: &str) -> String {
+    Sha256::digest(id.as_bytes()).iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+fn io(what: &str, path: &Path, error: std::io::Error) -> Error {
+    let message = format!("{what} artifact file {}: {error}", path.display());
+    Error::backend(message, false, error)
+}
+
+/// Runs file work off the async threads.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| Error::backend("artifact file work stopped", false, e))?
+}
+
+/// Removes a directory and all in it; one that is not there is removed already.
+async fn remove_dir(dir: PathBuf) -> Result<()> {
+    blocking(move || match std::fs::remove_dir_all(&dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io("removing", &dir, e)),
+        _ => Ok(()),
+    })
+    .await
+}
+
+/// Whether `name` is a payload file's name as this store makes them (never a path).
+fn is_file_name(name: &str) -> bool {
+    name.strip_suffix(".blob").is_some_and(|id| uuid::Uuid::try_parse(id).is_ok())
+}
+
+#[async_trait]
+impl ArtifactStore for ArtifactFiles {
+    async fn put_artifact(&self, key: &ArtifactKey, version: &NewArtifactVersion) -> Result<i64> {
+        if version.part.contains_key(FILE_ENTRY) {
+            return Err(Error::invalid("artifact", format!("{FILE_ENTRY} is a reserved part field")));
+        }
+        if version.data.len() < self.inline_below {
+            return self.index()?.put_artifact(key, version).await;
+        }
+        let name = format!("{}.blob", uuid::Uuid::new_v4());
+        let (dir, file) = (self.artifact_dir(key), name.clone());
+        let data = version.data.clone();
+        let path = blocking(move || {
+            std::fs::create_dir_all(&dir).map_err(|e| io("creating", &dir, e))?;
+            let path = dir.join(file);
+            let written = std::fs::File::create_new(&path).and_then(|mut f| {
+                std::io::Write::write_all(&mut f, &data)?;
+                f.sync_all()
+            });
+            written.map_err(|e| io("writing", &path, e))?;
+            Ok(path)
+        })
+        .await?;
+        let mut indexed = NewArtifactVersion { data: Vec::new(), ..version.clone() };
+        indexed.part.insert(FILE_ENTRY.to_owned(), Value::String(name));
+        match self.index()?.put_artifact(key, &indexed).await {
+            Ok(number) => Ok(number),
+            Err(e) => {
+                // Not indexed: nothing names the file.
+                let _ = std::fs::remove_file(&path);
+                Err(e)
+            }
+        }
+    }
+
+    async fn get_artifact(&self, key: &ArtifactKey, version: Option<i64>) -> Result<Option<StoredArtifact>> {
+        let Some(mut stored) = self.index()?.get_artifact(key, version).await? else { return Ok(None) };
+        let Some(entry) = stored.part.remove(FILE_ENTRY) else { return Ok(Some(stored)) };
+        let name = entry.as_str().filter(|name| is_file_name(name)).ok_or_else(|| {
+            let message = format!("artifact {:?} names no payload file this store made: {entry}", key.name);
+            Error::backend(message, false, std::io::Error::from(std::io::ErrorKind::InvalidData))
+        })?;
+        let path = self.artifact_dir(key).join(name);
+        stored.data = blocking(move || std::fs::read(&path).map_err(|e| io("reading", &path, e))).await?;
+        Ok(Some(stored))
+    }
+
+    async fn artifact_versions(&self, key: &ArtifactKey) -> Result<Vec<ArtifactMeta>> {
+        self.index()?.artifact_versions(key).await
+    }
+
+    async fn artifact_names(&self, app: &str, user: &str, session: Option<&str>) -> Result<Vec<String>> {
+        self.index()?.artifact_names(app, user, session).await
+    }
+
+    async fn delete_artifact(&self, key: &ArtifactKey) -> Result<usize> {
+        remove_dir(self.artifact_dir(key)).await?;
+        self.index()?.delete_artifact(key).await
+    }
+
+    async fn delete_session_artifacts(&self, app: &str, user: &str, session: &str) -> Result<usize> {
+        remove_dir(self.session_dir(app, user, Some(session))).await?;
+        self.index()?.delete_session_artifacts(app, user, session).await
+    }
+
+    async fn erase_artifacts(&self, app: &str, user: &str) -> Result<usize> {
+        remove_dir(self.user_dir(app, user)).await?;
+        self.index()?.erase_artifacts(app, user).await
+    }
+
+    async fn count_artifacts(&self, app: &str, user: &str) -> Result<usize> {
+        self.index()?.count_artifacts(app, user).await
+    }
+}
+
+/// The inner store's lifecycle, with the payload files of expired sessions removed after them.
+#[async_trait]
+impl LifecycleStore for ArtifactFiles {
+    async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<Vec<SessionKey>> {
+        let lifecycle = self
+            .inner
+            .capabilities()
+            .lifecycle
+            .ok_or(Error::Unsupported { operation: "sweep expired sessions", capability: "lifecycle" })?;
+        let removed = lifecycle.delete_expired(before_micros, limit).await?;
+        for key in &removed {
+            remove_dir(self.session_dir(key.app_name(), key.user_id(), Some(key.session_id()))).await?;
+        }
+        Ok(removed)
+    }
+
+    async fn set_expire_time(&self, key: &SessionKey, expire_micros: Option<i64>, now_micros: i64) -> Result<bool> {
+        self.lifecycle()?.set_expire_time(key, expire_micros, now_micros).await
+    }
+
+    async fn set_attributes(&self, key: &SessionKey, update: &AttributesUpdate, now_micros: i64) -> Result<bool> {
+        self.lifecycle()?.set_attributes(key, update, now_micros).await
+    }
+
+    async fn erase_user(&self, app: &str, user: &str) -> Result<UserDataCounts> {
+        self.lifecycle()?.erase_user(app, user).await
+    }
+
+    async fn count_user_data(&self, app: &str, user: &str) -> Result<UserDataCounts> {
+        self.lifecycle()?.count_user_data(app, user).await
+    }
+}
+
+impl ArtifactFiles {
+    fn lifecycle(&self) -> Result<&dyn LifecycleStore> {
+        self.inner
+            .capabilities()
+            .lifecycle
+            .ok_or(Error::Unsupported { operation: "lifecycle", capability: "lifecycle" })
+    }
+}
+
+#[async_trait]
+impl SessionStore for ArtifactFiles {
+    async fn create(&self, new: NewSession) -> Result<Session> {
+        self.inner.create(new).await
+    }
+
+    async fn get(&self, key: &SessionKey, read: &SessionRead) -> Result<Option<LoadedSession>> {
+        self.inner.get(key, read).await
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
+        self.inner.list(query).await
+    }
+
+    async fn count_sessions(&self, query: &ListQuery) -> Result<usize> {
+        self.inner.count_sessions(query).await
+    }
+
+    async fn delete(&self, key: &SessionKey) -> Result<()> {
+        self.inner.delete(key).await
+    }
+
+    async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
+        self.inner.commit(commit).await
+    }
+
+    async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
+        self.inner.events(query).await
+    }
+
+    async fn count_events(&self, key: &SessionKey, now_micros: i64) -> Result<Option<usize>> {
+        self.inner.count_events(key, now_micros).await
+    }
+
+    async fn users_with_session(&self, app: &str, session_id: &str, now_micros: i64) -> Result<Vec<String>> {
+        self.inner.users_with_session(app, session_id, now_micros).await
+    }
+
+    /// The inner store's, with this store's artifacts and lifecycle (which removes the expired
+    /// sessions' payload files).
+    fn capabilities(&self) -> Capabilities<'_> {
+        let mut capabilities = self.inner.capabilities();
+        if capabilities.lifecycle.is_some() {
+            capabilities = capabilities.with_lifecycle(self);
+        }
+        capabilities.with_artifacts(self)
+    }
+}
