@@ -138,8 +138,8 @@ fn compare_artifact_routes(theirs: &str, ours: &str, user: &str) {
         ),
     ];
     for (i, (method, path, body, expect)) in steps.iter().enumerate() {
-        let reference = normalize(call(&theirs, method, path, body));
-        let mine = normalize(call(&ours, method, path, body));
+        let reference = normalize(call(theirs, method, path, body));
+        let mine = normalize(call(ours, method, path, body));
         let step = format!("step {i}: {method} {path} {body}");
         match expect {
             Expect::Same => assert_eq!(mine, reference, "{step}"),
@@ -154,13 +154,13 @@ fn compare_artifact_routes(theirs: &str, ours: &str, user: &str) {
     }
     // What both answered, spelled out.
     assert_eq!(
-        call(&ours, "GET", &format!("{a}/img.png"), ""),
+        call(ours, "GET", &format!("{a}/img.png"), ""),
         (200, json!({"inlineData": {"mimeType": "image/png", "data": "AAECA_-_"}}))
     );
     // The link points at notes.txt version 0, which is "again" since the delete.
-    assert_eq!(call(&ours, "GET", &format!("{a}/link"), ""), (200, json!({"text": "again"})));
-    assert_eq!(call(&ours, "GET", a, ""), (200, json!(["img.png", "link", "notes.txt", "user:profile", "video"])));
-    let (status, versions) = normalize(call(&ours, "GET", &format!("{a}/img.png/versions/metadata"), ""));
+    assert_eq!(call(ours, "GET", &format!("{a}/link"), ""), (200, json!({"text": "again"})));
+    assert_eq!(call(ours, "GET", a, ""), (200, json!(["img.png", "link", "notes.txt", "user:profile", "video"])));
+    let (status, versions) = normalize(call(ours, "GET", &format!("{a}/img.png/versions/metadata"), ""));
     assert_eq!(status, 200);
     assert_eq!(
         versions,
