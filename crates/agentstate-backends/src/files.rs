@@ -199,6 +199,30 @@ impl ArtifactStore for ArtifactFiles {
     async fn count_artifacts(&self, app: &str, user: &str) -> Result<usize> {
         self.index()?.count_artifacts(app, user).await
     }
+
+    /// The rows go first, then their files: a crash in between leaves files no row names.
+    async fn prune_artifact(&self, key: &ArtifactKey, below: i64) -> Result<usize> {
+        let index = self.index()?;
+        let mut doomed = Vec::new();
+        for meta in index.artifact_versions(key).await?.iter().filter(|m| m.version < below) {
+            let Some(stored) = index.get_artifact(key, Some(meta.version)).await? else { continue };
+            if let Some(name) = stored.part.get(FILE_ENTRY).and_then(Value::as_str).filter(|n| is_file_name(n)) {
+                doomed.push(self.artifact_dir(key).join(name));
+            }
+        }
+        let removed = index.prune_artifact(key, below).await?;
+        blocking(move || {
+            for path in doomed {
+                match std::fs::remove_file(&path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io("removing", &path, e)),
+                    _ => {}
+                }
+            }
+            Ok(())
+        })
+        .await?;
+        Ok(removed)
+    }
 }
 
 /// The inner store's lifecycle, with the payload files of expired sessions removed after them.

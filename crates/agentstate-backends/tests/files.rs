@@ -115,6 +115,26 @@ async fn payloads_land_in_files_and_go_with_their_artifacts_sessions_and_users()
     while sessions.sweep_expired(100).await.unwrap() == 100 {}
     assert_eq!(files(&root).len(), 1);
     assert_eq!(artifacts.load(scope("bob", "s1"), "a", None).await.unwrap(), Some(big("bob")));
+
+    // Retention removes the files of the versions it removes.
+    let mut session = sessions.create_session(CreateSession::new("app", "cy").id("r")).await.unwrap();
+    let stamped = |clock: &ManualClock| {
+        clock.advance(std::time::Duration::from_secs(1));
+        let mut event = agentstate::Event::new("inv").author("user");
+        event.timestamp = agentstate::store::micros_to_secs(sessions.now_micros());
+        event
+    };
+    sessions.append_event(&mut session, stamped(&clock)).await.unwrap();
+    for text in ["r0", "r1"] {
+        clock.advance(std::time::Duration::from_secs(1));
+        artifacts.save(scope("cy", "r"), "a", &big(text), None).await.unwrap();
+    }
+    sessions.append_event(&mut session, stamped(&clock)).await.unwrap();
+    assert_eq!(files(&root).len(), 3);
+    let keep_last = agentstate::Retention { keep_last: Some(1), max_age: None };
+    assert_eq!(sessions.apply_retention(session.key(), keep_last).await.unwrap(), 1);
+    assert_eq!(files(&root).len(), 2, "r0's file went");
+    assert_eq!(artifacts.load(scope("cy", "r"), "a", None).await.unwrap(), Some(big("r1")));
 }
 
 #[tokio::test]

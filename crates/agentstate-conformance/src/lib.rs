@@ -365,6 +365,7 @@ macro_rules! session_store_tests {
             rewinds_restore_artifact_versions_as_adk_does [artifacts],
             sweeping_an_expired_session_removes_its_artifacts [artifacts],
             forks_carry_the_artifacts_of_their_fork_point [artifacts],
+            retention_removes_artifact_versions_replaced_before_its_cut [artifacts],
         );
     };
     (@each (tests $stack:ident; $lacks:tt); $($case:ident $([$needs:ident])?),* $(,)?) => {

@@ -198,6 +198,15 @@ macro_rules! artifact_operations {
                 Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
             }
 
+            pub(crate) async fn prune(pool: &Pool, key: &ArtifactKey, below: i64) -> Result<usize> {
+                let done = keyed(sql!("artifact_prune"), key)
+                    .bind(below)
+                    .execute(pool)
+                    .await
+                    .map_err(|e| sqlx_error("removing an artifact's old versions", e))?;
+                Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
+            }
+
             pub(crate) async fn count(pool: &Pool, app: &str, user: &str) -> Result<usize> {
                 let row = sqlx::query(sql!("artifact_count"))
                     .bind(app)
@@ -280,6 +289,14 @@ macro_rules! artifact_store {
 
             async fn count_artifacts(&self, app: &str, user: &str) -> agentstate::Result<usize> {
                 ops::artifacts::count(&self.pool, app, user).await
+            }
+
+            async fn prune_artifact(
+                &self,
+                key: &agentstate::store::ArtifactKey,
+                below: i64,
+            ) -> agentstate::Result<usize> {
+                ops::artifacts::prune(&self.pool, key, below).await
             }
         }
     };

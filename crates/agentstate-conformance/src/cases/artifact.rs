@@ -363,3 +363,33 @@ pub(super) async fn forks_carry_the_artifacts_of_their_fork_point(svc: Svc) {
     svc.service().delete_session(session.key()).await.unwrap();
     assert_eq!(artifacts.load(scope("f1"), "a", None).await.unwrap(), Some(Part::text("one")));
 }
+
+pub(super) async fn retention_removes_artifact_versions_replaced_before_its_cut(svc: Svc) {
+    use agentstate::{CreateSession, Retention};
+    let artifacts = service(&svc);
+    let app = unique("art");
+    let mut session = svc.service().create_session(CreateSession::new(&app, "ann").id("s")).await.unwrap();
+    let scope = ArtifactScope::new(&app, "ann", Some("s"));
+    turn(&svc, &artifacts, &mut session, "inv-1", &[("a", "a0"), ("b", "b0"), ("user:u", "u0")]).await;
+    turn(&svc, &artifacts, &mut session, "inv-2", &[("a", "a1"), ("user:u", "u1")]).await;
+    turn(&svc, &artifacts, &mut session, "inv-3", &[("a", "a2"), ("c", "c0")]).await;
+    let keep_2 = Retention { keep_last: Some(2), max_age: None };
+    if svc.service().capabilities().history.is_none() {
+        return;
+    }
+    // inv-3's two events stay; a1 was in effect when they began, so a0 alone goes.
+    assert_eq!(svc.service().apply_retention(session.key(), keep_2).await.unwrap(), 4);
+    assert_eq!(artifacts.list_versions(scope, "a").await.unwrap(), [1, 2]);
+    assert_eq!(artifacts.load(scope, "a", Some(0)).await.unwrap(), None);
+    assert_eq!(artifacts.load(scope, "a", Some(1)).await.unwrap(), Some(Part::text("a1")));
+    assert_eq!(artifacts.load(scope, "a", None).await.unwrap(), Some(Part::text("a2")));
+    assert_eq!(artifacts.list_versions(scope, "b").await.unwrap(), [0], "b0 is still in effect");
+    assert_eq!(artifacts.list_versions(scope, "c").await.unwrap(), [0]);
+    assert_eq!(artifacts.list_versions(scope, "user:u").await.unwrap(), [0, 1], "the user's are not the session's");
+    let store = svc.service().capabilities().artifacts.unwrap();
+    assert_eq!(store.count_artifacts(&app, "ann").await.unwrap(), 6);
+    // Numbers go on from the newest; a second pass removes nothing more.
+    assert_eq!(artifacts.save(scope, "a", &Part::text("a3"), None).await.unwrap().version, 3);
+    svc.service().apply_retention(session.key(), keep_2).await.unwrap();
+    assert_eq!(artifacts.list_versions(scope, "a").await.unwrap(), [1, 2, 3]);
+}

@@ -1,5 +1,6 @@
 -- Artifacts: helpers of the artifact scripts. An artifact is a hash {base}av:{user}:{session}:{name}
--- (n: how many versions, m:{v}: metadata JSON, d:{v}: payload); a session's names are a zset
+-- (n: the next version's number, p: the first version kept when retention removed older ones,
+-- m:{v}: metadata JSON, d:{v}: payload); a session's names are a zset
 -- {base}an:{user}:{session}, the user's sessions with artifacts a set {base}as:{user}. Names of
 -- keys are escaped as keys.rs escapes them; `base` and `user` come escaped from the caller.
 local function esc(part)
@@ -7,12 +8,18 @@ local function esc(part)
 end
 
 -- The versions of every artifact of a session: counted, and removed when `remove` is set.
+-- How many versions an artifact hash holds.
+local function kept_versions(key)
+  local counts = redis.call('HMGET', key, 'n', 'p')
+  return tonumber(counts[1] or '0') - tonumber(counts[2] or '0')
+end
+
 local function session_artifacts(base, user, session, remove)
   local names_key = base .. 'an:' .. user .. ':' .. esc(session)
   local count = 0
   for _, name in ipairs(redis.call('ZRANGE', names_key, 0, -1)) do
     local key = base .. 'av:' .. user .. ':' .. esc(session) .. ':' .. esc(name)
-    count = count + tonumber(redis.call('HGET', key, 'n') or '0')
+    count = count + kept_versions(key)
     if remove then redis.call('DEL', key) end
   end
   if remove then

@@ -119,12 +119,14 @@ impl ArtifactStore for RedisStore {
 
     async fn artifact_versions(&self, key: &ArtifactKey) -> Result<Vec<ArtifactMeta>> {
         let (artifact, ..) = self.artifact_keys(key);
-        let metas: Vec<String> = scripts::ARTIFACT_VERSIONS
+        let answer: Vec<String> = scripts::ARTIFACT_VERSIONS
             .key(artifact)
             .invoke_async(&mut self.connection())
             .await
             .map_err(|e| backend("list an artifact's versions", e))?;
-        (0..).zip(metas).map(|(version, text)| read_meta(version, &text).map(|(meta, ..)| meta)).collect()
+        let mut answer = answer.into_iter();
+        let first: i64 = answer.next().and_then(|p| p.parse().ok()).unwrap_or_default();
+        (first..).zip(answer).map(|(version, text)| read_meta(version, &text).map(|(meta, ..)| meta)).collect()
     }
 
     async fn artifact_names(&self, app: &str, user: &str, session: Option<&str>) -> Result<Vec<String>> {
@@ -154,6 +156,18 @@ impl ArtifactStore for RedisStore {
             .await
             .map_err(|e| backend("delete an artifact", e))?;
         self.replicated("delete an artifact").await?;
+        Ok(usize::try_from(removed).unwrap_or_default())
+    }
+
+    async fn prune_artifact(&self, key: &ArtifactKey, below: i64) -> Result<usize> {
+        let (artifact, ..) = self.artifact_keys(key);
+        let removed: i64 = scripts::ARTIFACT_PRUNE
+            .key(artifact)
+            .arg(below)
+            .invoke_async(&mut self.connection())
+            .await
+            .map_err(|e| backend("remove an artifact's old versions", e))?;
+        self.replicated("remove an artifact's old versions").await?;
         Ok(usize::try_from(removed).unwrap_or_default())
     }
 

@@ -130,6 +130,19 @@ impl ArtifactStore for SqliteStore {
             .await
     }
 
+    async fn prune_artifact(&self, key: &ArtifactKey, below: i64) -> Result<usize> {
+        let key = key.clone();
+        self.writer
+            .write(move |conn| {
+                conn.prepare_cached(sql!("artifact_prune"))
+                    .and_then(|mut stmt| {
+                        stmt.execute(params![key.app, key.user, key.session_column(), key.name, below])
+                    })
+                    .map_err(|e| sqlite_error("remove an artifact's old versions", &e))
+            })
+            .await
+    }
+
     async fn delete_session_artifacts(&self, app: &str, user: &str, session: &str) -> Result<usize> {
         let binds = [app.to_owned(), user.to_owned(), session.to_owned()];
         self.writer

@@ -247,15 +247,21 @@ pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
         base64::engine::GeneralPurposeConfig::new()
             .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
     );
-    let normalized: String = text
-        .chars()
-        .map(|c| match c {
-            '+' => '-',
-            '/' => '_',
-            c => c,
-        })
-        .collect();
-    engine.decode(normalized.as_bytes()).ok()
+    // Standard base64 read as URL-safe: its two letters mapped, when it has any.
+    let standard = |b: &u8| matches!(b, b'+' | b'/');
+    let normalized: std::borrow::Cow<'_, [u8]> = match text.as_bytes().iter().any(standard) {
+        true => text
+            .bytes()
+            .map(|b| match b {
+                b'+' => b'-',
+                b'/' => b'_',
+                b => b,
+            })
+            .collect::<Vec<u8>>()
+            .into(),
+        false => text.as_bytes().into(),
+    };
+    engine.decode(&normalized).ok()
 }
 
 /// Encodes bytes as ADK for Python answers them: URL-safe base64, padded.

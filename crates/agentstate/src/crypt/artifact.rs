@@ -124,6 +124,10 @@ impl<S: SessionStore> ArtifactStore for EncryptedStore<S> {
     async fn count_artifacts(&self, app: &str, user: &str) -> Result<usize> {
         self.inner_artifacts()?.count_artifacts(app, user).await
     }
+
+    async fn prune_artifact(&self, key: &ArtifactKey, below: i64) -> Result<usize> {
+        self.inner_artifacts()?.prune_artifact(key, below).await
+    }
 }
 
 #[cfg(test)]

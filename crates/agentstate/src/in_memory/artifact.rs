@@ -1,5 +1,6 @@
 //! The in-memory store's artifacts: each artifact's versions in a vector, numbered by position
-//! (ADK for Python's in-memory service keeps them the same way).
+//! (ADK for Python's in-memory service keeps them the same way); a version removed by retention
+//! leaves its slot empty, so the numbers stay.
 
 use std::collections::BTreeMap;
 use std::sync::{PoisonError, RwLock};
@@ -9,9 +10,13 @@ use async_trait::async_trait;
 use crate::error::Result;
 use crate::store::{ArtifactKey, ArtifactMeta, ArtifactStore, NewArtifactVersion, StoredArtifact};
 
-/// Every artifact's versions, in key order.
+/// Every artifact's versions (`None`: removed by retention), in key order.
 #[derive(Debug, Default)]
-pub(super) struct Artifacts(RwLock<BTreeMap<ArtifactKey, Vec<StoredArtifact>>>);
+pub(super) struct Artifacts(RwLock<BTreeMap<ArtifactKey, Vec<Option<StoredArtifact>>>>);
+
+fn kept(versions: &[Option<StoredArtifact>]) -> usize {
+    versions.iter().flatten().count()
+}
 
 impl Artifacts {
     /// Removes every artifact `doomed` names; returns how many versions went.
@@ -21,7 +26,7 @@ impl Artifacts {
         all.retain(|key, versions| {
             let keep = !doomed(key);
             if !keep {
-                removed += versions.len();
+                removed += kept(versions);
             }
             keep
         });
@@ -35,12 +40,12 @@ impl ArtifactStore for Artifacts {
         let mut all = self.0.write().unwrap_or_else(PoisonError::into_inner);
         let versions = all.entry(key.clone()).or_default();
         let number = i64::try_from(versions.len()).unwrap_or(i64::MAX);
-        versions.push(StoredArtifact {
+        versions.push(Some(StoredArtifact {
             meta: ArtifactMeta { version: number, ..version.meta.clone() },
             part: version.part.clone(),
             kind: version.kind,
             data: version.data.clone(),
-        });
+        }));
         Ok(number)
     }
 
@@ -51,12 +56,12 @@ impl ArtifactStore for Artifacts {
             None => versions.last(),
             Some(v) => usize::try_from(v).ok().and_then(|v| versions.get(v)),
         };
-        Ok(found.cloned())
+        Ok(found.cloned().flatten())
     }
 
     async fn artifact_versions(&self, key: &ArtifactKey) -> Result<Vec<ArtifactMeta>> {
         let all = self.0.read().unwrap_or_else(PoisonError::into_inner);
-        Ok(all.get(key).map(|versions| versions.iter().map(|v| v.meta.clone()).collect()).unwrap_or_default())
+        Ok(all.get(key).map(|versions| versions.iter().flatten().map(|v| v.meta.clone()).collect()).unwrap_or_default())
     }
 
     async fn artifact_names(&self, app: &str, user: &str, session: Option<&str>) -> Result<Vec<String>> {
@@ -72,7 +77,7 @@ impl ArtifactStore for Artifacts {
 
     async fn delete_artifact(&self, key: &ArtifactKey) -> Result<usize> {
         let mut all = self.0.write().unwrap_or_else(PoisonError::into_inner);
-        Ok(all.remove(key).map_or(0, |versions| versions.len()))
+        Ok(all.remove(key).map_or(0, |versions| kept(&versions)))
     }
 
     async fn delete_session_artifacts(&self, app: &str, user: &str, session: &str) -> Result<usize> {
@@ -85,6 +90,13 @@ impl ArtifactStore for Artifacts {
 
     async fn count_artifacts(&self, app: &str, user: &str) -> Result<usize> {
         let all = self.0.read().unwrap_or_else(PoisonError::into_inner);
-        Ok(all.iter().filter(|(k, _)| k.app == app && k.user == user).map(|(_, versions)| versions.len()).sum())
+        Ok(all.iter().filter(|(k, _)| k.app == app && k.user == user).map(|(_, versions)| kept(versions)).sum())
+    }
+
+    async fn prune_artifact(&self, key: &ArtifactKey, below: i64) -> Result<usize> {
+        let mut all = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        let Some(versions) = all.get_mut(key) else { return Ok(0) };
+        let below = usize::try_from(below).unwrap_or_default().min(versions.len().saturating_sub(1));
+        Ok(versions.iter_mut().take(below).filter_map(Option::take).count())
     }
 }

@@ -14,8 +14,8 @@ use crate::memory::model::MemoryOwner;
 use crate::session::SessionAttributes;
 use crate::store::replay::Replay;
 use crate::store::{
-    AdminStore, AttributesUpdate, EventQuery, EventSelect, EventWindow, HistoryStore, LifecycleStore, SessionRead,
-    UserDataCounts,
+    AdminStore, ArtifactKey, AttributesUpdate, EventQuery, EventSelect, EventWindow, HistoryStore, LifecycleStore,
+    SessionRead, UserDataCounts,
 };
 
 impl SessionService {
@@ -120,7 +120,9 @@ impl SessionService {
     }
 
     /// Drops the session's events that `policy` does not keep; returns how many. The state is
-    /// untouched (it is never recomputed from events). History answers stop at the oldest kept
+    /// untouched (it is never recomputed from events). Session artifacts' versions saved before
+    /// the oldest kept event and replaced before it go too (each artifact keeps the version in
+    /// effect then, and every later one). History answers stop at the oldest kept
     /// event: state at, diffs, rewind and fork before it are an error that says so. A missing
     /// session drops nothing.
     pub async fn apply_retention(&self, key: &SessionKey, policy: Retention) -> Result<usize> {
@@ -159,12 +161,38 @@ impl SessionService {
             cut = cut.max(by_age);
         }
         let Some(cut) = cut else { return Ok(0) };
+        self.prune_artifacts(key, cut).instrument(span.clone()).await?;
         let oldest = page(EventSelect::first(1)).await?.and_then(|events| events.first().map(event_time));
         if oldest.is_none_or(|t| t >= cut) {
             return Ok(0);
         }
         let Some(boundary) = Replay::new(store.as_ref(), now).state_before(key, cut).await? else { return Ok(0) };
         history.drop_events_before(key, cut, &boundary).instrument(span).await
+    }
+
+    /// Retention's reach into the session's artifacts (when the store keeps them): of each
+    /// session-scoped artifact, the versions saved before `cut` that a later version saved
+    /// before it replaced; the version in effect at the cut, and every later one, stay.
+    async fn prune_artifacts(&self, key: &SessionKey, cut: i64) -> Result<()> {
+        let Some(store) = self.capabilities().artifacts else { return Ok(()) };
+        let (app, user, id) = (key.app_name(), key.user_id(), key.session_id());
+        let mut pruned = 0;
+        for name in store.artifact_names(app, user, Some(id)).await? {
+            if crate::artifact::is_user_scoped(&name) {
+                continue;
+            }
+            let artifact =
+                ArtifactKey { app: app.to_owned(), user: user.to_owned(), session: Some(id.to_owned()), name };
+            let versions = store.artifact_versions(&artifact).await?;
+            let in_effect = versions.iter().filter(|v| v.create_micros < cut).map(|v| v.version).max();
+            if let Some(below) = in_effect.filter(|&v| versions.first().is_some_and(|first| first.version < v)) {
+                pruned += store.prune_artifact(&artifact, below).await?;
+            }
+        }
+        if pruned > 0 {
+            tracing::debug!(pruned, "removed artifact versions older than the retention cut");
+        }
+        Ok(())
     }
 
     /// Every app that has sessions or state, sorted.
