@@ -5,8 +5,8 @@ back) measured in the same run.
 
     .venv-adk/bin/python bench/artifact_reference.py [SIZE ...]   # default 1000 1000000 50000000
 
-ARTIFACT_ROUNDS=N times N saves and loads per size (fewer for large ones: at most 1 GiB written
-per size and service), after one unmeasured save and load, as `artifact_figures` does.
+ARTIFACT_ROUNDS=N times N saves and loads per size (fewer for large ones: at most 256 MiB written
+per size and service, as in artifact_figures), after one unmeasured save and load, as `artifact_figures` does.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from google.genai import types
 
 
 def rounds_for(size: int, rounds: int) -> int:
-    return max(3, min(rounds, (1 << 30) // max(size, 1)))
+    return max(3, min(rounds, (256 << 20) // max(size, 1)))
 
 
 def shown(seconds: float) -> str:

@@ -152,7 +152,11 @@ impl ArtifactStore for SqliteStore {
 
     async fn erase_artifacts(&self, app: &str, user: &str) -> Result<usize> {
         let binds = [app.to_owned(), user.to_owned()];
-        self.writer.write(move |conn| delete(conn, sql!("artifact_erase"), &[&binds[0], &binds[1]])).await
+        let erased =
+            self.writer.write(move |conn| delete(conn, sql!("artifact_erase"), &[&binds[0], &binds[1]])).await?;
+        // As for a user's sessions: nothing of the erased rows may stay in the write-ahead log.
+        self.checkpoint().await?;
+        Ok(erased)
     }
 
     async fn count_artifacts(&self, app: &str, user: &str) -> Result<usize> {

@@ -1,5 +1,5 @@
-//! After `erase_user`, nothing of that user is left: a marker written in the user's state, events
-//! and memories is found nowhere, in SQLite's database file (and its write-ahead log) byte for byte, and
+//! After `erase_user`, nothing of that user is left: a marker written in the user's state, events,
+//! memories and artifacts is found nowhere, in SQLite's database file (and its write-ahead log) byte for byte, and
 //! in every table of PostgreSQL and MariaDB; other users' data is intact.
 
 use agentstate::{CreateSession, Event, SessionService};
@@ -35,9 +35,19 @@ async fn write_and_erase(svc: &SessionService, app: &str, marker: &str, kept_mar
         };
         memory.add_memories(&owner, vec![direct], &Default::default()).await.unwrap();
         memory.delete(&owner, &session.events()[0].id).await.unwrap();
+        // And artifacts: two versions of a long one in the session, and one of the user's.
+        let artifacts = agentstate::artifact::ArtifactService::new(svc.clone());
+        let scope = agentstate::artifact::ArtifactScope::new(app, user, Some("s"));
+        for version in 0..2 {
+            let long = agentstate::Part::text(format!("{mark} wrote v{version}: {}", "y".repeat(20_000)));
+            artifacts.save(scope, "notes.txt", &long, None).await.unwrap();
+        }
+        let metadata = serde_json::from_value(json!({"owner": mark})).unwrap();
+        artifacts.save(scope, "user:profile", &agentstate::Part::text(mark), Some(metadata)).await.unwrap();
     }
     let erased = svc.erase_user(app, "gone").await.unwrap();
     assert_eq!((erased.sessions, erased.events, erased.user_state_keys, erased.memories), (1, 80, 2, 80));
+    assert_eq!(erased.artifacts, 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -62,7 +72,7 @@ async fn sqlite_keeps_no_byte_of_an_erased_user() {
 }
 
 /// Rows of any table that hold `needle` in any column, as text.
-const TABLES: [&str; 8] = [
+const TABLES: [&str; 9] = [
     "sessions",
     "events",
     "user_states",
@@ -71,6 +81,7 @@ const TABLES: [&str; 8] = [
     "agentstate_memories",
     "agentstate_memory_deletions",
     "agentstate_memory_sources",
+    "agentstate_artifacts",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -89,7 +100,13 @@ async fn postgres_and_mariadb_keep_no_row_of_an_erased_user() {
                     let n: i64 = if url.starts_with("postgres") {
                         use sqlx::Connection;
                         let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
-                        let sql = format!("SELECT count(*) FROM {table} t WHERE t::text LIKE $1");
+                        // A row as text shows BYTEA in hex: payloads (UTF-8 here) are read as text.
+                        let payload = if table == "agentstate_artifacts" {
+                            " OR convert_from(t.data, 'UTF8') LIKE $1"
+                        } else {
+                            ""
+                        };
+                        let sql = format!("SELECT count(*) FROM {table} t WHERE t::text LIKE $1{payload}");
                         sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
                             .bind(format!("%{needle}%"))
                             .fetch_one(&mut conn)

@@ -131,7 +131,8 @@ pub trait ArtifactStore: Send + Sync {
     /// How many versions [`erase_artifacts`](Self::erase_artifacts) would remove now.
     async fn count_artifacts(&self, app: &str, user: &str) -> Result<usize>;
 
-    /// Removes the artifact's versions numbered below `below` (never its latest), keeping the
-    /// others' numbers and the next one; returns how many went. For retention.
+    /// Removes the artifact's versions numbered below `below`, keeping the others' numbers and
+    /// the next one; returns how many went. For retention, which never passes a number past the
+    /// latest version's.
     async fn prune_artifact(&self, key: &ArtifactKey, below: i64) -> Result<usize>;
 }
