@@ -112,13 +112,17 @@ async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + '
     tokio::task::spawn_blocking(work).await.map_err(|e| Error::backend("artifact file work stopped", false, e))?
 }
 
-/// Removes a directory and all in it; one that is not there is removed already.
-async fn remove_dir(dir: PathBuf) -> Result<()> {
-    blocking(move || match std::fs::remove_dir_all(&dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io("removing", &dir, e)),
+/// A removal's outcome: what is not there is removed already.
+fn removed(outcome: std::io::Result<()>, path: &Path) -> Result<()> {
+    match outcome {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io("removing", path, e)),
         _ => Ok(()),
-    })
-    .await
+    }
+}
+
+/// Removes a directory and all in it.
+async fn remove_dir(dir: PathBuf) -> Result<()> {
+    blocking(move || removed(std::fs::remove_dir_all(&dir), &dir)).await
 }
 
 /// Whether `name` is a payload file's name as this store makes them (never a path).
@@ -210,18 +214,9 @@ impl ArtifactStore for ArtifactFiles {
                 doomed.push(self.artifact_dir(key).join(name));
             }
         }
-        let removed = index.prune_artifact(key, below).await?;
-        blocking(move || {
-            for path in doomed {
-                match std::fs::remove_file(&path) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io("removing", &path, e)),
-                    _ => {}
-                }
-            }
-            Ok(())
-        })
-        .await?;
-        Ok(removed)
+        let pruned = index.prune_artifact(key, below).await?;
+        blocking(move || doomed.iter().try_for_each(|path| removed(std::fs::remove_file(path), path))).await?;
+        Ok(pruned)
     }
 }
 
@@ -229,41 +224,33 @@ impl ArtifactStore for ArtifactFiles {
 #[async_trait]
 impl LifecycleStore for ArtifactFiles {
     async fn delete_expired(&self, before_micros: i64, limit: usize) -> Result<Vec<SessionKey>> {
-        let lifecycle = self
-            .inner
-            .capabilities()
-            .lifecycle
-            .ok_or(Error::Unsupported { operation: "sweep expired sessions", capability: "lifecycle" })?;
-        let removed = lifecycle.delete_expired(before_micros, limit).await?;
-        for key in &removed {
+        let swept = self.lifecycle("sweep expired sessions")?.delete_expired(before_micros, limit).await?;
+        for key in &swept {
             remove_dir(self.session_dir(key.app_name(), key.user_id(), Some(key.session_id()))).await?;
         }
-        Ok(removed)
+        Ok(swept)
     }
 
     async fn set_expire_time(&self, key: &SessionKey, expire_micros: Option<i64>, now_micros: i64) -> Result<bool> {
-        self.lifecycle()?.set_expire_time(key, expire_micros, now_micros).await
+        self.lifecycle("change an expire time")?.set_expire_time(key, expire_micros, now_micros).await
     }
 
     async fn set_attributes(&self, key: &SessionKey, update: &AttributesUpdate, now_micros: i64) -> Result<bool> {
-        self.lifecycle()?.set_attributes(key, update, now_micros).await
+        self.lifecycle("change a display name or labels")?.set_attributes(key, update, now_micros).await
     }
 
     async fn erase_user(&self, app: &str, user: &str) -> Result<UserDataCounts> {
-        self.lifecycle()?.erase_user(app, user).await
+        self.lifecycle("erase a user's data")?.erase_user(app, user).await
     }
 
     async fn count_user_data(&self, app: &str, user: &str) -> Result<UserDataCounts> {
-        self.lifecycle()?.count_user_data(app, user).await
+        self.lifecycle("count a user's data")?.count_user_data(app, user).await
     }
 }
 
 impl ArtifactFiles {
-    fn lifecycle(&self) -> Result<&dyn LifecycleStore> {
-        self.inner
-            .capabilities()
-            .lifecycle
-            .ok_or(Error::Unsupported { operation: "lifecycle", capability: "lifecycle" })
+    fn lifecycle(&self, operation: &'static str) -> Result<&dyn LifecycleStore> {
+        self.inner.capabilities().lifecycle.ok_or(Error::Unsupported { operation, capability: "lifecycle" })
     }
 }
 

@@ -363,7 +363,6 @@ macro_rules! session_store_tests {
             concurrent_saves_of_one_artifact_get_distinct_versions [artifacts],
             a_sessions_and_a_users_artifacts_are_removed_together [artifacts],
             rewinds_restore_artifact_versions_as_adk_does [artifacts],
-            sweeping_an_expired_session_removes_its_artifacts [artifacts],
             forks_carry_the_artifacts_of_their_fork_point [artifacts],
             retention_removes_artifact_versions_replaced_before_its_cut [artifacts],
         );

@@ -297,32 +297,6 @@ pub(super) async fn rewinds_restore_artifact_versions_as_adk_does(svc: Svc) {
     assert_eq!(artifacts.load(scope, "b", None).await.unwrap(), Some(Part::text("new")));
 }
 
-pub(super) async fn sweeping_an_expired_session_removes_its_artifacts(svc: Svc) {
-    use agentstate::CreateSession;
-    let artifacts = service(&svc);
-    let app = unique("art");
-    let now = svc.now_secs();
-    let expired = CreateSession::new(&app, "ann").id("old").expire_time(now - 10.0);
-    svc.service().create_session(expired).await.unwrap();
-    svc.service().create_session(CreateSession::new(&app, "ann").id("live")).await.unwrap();
-    for session in ["old", "live"] {
-        let scope = ArtifactScope::new(&app, "ann", Some(session));
-        artifacts.save(scope, "a", &Part::text(session), None).await.unwrap();
-        artifacts.save(scope, "user:u", &Part::text(session), None).await.unwrap();
-    }
-    if svc.service().capabilities().lifecycle.is_none() {
-        return;
-    }
-    // Other runs sharing the database may have expired sessions too: sweep them all.
-    while svc.service().sweep_expired(100).await.unwrap() == 100 {}
-    let old = ArtifactScope::new(&app, "ann", Some("old"));
-    assert_eq!(artifacts.list_keys(old).await.unwrap(), ["user:u"], "the session's went with it, the user's stay");
-    assert!(artifacts.load(old, "a", None).await.unwrap().is_none());
-    let live = ArtifactScope::new(&app, "ann", Some("live"));
-    assert_eq!(artifacts.load(live, "a", None).await.unwrap(), Some(Part::text("live")));
-    assert_eq!(artifacts.list_versions(live, "user:u").await.unwrap(), [0, 1]);
-}
-
 pub(super) async fn forks_carry_the_artifacts_of_their_fork_point(svc: Svc) {
     use agentstate::CreateSession;
     use agentstate::history::ForkSession;

@@ -1,6 +1,7 @@
 //! Expiry: a session whose expire time has passed behaves as deleted for every read and write,
 //! before and after a sweep removes it; a sweep removes expired sessions in bounded batches and
-//! nothing else.
+//! nothing else (with their artifacts, where the store keeps them: the one case that sweeps, so
+//! no other case's sweep takes its sessions while it counts them).
 
 use std::time::Duration;
 
@@ -104,6 +105,15 @@ pub(crate) async fn sweeps_remove_expired_sessions_in_batches(svc: Svc) {
     let future = CreateSession::new(&app, "u").id("future").ttl(Duration::from_secs(3600));
     svc.create_session(future).await.unwrap();
     svc.create_session(CreateSession::new(&app, "u").id("forever")).await.unwrap();
+    // Artifacts of an expired session and of a live one, and the user's own.
+    let artifacts = agentstate::artifact::ArtifactService::new(svc.service().clone());
+    let scope = |id: &'static str| agentstate::artifact::ArtifactScope::new(&app, "u", Some(id));
+    if artifacts.is_supported() {
+        for id in ["old-0", "forever"] {
+            artifacts.save(scope(id), "a", &agentstate::Part::text(id), None).await.unwrap();
+            artifacts.save(scope(id), "user:u", &agentstate::Part::text(id), None).await.unwrap();
+        }
+    }
 
     // Bounded: one at a time. Other runs sharing the database may have expired sessions too, so
     // count at least ours.
@@ -121,6 +131,13 @@ pub(crate) async fn sweeps_remove_expired_sessions_in_batches(svc: Svc) {
     let mut left: Vec<&str> = page.sessions.iter().map(|s| s.id()).collect();
     left.sort_unstable();
     assert_eq!(left, ["forever", "future"], "live sessions are never swept");
+    if artifacts.is_supported() {
+        let names = artifacts.list_keys(scope("old-0")).await.unwrap();
+        assert_eq!(names, ["user:u"], "the expired session's artifacts went with it, the user's stay");
+        assert!(artifacts.load(scope("old-0"), "a", None).await.unwrap().is_none());
+        assert_eq!(artifacts.load(scope("forever"), "a", None).await.unwrap(), Some(agentstate::Part::text("forever")));
+        assert_eq!(artifacts.list_versions(scope("forever"), "user:u").await.unwrap(), [0, 1]);
+    }
     // Removed, not only hidden: ids are free and nothing of them is found.
     for i in 0..3 {
         let id = format!("old-{i}");

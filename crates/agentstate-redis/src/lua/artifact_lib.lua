@@ -8,10 +8,16 @@ local function esc(part)
 end
 
 -- The versions of every artifact of a session: counted, and removed when `remove` is set.
+-- An artifact hash's next version number and its first kept one.
+local function version_range(key)
+  local counts = redis.call('HMGET', key, 'n', 'p')
+  return tonumber(counts[1] or '0'), tonumber(counts[2] or '0')
+end
+
 -- How many versions an artifact hash holds.
 local function kept_versions(key)
-  local counts = redis.call('HMGET', key, 'n', 'p')
-  return tonumber(counts[1] or '0') - tonumber(counts[2] or '0')
+  local n, p = version_range(key)
+  return n - p
 end
 
 local function session_artifacts(base, user, session, remove)

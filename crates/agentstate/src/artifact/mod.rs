@@ -9,5 +9,18 @@ pub mod model;
 pub(crate) mod rewind;
 mod service;
 
+/// The session-scoped artifacts of `session` (its `user:` ones left out).
+pub(crate) async fn session_scoped(
+    store: &dyn crate::store::ArtifactStore,
+    session: &crate::SessionKey,
+) -> crate::Result<Vec<crate::store::ArtifactKey>> {
+    let names = store.artifact_names(session.app_name(), session.user_id(), Some(session.session_id())).await?;
+    Ok(names
+        .into_iter()
+        .filter(|name| !is_user_scoped(name))
+        .map(|name| crate::store::ArtifactKey::in_session(session, name))
+        .collect())
+}
+
 pub use model::{ArtifactRef, MAX_REFERENCE_DEPTH, is_user_scoped, parse_uri, tombstone, uri_of};
 pub use service::{ArtifactScope, ArtifactService, ArtifactVersion, DEFAULT_MAX_ARTIFACT_BYTES, TOO_LARGE_FIELD};

@@ -62,25 +62,23 @@ pub(crate) async fn restore(
     recorded: Recorded,
     now_micros: i64,
 ) -> Result<Map<String, Value>> {
-    let (app, user, id) = (session.app_name(), session.user_id(), session.session_id());
     let mut delta = Map::new();
     for (name, now) in recorded.now {
         let then = recorded.then.get(&name).and_then(Value::as_i64);
         if model::is_user_scoped(&name) || then == now.as_i64() {
             continue;
         }
-        let key = ArtifactKey { app: app.to_owned(), user: user.to_owned(), session: Some(id.to_owned()), name };
+        let key = ArtifactKey::in_session(session, name);
         let restored = match then {
             Some(version) => store.get_artifact(&key, Some(version)).await?,
             None => None,
         };
         let version = match restored {
-            Some(stored) => NewArtifactVersion {
-                meta: ArtifactMeta { create_micros: now_micros, ..stored.meta },
-                part: stored.part,
-                kind: stored.kind,
-                data: stored.data,
-            },
+            Some(stored) => {
+                let mut version = NewArtifactVersion::from(stored);
+                version.meta.create_micros = now_micros;
+                version
+            }
             None => {
                 let split = model::split(&model::tombstone())?;
                 NewArtifactVersion {

@@ -14,8 +14,8 @@ use crate::memory::model::MemoryOwner;
 use crate::session::SessionAttributes;
 use crate::store::replay::Replay;
 use crate::store::{
-    AdminStore, ArtifactKey, AttributesUpdate, EventQuery, EventSelect, EventWindow, HistoryStore, LifecycleStore,
-    SessionRead, UserDataCounts,
+    AdminStore, AttributesUpdate, EventQuery, EventSelect, EventWindow, HistoryStore, LifecycleStore, SessionRead,
+    UserDataCounts,
 };
 
 impl SessionService {
@@ -175,14 +175,8 @@ impl SessionService {
     /// before it replaced; the version in effect at the cut, and every later one, stay.
     async fn prune_artifacts(&self, key: &SessionKey, cut: i64) -> Result<()> {
         let Some(store) = self.capabilities().artifacts else { return Ok(()) };
-        let (app, user, id) = (key.app_name(), key.user_id(), key.session_id());
         let mut pruned = 0;
-        for name in store.artifact_names(app, user, Some(id)).await? {
-            if crate::artifact::is_user_scoped(&name) {
-                continue;
-            }
-            let artifact =
-                ArtifactKey { app: app.to_owned(), user: user.to_owned(), session: Some(id.to_owned()), name };
+        for artifact in crate::artifact::session_scoped(store, key).await? {
             let versions = store.artifact_versions(&artifact).await?;
             let in_effect = versions.iter().filter(|v| v.create_micros < cut).map(|v| v.version).max();
             if let Some(below) = in_effect.filter(|&v| versions.first().is_some_and(|first| first.version < v)) {

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use crate::error::Result;
+use crate::key::SessionKey;
 
 /// Which artifact: an app's user's file, in one session or (`session: None`, names starting
 /// with `user:`) in every session of the user.
@@ -23,6 +24,16 @@ pub struct ArtifactKey {
 }
 
 impl ArtifactKey {
+    /// The artifact `name` of `session` (for a session-scoped name).
+    pub fn in_session(session: &SessionKey, name: impl Into<String>) -> Self {
+        Self {
+            app: session.app_name().to_owned(),
+            user: session.user_id().to_owned(),
+            session: Some(session.session_id().to_owned()),
+            name: name.into(),
+        }
+    }
+
     /// The session as stored: `""` for a user-scoped artifact (no session id is empty).
     pub fn session_column(&self) -> &str {
         self.session.as_deref().unwrap_or("")
@@ -99,6 +110,13 @@ pub struct StoredArtifact {
     pub kind: PayloadKind,
     /// The payload.
     pub data: Vec<u8>,
+}
+
+/// A stored version saved again, as it is (the store numbers it anew).
+impl From<StoredArtifact> for NewArtifactVersion {
+    fn from(stored: StoredArtifact) -> Self {
+        Self { meta: stored.meta, part: stored.part, kind: stored.kind, data: stored.data }
+    }
 }
 
 /// Versioned artifacts kept beside sessions.
