@@ -2,9 +2,12 @@
 # The server's memory around one large artifact: `agentstate serve` (release build, SQLite, payloads
 # in files under --artifacts-dir) is sent one save of SIZE bytes (default 50,000,000) through
 # adk api_server's save route (base64 in JSON, as ADK's clients send it) and asked for it back;
-# prints its resident memory before, after, and at its peak (the kernel's VmHWM).
+# prints its resident memory before, after, and at its peak (the kernel's VmHWM) during the save
+# and, reset in between (`clear_refs`), during the load.
 #
 #   cargo build --release -p agentstate-server && bash bench/artifact_memory.sh [SIZE]
+#
+# STORE=sqlite keeps the payload in the database instead (no --artifacts-dir).
 set -euo pipefail
 size="${1:-50000000}"
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -12,7 +15,9 @@ bin="$here/target/release/agentstate"
 dir="$(mktemp -d)"
 trap 'kill "$pid" 2>/dev/null || true; rm -rf "$dir"' EXIT
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-"$bin" serve --db "sqlite://$dir/index.db" --artifacts-dir "$dir/files" --addr "127.0.0.1:$port" \
+files=(--artifacts-dir "$dir/files")
+[ "${STORE:-files}" = sqlite ] && files=()
+"$bin" serve --db "sqlite://$dir/index.db" "${files[@]}" --addr "127.0.0.1:$port" \
   --max-artifact-bytes $((size + 1000000)) 2>"$dir/log" &
 pid=$!
 for _ in $(seq 100); do curl -sf "127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
@@ -30,6 +35,9 @@ url="127.0.0.1:$port/apps/bench/users/u/sessions/s/artifacts"
 start=$(date +%s.%N)
 curl -sf -X POST "$url" -H 'content-type: application/json' --data-binary "@$dir/body.json" >/dev/null
 saved=$(date +%s.%N)
+save_peak="$(rss VmHWM)"
+echo 5 > "/proc/$pid/clear_refs"
+saved=$(date +%s.%N)
 curl -sf "$url/big.bin" -o "$dir/back.json"
 loaded=$(date +%s.%N)
 python3 - "$dir/body.json" "$dir/back.json" <<'PY'
@@ -38,5 +46,6 @@ sent, back = (json.load(open(p)) for p in sys.argv[1:3])
 assert back["inlineData"]["data"] == sent["artifact"]["inlineData"]["data"], "the artifact came back changed"
 PY
 echo "save: $(python3 -c "print(f'{($saved - $start) * 1000:.0f} ms')"), load: $(python3 -c "print(f'{($loaded - $saved) * 1000:.0f} ms')")"
-echo "after: $(rss VmRSS), peak: $(rss VmHWM)"
-echo "files: $(find "$dir/files" -type f | wc -l), $(du -sb "$dir/files" | cut -f1) bytes"
+echo "after: $(rss VmRSS), peak during the save: $save_peak, during the load: $(rss VmHWM)"
+[ -d "$dir/files" ] && echo "files: $(find "$dir/files" -type f | wc -l), $(du -sb "$dir/files" | cut -f1) bytes"
+true

@@ -24,12 +24,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agentstate::store::{
-    ArtifactKey, ArtifactMeta, ArtifactStore, AttributesUpdate, Capabilities, CommitOutcome, EventCommit, EventQuery,
-    LifecycleStore, ListQuery, LoadedSession, NewArtifactVersion, NewSession, SessionRead, SessionStore,
-    StoredArtifact, UserDataCounts,
+    ArtifactKey, ArtifactMeta, ArtifactStore, AttributesUpdate, Bytes, Capabilities, CommitOutcome, EventCommit,
+    EventQuery, LifecycleStore, ListQuery, LoadedSession, NewArtifactVersion, NewSession, Payload, PayloadStream,
+    SessionRead, SessionStore, StoredArtifact, UserDataCounts,
 };
 use agentstate::{Error, Event, Result, Session, SessionKey, Value};
 use async_trait::async_trait;
+use bytes::BytesMut;
 use sha2::{Digest, Sha256};
 
 /// Where the index says a version's payload is: the part's entry under this name holds the
@@ -125,6 +126,33 @@ async fn remove_dir(dir: PathBuf) -> Result<()> {
     blocking(move || removed(std::fs::remove_dir_all(&dir), &dir)).await
 }
 
+/// The payload file an index entry names, checked to be one this store makes (no path read from
+/// the database is ever opened).
+fn file_name<'a>(key: &ArtifactKey, entry: &'a Value) -> Result<&'a str> {
+    entry.as_str().filter(|name| is_file_name(name)).ok_or_else(|| {
+        let message = format!("artifact {:?} names no payload file this store made: {entry}", key.name);
+        Error::backend(message, false, std::io::Error::from(std::io::ErrorKind::InvalidData))
+    })
+}
+
+/// How much of a payload file one chunk reads.
+const CHUNK_BYTES: usize = 256 * 1024;
+
+/// A file read a chunk at a time, to its end.
+fn chunks(file: tokio::fs::File, path: PathBuf) -> PayloadStream {
+    Box::pin(futures_util::stream::try_unfold((file, path), |(mut file, path)| async move {
+        let mut chunk = BytesMut::with_capacity(CHUNK_BYTES);
+        while chunk.len() < CHUNK_BYTES {
+            let read =
+                tokio::io::AsyncReadExt::read_buf(&mut file, &mut chunk).await.map_err(|e| io("reading", &path, e))?;
+            if read == 0 {
+                break;
+            }
+        }
+        Ok((!chunk.is_empty()).then(|| (chunk.freeze(), (file, path))))
+    }))
+}
+
 /// Whether `name` is a payload file's name as this store makes them (never a path).
 fn is_file_name(name: &str) -> bool {
     name.strip_suffix(".blob").is_some_and(|id| uuid::Uuid::try_parse(id).is_ok())
@@ -141,7 +169,7 @@ impl ArtifactStore for ArtifactFiles {
         }
         let name = format!("{}.blob", uuid::Uuid::new_v4());
         let (dir, file) = (self.artifact_dir(key), name.clone());
-        let data = version.data.clone();
+        let data = version.data.clone(); // shared, not copied
         let path = blocking(move || {
             std::fs::create_dir_all(&dir).map_err(|e| io("creating", &dir, e))?;
             let path = dir.join(file);
@@ -153,7 +181,12 @@ impl ArtifactStore for ArtifactFiles {
             Ok(path)
         })
         .await?;
-        let mut indexed = NewArtifactVersion { data: Vec::new(), ..version.clone() };
+        let mut indexed = NewArtifactVersion {
+            meta: version.meta.clone(),
+            part: version.part.clone(),
+            kind: version.kind,
+            data: Bytes::new(),
+        };
         indexed.part.insert(FILE_ENTRY.to_owned(), Value::String(name));
         match self.index()?.put_artifact(key, &indexed).await {
             Ok(number) => Ok(number),
@@ -166,15 +199,55 @@ impl ArtifactStore for ArtifactFiles {
     }
 
     async fn get_artifact(&self, key: &ArtifactKey, version: Option<i64>) -> Result<Option<StoredArtifact>> {
-        let Some(mut stored) = self.index()?.get_artifact(key, version).await? else { return Ok(None) };
-        let Some(entry) = stored.part.remove(FILE_ENTRY) else { return Ok(Some(stored)) };
-        let name = entry.as_str().filter(|name| is_file_name(name)).ok_or_else(|| {
-            let message = format!("artifact {:?} names no payload file this store made: {entry}", key.name);
-            Error::backend(message, false, std::io::Error::from(std::io::ErrorKind::InvalidData))
-        })?;
-        let path = self.artifact_dir(key).join(name);
-        stored.data = blocking(move || std::fs::read(&path).map_err(|e| io("reading", &path, e))).await?;
+        let Some((mut stored, payload)) = self.open_artifact(key, version).await? else { return Ok(None) };
+        stored.data = payload.into_bytes().await?;
         Ok(Some(stored))
+    }
+
+    /// A payload in a file is read as it is consumed, a chunk at a time.
+    async fn open_artifact(
+        &self,
+        key: &ArtifactKey,
+        version: Option<i64>,
+    ) -> Result<Option<(StoredArtifact, Payload)>> {
+        let Some(mut stored) = self.index()?.get_artifact(key, version).await? else { return Ok(None) };
+        let Some(entry) = stored.part.remove(FILE_ENTRY) else {
+            let data = std::mem::take(&mut stored.data);
+            return Ok(Some((stored, Payload::Whole(data))));
+        };
+        let path = self.artifact_dir(key).join(file_name(key, &entry)?);
+        let file = tokio::fs::File::open(&path).await.map_err(|e| io("reading", &path, e))?;
+        let size = file.metadata().await.map_err(|e| io("reading", &path, e))?.len();
+        Ok(Some((stored, Payload::Chunks { stream: chunks(file, path), size })))
+    }
+
+    /// Files are linked, not copied (both names share the bytes; removing one leaves the other),
+    /// before the index copies its rows: a crash in between leaves links no row names.
+    async fn copy_artifact(&self, from: &ArtifactKey, to: &ArtifactKey, last: i64) -> Result<usize> {
+        let index = self.index()?;
+        let (source, target) = (self.artifact_dir(from), self.artifact_dir(to));
+        let mut names = Vec::new();
+        for meta in index.artifact_versions(from).await?.iter().filter(|m| m.version <= last) {
+            let Some(stored) = index.get_artifact(from, Some(meta.version)).await? else { continue };
+            if let Some(entry) = stored.part.get(FILE_ENTRY) {
+                names.push(file_name(from, entry)?.to_owned());
+            }
+        }
+        blocking(move || {
+            if !names.is_empty() {
+                std::fs::create_dir_all(&target).map_err(|e| io("creating", &target, e))?;
+            }
+            for name in names {
+                let (from, to) = (source.join(&name), target.join(&name));
+                // A link where the file system has them, else a copy.
+                std::fs::hard_link(&from, &to)
+                    .or_else(|_| std::fs::copy(&from, &to).map(drop))
+                    .map_err(|e| io("linking", &to, e))?;
+            }
+            Ok(())
+        })
+        .await?;
+        index.copy_artifact(from, to, last).await
     }
 
     async fn artifact_versions(&self, key: &ArtifactKey) -> Result<Vec<ArtifactMeta>> {

@@ -155,3 +155,48 @@ async fn encrypted_payload_files_hold_no_plaintext() {
     assert!(!String::from_utf8_lossy(&bytes).contains("launch code"));
     assert_eq!(artifacts.load(scope, "secret.txt", None).await.unwrap(), Some(Part::text("the launch code is 0000")));
 }
+
+#[tokio::test]
+async fn forks_link_payload_files_and_loads_stream_them() {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = scratch_dir();
+    let index = agentstate_backends::open(&format!("sqlite://{}/index.db", dir.display())).await.unwrap();
+    let root = dir.join("artifacts");
+    let clock = ManualClock::new();
+    let sessions =
+        SessionService::builder(ArtifactFiles::open(index, &root).unwrap()).clock(clock.clone()).build().unwrap();
+    let artifacts = ArtifactService::new(sessions.clone());
+    let session = sessions.create_session(CreateSession::new("app", "ann").id("s")).await.unwrap();
+    clock.advance(std::time::Duration::from_secs(1));
+    let scope = |id: &'static str| ArtifactScope::new("app", "ann", Some(id));
+    artifacts.save(scope("s"), "a", &big("one"), None).await.unwrap();
+    artifacts.save(scope("s"), "small", &Part::text("tiny"), None).await.unwrap();
+    clock.advance(std::time::Duration::from_secs(1));
+    let mut session = session;
+    let mut event = agentstate::Event::new("inv").author("user");
+    event.timestamp = agentstate::store::micros_to_secs(sessions.now_micros());
+    let event = sessions.append_event(&mut session, event).await.unwrap();
+    let fork = agentstate::history::ForkSession {
+        source: session.key().clone(),
+        at_event_id: event.id.clone(),
+        session_id: Some("f".into()),
+    };
+    sessions.fork_session(fork).await.unwrap();
+
+    // One file, two names: the fork's payload is the source's bytes, not a copy of them.
+    let linked = files(&root);
+    assert_eq!(linked.len(), 2, "{linked:?}");
+    let (first, second) = (std::fs::metadata(&linked[0]).unwrap(), std::fs::metadata(&linked[1]).unwrap());
+    assert_eq!((first.ino(), first.nlink(), second.nlink()), (second.ino(), 2, 2));
+    assert_eq!(artifacts.load(scope("f"), "small", None).await.unwrap(), Some(Part::text("tiny")));
+
+    // A load of a file's payload streams it; the source's removal leaves the fork's name.
+    let opened = artifacts.open(scope("f"), "a", None).await.unwrap().unwrap();
+    assert!(matches!(opened.payload, agentstate::store::Payload::Chunks { .. }), "{:?}", opened.payload);
+    sessions.delete_session(session.key()).await.unwrap();
+    let left = files(&root);
+    assert_eq!((left.len(), std::fs::metadata(&left[0]).unwrap().nlink()), (1, 1));
+    assert_eq!(artifacts.load(scope("f"), "a", None).await.unwrap(), Some(big("one")));
+    let text = String::from_utf8(opened.payload.into_bytes().await.unwrap().to_vec()).unwrap();
+    assert_eq!(Some(Part::text(text)), Some(big("one")), "an open file reads to its end after its name went");
+}

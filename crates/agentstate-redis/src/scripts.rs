@@ -57,4 +57,5 @@ macro_rules! artifact_scripts {
 artifact_scripts! {
     ARTIFACT_PUT = "artifact_put", ARTIFACT_GET = "artifact_get", ARTIFACT_VERSIONS = "artifact_versions",
     ARTIFACT_DELETE = "artifact_delete", ARTIFACT_CLEAR = "artifact_clear", ARTIFACT_PRUNE = "artifact_prune",
+    ARTIFACT_COPY = "artifact_copy",
 }

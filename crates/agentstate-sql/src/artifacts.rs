@@ -44,7 +44,7 @@ pub(crate) fn meta(
 
 /// A whole version from its metadata and the rest of its columns.
 pub(crate) fn stored(meta: ArtifactMeta, part: &str, kind: &str, data: Vec<u8>) -> Result<StoredArtifact> {
-    Ok(StoredArtifact { meta, part: json_map(part, "part")?, kind: PayloadKind::parse(kind), data })
+    Ok(StoredArtifact { meta, part: json_map(part, "part")?, kind: PayloadKind::parse(kind), data: data.into() })
 }
 
 /// Names sorted by code point (as ADK sorts them), whatever the database's collation.
@@ -101,7 +101,7 @@ macro_rules! artifact_operations {
                         .bind(&part)
                         .bind(version.kind.as_str())
                         .bind(size)
-                        .bind(&version.data)
+                        .bind(version.data.as_ref())
                         .execute(pool)
                         .await;
                     match inserted {
@@ -207,6 +207,18 @@ macro_rules! artifact_operations {
                 Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
             }
 
+            /// A fork's copy in the database (the same app and user; numbers kept).
+            pub(crate) async fn copy(pool: &Pool, from: &ArtifactKey, to: &ArtifactKey, last: i64) -> Result<usize> {
+                let done = keyed(sql!("artifact_copy"), from)
+                    .bind(to.session_column())
+                    .bind(&to.name)
+                    .bind(last)
+                    .execute(pool)
+                    .await
+                    .map_err(|e| sqlx_error("copying an artifact", e))?;
+                Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
+            }
+
             pub(crate) async fn count(pool: &Pool, app: &str, user: &str) -> Result<usize> {
                 let row = sqlx::query(sql!("artifact_count"))
                     .bind(app)
@@ -297,6 +309,19 @@ macro_rules! artifact_store {
                 below: i64,
             ) -> agentstate::Result<usize> {
                 ops::artifacts::prune(&self.pool, key, below).await
+            }
+
+            /// In the database, for the same app and user (a fork); else through the server.
+            async fn copy_artifact(
+                &self,
+                from: &agentstate::store::ArtifactKey,
+                to: &agentstate::store::ArtifactKey,
+                last: i64,
+            ) -> agentstate::Result<usize> {
+                if from.app != to.app || from.user != to.user {
+                    return agentstate::store::copy_through(self, from, to, last).await;
+                }
+                ops::artifacts::copy(&self.pool, from, to, last).await
             }
         }
     };

@@ -338,6 +338,39 @@ pub(super) async fn forks_carry_the_artifacts_of_their_fork_point(svc: Svc) {
     assert_eq!(artifacts.load(scope("f1"), "a", None).await.unwrap(), Some(Part::text("one")));
 }
 
+pub(super) async fn opened_artifacts_and_in_place_saves_hold_what_loads_answer(svc: Svc) {
+    use agentstate::store::Bytes;
+    let artifacts = service(&svc);
+    let app = unique("art");
+    let scope = ArtifactScope::new(&app, "ann", Some("s"));
+    let bytes: Vec<u8> = (0..300_000u32).map(|i| (i * 31 % 256) as u8).collect();
+    // A payload decoded before the save: the part's own data is ignored.
+    let bare = part(json!({"inline_data": {"mime_type": "application/x-big", "data": "ignored"}}));
+    let saved = artifacts.save_inline(scope, "big", &bare, Bytes::from(bytes.clone()), None).await.unwrap();
+    assert_eq!((saved.version, saved.size, saved.mime_type.as_deref()), (0, 300_000, Some("application/x-big")));
+    assert_eq!(artifacts.load(scope, "big", None).await.unwrap(), Some(bytes_part("application/x-big", &bytes)));
+    let opened = artifacts.open(scope, "big", None).await.unwrap().unwrap();
+    assert_eq!(opened.kind, agentstate::store::PayloadKind::Inline);
+    assert_eq!(opened.payload.size(), 300_000);
+    assert_eq!(opened.payload.into_bytes().await.unwrap(), bytes);
+    assert_eq!(opened.part, bytes_part("application/x-big", &[]), "the part with its payload left out");
+    // Text, references followed, tombstones and missing versions, as loads answer them.
+    artifacts.save(scope, "t", &Part::text("hello"), None).await.unwrap();
+    let link = part(
+        json!({"file_data": {"file_uri": format!("artifact://apps/{app}/users/ann/sessions/s/artifacts/big/versions/0")}}),
+    );
+    artifacts.save(scope, "link", &link, None).await.unwrap();
+    let text = artifacts.open(scope, "t", None).await.unwrap().unwrap();
+    assert_eq!(text.payload.into_bytes().await.unwrap(), "hello".as_bytes());
+    let followed = artifacts.open(scope, "link", None).await.unwrap().unwrap();
+    assert_eq!(followed.payload.into_bytes().await.unwrap(), bytes);
+    artifacts.save(scope, "t", &tombstone(), None).await.unwrap();
+    assert!(artifacts.open(scope, "t", None).await.unwrap().is_none());
+    assert!(artifacts.open(scope, "t", Some(7)).await.unwrap().is_none());
+    assert!(artifacts.save_inline(scope, "x", &Part::text("no inline data"), Bytes::new(), None).await.is_err());
+    assert_eq!(artifacts.list_keys(scope).await.unwrap(), ["big", "link", "t"]);
+}
+
 pub(super) async fn retention_removes_artifact_versions_replaced_before_its_cut(svc: Svc) {
     use agentstate::{CreateSession, Retention};
     let artifacts = service(&svc);

@@ -94,7 +94,7 @@ impl ArtifactStore for RedisStore {
             .key(names)
             .key(sessions)
             .arg(meta_json(version))
-            .arg(version.data.as_slice())
+            .arg(version.data.as_ref())
             .arg(&key.name)
             .arg(key.session_column())
             .invoke_async(&mut self.connection())
@@ -114,7 +114,7 @@ impl ArtifactStore for RedisStore {
             .map_err(|e| backend("load an artifact", e))?;
         let Some((number, meta, data)) = found else { return Ok(None) };
         let (meta, part, kind) = read_meta(number, &meta)?;
-        Ok(Some(StoredArtifact { meta, part, kind, data }))
+        Ok(Some(StoredArtifact { meta, part, kind, data: data.into() }))
     }
 
     async fn artifact_versions(&self, key: &ArtifactKey) -> Result<Vec<ArtifactMeta>> {
@@ -169,6 +169,28 @@ impl ArtifactStore for RedisStore {
             .map_err(|e| backend("remove an artifact's old versions", e))?;
         self.replicated("remove an artifact's old versions").await?;
         Ok(usize::try_from(removed).unwrap_or_default())
+    }
+
+    /// Inside Redis, for the same app and user (a fork; one hash slot); else through the server.
+    async fn copy_artifact(&self, from: &ArtifactKey, to: &ArtifactKey, last: i64) -> Result<usize> {
+        if from.app != to.app || from.user != to.user {
+            return agentstate::store::copy_through(self, from, to, last).await;
+        }
+        let (source, ..) = self.artifact_keys(from);
+        let (target, names, sessions) = self.artifact_keys(to);
+        let copied: i64 = scripts::ARTIFACT_COPY
+            .key(source)
+            .key(target)
+            .key(names)
+            .key(sessions)
+            .arg(last)
+            .arg(&to.name)
+            .arg(to.session_column())
+            .invoke_async(&mut self.connection())
+            .await
+            .map_err(|e| backend("copy an artifact", e))?;
+        self.replicated("copy an artifact").await?;
+        Ok(usize::try_from(copied).unwrap_or_default())
     }
 
     async fn delete_session_artifacts(&self, app: &str, user: &str, session: &str) -> Result<usize> {

@@ -5,17 +5,26 @@
 //! `NAME/versions/V/metadata`, `NAME/versions/metadata`, `NAME/versions/V`, `NAME/versions`,
 //! `NAME`. A save reads its own body limit (`--max-artifact-bytes`, base64 and JSON around it).
 
-use agentstate::artifact::{ArtifactScope, ArtifactService, TOO_LARGE_FIELD};
+use agentstate::artifact::{ArtifactScope, ArtifactService, OpenedArtifact, TOO_LARGE_FIELD};
+use agentstate::store::PayloadKind;
 use agentstate::wire::{part_from_wire, part_to_wire};
 use agentstate::{Error, Value};
 use axum::Json;
+use axum::body::Body;
 use axum::extract::{Path, Query, Request, State};
+use axum::http::header;
+use axum::response::{IntoResponse as _, Response};
+use bytes::BytesMut;
+use futures_util::StreamExt as _;
 use serde_json::json;
 
+use super::artifact_body::{self, IN_PLACE_FROM, Taken};
 use crate::error::ApiError;
 use crate::state::AppState;
 
 type Reply = Result<Json<Value>, ApiError>;
+/// A read's answer: JSON, or a streamed part.
+type Answer = Result<Response, ApiError>;
 
 /// JSON around the base64 of an artifact that a save body may carry besides it.
 const ENVELOPE_BYTES: usize = 64 << 10;
@@ -92,17 +101,34 @@ pub(crate) async fn save_user(
 async fn save_in(state: &AppState, scope: ArtifactScope<'_>, request: Request) -> Reply {
     let artifacts = state.artifacts();
     let limit = artifacts.max_bytes().saturating_add(artifacts.max_bytes() / 3).saturating_add(ENVELOPE_BYTES);
-    let bytes = axum::body::to_bytes(request.into_body(), limit).await.map_err(|e| {
-        if is_over_limit(&e) {
-            ApiError::TooLarge(format!(
-                "The request body exceeds the limit of {limit} bytes for an artifact of {} bytes (--max-artifact-bytes)",
-                artifacts.max_bytes()
-            ))
-        } else {
-            ApiError::BadRequest(format!("Could not read the request body: {e}"))
+    let too_large = || {
+        ApiError::TooLarge(format!(
+            "The request body exceeds the limit of {limit} bytes for an artifact of {} bytes (--max-artifact-bytes)",
+            artifacts.max_bytes()
+        ))
+    };
+    let bytes = read_body(request, limit).await?.ok_or_else(too_large)?;
+    // A large body's base64 is taken out and decoded where it lies; the rest is read as usual.
+    let taken = (bytes.len() >= IN_PLACE_FROM).then(|| artifact_body::take_data(&bytes)).flatten();
+    let (filename, part, custom_metadata) = read_save(taken.as_ref().map_or(&bytes[..], |t| &t.rest[..]))?;
+    let saved = match taken {
+        Some(Taken { span, .. }) => {
+            let payload = artifact_body::decode_in_place(bytes, span)
+                .ok_or_else(|| ApiError::BadRequest("inline_data.data is not valid base64.".into()))?;
+            artifacts.save_inline(scope, &filename, &part, payload, custom_metadata).await
         }
-    })?;
-    let body: Value = serde_json::from_slice(&bytes).map_err(|e| ApiError::invalid_json(&e))?;
+        None => artifacts.save(scope, &filename, &part, custom_metadata).await,
+    };
+    let saved = saved.map_err(refused)?;
+    Ok(Json(version_json(&saved)))
+}
+
+/// A save body's file name, part and custom metadata.
+type SaveFields = (String, agentstate::Part, Option<agentstate::Map<String, Value>>);
+
+/// A save body's fields, refused as FastAPI refuses them (422 with pydantic's details).
+fn read_save(bytes: &[u8]) -> Result<SaveFields, ApiError> {
+    let body: Value = serde_json::from_slice(bytes).map_err(|e| ApiError::invalid_json(&e))?;
     let Value::Object(mut body) = body else {
         return Err(ApiError::Unprocessable(json!([{
             "type": "model_attributes_type", "loc": ["body"], "msg": "Input should be a valid dictionary or object to extract fields from", "input": body
@@ -134,12 +160,34 @@ async fn save_in(state: &AppState, scope: ArtifactScope<'_>, request: Request) -
             return Err(invalid("customMetadata", "dict_type", "Input should be a valid dictionary", &other));
         }
     };
-    let saved = artifacts.save(scope, &filename, &part, custom_metadata).await.map_err(refused)?;
-    Ok(Json(version_json(&saved)))
+    Ok((filename, part, custom_metadata))
 }
 
 fn invalid(field: &str, kind: &str, message: &str, input: &Value) -> ApiError {
     ApiError::Unprocessable(json!([{"type": kind, "loc": ["body", field], "msg": message, "input": input}]))
+}
+
+/// A request's body in one buffer, read frame by frame into room its `Content-Length` reserves (so
+/// it is whole once, never collected and then copied); `None` past `limit` bytes.
+async fn read_body(request: Request, limit: usize) -> Result<Option<BytesMut>, ApiError> {
+    let announced = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if announced.is_some_and(|n| n > limit) {
+        return Ok(None);
+    }
+    let mut buffer = BytesMut::with_capacity(announced.unwrap_or_default());
+    let mut frames = request.into_body().into_data_stream();
+    while let Some(frame) = frames.next().await {
+        let frame = match frame {
+            Ok(frame) => frame,
+            Err(e) if is_over_limit(&e) => return Ok(None),
+            Err(e) => return Err(ApiError::BadRequest(format!("Could not read the request body: {e}"))),
+        };
+        if buffer.len() + frame.len() > limit {
+            return Ok(None);
+        }
+        buffer.extend_from_slice(&frame);
+    }
+    Ok(Some(buffer))
 }
 
 /// Whether reading a body failed on its length limit.
@@ -219,7 +267,7 @@ pub(crate) async fn get(
     State(state): State<AppState>,
     Path((app, user, session, rest)): Path<(String, String, String, String)>,
     Query(query): Query<LoadQuery>,
-) -> Reply {
+) -> Answer {
     get_in(&state, checked(&app, &user, Some(&session))?, &rest, query).await
 }
 
@@ -229,11 +277,11 @@ pub(crate) async fn get_user(
     State(state): State<AppState>,
     Path((app, user, rest)): Path<(String, String, String)>,
     Query(query): Query<LoadQuery>,
-) -> Reply {
+) -> Answer {
     get_in(&state, checked(&app, &user, None)?, &rest, query).await
 }
 
-async fn get_in(state: &AppState, scope: ArtifactScope<'_>, rest: &str, query: LoadQuery) -> Reply {
+async fn get_in(state: &AppState, scope: ArtifactScope<'_>, rest: &str, query: LoadQuery) -> Answer {
     let artifacts: ArtifactService = state.artifacts();
     let not_found = || ApiError::NotFound("Artifact not found".into());
     match asked(rest) {
@@ -241,18 +289,20 @@ async fn get_in(state: &AppState, scope: ArtifactScope<'_>, rest: &str, query: L
             let version = version_id(version)?;
             let found = artifacts.get_artifact_version(scope, name, version).await.map_err(refused)?;
             let found = found.ok_or_else(|| ApiError::NotFound("Artifact version not found".into()))?;
-            Ok(Json(version_json(&found)))
+            Ok(Json(version_json(&found)).into_response())
         }
         Asked::VersionsMetadata(name) => {
             let versions = artifacts.list_artifact_versions(scope, name).await.map_err(refused)?;
-            Ok(Json(Value::Array(versions.iter().map(version_json).collect())))
+            Ok(Json(Value::Array(versions.iter().map(version_json).collect())).into_response())
         }
         Asked::Version(name, version) => {
             let version = version_id(version)?;
-            let part = artifacts.load(scope, name, version).await.map_err(refused)?.ok_or_else(not_found)?;
-            Ok(Json(part_to_wire(&part)))
+            let opened = artifacts.open(scope, name, version).await.map_err(refused)?.ok_or_else(not_found)?;
+            part_answer(opened).await
         }
-        Asked::Versions(name) => Ok(Json(json!(artifacts.list_versions(scope, name).await.map_err(refused)?))),
+        Asked::Versions(name) => {
+            Ok(Json(json!(artifacts.list_versions(scope, name).await.map_err(refused)?)).into_response())
+        }
         Asked::Artifact(name) => {
             let version = match query.version.as_deref() {
                 None => None,
@@ -263,10 +313,39 @@ async fn get_in(state: &AppState, scope: ArtifactScope<'_>, rest: &str, query: L
                     }]))
                 })?),
             };
-            let part = artifacts.load(scope, name, version).await.map_err(refused)?.ok_or_else(not_found)?;
-            Ok(Json(part_to_wire(&part)))
+            let opened = artifacts.open(scope, name, version).await.map_err(refused)?.ok_or_else(not_found)?;
+            part_answer(opened).await
         }
     }
+}
+
+/// A loaded part as `adk api_server` answers it (camelCase, URL-safe base64): inline data
+/// streamed, its base64 encoded as the payload is read (from its file, with the filesystem
+/// store), so a large one is never whole in the answer; other parts whole.
+async fn part_answer(opened: OpenedArtifact) -> Result<Response, ApiError> {
+    let OpenedArtifact { mut part, kind, payload } = opened;
+    if kind != PayloadKind::Inline {
+        if kind == PayloadKind::Text {
+            let bytes = payload.into_bytes().await?;
+            let text = String::from_utf8(Vec::from(bytes))
+                .map_err(|e| ApiError::Internal(format!("a stored text artifact is not UTF-8: {e}")))?;
+            part.text = Some(text);
+        }
+        return Ok(Json(part_to_wire(&part)).into_response());
+    }
+    // The part's JSON with a marker where the data goes, cut around it.
+    let marker = format!("agentstate-payload-{}", uuid::Uuid::new_v4());
+    if let Some(blob) = part.inline_data.as_mut() {
+        blob.data = Some(marker.clone());
+    }
+    let text = part_to_wire(&part).to_string();
+    let Some((prefix, suffix)) = text.split_once(&marker) else {
+        return Err(ApiError::Internal("an inline artifact's answer has no place for its data".into()));
+    };
+    let length = artifact_body::encoded_len(prefix, &payload, suffix).to_string();
+    let body = artifact_body::encoded(prefix.to_owned(), payload, suffix.to_owned());
+    let headers = [(header::CONTENT_TYPE, "application/json".to_owned()), (header::CONTENT_LENGTH, length)];
+    Ok((headers, Body::from_stream(body)).into_response())
 }
 
 /// `DELETE …/sessions/{session}/artifacts/{name}`: every version (also when there is none);

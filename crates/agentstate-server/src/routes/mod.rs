@@ -3,6 +3,7 @@
 //! document, the access checks and the router cannot drift apart.
 
 mod append;
+mod artifact_body;
 mod artifacts;
 mod history;
 mod memory;

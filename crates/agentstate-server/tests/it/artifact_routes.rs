@@ -51,6 +51,10 @@ fn compare_artifact_routes(theirs: &str, ours: &str, user: &str) {
     let call = |addr: &str, method: &str, path: &str, body: &str| call(addr, method, &to_user(path), &to_user(body));
     let a = "/apps/trivial/users/u1/sessions/s1/artifacts";
     let other = "/apps/trivial/users/u1/sessions/s2/artifacts";
+    // Over 64 KiB of body: its base64 is decoded where it lies, and the answer streamed.
+    let big: Vec<u8> = (0..96 << 10).map(|i: u32| (i * 37 % 256) as u8).collect();
+    let big = json!({"filename": "big.bin", "artifact": {"inlineData": {"mimeType": "application/x-big",
+        "data": agentstate::artifact::model::encode_base64(&big)}}, "customMetadata": {"n": 1}});
     let steps: Vec<(&str, String, String, Expect)> = vec![
         ("POST", a.into(), r#"{"filename": "notes.txt", "artifact": {"text": "hello"}}"#.into(), Expect::Same),
         (
@@ -59,6 +63,10 @@ fn compare_artifact_routes(theirs: &str, ours: &str, user: &str) {
             r#"{"filename": "img.png", "artifact": {"inlineData": {"mimeType": "image/png", "data": "AAECA_-_"}}, "customMetadata": {"k": "v"}}"#.into(),
             Expect::Same,
         ),
+        ("POST", a.into(), big.to_string(), Expect::Same),
+        ("GET", format!("{a}/big.bin"), String::new(), Expect::Same),
+        ("GET", format!("{a}/big.bin/versions/latest"), String::new(), Expect::Same),
+        ("GET", format!("{a}/big.bin/versions/metadata"), String::new(), Expect::Same),
         ("POST", a.into(), r#"{"filename": "notes.txt", "artifact": {"text": "v2"}}"#.into(), Expect::Same),
         ("POST", a.into(), r#"{"filename": "user:profile", "artifact": {"text": "{}"}}"#.into(), Expect::Same),
         ("POST", a.into(), r#"{"filename": "dir/a.txt", "artifact": {"text": "nested"}}"#.into(), Expect::Same),
@@ -159,7 +167,10 @@ fn compare_artifact_routes(theirs: &str, ours: &str, user: &str) {
     );
     // The link points at notes.txt version 0, which is "again" since the delete.
     assert_eq!(call(ours, "GET", &format!("{a}/link"), ""), (200, json!({"text": "again"})));
-    assert_eq!(call(ours, "GET", a, ""), (200, json!(["img.png", "link", "notes.txt", "user:profile", "video"])));
+    assert_eq!(
+        call(ours, "GET", a, ""),
+        (200, json!(["big.bin", "img.png", "link", "notes.txt", "user:profile", "video"]))
+    );
     let (status, versions) = normalize(call(ours, "GET", &format!("{a}/img.png/versions/metadata"), ""));
     assert_eq!(status, 200);
     assert_eq!(
@@ -220,6 +231,42 @@ mod router {
         assert!(body["detail"].as_str().unwrap().contains("--max-artifact-bytes"), "{body}");
         assert_eq!(call(&small, Method::GET, A, None).await, (StatusCode::OK, json!([])), "nothing written");
         assert_eq!(call(&small, Method::POST, A, Some(&save_body("x", &[1; 900]))).await.0, StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn large_bodies_read_in_place_as_small_ones_are_read() {
+        let r = router();
+        let bytes: Vec<u8> = (0..200_000u32).map(|i| (i * 37 % 256) as u8).collect();
+        let standard = base64_standard(&bytes);
+        assert!(standard.contains(['+', '/']), "the standard alphabet's own letters");
+        for (i, body) in [
+            json!({"filename": "a", "artifact": {"inlineData": {"data": standard.trim_end_matches('=')}}}).to_string(),
+            json!({"filename": "a", "artifact": {"inline_data": {"data": standard, "mimeType": "x/y"}}}).to_string(),
+            // Escaped slashes: not the plain string the in-place path reads; read as usual.
+            json!({"filename": "a", "artifact": {"inlineData": {"data": standard}}}).to_string().replace('/', "\\/"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let (status, saved) = call(&r, Method::POST, A, Some(&body)).await;
+            assert_eq!((status, saved["version"].clone()), (StatusCode::OK, json!(i)), "{saved}");
+            let (_, loaded) = call(&r, Method::GET, &format!("{A}/a/versions/{i}"), None).await;
+            let data = loaded["inlineData"]["data"].as_str().unwrap();
+            assert_eq!(agentstate::artifact::model::decode_base64(data).unwrap(), bytes, "body {i}");
+        }
+        let bad = json!({"filename": "b", "artifact": {"inlineData": {"data": standard.replace('A', "*")}}});
+        let (status, answer) = call(&r, Method::POST, A, Some(&bad.to_string())).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+        assert!(answer["detail"].as_str().unwrap().contains("base64"), "{answer}");
+        let missing = json!({"artifact": {"inlineData": {"data": standard}}});
+        let (status, answer) = call(&r, Method::POST, A, Some(&missing.to_string())).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+        assert_eq!(call(&r, Method::GET, A, None).await, (StatusCode::OK, json!(["a"])), "nothing else written");
+    }
+
+    fn base64_standard(bytes: &[u8]) -> String {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(bytes)
     }
 
     #[tokio::test]

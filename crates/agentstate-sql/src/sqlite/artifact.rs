@@ -97,7 +97,7 @@ impl ArtifactStore for SqliteStore {
                             json_text(&version.part),
                             version.kind.as_str(),
                             size,
-                            version.data,
+                            version.data.as_ref(),
                         ])
                     })
                     .map_err(|e| sqlite_error("save an artifact", &e))?;
@@ -139,6 +139,24 @@ impl ArtifactStore for SqliteStore {
                         stmt.execute(params![key.app, key.user, key.session_column(), key.name, below])
                     })
                     .map_err(|e| sqlite_error("remove an artifact's old versions", &e))
+            })
+            .await
+    }
+
+    /// In the database, for the same app and user (a fork); else through the server.
+    async fn copy_artifact(&self, from: &ArtifactKey, to: &ArtifactKey, last: i64) -> Result<usize> {
+        if from.app != to.app || from.user != to.user {
+            return agentstate::store::copy_through(self, from, to, last).await;
+        }
+        let (from, to) = (from.clone(), to.clone());
+        self.writer
+            .write(move |conn| {
+                conn.prepare_cached(sql!("artifact_copy"))
+                    .and_then(|mut stmt| {
+                        let (session, name) = (from.session_column(), &from.name);
+                        stmt.execute(params![from.app, from.user, session, name, to.session_column(), to.name, last])
+                    })
+                    .map_err(|e| sqlite_error("copy an artifact", &e))
             })
             .await
     }

@@ -2,7 +2,8 @@
 //! same version numbers, so the events the fork copies name versions it holds. For each
 //! session-scoped artifact, the versions up to the one the copied events last record; for one no
 //! event records (saved straight through the service), the versions saved by the fork point's
-//! time. `user:` artifacts are the user's already and are not copied.
+//! time. `user:` artifacts are the user's already and are not copied. Payloads are shared or
+//! copied where they lie, as the store can ([`ArtifactStore::copy_artifact`]).
 
 use super::rewind::Recorded;
 use crate::error::Result;
@@ -23,17 +24,15 @@ pub(crate) async fn carry(
     let mut copied = 0;
     for from in super::session_scoped(store, source).await? {
         let to = ArtifactKey::in_session(fork, from.name.clone());
-        let versions = store.artifact_versions(&from).await?;
         let last = match recorded.then(&from.name) {
             Some(version) => Some(version),
-            None => versions.iter().filter(|v| v.create_micros <= until_micros).map(|v| v.version).max(),
+            None => {
+                let versions = store.artifact_versions(&from).await?;
+                versions.iter().filter(|v| v.create_micros <= until_micros).map(|v| v.version).max()
+            }
         };
         let Some(last) = last else { continue };
-        for meta in versions.iter().filter(|v| v.version <= last) {
-            let Some(stored) = store.get_artifact(&from, Some(meta.version)).await? else { continue };
-            store.put_artifact(&to, &stored.into()).await?;
-            copied += 1;
-        }
+        copied += store.copy_artifact(&from, &to, last).await?;
     }
     Ok(copied)
 }

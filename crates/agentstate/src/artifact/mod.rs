@@ -23,4 +23,6 @@ pub(crate) async fn session_scoped(
 }
 
 pub use model::{ArtifactRef, MAX_REFERENCE_DEPTH, is_user_scoped, parse_uri, tombstone, uri_of};
-pub use service::{ArtifactScope, ArtifactService, ArtifactVersion, DEFAULT_MAX_ARTIFACT_BYTES, TOO_LARGE_FIELD};
+pub use service::{
+    ArtifactScope, ArtifactService, ArtifactVersion, DEFAULT_MAX_ARTIFACT_BYTES, OpenedArtifact, TOO_LARGE_FIELD,
+};

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::content::Part;
 use crate::error::{Error, Result};
-use crate::store::{ArtifactKey, PayloadKind, StoredArtifact};
+use crate::store::{ArtifactKey, Bytes, PayloadKind, StoredArtifact};
 
 /// How many references a load follows before it refuses (ADK's `_MAX_ARTIFACT_REFERENCE_DEPTH`).
 pub const MAX_REFERENCE_DEPTH: usize = 5;
@@ -216,7 +216,7 @@ pub struct SplitPart {
     /// Where the payload goes back.
     pub kind: PayloadKind,
     /// The payload.
-    pub data: Vec<u8>,
+    pub data: Bytes,
     /// Inline data's type, `text/plain` for text, a file's type; `None` for a reference.
     pub mime_type: Option<String>,
     /// The URI when the part is an `artifact://` reference.
@@ -278,9 +278,9 @@ pub fn split(part: &Part) -> Result<SplitPart> {
     if let Some(Value::Object(mut blob)) = rest.remove("inline_data") {
         let data = match blob.remove("data") {
             Some(Value::String(text)) => {
-                decode_base64(&text).ok_or_else(|| refused("inline_data.data is not valid base64."))?
+                decode_base64(&text).ok_or_else(|| refused("inline_data.data is not valid base64."))?.into()
             }
-            _ => Vec::new(),
+            _ => Bytes::new(),
         };
         let mime_type = blob.get("mime_type").and_then(Value::as_str).map(str::to_owned);
         rest.insert("inline_data".into(), Value::Object(blob));
@@ -288,7 +288,13 @@ pub fn split(part: &Part) -> Result<SplitPart> {
     }
     if let Some(Value::String(text)) = rest.remove("text") {
         let mime_type = Some("text/plain".to_owned());
-        return Ok(SplitPart { rest, kind: PayloadKind::Text, data: text.into_bytes(), mime_type, reference: None });
+        return Ok(SplitPart {
+            rest,
+            kind: PayloadKind::Text,
+            data: text.into_bytes().into(),
+            mime_type,
+            reference: None,
+        });
     }
     if let Some(file) = file_data(&mut rest) {
         let uri = file.get("file_uri").and_then(Value::as_str);
@@ -297,9 +303,26 @@ pub fn split(part: &Part) -> Result<SplitPart> {
             Some(_) => None,
             None => file.get("mime_type").and_then(Value::as_str).map(str::to_owned),
         };
-        return Ok(SplitPart { rest, kind: PayloadKind::None, data: Vec::new(), mime_type, reference });
+        return Ok(SplitPart { rest, kind: PayloadKind::None, data: Bytes::new(), mime_type, reference });
     }
     Err(refused("Not supported artifact type."))
+}
+
+/// Takes apart an inline-data `part` whose bytes were decoded already: `payload` (the part's own
+/// `data`, if any, is ignored). Refuses a part without inline data.
+pub fn split_inline(part: &Part, payload: Bytes) -> Result<SplitPart> {
+    let Some(blob) = &part.inline_data else { return Err(refused("Not supported artifact type.")) };
+    let blob = crate::content::Blob { mime_type: blob.mime_type.clone(), data: None, extra: blob.extra.clone() };
+    let bare = Part {
+        text: part.text.clone(),
+        thought: part.thought,
+        function_call: part.function_call.clone(),
+        function_response: part.function_response.clone(),
+        inline_data: Some(blob),
+        extra: part.extra.clone(),
+    };
+    let split = split(&bare)?;
+    Ok(SplitPart { data: payload, ..split })
 }
 
 /// A stored version put back together as the part that was saved.
@@ -315,7 +338,7 @@ pub fn join(stored: StoredArtifact) -> Result<Part> {
             part.insert("inline_data".into(), Value::Object(blob));
         }
         PayloadKind::Text => {
-            let text = String::from_utf8(stored.data).map_err(|e| Error::Backend {
+            let text = String::from_utf8(stored.data.into()).map_err(|e| Error::Backend {
                 message: format!("a stored text artifact is not UTF-8: {e}"),
                 retryable: false,
                 source: None,
@@ -342,7 +365,7 @@ pub fn reference_of(stored: &StoredArtifact) -> Option<&str> {
 /// Whether a stored version is the rewind tombstone (an empty `application/octet-stream` inline
 /// part and nothing else), which loads as absent.
 pub fn is_tombstone(stored: &StoredArtifact) -> bool {
-    if stored.kind != PayloadKind::Inline || !stored.data.is_empty() || stored.part.len() != 1 {
+    if stored.kind != PayloadKind::Inline || stored.meta.size != 0 || stored.part.len() != 1 {
         return false;
     }
     let Some(Value::Object(blob)) = stored.part.get("inline_data") else { return false };

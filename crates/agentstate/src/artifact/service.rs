@@ -7,7 +7,9 @@ use super::model::{self, ArtifactRef, MAX_REFERENCE_DEPTH, refused};
 use crate::content::Part;
 use crate::error::{Error, Result};
 use crate::service::SessionService;
-use crate::store::{ArtifactKey, ArtifactMeta, ArtifactStore, NewArtifactVersion};
+use crate::store::{
+    ArtifactKey, ArtifactMeta, ArtifactStore, Bytes, NewArtifactVersion, Payload, PayloadKind, StoredArtifact,
+};
 
 /// The largest artifact a save takes by default: its payload and its metadata's JSON, in bytes.
 pub const DEFAULT_MAX_ARTIFACT_BYTES: usize = 64 * 1024 * 1024;
@@ -60,6 +62,17 @@ impl ArtifactVersion {
         }
         Value::Object(out)
     }
+}
+
+/// A loaded version with its payload apart ([`ArtifactService::open`]).
+#[derive(Debug)]
+pub struct OpenedArtifact {
+    /// The part with its payload left empty (inline data's `data`, or `text`).
+    pub part: Part,
+    /// Where the payload goes back.
+    pub kind: PayloadKind,
+    /// The payload.
+    pub payload: Payload,
 }
 
 /// Whose artifacts: an app's user, and the session a call is made in (`None`: user-scoped
@@ -151,7 +164,31 @@ impl ArtifactService {
         custom_metadata: Option<Map<String, Value>>,
     ) -> Result<ArtifactVersion> {
         let key = scope.key(name)?;
-        let split = model::split(part)?;
+        self.save_split(scope, key, model::split(part)?, custom_metadata).await
+    }
+
+    /// [`save`](Self::save) of an inline-data `part` whose bytes were decoded already
+    /// (`payload`; the part's own `data` is ignored): the payload is stored as it is, never
+    /// copied on the way (a server decodes a request's base64 where it lies and saves that).
+    pub async fn save_inline(
+        &self,
+        scope: ArtifactScope<'_>,
+        name: &str,
+        part: &Part,
+        payload: Bytes,
+        custom_metadata: Option<Map<String, Value>>,
+    ) -> Result<ArtifactVersion> {
+        let key = scope.key(name)?;
+        self.save_split(scope, key, model::split_inline(part, payload)?, custom_metadata).await
+    }
+
+    async fn save_split(
+        &self,
+        scope: ArtifactScope<'_>,
+        key: ArtifactKey,
+        split: model::SplitPart,
+        custom_metadata: Option<Map<String, Value>>,
+    ) -> Result<ArtifactVersion> {
         if let Some(uri) = &split.reference {
             let target =
                 model::parse_uri(uri).ok_or_else(|| refused(format!("Invalid artifact reference URI: {uri}")))?;
@@ -186,6 +223,33 @@ impl ArtifactService {
     /// and user, and session for a session's artifact); `None` when there is no such version or
     /// it is a rewind's tombstone.
     pub async fn load(&self, scope: ArtifactScope<'_>, name: &str, version: Option<i64>) -> Result<Option<Part>> {
+        let Some((mut stored, payload)) = self.find(scope, name, version).await? else { return Ok(None) };
+        stored.data = payload.into_bytes().await?;
+        model::join(stored).map(Some)
+    }
+
+    /// [`load`](Self::load) with the payload apart: the part with its payload left empty (inline
+    /// data's `data`, or `text`), where the payload goes back, and the payload, streamed by a
+    /// store that keeps payloads outside memory. `None` as `load` answers it.
+    pub async fn open(
+        &self,
+        scope: ArtifactScope<'_>,
+        name: &str,
+        version: Option<i64>,
+    ) -> Result<Option<OpenedArtifact>> {
+        let Some((stored, payload)) = self.find(scope, name, version).await? else { return Ok(None) };
+        let kind = stored.kind;
+        Ok(Some(OpenedArtifact { part: model::join(stored)?, kind, payload }))
+    }
+
+    /// The version a load reads, opened: `name`'s, its references followed (at most
+    /// [`MAX_REFERENCE_DEPTH`] deep, each in scope); `None` for no such version or a tombstone.
+    async fn find(
+        &self,
+        scope: ArtifactScope<'_>,
+        name: &str,
+        version: Option<i64>,
+    ) -> Result<Option<(StoredArtifact, Payload)>> {
         let store = self.store("load_artifact")?;
         let mut key = scope.key(name)?;
         let mut version = version;
@@ -194,12 +258,9 @@ impl ArtifactService {
             if version.is_some_and(|v| v < 0) {
                 return Ok(None);
             }
-            let Some(stored) = store.get_artifact(&key, version).await? else { return Ok(None) };
+            let Some((stored, payload)) = store.open_artifact(&key, version).await? else { return Ok(None) };
             let Some(uri) = model::reference_of(&stored) else {
-                if model::is_tombstone(&stored) {
-                    return Ok(None);
-                }
-                return model::join(stored).map(Some);
+                return Ok((!model::is_tombstone(&stored)).then_some((stored, payload)));
             };
             if depth == 0 {
                 return Err(refused(format!("Exceeded maximum recursion depth resolving artifact reference: {uri}")));

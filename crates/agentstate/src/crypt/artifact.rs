@@ -41,7 +41,7 @@ impl KeyRing {
             meta: ArtifactMeta { mime_type: None, custom_metadata: sealed, ..version.meta.clone() },
             part: Map::new(),
             kind: PayloadKind::Inline,
-            data: self.seal(&aad(key, "data"), &version.data).into_bytes(),
+            data: self.seal(&aad(key, "data"), &version.data).into_bytes().into(),
         }
     }
 
@@ -75,7 +75,7 @@ impl KeyRing {
             Some(Ok(plain)) => plain,
             _ => return Err(undecryptable(&what(key), "its payload does not open with the configured keys")),
         };
-        Ok(StoredArtifact { meta, part, kind, data })
+        Ok(StoredArtifact { meta, part, kind, data: data.into() })
     }
 }
 
@@ -153,7 +153,7 @@ mod tests {
             },
             part: Map::new(),
             kind: PayloadKind::Text,
-            data: b"secret".to_vec(),
+            data: b"secret".to_vec().into(),
         };
         assert_eq!(store.put_artifact(&key, &version).await.unwrap(), 0);
         let raw = store.inner().capabilities().artifacts.unwrap().get_artifact(&key, None).await.unwrap().unwrap();
@@ -162,7 +162,7 @@ mod tests {
         let back = store.get_artifact(&key, None).await.unwrap().unwrap();
         assert_eq!(
             (back.meta, back.kind, back.data),
-            (ArtifactMeta { version: 0, ..version.meta.clone() }, PayloadKind::Text, b"secret".to_vec())
+            (ArtifactMeta { version: 0, ..version.meta.clone() }, PayloadKind::Text, b"secret".to_vec().into())
         );
         let moved = ArtifactKey { name: "other".into(), ..key.clone() };
         let inner = store.inner().capabilities().artifacts.unwrap();

@@ -49,6 +49,19 @@ impl ArtifactStore for Artifacts {
         Ok(number)
     }
 
+    /// The versions' slots cloned, numbers kept; their payloads shared, not copied.
+    async fn copy_artifact(&self, from: &ArtifactKey, to: &ArtifactKey, last: i64) -> Result<usize> {
+        let mut all = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        let Some(versions) = all.get(from) else { return Ok(0) };
+        let upto = usize::try_from(last.saturating_add(1)).unwrap_or(0).min(versions.len());
+        let copied = versions[..upto].to_vec();
+        let count = kept(&copied);
+        if count > 0 {
+            all.insert(to.clone(), copied);
+        }
+        Ok(count)
+    }
+
     async fn get_artifact(&self, key: &ArtifactKey, version: Option<i64>) -> Result<Option<StoredArtifact>> {
         let all = self.0.read().unwrap_or_else(PoisonError::into_inner);
         let Some(versions) = all.get(key) else { return Ok(None) };

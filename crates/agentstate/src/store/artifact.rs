@@ -4,6 +4,7 @@
 //! and its metadata, and hands out the next number atomically.
 
 use async_trait::async_trait;
+pub use bytes::Bytes;
 use serde_json::{Map, Value};
 
 use crate::error::Result;
@@ -95,8 +96,8 @@ pub struct NewArtifactVersion {
     pub part: Map<String, Value>,
     /// Where the payload goes back.
     pub kind: PayloadKind,
-    /// The payload.
-    pub data: Vec<u8>,
+    /// The payload (shared: cloning it copies no bytes).
+    pub data: Bytes,
 }
 
 /// A stored version, whole.
@@ -108,14 +109,62 @@ pub struct StoredArtifact {
     pub part: Map<String, Value>,
     /// Where the payload goes back.
     pub kind: PayloadKind,
-    /// The payload.
-    pub data: Vec<u8>,
+    /// The payload (shared: cloning it copies no bytes).
+    pub data: Bytes,
 }
 
 /// A stored version saved again, as it is (the store numbers it anew).
 impl From<StoredArtifact> for NewArtifactVersion {
     fn from(stored: StoredArtifact) -> Self {
         Self { meta: stored.meta, part: stored.part, kind: stored.kind, data: stored.data }
+    }
+}
+
+/// A payload read in chunks, as a store whose payloads live outside it (a file) hands it out.
+pub type PayloadStream = std::pin::Pin<Box<dyn futures_core::Stream<Item = Result<Bytes>> + Send>>;
+
+/// A version's payload as [`ArtifactStore::open_artifact`] answers it.
+pub enum Payload {
+    /// In memory, whole.
+    Whole(Bytes),
+    /// Read as it is consumed: at most a chunk at a time in memory.
+    Chunks {
+        /// The chunks.
+        stream: PayloadStream,
+        /// How many bytes they make.
+        size: u64,
+    },
+}
+
+impl std::fmt::Debug for Payload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Whole(bytes) => f.debug_tuple("Whole").field(&bytes.len()).finish(),
+            Self::Chunks { size, .. } => f.debug_struct("Chunks").field("size", size).finish_non_exhaustive(),
+        }
+    }
+}
+
+impl Payload {
+    /// How many bytes it holds.
+    pub fn size(&self) -> u64 {
+        match self {
+            Self::Whole(bytes) => bytes.len() as u64,
+            Self::Chunks { size, .. } => *size,
+        }
+    }
+
+    /// The payload whole (a stream read to its end).
+    pub async fn into_bytes(self) -> Result<Bytes> {
+        let (mut stream, size) = match self {
+            Self::Whole(bytes) => return Ok(bytes),
+            Self::Chunks { stream, size } => (stream, size),
+        };
+        let mut whole = Vec::with_capacity(usize::try_from(size).unwrap_or_default());
+        while let Some(chunk) = std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await {
+            whole.extend_from_slice(&chunk?);
+        }
+        Ok(whole.into())
     }
 }
 
@@ -128,6 +177,27 @@ pub trait ArtifactStore: Send + Sync {
 
     /// One version (`None`: the latest), whole; `None` if there is no such version.
     async fn get_artifact(&self, key: &ArtifactKey, version: Option<i64>) -> Result<Option<StoredArtifact>>;
+
+    /// One version as [`get_artifact`](Self::get_artifact) finds it, its payload apart (the
+    /// stored version's `data` left empty): a store that keeps payloads outside memory hands out
+    /// a stream, so a large one is never whole in memory. By default the payload is whole.
+    async fn open_artifact(
+        &self,
+        key: &ArtifactKey,
+        version: Option<i64>,
+    ) -> Result<Option<(StoredArtifact, Payload)>> {
+        let Some(mut stored) = self.get_artifact(key, version).await? else { return Ok(None) };
+        let data = std::mem::take(&mut stored.data);
+        Ok(Some((stored, Payload::Whole(data))))
+    }
+
+    /// Gives `to`, which holds no versions, the versions of `from` numbered up to `last`, for a
+    /// fork. A store that can shares the payloads (a file linked twice, a buffer counted twice)
+    /// or copies them where they are, without passing them through the process. By default each
+    /// version is read and saved again (numbered from 0 in order); returns how many.
+    async fn copy_artifact(&self, from: &ArtifactKey, to: &ArtifactKey, last: i64) -> Result<usize> {
+        copy_through(self, from, to, last).await
+    }
 
     /// Every version's metadata, oldest first; empty for no such artifact.
     async fn artifact_versions(&self, key: &ArtifactKey) -> Result<Vec<ArtifactMeta>>;
@@ -153,4 +223,21 @@ pub trait ArtifactStore: Send + Sync {
     /// the next one; returns how many went. For retention, which never passes a number past the
     /// latest version's.
     async fn prune_artifact(&self, key: &ArtifactKey, below: i64) -> Result<usize>;
+}
+
+/// [`ArtifactStore::copy_artifact`] done through the store's own calls: each version read and
+/// saved again (numbered from 0 in order). For stores that cannot copy in place.
+pub async fn copy_through<S: ArtifactStore + ?Sized>(
+    store: &S,
+    from: &ArtifactKey,
+    to: &ArtifactKey,
+    last: i64,
+) -> Result<usize> {
+    let mut copied = 0;
+    for meta in store.artifact_versions(from).await?.into_iter().filter(|m| m.version <= last) {
+        let Some(stored) = store.get_artifact(from, Some(meta.version)).await? else { continue };
+        store.put_artifact(to, &stored.into()).await?;
+        copied += 1;
+    }
+    Ok(copied)
 }

@@ -30,7 +30,10 @@ use serde_json::{Map, Value};
 
 pub use crate::scope::{ScopedKeys, ScopedState, apply_changes, merge_scopes};
 pub use crate::time::{micros_to_secs, now_micros, now_secs, secs_to_micros};
-pub use artifact::{ArtifactKey, ArtifactMeta, ArtifactStore, NewArtifactVersion, PayloadKind, StoredArtifact};
+pub use artifact::{
+    ArtifactKey, ArtifactMeta, ArtifactStore, Bytes, NewArtifactVersion, Payload, PayloadKind, PayloadStream,
+    StoredArtifact, copy_through,
+};
 pub use capability::{
     AdminStore, AttributesUpdate, Capabilities, ENCRYPTION_METADATA, EventCopy, HistorySnapshot, HistoryStore,
     LifecycleStore, RemoteHistory, SharedStateStore, SharedStateUpdate, SharedStateWrite, SharedStateWrites,
