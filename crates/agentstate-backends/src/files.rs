@@ -26,7 +26,7 @@ use std::sync::Arc;
 use agentstate::store::{
     ArtifactKey, ArtifactMeta, ArtifactStore, AttributesUpdate, Bytes, Capabilities, CommitOutcome, EventCommit,
     EventQuery, LifecycleStore, ListQuery, LoadedSession, NewArtifactVersion, NewSession, Payload, PayloadStream,
-    SessionRead, SessionStore, StoredArtifact, UserDataCounts,
+    SessionRead, SessionStore, StoredArtifact, UserDataCounts, next_chunk, too_large,
 };
 use agentstate::{Error, Event, Result, Session, SessionKey, Value};
 use async_trait::async_trait;
@@ -153,6 +153,30 @@ fn chunks(file: tokio::fs::File, path: PathBuf) -> PayloadStream {
     }))
 }
 
+/// Writes `head` and then `chunks` to a new file at `path` (in `dir`, created if missing) and
+/// flushes it to disk; answers how many bytes, refusing past `max`.
+async fn write_chunks(dir: &Path, path: &Path, head: Bytes, mut chunks: PayloadStream, max: u64) -> Result<u64> {
+    use tokio::io::AsyncWriteExt as _;
+    let failed = |e| io("writing", path, e);
+    tokio::fs::create_dir_all(dir).await.map_err(|e| io("creating", dir, e))?;
+    let file = tokio::fs::File::options().write(true).create_new(true).open(path).await.map_err(failed)?;
+    // Small frames (a request body's) written a chunk's worth at a time.
+    let mut file = tokio::io::BufWriter::with_capacity(CHUNK_BYTES, file);
+    file.write_all(&head).await.map_err(failed)?;
+    let mut size = head.len() as u64;
+    while let Some(chunk) = next_chunk(&mut chunks).await {
+        let chunk = chunk?;
+        size += chunk.len() as u64;
+        if size > max {
+            return Err(too_large("larger", max));
+        }
+        file.write_all(&chunk).await.map_err(failed)?;
+    }
+    file.flush().await.map_err(failed)?;
+    file.get_ref().sync_all().await.map_err(failed)?;
+    Ok(size)
+}
+
 /// Whether `name` is a payload file's name as this store makes them (never a path).
 fn is_file_name(name: &str) -> bool {
     name.strip_suffix(".blob").is_some_and(|id| uuid::Uuid::try_parse(id).is_ok())
@@ -193,6 +217,60 @@ impl ArtifactStore for ArtifactFiles {
             Err(e) => {
                 // Not indexed: nothing names the file.
                 let _ = std::fs::remove_file(&path);
+                Err(e)
+            }
+        }
+    }
+
+    /// Chunks written to the payload's file as they come (the first `inline_below` bytes gathered
+    /// to see whether it stays in the index), flushed before the index row.
+    async fn put_artifact_chunks(
+        &self,
+        key: &ArtifactKey,
+        mut version: NewArtifactVersion,
+        mut chunks: PayloadStream,
+        max: u64,
+    ) -> Result<(i64, u64)> {
+        if version.part.contains_key(FILE_ENTRY) {
+            return Err(Error::invalid("artifact", format!("{FILE_ENTRY} is a reserved part field")));
+        }
+        let mut head = BytesMut::new();
+        let mut ended = false;
+        while head.len() < self.inline_below {
+            let Some(chunk) = next_chunk(&mut chunks).await else {
+                ended = true;
+                break;
+            };
+            let chunk = chunk?;
+            if (head.len() + chunk.len()) as u64 > max {
+                return Err(too_large("larger", max));
+            }
+            head.extend_from_slice(&chunk);
+        }
+        if ended {
+            version.meta.size = head.len() as u64;
+            version.data = head.freeze();
+            return Ok((self.index()?.put_artifact(key, &version).await?, version.meta.size));
+        }
+        let name = format!("{}.blob", uuid::Uuid::new_v4());
+        let dir = self.artifact_dir(key);
+        let path = dir.join(&name);
+        let written = write_chunks(&dir, &path, head.freeze(), chunks, max).await;
+        let size = match written {
+            Ok(size) => size,
+            Err(e) => {
+                // Not indexed: nothing names the file.
+                let _ = tokio::fs::remove_file(&path).await;
+                return Err(e);
+            }
+        };
+        version.meta.size = size;
+        version.data = Bytes::new();
+        version.part.insert(FILE_ENTRY.to_owned(), Value::String(name));
+        match self.index()?.put_artifact(key, &version).await {
+            Ok(number) => Ok((number, size)),
+            Err(e) => {
+                let _ = tokio::fs::remove_file(&path).await;
                 Err(e)
             }
         }

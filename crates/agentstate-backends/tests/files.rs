@@ -200,3 +200,32 @@ async fn forks_link_payload_files_and_loads_stream_them() {
     let text = String::from_utf8(opened.payload.into_bytes().await.unwrap().to_vec()).unwrap();
     assert_eq!(Some(Part::text(text)), Some(big("one")), "an open file reads to its end after its name went");
 }
+
+#[tokio::test]
+async fn streamed_saves_write_their_file_as_chunks_come_and_leave_none_when_refused() {
+    use agentstate::store::{Bytes, PayloadStream};
+    let dir = scratch_dir();
+    let index = agentstate_backends::open(&format!("sqlite://{}/index.db", dir.display())).await.unwrap();
+    let root = dir.join("artifacts");
+    let sessions = SessionService::new(ArtifactFiles::open(index, &root).unwrap());
+    let artifacts = ArtifactService::new(sessions).with_max_bytes(1 << 20);
+    let scope = ArtifactScope::new("app", "ann", Some("s"));
+    let chunks = |size: usize| -> PayloadStream {
+        let bytes: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+        let chunks: Vec<agentstate::Result<Bytes>> =
+            bytes.chunks(10_000).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
+        Box::pin(futures_util::stream::iter(chunks))
+    };
+    // Under the inline size: kept in the index, no file.
+    artifacts.save_chunks(scope, "small", None, chunks(1000), None).await.unwrap();
+    assert!(files(&root).is_empty());
+    let saved = artifacts.save_chunks(scope, "big", Some("x/y"), chunks(500_000), None).await.unwrap();
+    assert_eq!(saved.size, 500_000);
+    let written = files(&root);
+    assert_eq!(written.len(), 1);
+    assert_eq!(std::fs::read(&written[0]).unwrap(), (0..500_000).map(|i| (i % 251) as u8).collect::<Vec<u8>>());
+    // Past the limit the file being written goes, and no version is indexed.
+    assert!(artifacts.save_chunks(scope, "big", None, chunks(2 << 20), None).await.is_err());
+    assert_eq!(files(&root).len(), 1);
+    assert_eq!(artifacts.list_versions(scope, "big").await.unwrap(), [0]);
+}

@@ -364,7 +364,7 @@ macro_rules! session_store_tests {
             a_sessions_and_a_users_artifacts_are_removed_together [artifacts],
             rewinds_restore_artifact_versions_as_adk_does [artifacts],
             forks_carry_the_artifacts_of_their_fork_point [artifacts],
-            opened_artifacts_and_in_place_saves_hold_what_loads_answer [artifacts],
+            opened_streamed_and_in_place_artifacts_hold_what_loads_answer [artifacts],
             retention_removes_artifact_versions_replaced_before_its_cut [artifacts],
         );
     };

@@ -22,3 +22,23 @@ pub(crate) fn schemas() -> Value {
             {"type": "array", "items": {"$ref": "#/components/schemas/ArtifactVersion"}}, {"$ref": "#/components/schemas/ArtifactVersion"}]}
     })
 }
+
+/// The query parameters of the artifact routes past `/artifacts/`.
+pub(crate) fn query(method: &str) -> Vec<Value> {
+    let params: Vec<(&str, Value, &str)> = match method {
+        "get" => vec![
+            ("version", json!({"type": "string"}), "`NAME` only: this version, an integer (the latest by default)"),
+            (
+                "alt",
+                json!({"type": "string"}),
+                "agentstate extension: `media` answers a version's bytes themselves, typed with its MIME type and streamed (`json`, the default: the part)",
+            ),
+        ],
+        "post" => vec![("metadata", json!({"type": "string"}), "The version's custom metadata, a JSON object")],
+        _ => Vec::new(),
+    };
+    params
+        .into_iter()
+        .map(|(name, schema, what)| json!({"name": name, "in": "query", "schema": schema, "description": what}))
+        .collect()
+}

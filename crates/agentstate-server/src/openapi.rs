@@ -357,6 +357,8 @@ fn parameters(op: &Operation) -> Vec<Value> {
             "List: page size",
         ));
         params.push(query("pageToken", json!({"type": "string"}), "List: nextPageToken of the previous page"));
+    } else if path.ends_with("/artifacts/{*artifact_path}") {
+        params.extend(crate::artifact_schemas::query(op.method));
     } else if path.ends_with("/events") && op.method == "get" {
         params.push(query("after", json!({"type": "string"}), "nextPageToken of the previous page"));
         params.push(query(
@@ -394,19 +396,17 @@ fn parameters(op: &Operation) -> Vec<Value> {
 }
 
 fn body(schema: &str) -> Value {
-    if schema == "Asset" {
-        return json!({"text/css": {"schema": {"type": "string"}}, "text/javascript": {"schema": {"type": "string"}}});
+    let typed = |media: &str, schema: Value| json!({media: {"schema": schema}});
+    let named = |name: &str| json!({"$ref": format!("#/components/schemas/{name}")});
+    let text = json!({"type": "string"});
+    match schema {
+        "Asset" => json!({"text/css": {"schema": text}, "text/javascript": {"schema": text}}),
+        "Html" => typed("text/html", text),
+        "ArtifactBytes" => typed("application/octet-stream", json!({"type": "string", "format": "binary"})),
+        "Metrics" => typed("text/plain", named(schema)),
+        "EventStream" => typed("text/event-stream", named(schema)),
+        _ => typed("application/json", named(schema)),
     }
-    if schema == "Html" {
-        return json!({"text/html": {"schema": {"type": "string"}}});
-    }
-    if schema == "Metrics" {
-        return json!({"text/plain": {"schema": {"$ref": "#/components/schemas/Metrics"}}});
-    }
-    if schema == "EventStream" {
-        return json!({"text/event-stream": {"schema": {"$ref": "#/components/schemas/EventStream"}}});
-    }
-    json!({"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema}")}}})
 }
 
 /// The document.

@@ -338,7 +338,7 @@ pub(super) async fn forks_carry_the_artifacts_of_their_fork_point(svc: Svc) {
     assert_eq!(artifacts.load(scope("f1"), "a", None).await.unwrap(), Some(Part::text("one")));
 }
 
-pub(super) async fn opened_artifacts_and_in_place_saves_hold_what_loads_answer(svc: Svc) {
+pub(super) async fn opened_streamed_and_in_place_artifacts_hold_what_loads_answer(svc: Svc) {
     use agentstate::store::Bytes;
     let artifacts = service(&svc);
     let app = unique("art");
@@ -368,7 +368,23 @@ pub(super) async fn opened_artifacts_and_in_place_saves_hold_what_loads_answer(s
     assert!(artifacts.open(scope, "t", None).await.unwrap().is_none());
     assert!(artifacts.open(scope, "t", Some(7)).await.unwrap().is_none());
     assert!(artifacts.save_inline(scope, "x", &Part::text("no inline data"), Bytes::new(), None).await.is_err());
-    assert_eq!(artifacts.list_keys(scope).await.unwrap(), ["big", "link", "t"]);
+    // Bytes that arrive in chunks (cut anywhere) are one version; past the limit, none.
+    let chunks = |bytes: &[u8], cut: usize| -> agentstate::store::PayloadStream {
+        let chunks: Vec<agentstate::Result<Bytes>> = bytes.chunks(cut).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
+        Box::pin(futures_util::stream::iter(chunks))
+    };
+    let streamed = artifacts.save_chunks(scope, "big", Some("image/x"), chunks(&bytes, 70_001), None).await.unwrap();
+    assert_eq!((streamed.version, streamed.size, streamed.mime_type.as_deref()), (1, 300_000, Some("image/x")));
+    assert_eq!(artifacts.load(scope, "big", None).await.unwrap(), Some(bytes_part("image/x", &bytes)));
+    let tiny = artifacts.save_chunks(scope, "tiny", None, chunks(b"ab", 1), Some(meta(&[("k", json!(1))]))).await;
+    let tiny = tiny.unwrap();
+    assert_eq!((tiny.size, tiny.mime_type.as_deref()), (2, Some("application/octet-stream")));
+    assert_eq!(artifacts.list_artifact_versions(scope, "tiny").await.unwrap()[0].custom_metadata["k"], json!(1));
+    let limited = artifacts.clone().with_max_bytes(100_000);
+    let refused = limited.save_chunks(scope, "big", None, chunks(&bytes, 30_000), None).await.unwrap_err();
+    assert!(refused.to_string().contains("over the limit of"), "{refused}");
+    assert_eq!(artifacts.list_versions(scope, "big").await.unwrap(), [0, 1], "nothing stored past the limit");
+    assert_eq!(artifacts.list_keys(scope).await.unwrap(), ["big", "link", "t", "tiny"]);
 }
 
 pub(super) async fn retention_removes_artifact_versions_replaced_before_its_cut(svc: Svc) {

@@ -6,7 +6,7 @@
 //! `NAME`. A save reads its own body limit (`--max-artifact-bytes`, base64 and JSON around it).
 
 use agentstate::artifact::{ArtifactScope, ArtifactService, OpenedArtifact, TOO_LARGE_FIELD};
-use agentstate::store::PayloadKind;
+use agentstate::store::{Payload, PayloadKind};
 use agentstate::wire::{part_from_wire, part_to_wire};
 use agentstate::{Error, Value};
 use axum::Json;
@@ -258,6 +258,9 @@ fn asked(rest: &str) -> Asked<'_> {
 #[derive(Debug, serde::Deserialize)]
 pub(crate) struct LoadQuery {
     version: Option<String>,
+    /// agentstate extension: `media` answers the payload's bytes themselves (`json`, the default,
+    /// the part).
+    alt: Option<String>,
 }
 
 /// `GET …/artifacts/{path}`: an artifact (`?version=`), a version of it (`/versions/V`, `latest`
@@ -283,6 +286,11 @@ pub(crate) async fn get_user(
 
 async fn get_in(state: &AppState, scope: ArtifactScope<'_>, rest: &str, query: LoadQuery) -> Answer {
     let artifacts: ArtifactService = state.artifacts();
+    let media = match query.alt.as_deref() {
+        None | Some("json") => false,
+        Some("media") => true,
+        Some(other) => return Err(ApiError::BadRequest(format!("alt must be json or media, not {other:?}"))),
+    };
     let not_found = || ApiError::NotFound("Artifact not found".into());
     match asked(rest) {
         Asked::VersionMetadata(name, version) => {
@@ -298,7 +306,7 @@ async fn get_in(state: &AppState, scope: ArtifactScope<'_>, rest: &str, query: L
         Asked::Version(name, version) => {
             let version = version_id(version)?;
             let opened = artifacts.open(scope, name, version).await.map_err(refused)?.ok_or_else(not_found)?;
-            part_answer(opened).await
+            answer(opened, media).await
         }
         Asked::Versions(name) => {
             Ok(Json(json!(artifacts.list_versions(scope, name).await.map_err(refused)?)).into_response())
@@ -314,9 +322,83 @@ async fn get_in(state: &AppState, scope: ArtifactScope<'_>, rest: &str, query: L
                 })?),
             };
             let opened = artifacts.open(scope, name, version).await.map_err(refused)?.ok_or_else(not_found)?;
-            part_answer(opened).await
+            answer(opened, media).await
         }
     }
+}
+
+/// A loaded version: the part as JSON, or with `media` its bytes.
+async fn answer(opened: OpenedArtifact, media: bool) -> Answer {
+    if media { media_answer(opened) } else { part_answer(opened).await }
+}
+
+/// A version's payload as it is (`?alt=media`), streamed, typed with its MIME type.
+fn media_answer(opened: OpenedArtifact) -> Answer {
+    let mime = match opened.kind {
+        PayloadKind::Inline => opened.part.inline_data.and_then(|b| b.mime_type),
+        PayloadKind::Text => Some("text/plain; charset=utf-8".to_owned()),
+        PayloadKind::None => {
+            return Err(ApiError::BadRequest(
+                "The artifact refers to a file (fileData) and holds no bytes; load it without alt=media".into(),
+            ));
+        }
+    };
+    let length = opened.payload.size().to_string();
+    let body = match opened.payload {
+        Payload::Whole(bytes) => Body::from(bytes),
+        Payload::Chunks { stream, .. } => Body::from_stream(stream),
+    };
+    let mime = mime.unwrap_or_else(|| "application/octet-stream".to_owned());
+    Ok(([(header::CONTENT_TYPE, mime), (header::CONTENT_LENGTH, length)], body).into_response())
+}
+
+/// The query of a raw upload: the artifact's custom metadata, a JSON object.
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct UploadQuery {
+    metadata: Option<String>,
+}
+
+/// `POST …/sessions/{session}/artifacts/{name}` (agentstate extension): the request's body is
+/// the artifact's bytes, its `Content-Type` their MIME type; saved as the next version, streamed
+/// to its file with `--artifacts-dir` (never whole in memory). Answers the version's metadata.
+pub(crate) async fn upload(
+    State(state): State<AppState>,
+    Path((app, user, session, name)): Path<(String, String, String, String)>,
+    Query(query): Query<UploadQuery>,
+    request: Request,
+) -> Reply {
+    upload_in(&state, checked(&app, &user, Some(&session))?, &name, query, request).await
+}
+
+/// `POST /apps/{app}/users/{user}/artifacts/{name}` (agentstate extension): [`upload`] of a
+/// `user:` name, without a session.
+pub(crate) async fn upload_user(
+    State(state): State<AppState>,
+    Path((app, user, name)): Path<(String, String, String)>,
+    Query(query): Query<UploadQuery>,
+    request: Request,
+) -> Reply {
+    upload_in(&state, checked(&app, &user, None)?, &name, query, request).await
+}
+
+async fn upload_in(
+    state: &AppState,
+    scope: ArtifactScope<'_>,
+    name: &str,
+    query: UploadQuery,
+    request: Request,
+) -> Reply {
+    let custom_metadata = match query.metadata.as_deref().map(serde_json::from_str::<Value>) {
+        None => None,
+        Some(Ok(Value::Object(map))) => Some(map),
+        Some(_) => return Err(ApiError::BadRequest("metadata must be a JSON object".into())),
+    };
+    let mime = request.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let chunks = request.into_body().into_data_stream().map(|frame| {
+        frame.map_err(|e| agentstate::Error::invalid("body", format!("Could not read the request body: {e}")))
+    });
+    let saved = state.artifacts().save_chunks(scope, name, mime.as_deref(), chunks.boxed(), custom_metadata).await;
+    Ok(Json(version_json(&saved.map_err(refused)?)))
 }
 
 /// A loaded part as `adk api_server` answers it (camelCase, URL-safe base64): inline data

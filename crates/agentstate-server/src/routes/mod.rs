@@ -276,6 +276,16 @@ routes! {
     delete "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts/{*artifact_path}" => artifacts::delete, PathAppUser,
         "Delete every version of an artifact (also when there is none)", None,
         [200 "null" "Null", 400 "ADK's InputValidationError" "Error", 501 "The backend keeps no artifacts" "Error"];
+    post "/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts/{*artifact_path}" => artifacts::upload, PathAppUser,
+        "agentstate extension: save the request's body as the artifact's next version, its bytes as they are (no base64, no JSON), typed by the request's Content-Type (application/octet-stream without one); `?metadata=` a JSON object of custom metadata. Streamed to its file with --artifacts-dir, never whole in memory",
+        Some("ArtifactBytes"),
+        [200 "The new version's metadata" "ArtifactVersion", 400 "ADK's InputValidationError, or metadata that is not a JSON object" "Error",
+         413 "Over --max-artifact-bytes" "Error", 501 "The backend keeps no artifacts" "Error"];
+    post "/apps/{app_name}/users/{user_id}/artifacts/{*artifact_path}" => artifacts::upload_user, PathAppUser,
+        "agentstate extension: the raw save of the session route, for a `user:` name without a session",
+        Some("ArtifactBytes"),
+        [200 "The new version's metadata" "ArtifactVersion", 400 "ADK's InputValidationError, or metadata that is not a JSON object" "Error",
+         413 "Over --max-artifact-bytes" "Error", 501 "The backend keeps no artifacts" "Error"];
     post "/apps/{app_name}/users/{user_id}/artifacts" => artifacts::save_user, PathAppUser,
         "agentstate extension: save a `user:` artifact without a session (ADK's save_artifact with session_id None)",
         Some("SaveArtifactRequest"),

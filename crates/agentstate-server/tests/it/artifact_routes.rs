@@ -233,6 +233,80 @@ mod router {
         assert_eq!(call(&small, Method::POST, A, Some(&save_body("x", &[1; 900]))).await.0, StatusCode::OK);
     }
 
+    /// A request with a raw body; the answer's status, content type and bytes.
+    async fn raw(
+        r: &axum::Router,
+        method: Method,
+        path: &str,
+        mime: Option<&str>,
+        body: Vec<u8>,
+    ) -> (u16, String, Vec<u8>) {
+        use tower::ServiceExt as _;
+        let mut request = axum::http::Request::builder().method(method).uri(path);
+        if let Some(mime) = mime {
+            request = request.header("content-type", mime);
+        }
+        let response = r.clone().oneshot(request.body(axum::body::Body::from(body)).unwrap()).await.unwrap();
+        let status = response.status().as_u16();
+        let mime = response.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+        let length = response.headers().get("content-length").map(|v| v.to_str().unwrap().parse::<usize>().unwrap());
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap().to_vec();
+        assert_eq!(length.unwrap_or(bytes.len()), bytes.len(), "Content-Length is what the body holds");
+        (status, mime, bytes)
+    }
+
+    #[tokio::test]
+    async fn raw_uploads_and_media_downloads_carry_bytes_as_they_are() {
+        let r = router();
+        let bytes: Vec<u8> = (0..300_000u32).map(|i| (i * 13 % 256) as u8).collect();
+        let path = format!("{A}/photos/cat.png?metadata=%7B%22k%22%3A1%7D");
+        let (status, _, answer) = raw(&r, Method::POST, &path, Some("image/png"), bytes.clone()).await;
+        let saved: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+        assert_eq!(status, 200, "{saved}");
+        assert_eq!((saved["version"].clone(), saved["mimeType"].clone()), (json!(0), json!("image/png")));
+        assert_eq!(saved["customMetadata"], json!({"k": 1}));
+        // The bytes back as they are, or as the part ADK's routes answer.
+        let media = raw(&r, Method::GET, &format!("{A}/photos/cat.png?alt=media"), None, Vec::new()).await;
+        assert_eq!(media, (200, "image/png".to_owned(), bytes.clone()));
+        let (status, part) = call(&r, Method::GET, &format!("{A}/photos/cat.png/versions/0"), None).await;
+        assert_eq!((status, part["inlineData"]["mimeType"].clone()), (StatusCode::OK, json!("image/png")));
+        assert_eq!(
+            agentstate::artifact::model::decode_base64(part["inlineData"]["data"].as_str().unwrap()).unwrap(),
+            bytes
+        );
+        // Without a type, octet-stream; a user: name through the user's own route.
+        let (status, ..) = raw(&r, Method::POST, "/apps/myapp/users/u1/artifacts/user:blob", None, vec![1, 2]).await;
+        assert_eq!(status, 200);
+        let got = raw(&r, Method::GET, &format!("{A}/user:blob?alt=media"), None, Vec::new()).await;
+        assert_eq!(got, (200, "application/octet-stream".to_owned(), vec![1, 2]));
+        // Text answers as text; a file reference has no bytes; alt is json or media.
+        call(&r, Method::POST, A, Some(r#"{"filename": "t", "artifact": {"text": "héllo"}}"#)).await;
+        let text = raw(&r, Method::GET, &format!("{A}/t?alt=media"), None, Vec::new()).await;
+        assert_eq!(text, (200, "text/plain; charset=utf-8".to_owned(), "héllo".as_bytes().to_vec()));
+        let link = r#"{"filename": "v", "artifact": {"fileData": {"fileUri": "gs://b/v", "mimeType": "video/mp4"}}}"#;
+        call(&r, Method::POST, A, Some(link)).await;
+        assert_eq!(raw(&r, Method::GET, &format!("{A}/v?alt=media"), None, Vec::new()).await.0, 400);
+        assert_eq!(raw(&r, Method::GET, &format!("{A}/t?alt=xml"), None, Vec::new()).await.0, 400);
+        assert_eq!(raw(&r, Method::GET, &format!("{A}/gone?alt=media"), None, Vec::new()).await.0, 404);
+        // Refusals write nothing: bad metadata, a bad name, over the limit.
+        let before = call(&r, Method::GET, A, None).await;
+        let bad_meta = format!("{A}/x?metadata=%5B1%5D");
+        assert_eq!(raw(&r, Method::POST, &bad_meta, None, vec![1]).await.0, 400);
+        assert_eq!(raw(&r, Method::POST, &format!("{A}/a/../x"), None, vec![1]).await.0, 400);
+        let small = app(AppState::new(SessionService::in_memory())
+            .with_limits(Limits { max_artifact_bytes: 1000, ..Limits::default() }));
+        let (status, _, answer) = raw(&small, Method::POST, &format!("{A}/x"), None, vec![0; 1001]).await;
+        assert_eq!(status, 413, "{}", String::from_utf8_lossy(&answer));
+        assert!(String::from_utf8_lossy(&answer).contains("--max-artifact-bytes"));
+        assert_eq!(call(&small, Method::GET, A, None).await, (StatusCode::OK, json!([])));
+        assert_eq!(
+            raw(&small, Method::POST, &format!("{A}/x"), None, vec![0; 998]).await.0,
+            200,
+            "998 bytes and `{{}}`"
+        );
+        assert_eq!(call(&r, Method::GET, A, None).await, before);
+    }
+
     #[tokio::test]
     async fn large_bodies_read_in_place_as_small_ones_are_read() {
         let r = router();

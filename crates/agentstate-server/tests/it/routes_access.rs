@@ -196,10 +196,10 @@ async fn openapi_describes_exactly_the_routes_that_answer() {
             );
         }
     }
-    // 75 routes (18 of the managed-service surface, 4 of history, 6 of shared state, 7 of memory, 8 of artifacts,
+    // 77 routes (18 of the managed-service surface, 4 of history, 6 of shared state, 7 of memory, 10 of artifacts,
     // 1 admin, 15 of the inspector);
     // /list-apps, /run and /run_sse come with the `agents` feature.
-    let expected = if cfg!(feature = "agents") { 75 } else { 72 };
+    let expected = if cfg!(feature = "agents") { 77 } else { 74 };
     assert_eq!(operations, expected, "every route is documented");
     assert_eq!(operations, agentstate_server::OPERATIONS.len());
     assert!(spec["components"]["schemas"]["Session"]["required"].as_array().unwrap().len() >= 6);

@@ -8,15 +8,14 @@ use crate::content::Part;
 use crate::error::{Error, Result};
 use crate::service::SessionService;
 use crate::store::{
-    ArtifactKey, ArtifactMeta, ArtifactStore, Bytes, NewArtifactVersion, Payload, PayloadKind, StoredArtifact,
+    ArtifactKey, ArtifactMeta, ArtifactStore, Bytes, NewArtifactVersion, Payload, PayloadKind, PayloadStream,
+    StoredArtifact, too_large,
 };
 
 /// The largest artifact a save takes by default: its payload and its metadata's JSON, in bytes.
 pub const DEFAULT_MAX_ARTIFACT_BYTES: usize = 64 * 1024 * 1024;
 
-/// The field of the [`Error::InvalidArgument`] a save past the size limit answers (the server
-/// answers it 413).
-pub const TOO_LARGE_FIELD: &str = "artifact_size";
+pub use crate::store::TOO_LARGE_FIELD;
 
 /// A version's metadata, as ADK's `ArtifactVersion` carries it.
 #[derive(Debug, Clone, PartialEq)]
@@ -182,6 +181,41 @@ impl ArtifactService {
         self.save_split(scope, key, model::split_inline(part, payload)?, custom_metadata).await
     }
 
+    /// [`save`](Self::save) of bytes that arrive in `chunks` (a request body, a file being read):
+    /// an inline-data part of `mime_type` (`application/octet-stream` when `None`). A store that
+    /// keeps payloads in files writes them as they come, so the artifact is never whole in
+    /// memory; past the size limit nothing is stored.
+    pub async fn save_chunks(
+        &self,
+        scope: ArtifactScope<'_>,
+        name: &str,
+        mime_type: Option<&str>,
+        chunks: PayloadStream,
+        custom_metadata: Option<Map<String, Value>>,
+    ) -> Result<ArtifactVersion> {
+        let key = scope.key(name)?;
+        let mime_type = mime_type.unwrap_or("application/octet-stream").to_owned();
+        let blob = crate::content::Blob { mime_type: Some(mime_type), data: None, extra: Map::new() };
+        let split = model::split_inline(&Part { inline_data: Some(blob), ..Part::default() }, Bytes::new())?;
+        let custom_metadata = custom_metadata.unwrap_or_default();
+        let metadata_bytes = serde_json::to_string(&custom_metadata).map_or(0, |s| s.len());
+        let Some(room) = self.max_bytes.checked_sub(metadata_bytes) else {
+            return Err(too_large(format_args!("{metadata_bytes} bytes of metadata"), self.max_bytes as u64));
+        };
+        let meta = ArtifactMeta {
+            version: 0,
+            mime_type: split.mime_type,
+            custom_metadata,
+            create_micros: self.sessions.now_micros(),
+            size: 0,
+        };
+        let version = NewArtifactVersion { meta, part: split.rest, kind: split.kind, data: Bytes::new() };
+        let meta = version.meta.clone();
+        let (number, size) =
+            self.store("save_artifact")?.put_artifact_chunks(&key, version, chunks, room as u64).await?;
+        Ok(ArtifactVersion::of(&key, ArtifactMeta { version: number, size, ..meta }))
+    }
+
     async fn save_split(
         &self,
         scope: ArtifactScope<'_>,
@@ -198,13 +232,7 @@ impl ArtifactService {
         let metadata_bytes = serde_json::to_string(&custom_metadata).map_or(0, |s| s.len());
         let total = split.data.len() + metadata_bytes;
         if total > self.max_bytes {
-            return Err(Error::InvalidArgument {
-                field: TOO_LARGE_FIELD,
-                message: format!(
-                    "the artifact is {total} bytes with its metadata, over the limit of {} bytes",
-                    self.max_bytes
-                ),
-            });
+            return Err(too_large(format_args!("{total} bytes with its metadata"), self.max_bytes as u64));
         }
         let meta = ArtifactMeta {
             version: 0,

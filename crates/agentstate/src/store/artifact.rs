@@ -120,6 +120,36 @@ impl From<StoredArtifact> for NewArtifactVersion {
     }
 }
 
+/// The field of the [`Error::InvalidArgument`](crate::Error::InvalidArgument) a save past the size
+/// limit answers (the server answers it 413).
+pub const TOO_LARGE_FIELD: &str = "artifact_size";
+
+/// A save refused for its size: over `max` bytes.
+pub fn too_large(what: impl std::fmt::Display, max: u64) -> crate::Error {
+    crate::Error::InvalidArgument {
+        field: TOO_LARGE_FIELD,
+        message: format!("the artifact is {what}, over the limit of {max} bytes"),
+    }
+}
+
+/// The next chunk of a stream.
+pub async fn next_chunk(chunks: &mut PayloadStream) -> Option<Result<Bytes>> {
+    std::future::poll_fn(|cx| chunks.as_mut().poll_next(cx)).await
+}
+
+/// Chunks gathered in one buffer; refused past `max` bytes.
+pub async fn gather(mut chunks: PayloadStream, max: u64) -> Result<Bytes> {
+    let mut whole = bytes::BytesMut::new();
+    while let Some(chunk) = next_chunk(&mut chunks).await {
+        let chunk = chunk?;
+        if (whole.len() + chunk.len()) as u64 > max {
+            return Err(too_large("larger", max));
+        }
+        whole.extend_from_slice(&chunk);
+    }
+    Ok(whole.freeze())
+}
+
 /// A payload read in chunks, as a store whose payloads live outside it (a file) hands it out.
 pub type PayloadStream = std::pin::Pin<Box<dyn futures_core::Stream<Item = Result<Bytes>> + Send>>;
 
@@ -161,7 +191,7 @@ impl Payload {
             Self::Chunks { stream, size } => (stream, size),
         };
         let mut whole = Vec::with_capacity(usize::try_from(size).unwrap_or_default());
-        while let Some(chunk) = std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await {
+        while let Some(chunk) = next_chunk(&mut stream).await {
             whole.extend_from_slice(&chunk?);
         }
         Ok(whole.into())
@@ -174,6 +204,23 @@ pub trait ArtifactStore: Send + Sync {
     /// Stores `version` as the artifact's next version (0 when it has none) and returns its
     /// number. Atomic: two saves of one artifact at once get two numbers, neither overwritten.
     async fn put_artifact(&self, key: &ArtifactKey, version: &NewArtifactVersion) -> Result<i64>;
+
+    /// Stores the payload `chunks` as the artifact's next version, as
+    /// [`put_artifact`](Self::put_artifact) does (`version.data` is ignored and its `meta.size`
+    /// set to what the chunks make); past `max` bytes it refuses with [`TOO_LARGE_FIELD`] and
+    /// stores nothing. Answers the number and the size. By default the chunks are gathered in
+    /// memory first; a store that keeps payloads outside memory (a file) writes them as they come.
+    async fn put_artifact_chunks(
+        &self,
+        key: &ArtifactKey,
+        mut version: NewArtifactVersion,
+        chunks: PayloadStream,
+        max: u64,
+    ) -> Result<(i64, u64)> {
+        version.data = gather(chunks, max).await?;
+        version.meta.size = version.data.len() as u64;
+        Ok((self.put_artifact(key, &version).await?, version.meta.size))
+    }
 
     /// One version (`None`: the latest), whole; `None` if there is no such version.
     async fn get_artifact(&self, key: &ArtifactKey, version: Option<i64>) -> Result<Option<StoredArtifact>>;

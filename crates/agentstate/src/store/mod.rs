@@ -32,7 +32,7 @@ pub use crate::scope::{ScopedKeys, ScopedState, apply_changes, merge_scopes};
 pub use crate::time::{micros_to_secs, now_micros, now_secs, secs_to_micros};
 pub use artifact::{
     ArtifactKey, ArtifactMeta, ArtifactStore, Bytes, NewArtifactVersion, Payload, PayloadKind, PayloadStream,
-    StoredArtifact, copy_through,
+    StoredArtifact, TOO_LARGE_FIELD, copy_through, gather, next_chunk, too_large,
 };
 pub use capability::{
     AdminStore, AttributesUpdate, Capabilities, ENCRYPTION_METADATA, EventCopy, HistorySnapshot, HistoryStore,
