@@ -175,7 +175,9 @@ impl SessionService {
             return Ok(());
         };
         let point = crate::artifact::rewind::Point::After(EventCursor::of(&at));
-        let recorded = self.recorded_artifacts(&request.source, &point).await?;
+        // The fork holds the source's events up to the fork point, the same ones: folding its
+        // history reads those alone, not the source's later ones.
+        let recorded = self.recorded_artifacts(fork, &point).await?;
         let copied = crate::artifact::fork::carry(store, &request.source, fork, &recorded, at.time().micros()).await?;
         tracing::debug!(copied, "copied the fork point's artifact versions");
         Ok(())
