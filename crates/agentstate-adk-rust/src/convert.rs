@@ -113,7 +113,7 @@ pub fn to_agentstate(event: &RustEvent) -> serde_json::Result<Event> {
         }
     }
     let mut converted: Event = serde_json::from_value(Value::Object(out))?;
-    converted.set_time(Timestamp::from_nanos(nanos(event.timestamp)));
+    converted.set_time(timestamp(event.timestamp));
     Ok(converted)
 }
 
@@ -380,14 +380,21 @@ fn object(value: Option<Value>) -> Map<String, Value> {
     }
 }
 
+/// An ADK-Rust time as an instant (the first or last instant for one outside the years 0001
+/// to 9999, which neither Google's API nor ADK for Python can carry).
+pub(crate) fn timestamp(time: DateTime<Utc>) -> Timestamp {
+    Timestamp::from_date_time(time).unwrap_or(if time.timestamp() < 0 { Timestamp::MIN } else { Timestamp::MAX })
+}
+
 /// Epoch nanoseconds of an ADK-Rust time (saturating outside 1677–2262).
+#[cfg(test)]
 pub(crate) fn nanos(time: DateTime<Utc>) -> i64 {
     time.timestamp_nanos_opt().unwrap_or(if time.timestamp() < 0 { i64::MIN } else { i64::MAX })
 }
 
 /// An instant as ADK-Rust's JSON writes times.
 fn rfc3339(time: Timestamp) -> String {
-    DateTime::<Utc>::from_timestamp_nanos(time.nanos()).to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+    time.date_time().to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
 }
 
 #[cfg(test)]

@@ -35,9 +35,7 @@ use adk_session::{
     AppendEventRequest, CreateRequest, DeleteRequest, Event as RustEvent, Events, GetRequest, ListRequest, Session,
     SessionService as AdkService, State,
 };
-use agentstate::{
-    CreateSession, ErrorKind, GetSessionConfig, ListSessions, SessionKey, SessionService, Timestamp, Value,
-};
+use agentstate::{CreateSession, ErrorKind, GetSessionConfig, ListSessions, SessionKey, SessionService, Value};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use seen::Seen;
@@ -197,7 +195,7 @@ impl AdkService for AdkSessionService {
 
     async fn get(&self, req: GetRequest) -> adk_core::Result<Box<dyn Session>> {
         let key = key(&req.app_name, &req.user_id, &req.session_id)?;
-        let after = req.after.map(|t| Timestamp::from_nanos(convert::nanos(t)));
+        let after = req.after.map(convert::timestamp);
         let config = GetSessionConfig { num_recent_events: req.num_recent_events, after_timestamp: after };
         let mut session =
             self.service.get_session(&key, config).await.map_err(error)?.ok_or_else(|| not_found(&key))?;

@@ -322,6 +322,7 @@ macro_rules! session_store_tests {
             event_ids_are_assigned,
             timestamps_strictly_increase,
             event_times_are_kept_to_the_nanosecond,
+            given_times_outlive_placement,
             unknown_event_fields_round_trip,
             invalid_events_are_rejected_without_changes,
             deleted_keys_are_gone_in_every_scope,

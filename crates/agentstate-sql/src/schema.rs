@@ -30,6 +30,22 @@ pub enum SchemaError {
         /// The database.
         location: String,
     },
+    /// An `events` table of typed columns with `actions` and no `event_data`: ADK for Python's
+    /// legacy pickle schema (v0) from before it recorded a version, or ADK for Go's database
+    /// service, which keeps that layout with its actions as Go's JSON. Both name their tables as
+    /// the v1 schema does, so they cannot share a database with it.
+    #[error(
+        "{location} has the typed events table of an older layout (an `actions` column, no `event_data`), which \
+         agentstate never reads: ADK for Python's legacy pickle schema (v0), or ADK for Go's database service \
+         (session/database). Migrate a Python one with ADK for Python first: `adk migrate session \
+         --source_db_url=<this database> --dest_db_url=<new database>`. For ADK for Go, point its Agent Engine \
+         client (session/vertexai) at `agentstate serve` on a new database, and copy the sessions with ADK for \
+         Go's own two services (the README shows how)."
+    )]
+    TypedEvents {
+        /// The database.
+        location: String,
+    },
     /// The local store of `adk web` / `adk api_server` (`SqliteSessionService`), another schema.
     #[error(
         "{location} is the local store of `adk web`/`adk api_server` (SqliteSessionService schema), not the \
@@ -141,9 +157,9 @@ pub(crate) fn check(found: &Found, location: &str) -> Result<Schema> {
     }
     let column = |columns: &[(String, String)], name: &str| columns.iter().find(|(c, _)| c == name).cloned();
     if found.has_table("events") {
-        // The legacy schema has `actions` and no `event_data`.
+        // The older layout has `actions` and no `event_data`.
         if column(&found.event_columns, "actions").is_some() && column(&found.event_columns, "event_data").is_none() {
-            return Err(SchemaError::Legacy { location }.into());
+            return Err(SchemaError::TypedEvents { location }.into());
         }
         // `SqliteSessionService` stores times as REAL epoch seconds.
         if column(&found.session_columns, "update_time").is_some_and(|(_, t)| t.eq_ignore_ascii_case("REAL")) {
@@ -180,8 +196,12 @@ mod tests {
                 .to_string()
                 .contains("without a schema_version")
         );
-        let pickled = Found { event_columns: columns(&[("id", "TEXT"), ("actions", "BLOB")]), ..found(&["events"]) };
-        assert!(check(&pickled, "db").unwrap_err().to_string().contains("legacy pickle schema"));
+        let typed = Found { event_columns: columns(&[("id", "TEXT"), ("actions", "BLOB")]), ..found(&["events"]) };
+        let refused = check(&typed, "db").unwrap_err().to_string();
+        assert!(
+            refused.contains("legacy pickle schema") && refused.contains("ADK for Go's database service"),
+            "{refused}"
+        );
         let adk_web = Found {
             event_columns: columns(&[("event_data", "TEXT")]),
             session_columns: columns(&[("update_time", "REAL")]),

@@ -13,6 +13,10 @@ use crate::time::{Timestamp, now_secs};
 /// exactly: ADK's internal metadata, stored and never shown (see [`Event::time`]).
 pub(crate) const EXACT_TIME_KEY: &str = "__adk_internal_timestamp_nanos";
 
+/// Where an event keeps the time its writer gave it when storing placed it later (see
+/// [`Event::keep_given_time`]): ADK's internal metadata, stored and never shown on ADK's routes.
+pub(crate) const GIVEN_TIME_KEY: &str = "__adk_internal_given_timestamp";
+
 /// One entry of a session's history.
 ///
 /// ```
@@ -245,9 +249,40 @@ impl Event {
     pub(crate) fn place_after(&mut self, marker: i64) -> i64 {
         let time = self.time();
         let micros = time.micros().max(marker.saturating_add(1));
-        let placed = if micros == time.micros() { time } else { Timestamp::from_micros(micros) };
-        self.set_time(placed);
+        if micros != time.micros() {
+            self.set_time(Timestamp::from_micros(micros));
+        } else if let Some(Value::Object(meta)) = self.extra.get_mut("custom_metadata")
+            && meta.shift_remove(GIVEN_TIME_KEY).is_some()
+            && meta.is_empty()
+        {
+            // Kept where it was: its time says the given one.
+            self.extra.shift_remove("custom_metadata");
+        }
         micros
+    }
+
+    /// Asks storing to keep the time the event has now should it place the event later (after
+    /// a later event of the session): [`given_time`](Self::given_time) then answers it. Google's
+    /// API asks this for every event appended through it, as the managed service answers every
+    /// event's time as sent (ADK for Go's session suite appends events dated before their
+    /// session, and at Go's zero time); the history keeps its order and the session its marker
+    /// either way.
+    pub fn keep_given_time(&mut self) {
+        let time = self.time();
+        if let Value::Object(meta) = self.extra.entry("custom_metadata").or_insert_with(|| Value::Object(Map::new())) {
+            meta.insert(GIVEN_TIME_KEY.into(), Value::String(time.rfc3339()));
+        }
+    }
+
+    /// The time the event was appended with when storing placed it later and it asked to keep
+    /// it ([`keep_given_time`](Self::keep_given_time)); else its [`time`](Self::time).
+    pub fn given_time(&self) -> Timestamp {
+        self.extra
+            .get("custom_metadata")
+            .and_then(|meta| meta.get(GIVEN_TIME_KEY))
+            .and_then(Value::as_str)
+            .and_then(|text| Timestamp::parse_rfc3339(text).ok())
+            .unwrap_or_else(|| self.time())
     }
 
     /// Marks the event as a streaming fragment (never stored).
@@ -270,10 +305,18 @@ impl Event {
     /// Whether two events are the same event, as a retry of an append would resend it: equal in
     /// everything but the timestamp, which the service may have moved forward when storing.
     pub fn same_as_retry(&self, other: &Event) -> bool {
-        let (mut a, mut b) = (self.clone(), other.clone());
-        a.set_time(Timestamp::default());
-        b.set_time(Timestamp::default());
-        a == b
+        let timeless = |event: &Event| {
+            let mut event = event.clone();
+            if let Some(Value::Object(meta)) = event.extra.get_mut("custom_metadata")
+                && meta.shift_remove(GIVEN_TIME_KEY).is_some()
+                && meta.is_empty()
+            {
+                event.extra.shift_remove("custom_metadata");
+            }
+            event.set_time(Timestamp::default());
+            event
+        };
+        timeless(self) == timeless(other)
     }
 }
 

@@ -139,7 +139,7 @@ pub fn session_filter_text(user_id: Option<&str>, filter: &SessionFilter) -> Str
         terms.push(format!("labels.{}={}", quote(k), quote(v)));
     }
     for (field, range) in [("update_time", filter.update_time), ("create_time", filter.create_time)] {
-        let time = |micros: i64| quote(&Timestamp::from_nanos(micros.saturating_mul(1000)).rfc3339());
+        let time = |micros: i64| quote(&Timestamp::from_micros(micros).rfc3339());
         if let Some(from) = range.from_micros {
             terms.push(format!("{field}>={}", time(from)));
         }

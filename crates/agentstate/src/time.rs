@@ -8,9 +8,11 @@ use chrono::{DateTime, SecondsFormat, Utc};
 
 const NANOS_PER_SEC: i64 = 1_000_000_000;
 
-/// An instant to the nanosecond: epoch nanoseconds, as protobuf's `Timestamp` and ADK-Rust's
-/// `DateTime<Utc>` carry it. An event keeps the time it was given this exactly (see
-/// [`Event::time`](crate::Event::time)); ADK's float seconds are one view of it.
+/// An instant to the nanosecond, in the range protobuf's `Timestamp` (and so Google's API)
+/// allows: years 0001 to 9999. ADK-Rust's `DateTime<Utc>` carries the same; ADK for Go sends
+/// its zero time, 0001-01-01, for an event it gave no time. An event keeps the time it was
+/// given this exactly (see [`Event::time`](crate::Event::time)); ADK's float seconds are one view
+/// of it.
 ///
 /// ```
 /// use agentstate::Timestamp;
@@ -20,42 +22,53 @@ const NANOS_PER_SEC: i64 = 1_000_000_000;
 /// // Any float seconds come back from their timestamp bit for bit.
 /// let secs = 1_795_318_375.281_155_3_f64;
 /// assert_eq!(Timestamp::from_secs(secs).unwrap().secs().to_bits(), secs.to_bits());
+/// // Go's zero time.
+/// assert_eq!(Timestamp::parse_rfc3339("0001-01-01T00:00:00Z")?.secs(), -62_135_596_800.0);
 /// # Ok::<(), String>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Timestamp(i64);
+pub struct Timestamp(i128);
+
+/// 0001-01-01T00:00:00Z and the second after 9999-12-31T23:59:59Z, epoch seconds.
+const FIRST_SEC: i64 = -62_135_596_800;
+const END_SEC: i64 = 253_402_300_800;
+const NANOS: i128 = NANOS_PER_SEC as i128;
 
 impl Timestamp {
+    /// 0001-01-01T00:00:00Z, the first instant.
+    pub const MIN: Self = Self(FIRST_SEC as i128 * NANOS);
+    /// 9999-12-31T23:59:59.999999999Z, the last instant.
+    pub const MAX: Self = Self(END_SEC as i128 * NANOS - 1);
+
     /// Epoch nanoseconds.
     pub const fn from_nanos(nanos: i64) -> Self {
-        Self(nanos)
+        Self(nanos as i128)
     }
 
-    /// Epoch microseconds (saturating past year 2262).
+    /// Epoch microseconds.
     pub const fn from_micros(micros: i64) -> Self {
-        Self(micros.saturating_mul(1000))
+        Self(micros as i128 * 1000)
     }
 
     /// Epoch seconds as an instant: the whole microsecond the float stands for when there is
     /// one (a float is 238 ns coarse today, so `1795318375.281155` is really `…281155109`: it
     /// means `…281155`), else the nanosecond nearest it. Either way [`secs`](Self::secs) gives
-    /// the float back. `None` for values that are not finite or do not fit (before 1677 or
-    /// after 2262). Whole seconds and the fraction are taken apart first, so no precision is
-    /// lost to a product's rounding.
+    /// the float back. `None` for values that are not finite or outside the years 0001 to 9999.
+    /// Whole seconds and the fraction are taken apart first, so no precision is lost to a
+    /// product's rounding.
     pub fn from_secs(secs: f64) -> Option<Self> {
-        const LIMIT: f64 = 9.2e9;
-        if !secs.is_finite() || secs.abs() >= LIMIT {
+        if !secs.is_finite() || secs < FIRST_SEC as f64 || secs >= END_SEC as f64 {
             return None;
         }
         let whole = secs.floor();
         // Exact: `whole` is `secs` without its fraction, and both are below 2^53.
         let fraction = secs - whole;
-        let whole = (whole as i64).saturating_mul(NANOS_PER_SEC);
-        let micros = Self(whole.saturating_add((fraction * 1e6).round() as i64 * 1000));
+        let whole = whole as i128 * NANOS;
+        let micros = Self(whole + (fraction * 1e6).round() as i128 * 1000);
         if micros.secs() == secs {
             return Some(micros);
         }
-        Some(Self(whole.saturating_add((fraction * 1e9).round() as i64)))
+        Some(Self(whole + (fraction * 1e9).round() as i128))
     }
 
     /// [`from_secs`](Self::from_secs) for an argument: the error names `field`.
@@ -64,22 +77,30 @@ impl Timestamp {
             .ok_or_else(|| crate::Error::invalid(field, format!("{secs} is not a valid epoch time in seconds")))
     }
 
-    /// Epoch nanoseconds.
-    pub const fn nanos(self) -> i64 {
-        self.0
+    /// Epoch nanoseconds, saturating outside the years 1677 to 2262 (what an `i64` holds); the
+    /// other views hold every instant.
+    pub fn nanos(self) -> i64 {
+        i64::try_from(self.0).unwrap_or(if self.0 < 0 { i64::MIN } else { i64::MAX })
+    }
+
+    /// The instant `delta` nanoseconds later (earlier when negative).
+    #[must_use]
+    pub const fn plus_nanos(self, delta: i64) -> Self {
+        Self(self.0 + delta as i128)
     }
 
     /// Epoch microseconds, to the nearest (a half up): the microsecond storage keeps the
     /// instant at, as ADK for Python's databases round a time to their columns.
-    pub const fn micros(self) -> i64 {
-        self.0.saturating_add(500).div_euclid(1000)
+    pub fn micros(self) -> i64 {
+        // Within the years 0001 to 9999 the quotient fits an i64 many times over.
+        i64::try_from((self.0 + 500).div_euclid(1000)).unwrap_or(if self.0 < 0 { i64::MIN } else { i64::MAX })
     }
 
     /// Epoch seconds, the float nearest the instant. A float that came from
     /// [`from_secs`](Self::from_secs) comes back bit for bit (any whose spacing is over 1 ns:
     /// every time since April 1970).
     pub fn secs(self) -> f64 {
-        self.0.div_euclid(NANOS_PER_SEC) as f64 + self.0.rem_euclid(NANOS_PER_SEC) as f64 / 1e9
+        self.0.div_euclid(NANOS) as f64 + self.0.rem_euclid(NANOS) as f64 / 1e9
     }
 
     /// Whether the instant is a whole microsecond.
@@ -91,7 +112,22 @@ impl Timestamp {
     /// to the nanosecond (nine) when it has a finer part.
     pub fn rfc3339(self) -> String {
         let format = if self.is_whole_micros() { SecondsFormat::Micros } else { SecondsFormat::Nanos };
-        DateTime::<Utc>::from_timestamp_nanos(self.0).to_rfc3339_opts(format, true)
+        self.date_time().to_rfc3339_opts(format, true)
+    }
+
+    /// A chrono time as an instant (`None` outside the years 0001 to 9999).
+    pub fn from_date_time(time: DateTime<Utc>) -> Option<Self> {
+        let secs = time.timestamp();
+        (FIRST_SEC..END_SEC)
+            .contains(&secs)
+            .then(|| Self(i128::from(secs) * NANOS + i128::from(time.timestamp_subsec_nanos())))
+    }
+
+    /// The instant as a chrono time (every `Timestamp` is one).
+    pub fn date_time(self) -> DateTime<Utc> {
+        let secs = i64::try_from(self.0.div_euclid(NANOS)).unwrap_or_default();
+        let nanos = u32::try_from(self.0.rem_euclid(NANOS)).unwrap_or_default();
+        DateTime::from_timestamp(secs, nanos).unwrap_or_default()
     }
 
     /// An RFC 3339 time (`Z` or an offset, any fraction to the nanosecond). The error says why
@@ -99,7 +135,7 @@ impl Timestamp {
     pub fn parse_rfc3339(text: &str) -> Result<Self, String> {
         let time =
             DateTime::parse_from_rfc3339(text.trim()).map_err(|e| format!("{text:?} is not an RFC 3339 time ({e})"))?;
-        time.timestamp_nanos_opt().map(Self).ok_or_else(|| format!("{text:?} is outside the years 1677 to 2262"))
+        Self::from_date_time(time.to_utc()).ok_or_else(|| format!("{text:?} is outside the years 0001 to 9999"))
     }
 }
 
@@ -171,13 +207,22 @@ mod tests {
             Timestamp::parse_rfc3339("2026-11-25T02:58:13.500Z").unwrap()
         );
         assert!(Timestamp::parse_rfc3339("2026-11-25 02:58").unwrap_err().contains("not an RFC 3339 time"));
-        assert!(Timestamp::parse_rfc3339("2300-01-01T00:00:00Z").unwrap_err().contains("1677 to 2262"));
+        assert!(Timestamp::parse_rfc3339("+10000-01-01T00:00:00Z").is_err());
+        // protobuf's range, Go's zero time included.
+        let first = Timestamp::parse_rfc3339("0001-01-01T00:00:00Z").unwrap();
+        assert_eq!((first.secs(), first.rfc3339().as_str()), (-62_135_596_800.0, "0001-01-01T00:00:00.000000Z"));
+        assert_eq!(Timestamp::from_secs(first.secs()), Some(first));
+        assert_eq!(first.micros(), -62_135_596_800_000_000);
+        let last = Timestamp::parse_rfc3339("9999-12-31T23:59:59.999999999Z").unwrap();
+        assert_eq!(last.rfc3339(), "9999-12-31T23:59:59.999999999Z");
+        assert_eq!(Timestamp::parse_rfc3339("2300-01-01T00:00:00Z").unwrap().rfc3339(), "2300-01-01T00:00:00.000000Z");
+        assert_eq!(Timestamp::from_secs(-62_135_596_801.0), None);
     }
 
     #[test]
     fn rejects_non_finite() {
         assert_eq!(Timestamp::from_secs(f64::NAN), None);
-        assert_eq!(Timestamp::from_secs(1e10), None);
+        assert_eq!(Timestamp::from_secs(3e11), None);
         assert_eq!(secs_to_micros(f64::NAN), None);
         assert_eq!(secs_to_micros(f64::INFINITY), None);
         assert_eq!(secs_to_micros(1e300), None);

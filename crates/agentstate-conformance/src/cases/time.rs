@@ -89,3 +89,38 @@ pub(super) async fn event_times_are_kept_to_the_nanosecond(svc: Svc) {
     assert_eq!(moved.time(), Timestamp::from_micros(next.micros() + 1));
     assert_eq!(load(&svc, &s).await.events().last().unwrap().time(), moved.time());
 }
+
+/// An event that asks to keep its time ([`agentstate::Event::keep_given_time`], what Google's
+/// API asks for every event, as the managed service keeps every event's time as sent) still takes
+/// its place in the history, after the session's last event; its given time comes back through
+/// every read, from the year 0001 (Go's zero time) on. An event whose time was not moved keeps
+/// nothing beside it.
+pub(super) async fn given_times_outlive_placement(svc: Svc) {
+    let mut s = create(&svc, &unique("app"), "u", "s", json!({})).await;
+    let created = s.last_update_micros();
+    let zero = Timestamp::parse_rfc3339("0001-01-01T00:00:00Z").unwrap();
+    let last_year = Timestamp::from_micros(created - 365 * 86_400 * 1_000_000 + 123_456).plus_nanos(789);
+    let later = Timestamp::from_micros(created + 10_000_000);
+    let mut sent = Vec::new();
+    for (i, time) in [zero, last_year, later].into_iter().enumerate() {
+        let mut e = event("inv", json!({"i": i}));
+        e.set_time(time);
+        e.keep_given_time();
+        let stored = svc.append_event(&mut s, e).await.unwrap();
+        assert_eq!(stored.given_time(), time, "the append answers the given time");
+        sent.push(time);
+    }
+    let loaded = load(&svc, &s).await;
+    let events = loaded.events();
+    assert_eq!(events.iter().map(|e| e.given_time()).collect::<Vec<_>>(), sent, "given times come back");
+    assert_eq!(events[0].time(), Timestamp::from_micros(created + 1), "placed after the session's creation");
+    assert_eq!(events[1].time(), Timestamp::from_micros(created + 2));
+    assert_eq!(events[2].time(), later, "a later time is kept where it is");
+    assert!(events[2].extra.get("custom_metadata").is_none(), "nothing is kept beside a time not moved");
+    let page = svc.list_events(s.key(), ListEvents::default()).await.unwrap().unwrap();
+    assert_eq!(page.events.iter().map(|e| e.given_time()).collect::<Vec<_>>(), sent);
+    // A retry of a moved event is the same event.
+    let mut again = event("inv", json!({"i": 1}));
+    again.set_time(last_year);
+    assert!(events[1].same_as_retry(&agentstate::Event { id: events[1].id.clone(), ..again }));
+}

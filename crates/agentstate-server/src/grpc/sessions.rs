@@ -66,6 +66,12 @@ pub(super) fn empty_operation(name: String) -> Operation {
     Operation { name, metadata: None, done: true, result: Some(operation::Result::Response(response)) }
 }
 
+/// Events a `ListEvents` call without a page size answers: Google's documented default. REST
+/// answers the whole history then, for the REST clients that read one page (ADK for TypeScript's
+/// and ADK for Java's); gRPC clients follow page tokens, and accept 4 MB a message by default
+/// (gRPC-Go's limit), which a long history in one reply would pass.
+const DEFAULT_EVENT_PAGE: i64 = 100;
+
 fn page(page_size: i32, page_token: String, filter: String, order_by: String) -> Page {
     Page {
         filter: Some(filter).filter(|f| !f.trim().is_empty()),
@@ -173,7 +179,8 @@ impl api::session_service_server::SessionService for Sessions {
         let (headers, request) = self.open(request);
         counted(&self.state, "ListEvents", async {
             let (permit, engine, id) = self.session_of(&headers, &request.parent, "parent")?;
-            let page = page(request.page_size, request.page_token, request.filter, request.order_by);
+            let mut page = page(request.page_size, request.page_token, request.filter, request.order_by);
+            page.page_size.get_or_insert(DEFAULT_EVENT_PAGE);
             from_json(self.caller(&engine, &permit, &headers).events(&id, page).await?)
         })
         .await

@@ -16,10 +16,14 @@ mod differential;
 mod double_texting;
 #[cfg(feature = "cli")]
 mod failover;
+#[cfg(feature = "cli")]
+mod go_module;
 #[cfg(feature = "grpc")]
 mod grpc;
 mod history_routes;
 mod inspector;
+#[cfg(feature = "cli")]
+mod java_project;
 #[cfg(feature = "cli")]
 mod js_package;
 mod list_filters;

@@ -370,3 +370,65 @@ async fn a_nanosecond_time_is_answered_as_sent() {
         assert!(session["events"][0].get("customMetadata").is_none(), "{session}");
     }
 }
+
+/// What ADK for Go and ADK for Java send, answered as the managed service answers it: events
+/// dated before their session (and at Go's zero time, 0001-01-01) come back at their own times and
+/// are filtered by them, still in the order they were appended; ADK for Java's `{"seconds",
+/// "nanos"}` form of a time is read; the ADK routes show where the history placed them.
+#[tokio::test]
+async fn events_keep_the_times_they_were_sent_with() {
+    let r = router();
+    let (status, _) =
+        call(&r, "POST", &format!("{FULL}/sessions?sessionId=t1"), Some(json!({"userId": "u"})), &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let sent = [
+        json!("0001-01-01T00:00:00Z"),
+        json!("2025-01-01T00:00:01Z"),
+        json!({"seconds": 1_735_689_602_i64, "nanos": 500_000_000}),
+        json!({"seconds": "1735689603"}),
+    ];
+    for (i, time) in sent.iter().enumerate() {
+        let mut e = event("agent", &json!({"i": i}));
+        e["timestamp"] = time.clone();
+        let (status, body) = call(&r, "POST", &format!("{FULL}/sessions/t1:appendEvent"), Some(e), &[]).await;
+        assert_eq!(status, StatusCode::OK, "{time}: {body}");
+    }
+    let events = |filter: &'static str| {
+        let r = r.clone();
+        async move {
+            let (status, page) =
+                call(&r, "GET", &format!("{FULL}/sessions/t1/events?filter={filter}"), None, &[]).await;
+            assert_eq!(status, StatusCode::OK, "{page}");
+            let events = page["sessionEvents"].as_array().cloned().unwrap_or_default();
+            events.iter().map(|e| e["timestamp"].as_str().unwrap_or_default().to_owned()).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        events("").await,
+        [
+            "0001-01-01T00:00:00.000000Z",
+            "2025-01-01T00:00:01.000000Z",
+            "2025-01-01T00:00:02.500000Z",
+            "2025-01-01T00:00:03.000000Z"
+        ]
+    );
+    // timestamp>="2025-01-01T00:00:02+00:00", as ADK for Go writes it; and an upper bound.
+    assert_eq!(events("timestamp%3E%3D%222025-01-01T00%3A00%3A02%2B00%3A00%22").await.len(), 2);
+    assert_eq!(events("timestamp%3C%222025-01-01T00%3A00%3A01Z%22").await, ["0001-01-01T00:00:00.000000Z"]);
+    // The ADK routes: in the order appended, at the times the history placed them (after the
+    // session's creation), nothing internal shown.
+    let (_, session) = call(&r, "GET", "/apps/42/users/u/sessions/t1", None, &[]).await;
+    let shown: Vec<f64> =
+        session["events"].as_array().unwrap().iter().map(|e| e["timestamp"].as_f64().unwrap()).collect();
+    assert!(shown.windows(2).all(|w| w[0] < w[1]) && shown[0] > 1.7e9, "{shown:?}");
+    assert!(session["events"].as_array().unwrap().iter().all(|e| e.get("customMetadata").is_none()), "{session}");
+
+    for bad in [json!({"seconds": 1, "nanos": 1_000_000_000}), json!({"seconds": "x"}), json!({"secs": 1}), json!(12)] {
+        let mut e = event("agent", &json!({}));
+        e["timestamp"] = bad.clone();
+        let (status, body) = call(&r, "POST", &format!("{FULL}/sessions/t1:appendEvent"), Some(e), &[]).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
+        google_error(&body, 400, "INVALID_ARGUMENT");
+    }
+    assert_eq!(events("").await.len(), 4, "nothing written by a refusal");
+}

@@ -22,8 +22,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Map, Value, json};
 
 use super::{event_from_wire, event_to_camel};
-use crate::event::EXACT_TIME_KEY;
-use crate::event::Event;
+use crate::event::{EXACT_TIME_KEY, Event, GIVEN_TIME_KEY};
 use crate::key::SessionKey;
 use crate::session::{Session, SessionAttributes};
 use crate::time::Timestamp;
@@ -60,20 +59,23 @@ pub fn keep_raw_timestamp(event: &mut Event, sent: Option<Value>) {
 }
 
 /// The event as its client wrote it into `rawEvent`: camelCase, its own time (see
-/// [`keep_raw_timestamp`]) in place of agentstate's, without agentstate's exact time (the
-/// resource's `timestamp` says it).
+/// [`keep_raw_timestamp`], and [`Event::given_time`] for an event storing placed later) in
+/// place of agentstate's, without agentstate's exact time (the resource's `timestamp` says it).
 pub fn raw_event(event: &Event) -> Value {
     let mut raw = event_to_camel(event);
     let Some(Value::Object(meta)) = raw.get_mut("customMetadata") else { return raw };
     let sent = meta.shift_remove(RAW_TIME_KEY);
     let exact = meta.shift_remove(EXACT_TIME_KEY);
-    let emptied = meta.is_empty() && (sent.is_some() || exact.is_some());
+    let given = meta.shift_remove(GIVEN_TIME_KEY);
+    let emptied = meta.is_empty() && (sent.is_some() || exact.is_some() || given.is_some());
     if let Value::Object(fields) = &mut raw {
         if emptied {
             fields.shift_remove("customMetadata");
         }
         if let Some(sent) = sent {
             fields.insert("timestamp".into(), sent);
+        } else if given.is_some() {
+            fields.insert("timestamp".into(), json!(event.given_time().secs()));
         }
     }
     raw
@@ -164,7 +166,7 @@ pub fn create_body(user: &str, state: Map<String, Value>, attributes: &SessionAt
 }
 
 /// An event as the API writes it: the typed fields (camelCase) and the whole ADK event as
-/// `rawEvent`, at the event's time to the nanosecond. `state_delta` is the typed
+/// `rawEvent`, at the time it was appended with, to the nanosecond ([`Event::given_time`]). `state_delta` is the typed
 /// `actions.stateDelta`: what the service merges (the event's own, but for an import, which
 /// records deltas without applying them again).
 pub fn event_resource(event: &Event, state_delta: &Map<String, Value>) -> Map<String, Value> {
@@ -172,7 +174,7 @@ pub fn event_resource(event: &Event, state_delta: &Map<String, Value>) -> Map<St
     let mut out = Map::new();
     out.insert("author".into(), json!(event.author));
     out.insert("invocationId".into(), json!(event.invocation_id));
-    out.insert("timestamp".into(), json!(event.time().rfc3339()));
+    out.insert("timestamp".into(), json!(event.given_time().rfc3339()));
     if let Some(content) = raw.get("content") {
         out.insert("content".into(), content.clone());
     }

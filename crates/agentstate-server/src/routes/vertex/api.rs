@@ -275,6 +275,11 @@ impl Caller<'_> {
     /// newest first), within the filter's time range. Without a page size, the whole history in
     /// one page: ADK for TypeScript reads the first page only and never follows a token, so a
     /// default page would cut its sessions short.
+    ///
+    /// The range applies to the times events were appended with (`Event::given_time`), as
+    /// the managed service keeps them. Storage orders events by the time it placed them at,
+    /// never earlier than the given one, so the store is asked from the range's start and the
+    /// rest is decided here (a page may then hold fewer events than its size, as AIP-158 allows).
     pub(crate) async fn events(&self, id: &str, page: Page) -> Result<Value, GoogleError> {
         let engine = self.engine;
         let range = page.filter.as_deref().map(request::event_filter).transpose()?.unwrap_or_default();
@@ -285,14 +290,16 @@ impl Caller<'_> {
             page_size: if whole { MAX_EVENT_PAGE } else { page_size(page.page_size) },
             page_token: page.page_token.filter(|t| !t.is_empty()),
             after_timestamp: range.since,
-            until_timestamp: range.until,
+            until_timestamp: None,
             newest_first,
         };
         let mut events = Vec::new();
         let next_page_token = loop {
             let listed =
                 self.state.service().list_events(&key, request.clone()).await?.ok_or_else(|| not_found(engine, id))?;
-            events.extend(listed.events.iter().map(|event| engine.event(id, event)));
+            events.extend(
+                listed.events.iter().filter(|e| range.contains(e.given_time())).map(|event| engine.event(id, event)),
+            );
             match listed.next_page_token {
                 Some(token) if whole => request.page_token = Some(token),
                 token => break token,

@@ -194,11 +194,11 @@ fn duration(text: &str, field: &str) -> Result<Duration, GoogleError> {
 pub(crate) fn appended(mut body: Map<String, Value>) -> Result<Event, GoogleError> {
     let author = take(&mut body, "author").map(|v| string(v, "author")).transpose()?;
     let invocation_id = take(&mut body, "invocationId").map(|v| string(v, "invocationId")).transpose()?;
-    let timestamp = take(&mut body, "timestamp").map(|v| string(v, "timestamp")).transpose()?;
+    let timestamp = take(&mut body, "timestamp");
     let (Some(author), Some(invocation_id), Some(timestamp)) = (author, invocation_id, timestamp) else {
         return Err(GoogleError::invalid("author, invocationId and timestamp are required"));
     };
-    let time = parse_time(&timestamp, "timestamp")?;
+    let time = event_time(timestamp)?;
     let typed_actions = take(&mut body, "actions").map(|v| object(v, "actions")).transpose()?;
     let mut raw = match take(&mut body, "rawEvent") {
         Some(raw) => object(raw, "rawEvent")?,
@@ -217,6 +217,7 @@ pub(crate) fn appended(mut body: Map<String, Value>) -> Result<Event, GoogleErro
     event.author = author;
     event.invocation_id = invocation_id;
     event.set_time(time);
+    event.keep_given_time();
     engine::keep_raw_timestamp(&mut event, raw_timestamp);
     if let Some(mut actions) = typed_actions {
         if let Some(delta) = take(&mut actions, "stateDelta") {
@@ -230,11 +231,51 @@ pub(crate) fn appended(mut body: Map<String, Value>) -> Result<Event, GoogleErro
     Ok(event)
 }
 
+/// An event's `timestamp`: RFC 3339 text, as protobuf's JSON writes a `Timestamp`, or the
+/// message's own fields, `{"seconds": …, "nanos": …}`, as ADK for Java writes it.
+fn event_time(value: Value) -> Result<Timestamp, GoogleError> {
+    let fields = match value {
+        Value::String(text) => return parse_time(&text, "timestamp"),
+        Value::Object(fields) => fields,
+        other => {
+            return Err(GoogleError::invalid(format!(
+                "timestamp must be an RFC 3339 string or {{\"seconds\", \"nanos\"}}, not {other}"
+            )));
+        }
+    };
+    let field = |name: &str| -> Result<i64, GoogleError> {
+        let parsed = match fields.get(name) {
+            None | Some(Value::Null) => Some(0),
+            // proto3 JSON writes 64-bit integers as strings.
+            Some(Value::String(text)) => text.parse().ok(),
+            Some(number) => number.as_i64(),
+        };
+        parsed.ok_or_else(|| GoogleError::invalid(format!("timestamp.{name} must be an integer")))
+    };
+    let (seconds, nanos) = (field("seconds")?, field("nanos")?);
+    if let Some(unknown) = fields.keys().find(|k| *k != "seconds" && *k != "nanos") {
+        return Err(GoogleError::invalid(format!("timestamp has no field {unknown:?}; it takes seconds and nanos")));
+    }
+    if !(0..1_000_000_000).contains(&nanos) {
+        return Err(GoogleError::invalid(format!("timestamp.nanos must be 0 to 999999999, not {nanos}")));
+    }
+    chrono::DateTime::from_timestamp(seconds, u32::try_from(nanos).unwrap_or_default())
+        .and_then(Timestamp::from_date_time)
+        .ok_or_else(|| GoogleError::invalid(format!("timestamp.seconds {seconds} is outside the years 0001 to 9999")))
+}
+
 /// A lower and an upper bound on event times (both inclusive, to the nanosecond).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct TimeRange {
     pub(crate) since: Option<Timestamp>,
     pub(crate) until: Option<Timestamp>,
+}
+
+impl TimeRange {
+    /// Whether `time` is within the range (its bounds included).
+    pub(crate) fn contains(&self, time: Timestamp) -> bool {
+        self.since.is_none_or(|since| time >= since) && self.until.is_none_or(|until| time <= until)
+    }
 }
 
 /// An events filter: `timestamp` compared (`>=`, `>`, `<=`, `<`) with a quoted RFC 3339 time,
@@ -247,10 +288,7 @@ pub(crate) fn event_filter(filter: &str) -> Result<TimeRange, GoogleError> {
             return Err(GoogleError::invalid(format!("events can be filtered by timestamp only, not {field:?}")));
         }
         let time = parse_time(&value, "filter")?;
-        let (after, before) = (
-            Timestamp::from_nanos(time.nanos().saturating_add(1)),
-            Timestamp::from_nanos(time.nanos().saturating_sub(1)),
-        );
+        let (after, before) = (time.plus_nanos(1), time.plus_nanos(-1));
         match op {
             ">=" => range.since = range.since.max(Some(time)),
             ">" => range.since = range.since.max(Some(after)),
