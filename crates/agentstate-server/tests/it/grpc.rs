@@ -286,3 +286,44 @@ async fn without_metadata_a_call_is_unauthenticated_and_a_grant_is_kept() {
         sessions.get_session(get("reasoningEngines/401/sessions/x", Some(TOKEN), "x-goog-api-key")).await.unwrap_err();
     assert_eq!(status.code(), Code::NotFound, "the token is good; the session is missing");
 }
+
+/// `ListEvents` without a page size answers Google's default page of 100 over gRPC (a gRPC client
+/// follows page tokens; a whole long history in one reply would pass the 4 MB gRPC clients accept
+/// by default), while REST answers the whole history in one page (ADK for TypeScript's and ADK for
+/// Java's clients read one page).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_size_left_out_is_googles_default_over_grpc_and_the_whole_history_over_rest() {
+    let address = start(None);
+    let mut sessions = client(&address).await;
+    let parent = "reasoningEngines/302".to_owned();
+    sessions
+        .create_session(api::CreateSessionRequest {
+            parent: parent.clone(),
+            session: Some(api::Session { user_id: "u".into(), ..Default::default() }),
+            session_id: "long".into(),
+        })
+        .await
+        .unwrap();
+    let name = format!("{parent}/sessions/long");
+    for _ in 0..130 {
+        sessions.append_event(api::AppendEventRequest { name: name.clone(), event: Some(event(&[])) }).await.unwrap();
+    }
+    let first =
+        sessions.list_events(api::ListEventsRequest { parent: name.clone(), ..Default::default() }).await.unwrap();
+    let first = first.into_inner();
+    assert_eq!(first.session_events.len(), 100);
+    assert!(!first.next_page_token.is_empty());
+    let second = sessions
+        .list_events(api::ListEventsRequest {
+            parent: name.clone(),
+            page_token: first.next_page_token,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((second.session_events.len(), second.next_page_token.as_str()), (30, ""));
+    let over_rest = rest(&address, &format!("/v1beta1/{name}/events")).await;
+    assert_eq!(over_rest["sessionEvents"].as_array().map(Vec::len), Some(130));
+    assert!(over_rest.get("nextPageToken").is_none(), "{over_rest}");
+}

@@ -36,10 +36,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -49,31 +46,13 @@ import org.junit.jupiter.params.provider.MethodSource;
  * store what they store over ADK for Java's InMemorySessionService and send the model the same
  * requests; 16 Runners at once each keep their own user: key.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-public class RunnerTest {
+public class RunnerTest extends AgainstServers {
   private static final ObjectMapper JSON =
       JsonBaseModel.getMapper().copy().configure(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS, true);
   private static final Pattern NAMED = Pattern.compile("my name is (\\w+)");
   private static final Pattern MADE_UP_ID =
       Pattern.compile("(?:e-|adk-)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
 
-  private List<AgentstateServer> servers;
-
-  @BeforeAll
-  void start() throws Exception {
-    servers = AgentstateServer.all();
-  }
-
-  @AfterAll
-  void stop() throws Exception {
-    for (AgentstateServer s : servers) {
-      s.stop();
-    }
-  }
-
-  List<AgentstateServer> servers() {
-    return servers;
-  }
 
   /**
    * A model that answers from the request alone: a message naming someone makes it call

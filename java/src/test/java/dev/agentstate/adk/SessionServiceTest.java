@@ -22,9 +22,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Collectors;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -32,25 +29,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * ADK for Java's Agent Engine session client ({@code VertexAiSessionService}, REST) against
  * agentstate on each backend: what a session service owes ADK's Runner, through that client.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class SessionServiceTest {
-  private List<AgentstateServer> servers;
-
-  @BeforeAll
-  void start() throws Exception {
-    servers = AgentstateServer.all();
-  }
-
-  @AfterAll
-  void stop() throws Exception {
-    for (AgentstateServer s : servers) {
-      s.stop();
-    }
-  }
-
-  List<AgentstateServer> servers() {
-    return servers;
-  }
+class SessionServiceTest extends AgainstServers {
 
   private static Event event(String author, String invocation, long millis, Content content, Map<String, Object> delta) {
     return Event.builder()
