@@ -62,11 +62,22 @@ pub fn keep_raw_timestamp(event: &mut Event, sent: Option<Value>) {
 /// [`keep_raw_timestamp`], and [`Event::given_time`] for an event storing placed later) in
 /// place of agentstate's, without agentstate's exact time (the resource's `timestamp` says it).
 pub fn raw_event(event: &Event) -> Value {
+    raw(event, true)
+}
+
+/// [`raw_event`] for agentstate's client (the `agentstateEvents` extension), which reads events
+/// back as stored: the time an event was given stays beside it, and the resource's `timestamp`
+/// is where the history placed it.
+pub fn stored_raw_event(event: &Event) -> Value {
+    raw(event, false)
+}
+
+fn raw(event: &Event, answer_given_time: bool) -> Value {
     let mut raw = event_to_camel(event);
     let Some(Value::Object(meta)) = raw.get_mut("customMetadata") else { return raw };
     let sent = meta.shift_remove(RAW_TIME_KEY);
     let exact = meta.shift_remove(EXACT_TIME_KEY);
-    let given = meta.shift_remove(GIVEN_TIME_KEY);
+    let given = if answer_given_time { meta.shift_remove(GIVEN_TIME_KEY) } else { None };
     let emptied = meta.is_empty() && (sent.is_some() || exact.is_some() || given.is_some());
     if let Value::Object(fields) = &mut raw {
         if emptied {

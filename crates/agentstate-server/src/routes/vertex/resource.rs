@@ -105,7 +105,7 @@ impl Engine {
         json!({
             "name": self.event_name(session_id, &event.id),
             "timestamp": event.time().rfc3339(),
-            "rawEvent": engine::raw_event(event),
+            "rawEvent": engine::stored_raw_event(event),
         })
     }
 
