@@ -156,6 +156,12 @@ fn galera_three_nodes_conformance_schema_race_and_a_killed_node_loses_nothing() 
     for round in 0..5 {
         let database = format!("race{round}");
         nodes[0].sql(&format!("CREATE DATABASE {database}")).unwrap();
+        // Each node applies the DDL on its own: the second may see it a moment later.
+        let seen = Instant::now();
+        while !nodes[1].sql(&format!("SHOW DATABASES LIKE '{database}'")).is_some_and(|out| out.contains(&database)) {
+            assert!(seen.elapsed() < Duration::from_secs(30), "{database} never reached the second node");
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let (a, b) = (nodes[0].url(&database), nodes[1].url(&database));
         runtime.block_on(async {
             let (a, b) = tokio::join!(SqlStore::connect(&a), SqlStore::connect(&b));
