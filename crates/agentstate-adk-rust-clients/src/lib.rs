@@ -6,11 +6,10 @@
 //! scripted model, for the tests and the benchmark that compare session services. This crate
 //! publishes nothing.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 pub mod scripted;
 
 use agentstate::SessionService;
+use agentstate_conformance::redis_servers::{fresh_prefix, redis_url, url_with_prefix};
 use agentstate_server::{AppState, Tokens, app};
 
 /// The API key the servers accept (ADK-Rust's API-key credentials send it as
@@ -39,7 +38,7 @@ pub async fn mysql() -> SessionService {
 
 /// A service over a key prefix of its own on the local Redis.
 pub async fn redis() -> SessionService {
-    redis_at(format!("{}?prefix={}", redis_url(), fresh_prefix())).await
+    redis_at(url_with_prefix(&redis_url(), &fresh_prefix())).await
 }
 
 /// A service over a key prefix of its own on `cluster` (see
@@ -72,17 +71,6 @@ pub async fn agent_engine() -> SessionService {
 async fn sql(url: String) -> SessionService {
     let store = agentstate_sql::SqlStore::connect(&url).await;
     SessionService::new(store.unwrap_or_else(|e| panic!("{url}: {e}")))
-}
-
-/// The Redis the tests use: `AGENTSTATE_TEST_REDIS`, else the local one.
-fn redis_url() -> String {
-    std::env::var("AGENTSTATE_TEST_REDIS").unwrap_or_else(|_| "redis://127.0.0.1:6379/0".to_owned())
-}
-
-/// A key prefix no other run uses, in the form the Redis tests sweep a day later.
-fn fresh_prefix() -> String {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    format!("agentstate-test-{now}-{}:", agentstate::Event::new_id())
 }
 
 /// Serves `service` on a spare loopback port, with [`API_KEY`] allowed every app, for the

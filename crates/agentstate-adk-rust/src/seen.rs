@@ -1,42 +1,58 @@
 //! The sessions this service has created, read, listed or appended to: how a bare session id is
 //! found on a store that cannot list its apps (the managed service), as ADK-Rust's own Agent
-//! Engine client finds one. Bounded: the oldest are forgotten first. A remembered session is
-//! checked before it is used, and forgotten when it is found gone.
+//! Engine client finds one. Bounded: the least recently seen are forgotten first. A remembered
+//! session is checked before it is used, and forgotten when it is found gone.
 
-use std::collections::VecDeque;
 use std::sync::{Mutex, PoisonError};
 
 use agentstate::SessionKey;
+use hashlink::LinkedHashMap;
 
-/// How many sessions are remembered.
+/// How many session ids are remembered.
 pub(crate) const CAPACITY: usize = 4096;
+/// How many sessions of one id (in different apps or of different users) are remembered.
+const PER_ID: usize = 16;
 
+/// The sessions seen, by id, least recently seen first: every call is O(1).
 #[derive(Default)]
 pub(crate) struct Seen {
-    keys: Mutex<VecDeque<SessionKey>>,
+    ids: Mutex<LinkedHashMap<String, Vec<SessionKey>>>,
 }
 
 impl Seen {
     /// Remembers `key` as the most recently seen.
     pub(crate) fn remember(&self, key: &SessionKey) {
-        let mut keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(at) = keys.iter().position(|k| k == key) {
-            keys.remove(at);
-        } else if keys.len() == CAPACITY {
-            keys.pop_front();
+        let mut ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(keys) = ids.get_mut(key.session_id()) {
+            keys.retain(|k| k != key);
+            if keys.len() == PER_ID {
+                keys.remove(0);
+            }
+            keys.push(key.clone());
+            ids.to_back(key.session_id());
+            return;
         }
-        keys.push_back(key.clone());
+        if ids.len() == CAPACITY {
+            ids.pop_front();
+        }
+        ids.insert(key.session_id().to_owned(), vec![key.clone()]);
     }
 
     /// Forgets `key` (a session found gone).
     pub(crate) fn forget(&self, key: &SessionKey) {
-        self.keys.lock().unwrap_or_else(PoisonError::into_inner).retain(|k| k != key);
+        let mut ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(keys) = ids.get_mut(key.session_id()) {
+            keys.retain(|k| k != key);
+            if keys.is_empty() {
+                ids.remove(key.session_id());
+            }
+        }
     }
 
-    /// The remembered sessions called `session_id`.
+    /// The remembered sessions called `session_id`, the most recently seen last.
     pub(crate) fn called(&self, session_id: &str) -> Vec<SessionKey> {
-        let keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
-        keys.iter().filter(|k| k.session_id() == session_id).cloned().collect()
+        let ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
+        ids.get(session_id).cloned().unwrap_or_default()
     }
 }
 
@@ -63,5 +79,17 @@ mod tests {
         assert!(seen.called("s1").is_empty() && seen.called("s").is_empty(), "whole ids only");
         seen.forget(&key("b", "s10"));
         assert_eq!(seen.called("s10"), [key("a", "s10")]);
+        // Seen again, s10 outlives the ids seen before it.
+        for i in 0..CAPACITY - 1 {
+            seen.remember(&key("a", &format!("t{i}")));
+        }
+        assert_eq!(seen.called("s10"), [key("a", "s10")]);
+        assert!(seen.called("s11").is_empty());
+        // One id in many apps: the most recent PER_ID.
+        for app in 0..PER_ID + 3 {
+            seen.remember(&key(&format!("app{app}"), "shared"));
+        }
+        let shared = seen.called("shared");
+        assert_eq!((shared.len(), shared[0].app_name()), (PER_ID, "app3"));
     }
 }

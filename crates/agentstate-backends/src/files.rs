@@ -96,6 +96,34 @@ impl ArtifactFiles {
     fn artifact_dir(&self, key: &ArtifactKey) -> PathBuf {
         self.session_dir(&key.app, &key.user, key.session.as_deref()).join(hashed(&key.name))
     }
+
+    /// Indexes `version` (its payload, `data` empty, in the file `name` at `path`): the row that
+    /// names the file. A file nothing indexed is removed.
+    async fn index_file(
+        &self,
+        key: &ArtifactKey,
+        mut version: NewArtifactVersion,
+        name: String,
+        path: &Path,
+    ) -> Result<i64> {
+        version.part.insert(FILE_ENTRY.to_owned(), Value::String(name));
+        let indexed = match self.index() {
+            Ok(index) => index.put_artifact(key, &version).await,
+            Err(e) => Err(e),
+        };
+        if indexed.is_err() {
+            let _ = tokio::fs::remove_file(path).await;
+        }
+        indexed
+    }
+}
+
+/// Refuses a version whose part has the field this store names its file in.
+fn unreserved(version: &NewArtifactVersion) -> Result<()> {
+    if version.part.contains_key(FILE_ENTRY) {
+        return Err(Error::invalid("artifact", format!("{FILE_ENTRY} is a reserved part field")));
+    }
+    Ok(())
 }
 
 /// A directory name for an id: 32 hex digits of its SHA-256.
@@ -185,9 +213,7 @@ fn is_file_name(name: &str) -> bool {
 #[async_trait]
 impl ArtifactStore for ArtifactFiles {
     async fn put_artifact(&self, key: &ArtifactKey, version: &NewArtifactVersion) -> Result<i64> {
-        if version.part.contains_key(FILE_ENTRY) {
-            return Err(Error::invalid("artifact", format!("{FILE_ENTRY} is a reserved part field")));
-        }
+        unreserved(version)?;
         if version.data.len() < self.inline_below {
             return self.index()?.put_artifact(key, version).await;
         }
@@ -205,21 +231,13 @@ impl ArtifactStore for ArtifactFiles {
             Ok(path)
         })
         .await?;
-        let mut indexed = NewArtifactVersion {
+        let indexed = NewArtifactVersion {
             meta: version.meta.clone(),
             part: version.part.clone(),
             kind: version.kind,
             data: Bytes::new(),
         };
-        indexed.part.insert(FILE_ENTRY.to_owned(), Value::String(name));
-        match self.index()?.put_artifact(key, &indexed).await {
-            Ok(number) => Ok(number),
-            Err(e) => {
-                // Not indexed: nothing names the file.
-                let _ = std::fs::remove_file(&path);
-                Err(e)
-            }
-        }
+        self.index_file(key, indexed, name, &path).await
     }
 
     /// Chunks written to the payload's file as they come (the first `inline_below` bytes gathered
@@ -231,9 +249,7 @@ impl ArtifactStore for ArtifactFiles {
         mut chunks: PayloadStream,
         max: u64,
     ) -> Result<(i64, u64)> {
-        if version.part.contains_key(FILE_ENTRY) {
-            return Err(Error::invalid("artifact", format!("{FILE_ENTRY} is a reserved part field")));
-        }
+        unreserved(&version)?;
         let mut head = BytesMut::new();
         let mut ended = false;
         while head.len() < self.inline_below {
@@ -266,14 +282,7 @@ impl ArtifactStore for ArtifactFiles {
         };
         version.meta.size = size;
         version.data = Bytes::new();
-        version.part.insert(FILE_ENTRY.to_owned(), Value::String(name));
-        match self.index()?.put_artifact(key, &version).await {
-            Ok(number) => Ok((number, size)),
-            Err(e) => {
-                let _ = tokio::fs::remove_file(&path).await;
-                Err(e)
-            }
-        }
+        Ok((self.index_file(key, version, name, &path).await?, size))
     }
 
     async fn get_artifact(&self, key: &ArtifactKey, version: Option<i64>) -> Result<Option<StoredArtifact>> {
@@ -301,9 +310,9 @@ impl ArtifactStore for ArtifactFiles {
 
     /// Files are linked, not copied (both names share the bytes; removing one leaves the other),
     /// before the index copies its rows: a crash in between leaves links no row names.
-    async fn copy_artifact(&self, from: &ArtifactKey, to: &ArtifactKey, last: i64) -> Result<usize> {
+    async fn copy_artifact(&self, from: &ArtifactKey, to_session: &str, last: i64) -> Result<usize> {
         let index = self.index()?;
-        let (source, target) = (self.artifact_dir(from), self.artifact_dir(to));
+        let (source, target) = (self.artifact_dir(from), self.artifact_dir(&from.with_session(to_session)));
         let mut names = Vec::new();
         for meta in index.artifact_versions(from).await?.iter().filter(|m| m.version <= last) {
             let Some(stored) = index.get_artifact(from, Some(meta.version)).await? else { continue };
@@ -325,11 +334,15 @@ impl ArtifactStore for ArtifactFiles {
             Ok(())
         })
         .await?;
-        index.copy_artifact(from, to, last).await
+        index.copy_artifact(from, to_session, last).await
     }
 
     async fn artifact_versions(&self, key: &ArtifactKey) -> Result<Vec<ArtifactMeta>> {
         self.index()?.artifact_versions(key).await
+    }
+
+    async fn artifact_version(&self, key: &ArtifactKey, version: Option<i64>) -> Result<Option<ArtifactMeta>> {
+        self.index()?.artifact_version(key, version).await
     }
 
     async fn artifact_names(&self, app: &str, user: &str, session: Option<&str>) -> Result<Vec<String>> {

@@ -51,6 +51,21 @@ mod over_memory {
 }
 
 /// Every file under `dir`, recursively.
+/// A files store over a SQLite index in a scratch directory: the payloads' root and the store.
+async fn scratch_files() -> (PathBuf, ArtifactFiles) {
+    let dir = scratch_dir();
+    let index = agentstate_backends::open(&format!("sqlite://{}/index.db", dir.display())).await.unwrap();
+    let root = dir.join("artifacts");
+    let store = ArtifactFiles::open(index, &root).unwrap();
+    (root, store)
+}
+
+/// [`scratch_files`] as a session service reading `clock`.
+async fn clocked_files(clock: &ManualClock) -> (PathBuf, SessionService) {
+    let (root, store) = scratch_files().await;
+    (root, SessionService::builder(store).clock(clock.clone()).build().unwrap())
+}
+
 fn files(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     let mut found = Vec::new();
@@ -71,12 +86,8 @@ fn big(text: &str) -> Part {
 
 #[tokio::test]
 async fn payloads_land_in_files_and_go_with_their_artifacts_sessions_and_users() {
-    let dir = scratch_dir();
-    let index = agentstate_backends::open(&format!("sqlite://{}/index.db", dir.display())).await.unwrap();
-    let root = dir.join("artifacts");
     let clock = ManualClock::new();
-    let store = ArtifactFiles::open(index, &root).unwrap();
-    let sessions = SessionService::builder(store).clock(clock.clone()).build().unwrap();
+    let (root, sessions) = clocked_files(&clock).await;
     let artifacts = ArtifactService::new(sessions.clone());
     let scope = |user: &'static str, session: &'static str| ArtifactScope::new("app", user, Some(session));
 
@@ -140,10 +151,8 @@ async fn payloads_land_in_files_and_go_with_their_artifacts_sessions_and_users()
 #[tokio::test]
 async fn encrypted_payload_files_hold_no_plaintext() {
     use agentstate::crypt::{EncryptedStore, KeyRing};
-    let dir = scratch_dir();
-    let index = agentstate_backends::open(&format!("sqlite://{}/index.db", dir.display())).await.unwrap();
-    let root = dir.join("artifacts");
-    let files_store: Arc<dyn SessionStore> = Arc::new(ArtifactFiles::open(index, &root).unwrap().inline_below(0));
+    let (root, store) = scratch_files().await;
+    let files_store: Arc<dyn SessionStore> = Arc::new(store.inline_below(0));
     let keys = KeyRing::parse(&KeyRing::generate("k1").unwrap()).unwrap();
     let store = EncryptedStore::open(files_store, keys).await.unwrap();
     let artifacts = ArtifactService::new(SessionService::new(store));
@@ -159,12 +168,8 @@ async fn encrypted_payload_files_hold_no_plaintext() {
 #[tokio::test]
 async fn forks_link_payload_files_and_loads_stream_them() {
     use std::os::unix::fs::MetadataExt as _;
-    let dir = scratch_dir();
-    let index = agentstate_backends::open(&format!("sqlite://{}/index.db", dir.display())).await.unwrap();
-    let root = dir.join("artifacts");
     let clock = ManualClock::new();
-    let sessions =
-        SessionService::builder(ArtifactFiles::open(index, &root).unwrap()).clock(clock.clone()).build().unwrap();
+    let (root, sessions) = clocked_files(&clock).await;
     let artifacts = ArtifactService::new(sessions.clone());
     let session = sessions.create_session(CreateSession::new("app", "ann").id("s")).await.unwrap();
     clock.advance(std::time::Duration::from_secs(1));
@@ -204,10 +209,8 @@ async fn forks_link_payload_files_and_loads_stream_them() {
 #[tokio::test]
 async fn streamed_saves_write_their_file_as_chunks_come_and_leave_none_when_refused() {
     use agentstate::store::{Bytes, PayloadStream};
-    let dir = scratch_dir();
-    let index = agentstate_backends::open(&format!("sqlite://{}/index.db", dir.display())).await.unwrap();
-    let root = dir.join("artifacts");
-    let sessions = SessionService::new(ArtifactFiles::open(index, &root).unwrap());
+    let (root, store) = scratch_files().await;
+    let sessions = SessionService::new(store);
     let artifacts = ArtifactService::new(sessions).with_max_bytes(1 << 20);
     let scope = ArtifactScope::new("app", "ann", Some("s"));
     let chunks = |size: usize| -> PayloadStream {

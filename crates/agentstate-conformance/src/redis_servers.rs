@@ -1,14 +1,37 @@
-//! Redis servers of a test's own: one `redis-server` on a spare loopback port
-//! ([`OwnRedis`]), or a Redis Cluster of three masters ([`RedisCluster`]), each with its data in
-//! a temporary directory and stopped when dropped. For tests that must stop a server or need a
-//! cluster; the shared local Redis serves the rest.
+//! Redis for the tests: the shared local Redis ([`redis_url`]) under a key prefix of a test's own
+//! ([`fresh_prefix`], [`url_with_prefix`]), and servers of a test's own: one `redis-server` on a
+//! spare loopback port ([`OwnRedis`]), or a Redis Cluster of three masters ([`RedisCluster`]),
+//! each with its data in a temporary directory and stopped when dropped, for tests that must stop
+//! a server or need a cluster.
 //!
 //! For tests: a server that cannot be started panics with the package that provides it.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The shared Redis the tests use: `AGENTSTATE_TEST_REDIS`, else the local one `.ci/services`
+/// starts.
+pub fn redis_url() -> String {
+    std::env::var("AGENTSTATE_TEST_REDIS").unwrap_or_else(|_| "redis://127.0.0.1:6379/0".to_owned())
+}
+
+/// What every test key prefix starts with; a run's keys are `RUN_PREFIX<epoch seconds>-…`, so a
+/// later run can sweep what runs older than a day left behind.
+pub const RUN_PREFIX: &str = "agentstate-test-";
+
+/// A key prefix no other test uses: `agentstate-test-<epoch seconds>-<random>:`.
+pub fn fresh_prefix() -> String {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    format!("{RUN_PREFIX}{now}-{}:", agentstate::Event::new_id())
+}
+
+/// `url` with the store option `prefix` set to `prefix`.
+pub fn url_with_prefix(url: &str, prefix: &str) -> String {
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}prefix={prefix}")
+}
 
 /// A loopback port nobody listens on now.
 ///

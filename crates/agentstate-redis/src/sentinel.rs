@@ -83,6 +83,20 @@ impl SentinelConnection {
         Ok((number, connection))
     }
 
+    /// `call` on the master's connection; a failure that says the master is gone or demoted drops
+    /// the connection, so the next call asks the sentinels again.
+    async fn on_master<T>(
+        &self,
+        call: impl AsyncFnOnce(&mut MultiplexedConnection) -> redis::RedisResult<T>,
+    ) -> redis::RedisResult<T> {
+        let (number, mut connection) = self.master().await?;
+        let result = call(&mut connection).await;
+        if let Err(error) = &result {
+            self.after(number, error);
+        }
+        result
+    }
+
     /// Drops connection `number` if `error` says its server is gone or no longer the master.
     fn after(&self, number: u64, error: &RedisError) {
         let demoted = matches!(error.kind(), ErrorKind::Server(redis::ServerErrorKind::ReadOnly));
@@ -98,14 +112,7 @@ impl SentinelConnection {
 
 impl ConnectionLike for SentinelConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        Box::pin(async move {
-            let (number, mut connection) = self.master().await?;
-            let result = connection.req_packed_command(cmd).await;
-            if let Err(error) = &result {
-                self.after(number, error);
-            }
-            result
-        })
+        Box::pin(self.on_master(async |connection| connection.req_packed_command(cmd).await))
     }
 
     fn req_packed_commands<'a>(
@@ -114,14 +121,7 @@ impl ConnectionLike for SentinelConnection {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        Box::pin(async move {
-            let (number, mut connection) = self.master().await?;
-            let result = connection.req_packed_commands(pipeline, offset, count).await;
-            if let Err(error) = &result {
-                self.after(number, error);
-            }
-            result
-        })
+        Box::pin(self.on_master(async move |connection| connection.req_packed_commands(pipeline, offset, count).await))
     }
 
     fn get_db(&self) -> i64 {

@@ -169,6 +169,19 @@ macro_rules! artifact_operations {
                 rows.iter().map(meta_of).collect()
             }
 
+            pub(crate) async fn version(
+                pool: &Pool,
+                key: &ArtifactKey,
+                version: Option<i64>,
+            ) -> Result<Option<ArtifactMeta>> {
+                let row = keyed(sql!("artifact_meta"), key)
+                    .bind(version)
+                    .fetch_optional(pool)
+                    .await
+                    .map_err(|e| sqlx_error("loading an artifact's metadata", e))?;
+                row.as_ref().map(meta_of).transpose()
+            }
+
             pub(crate) async fn names(
                 pool: &Pool,
                 app: &str,
@@ -208,10 +221,9 @@ macro_rules! artifact_operations {
             }
 
             /// A fork's copy in the database (the same app and user; numbers kept).
-            pub(crate) async fn copy(pool: &Pool, from: &ArtifactKey, to: &ArtifactKey, last: i64) -> Result<usize> {
+            pub(crate) async fn copy(pool: &Pool, from: &ArtifactKey, to_session: &str, last: i64) -> Result<usize> {
                 let done = keyed(sql!("artifact_copy"), from)
-                    .bind(to.session_column())
-                    .bind(&to.name)
+                    .bind(to_session)
                     .bind(last)
                     .execute(pool)
                     .await
@@ -273,6 +285,14 @@ macro_rules! artifact_store {
                 ops::artifacts::versions(&self.pool, key).await
             }
 
+            async fn artifact_version(
+                &self,
+                key: &agentstate::store::ArtifactKey,
+                version: Option<i64>,
+            ) -> agentstate::Result<Option<agentstate::store::ArtifactMeta>> {
+                ops::artifacts::version(&self.pool, key, version).await
+            }
+
             async fn artifact_names(
                 &self,
                 app: &str,
@@ -311,17 +331,14 @@ macro_rules! artifact_store {
                 ops::artifacts::prune(&self.pool, key, below).await
             }
 
-            /// In the database, for the same app and user (a fork); else through the server.
+            /// In the database, numbers kept.
             async fn copy_artifact(
                 &self,
                 from: &agentstate::store::ArtifactKey,
-                to: &agentstate::store::ArtifactKey,
+                to_session: &str,
                 last: i64,
             ) -> agentstate::Result<usize> {
-                if from.app != to.app || from.user != to.user {
-                    return agentstate::store::copy_through(self, from, to, last).await;
-                }
-                ops::artifacts::copy(&self.pool, from, to, last).await
+                ops::artifacts::copy(&self.pool, from, to_session, last).await
             }
         }
     };

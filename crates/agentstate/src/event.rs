@@ -249,16 +249,24 @@ impl Event {
     pub(crate) fn place_after(&mut self, marker: i64) -> i64 {
         let time = self.time();
         let micros = time.micros().max(marker.saturating_add(1));
-        if micros != time.micros() {
+        if micros == time.micros() {
+            // Kept where it was: its time says the given one.
+            self.drop_given_time();
+        } else {
             self.set_time(Timestamp::from_micros(micros));
-        } else if let Some(Value::Object(meta)) = self.extra.get_mut("custom_metadata")
+        }
+        micros
+    }
+
+    /// Removes the given time [`keep_given_time`](Self::keep_given_time) kept (and metadata it
+    /// leaves empty).
+    fn drop_given_time(&mut self) {
+        if let Some(Value::Object(meta)) = self.extra.get_mut("custom_metadata")
             && meta.shift_remove(GIVEN_TIME_KEY).is_some()
             && meta.is_empty()
         {
-            // Kept where it was: its time says the given one.
             self.extra.shift_remove("custom_metadata");
         }
-        micros
     }
 
     /// Asks storing to keep the time the event has now should it place the event later (after
@@ -307,12 +315,7 @@ impl Event {
     pub fn same_as_retry(&self, other: &Event) -> bool {
         let timeless = |event: &Event| {
             let mut event = event.clone();
-            if let Some(Value::Object(meta)) = event.extra.get_mut("custom_metadata")
-                && meta.shift_remove(GIVEN_TIME_KEY).is_some()
-                && meta.is_empty()
-            {
-                event.extra.shift_remove("custom_metadata");
-            }
+            event.drop_given_time();
             event.set_time(Timestamp::default());
             event
         };

@@ -171,13 +171,11 @@ impl ArtifactStore for RedisStore {
         Ok(usize::try_from(removed).unwrap_or_default())
     }
 
-    /// Inside Redis, for the same app and user (a fork; one hash slot); else through the server.
-    async fn copy_artifact(&self, from: &ArtifactKey, to: &ArtifactKey, last: i64) -> Result<usize> {
-        if from.app != to.app || from.user != to.user {
-            return agentstate::store::copy_through(self, from, to, last).await;
-        }
+    /// Inside Redis (one user's keys share a hash slot), numbers kept.
+    async fn copy_artifact(&self, from: &ArtifactKey, to_session: &str, last: i64) -> Result<usize> {
+        let to = from.with_session(to_session);
         let (source, ..) = self.artifact_keys(from);
-        let (target, names, sessions) = self.artifact_keys(to);
+        let (target, names, sessions) = self.artifact_keys(&to);
         let copied: i64 = scripts::ARTIFACT_COPY
             .key(source)
             .key(target)

@@ -393,11 +393,12 @@ impl SessionStore for RedisStore {
         }
         let reply: Reply = invocation.invoke_async(&mut self.connection()).await.map_err(|e| backend("append", e))?;
         let reply = array(reply);
-        if matches!(reply.first().and_then(text), Some("ok" | "duplicate")) {
+        let tag = reply.first().and_then(text);
+        if matches!(tag, Some("ok" | "duplicate")) {
             // A retry of an append that was not confirmed waits for the replicas again.
             self.replicated("append").await?;
         }
-        match reply.first().and_then(text) {
+        match tag {
             Some("ok") => Ok(CommitOutcome::Committed),
             Some("missing") => Err(Error::NotFound { session_id: key.session_id().to_owned() }),
             Some("stale") => Err(Error::stale()),

@@ -30,7 +30,7 @@ async fn everything(connection: &mut redis::aio::MultiplexedConnection, prefix: 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_key_holds_anything_of_an_erased_user() {
-    let prefix = fresh_prefix().await;
+    let prefix = fresh_prefix();
     let svc = SessionService::new(RedisStore::connect(&url_with_prefix(&redis_url(), &prefix)).await.unwrap());
     let (gone, kept) = (format!("GONE-{}", Event::new_id()), format!("KEPT-{}", Event::new_id()));
     for (user, mark) in [(gone.as_str(), gone.as_str()), (kept.as_str(), kept.as_str())] {
@@ -76,7 +76,7 @@ async fn no_key_holds_anything_of_an_erased_user() {
 /// Re-encryption on Redis (see `agentstate_conformance::check_rekey`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rekey_reencrypts_everything() {
-    let url = url_with_prefix(&redis_url(), &fresh_prefix().await);
+    let url = url_with_prefix(&redis_url(), &fresh_prefix());
     agentstate_conformance::check_rekey(|| {
         let url = url.clone();
         async move { RedisStore::connect(&url).await.unwrap() }

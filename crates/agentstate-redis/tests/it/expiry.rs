@@ -15,7 +15,7 @@ async fn keys(connection: &mut redis::aio::MultiplexedConnection, pattern: &str)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expiring_sessions_keys_expire_with_it() {
-    let prefix = fresh_prefix().await;
+    let prefix = fresh_prefix();
     let svc = SessionService::new(RedisStore::connect(&url_with_prefix(&redis_url(), &prefix)).await.unwrap());
     let request = CreateSession::new("app", "u").id("s").state("k", json!(1)).ttl(Duration::from_millis(800));
     let mut session = svc.create_session(request).await.unwrap();

@@ -16,16 +16,15 @@ use crate::servers::{fresh_prefix, redis_url, url_with_prefix};
 fn sessions_written_by_the_reference_are_imported_as_it_reads_them() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(async {
-        let source_prefix = format!("{}adk:", fresh_prefix().await);
+        let source_prefix = format!("{}adk:", fresh_prefix());
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/adk_redis.py");
         let output = Command::new(adk_python()).arg(script).arg(redis_url()).arg(&source_prefix).output().unwrap();
         assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
         let expected: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
         assert_eq!(expected.len(), 3);
 
-        let target = SessionService::new(
-            RedisStore::connect(&url_with_prefix(&redis_url(), &fresh_prefix().await)).await.unwrap(),
-        );
+        let target =
+            SessionService::new(RedisStore::connect(&url_with_prefix(&redis_url(), &fresh_prefix())).await.unwrap());
         let mut seen = Vec::new();
         let done = agentstate_redis::import_adk(
             target.store().as_ref(),

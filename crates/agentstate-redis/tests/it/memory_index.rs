@@ -18,7 +18,7 @@ fn said(id: &str, text: &str) -> NewMemory {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_common_word_finds_its_newest_memories_and_earlier_indexes_are_moved_over() {
-    let prefix = fresh_prefix().await;
+    let prefix = fresh_prefix();
     let store = RedisStore::connect(&url_with_prefix(&redis_url(), &prefix)).await.unwrap();
     let memory = MemoryService::new(SessionService::new(store));
     let owner = MemoryOwner::new("app", "u").unwrap();

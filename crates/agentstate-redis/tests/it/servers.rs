@@ -3,39 +3,22 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use agentstate_conformance::redis_servers::RUN_PREFIX;
+pub(crate) use agentstate_conformance::redis_servers::{fresh_prefix, redis_url, url_with_prefix};
 use tokio::sync::OnceCell;
-
-/// The shared local Redis.
-pub(crate) fn redis_url() -> String {
-    std::env::var("AGENTSTATE_TEST_REDIS").unwrap_or_else(|_| "redis://127.0.0.1:6379/0".to_owned())
-}
-
-const RUN_PREFIX: &str = "agentstate-test-";
 
 static PREFIX: OnceCell<String> = OnceCell::const_new();
 
-/// This test run's key prefix, `agentstate-test-<epoch seconds>-<random>:`. The first call also
-/// removes what runs older than a day left behind.
+/// This test run's key prefix (the tests that share one). The first call also removes what runs
+/// older than a day left behind.
 pub(crate) async fn run_prefix() -> String {
     PREFIX
         .get_or_init(|| async {
-            let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
-            sweep_old_runs(now).await;
-            format!("{RUN_PREFIX}{now}-{}:", agentstate::Event::new_id())
+            sweep_old_runs(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())).await;
+            fresh_prefix()
         })
         .await
         .clone()
-}
-
-/// A prefix no other test uses.
-pub(crate) async fn fresh_prefix() -> String {
-    format!("{}{}:", run_prefix().await, agentstate::Event::new_id())
-}
-
-/// The local Redis URL with a prefix.
-pub(crate) fn url_with_prefix(url: &str, prefix: &str) -> String {
-    let separator = if url.contains('?') { '&' } else { '?' };
-    format!("{url}{separator}prefix={prefix}")
 }
 
 async fn sweep_old_runs(now: u64) {

@@ -7,6 +7,7 @@
 
 use std::ops::Range;
 
+use agentstate::artifact::model::ADK_BASE64;
 use agentstate::store::{Bytes, Payload};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE;
@@ -78,11 +79,6 @@ pub(crate) fn take_data(body: &[u8]) -> Option<Taken> {
 /// standard, padded or not), and answers the bytes: a slice of the same buffer, never a copy.
 /// `None` for text that is not base64.
 pub(crate) fn decode_in_place(mut buffer: BytesMut, span: Range<usize>) -> Option<Bytes> {
-    let engine = base64::engine::GeneralPurpose::new(
-        &base64::alphabet::URL_SAFE,
-        base64::engine::GeneralPurposeConfig::new()
-            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
-    );
     let (mut read, mut written) = (span.start, span.start);
     let mut step = [0u8; DECODE_STEP];
     while read < span.end {
@@ -96,7 +92,7 @@ pub(crate) fn decode_in_place(mut buffer: BytesMut, span: Range<usize>) -> Optio
         }
         // Each step writes at most 3/4 of what it read, behind where it read: never over text
         // not yet read.
-        written += engine.decode_slice(&step[..len], &mut buffer[written..span.end]).ok()?;
+        written += ADK_BASE64.decode_slice(&step[..len], &mut buffer[written..span.end]).ok()?;
         read += len;
     }
     Some(buffer.freeze().slice(span.start..written))

@@ -27,6 +27,8 @@ mod java_project;
 #[cfg(feature = "cli")]
 mod js_package;
 mod list_filters;
+#[cfg(feature = "cli")]
+mod load;
 #[cfg(all(feature = "agents", feature = "cli"))]
 mod memory_embeddings;
 mod memory_routes;

@@ -10,14 +10,13 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentstate::{GetSessionConfig, SessionKey, SessionService};
 use agentstate_sql::SqlStore;
 
 use crate::binary::{Running, http, serve};
+use crate::load::{Load, NoAnswer, Report};
 
 /// The PostgreSQL programs of this machine (Debian keeps them out of PATH).
 pub(crate) fn pg_bin(name: &str) -> PathBuf {
@@ -102,45 +101,6 @@ impl Drop for OwnPostgres {
     }
 }
 
-/// Writers PATCHing `user:<writer>-<n>` keys until `stop`; the acknowledged keys.
-fn writers(
-    addr: &str,
-    app: &str,
-    stop: &Arc<AtomicBool>,
-    acked: &Arc<Mutex<Vec<String>>>,
-) -> Vec<std::thread::JoinHandle<Vec<(u16, String, Duration)>>> {
-    (0..4)
-        .map(|w| {
-            let (addr, app, stop, acked) = (addr.to_owned(), app.to_owned(), Arc::clone(stop), Arc::clone(acked));
-            std::thread::spawn(move || {
-                let path = format!("/apps/{app}/users/u/sessions/s");
-                let mut refused = Vec::new();
-                let mut n = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    let key = format!("user:w{w}-{n}");
-                    let started = Instant::now();
-                    let Some((status, body)) =
-                        try_http(&addr, "PATCH", &path, &format!(r#"{{"stateDelta": {{"{key}": {n}}}}}"#))
-                    else {
-                        // No answer (the server was killed): not acknowledged.
-                        std::thread::sleep(Duration::from_millis(50));
-                        n += 1;
-                        continue;
-                    };
-                    if status == 200 {
-                        acked.lock().unwrap().push(key);
-                    } else {
-                        refused.push((status, body, started.elapsed()));
-                        std::thread::sleep(Duration::from_millis(50));
-                    }
-                    n += 1;
-                }
-                refused
-            })
-        })
-        .collect()
-}
-
 /// One request; `None` when no complete answer came (the server died).
 pub(crate) fn try_http(addr: &str, method: &str, path: &str, body: &str) -> Option<(u16, String)> {
     use std::io::{Read, Write};
@@ -201,12 +161,9 @@ fn survives_two_outages(own: &mut impl Outage, hows: [&str; 2]) {
     let (child, addr) = serve(&own.url());
     let _server = Running(child);
     assert_eq!(http(&addr, "POST", "/apps/outage/users/u/sessions", r#"{"sessionId": "s"}"#).0, 200);
-    let acked = Arc::new(Mutex::new(Vec::new()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let running = writers(&addr, "outage", &stop, &acked);
+    let load = Load::start(std::slice::from_ref(&addr), "outage", NoAnswer::NotAcknowledged);
     for how in hows {
-        let before = acked.lock().unwrap().len();
-        wait_for("some writes", Duration::from_secs(20), || acked.lock().unwrap().len() > before + 50);
+        load.wait_for_more(50, Duration::from_secs(20));
         own.go_down(how);
         std::thread::sleep(Duration::from_millis(500));
         let started = Instant::now();
@@ -222,15 +179,8 @@ fn survives_two_outages(own: &mut impl Outage, hows: [&str; 2]) {
         #[cfg(feature = "grpc")]
         assert_eq!(grpc_get(&addr), tonic::Code::Ok, "{how}: gRPC recovers too");
     }
-    let before = acked.lock().unwrap().len();
-    wait_for("writes after recovery", Duration::from_secs(20), || acked.lock().unwrap().len() > before + 50);
-    stop.store(true, Ordering::Relaxed);
-    let refused: Vec<_> = running.into_iter().flat_map(|w| w.join().unwrap()).collect();
-    for (status, body, took) in &refused {
-        assert!(matches!(status, 503 | 409), "refused with {status}: {body}");
-        assert!(*took < Duration::from_secs(8), "a request hung for {took:?}");
-    }
-    let acked = acked.lock().unwrap().clone();
+    load.wait_for_more(50, Duration::from_secs(20));
+    let Report { acked, refused, .. } = load.finish(Duration::from_secs(8));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(assert_all_there(&own.url(), "outage", &acked));
     eprintln!("{} writes acknowledged, {} refused during two outages, none lost", acked.len(), refused.len());
@@ -368,18 +318,12 @@ fn kill_9_of_the_server_loses_no_acknowledged_write_on_postgres_and_mariadb() {
         let (child, addr) = serve(&url);
         let mut server = Running(child);
         assert_eq!(http(&addr, "POST", "/apps/killed/users/u/sessions", r#"{"sessionId": "s"}"#).0, 200);
-        let acked = Arc::new(Mutex::new(Vec::new()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let running = writers(&addr, "killed", &stop, &acked);
-        wait_for("some writes", Duration::from_secs(20), || acked.lock().unwrap().len() > 100);
+        let load = Load::start(std::slice::from_ref(&addr), "killed", NoAnswer::NotAcknowledged);
+        load.wait_for_more(100, Duration::from_secs(20));
         server.0.kill().unwrap(); // SIGKILL
         let _ = server.0.wait();
-        stop.store(true, Ordering::Relaxed);
-        for writer in running {
-            // Requests in flight at the kill fail to read an answer: not acknowledged.
-            let _ = writer.join();
-        }
-        let acked = acked.lock().unwrap().clone();
+        // Requests in flight at the kill get no answer: not acknowledged.
+        let acked = load.stop().acked;
         runtime.block_on(assert_all_there(&url, "killed", &acked));
     }
 }

@@ -105,6 +105,11 @@ impl Shared {
         self.switched.lock().unwrap_or_else(std::sync::PoisonError::into_inner).elapsed()
     }
 
+    /// Makes every pooled connection made before now be dropped instead of handed out.
+    fn forget_connections(&self) {
+        *self.switched.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
+    }
+
     /// Whether `conn`'s host is one this pool may use.
     async fn fits(&self, conn: &mut PgConnection) -> std::result::Result<bool, sqlx::Error> {
         if !self.hosts.read_write {
@@ -207,7 +212,7 @@ async fn watch(shared: Arc<Shared>, pool: PgPool, probe: PgConnection, mut stopp
                 "PostgreSQL: the host stopped answering or accepting writes; looking for the one that does");
             // Its pooled connections go now, so no call (a read included) is served by a host
             // that no longer fits while another is sought.
-            *shared.switched.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
+            shared.forget_connections();
             probe = None;
         }
         let Some((index, conn)) = shared.find().await else {
@@ -218,7 +223,7 @@ async fn watch(shared: Arc<Shared>, pool: PgPool, probe: PgConnection, mut stopp
             pool.set_connect_options(shared.hosts.options[index].clone());
         }
         // Even on the same host: connections from before it went away are broken.
-        *shared.switched.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
+        shared.forget_connections();
         tracing::warn!(host = %shared.hosts.shown[index], "PostgreSQL: using this host");
     }
 }

@@ -58,6 +58,16 @@ fn versions(conn: &Connection, key: &ArtifactKey) -> Result<Vec<ArtifactMeta>> {
     rows.into_iter().map(|(v, create, mime, custom, size)| meta(v, create, mime, &custom, size)).collect()
 }
 
+fn version_meta(conn: &Connection, key: &ArtifactKey, version: Option<i64>) -> Result<Option<ArtifactMeta>> {
+    let found = conn
+        .prepare_cached(sql!("artifact_meta"))
+        .and_then(|mut stmt| {
+            stmt.query_row(params![key.app, key.user, key.session_column(), key.name, version], meta_of).optional()
+        })
+        .map_err(|e| sqlite_error("load an artifact's metadata", &e))?;
+    found.map(|(v, create, mime, custom, size)| meta(v, create, mime, &custom, size)).transpose()
+}
+
 fn names(conn: &Connection, app: &str, user: &str, session: &str) -> Result<Vec<String>> {
     conn.prepare_cached(sql!("artifact_names"))
         .and_then(|mut stmt| stmt.query_map(params![app, user, session], |row| row.get(0))?.collect())
@@ -116,6 +126,11 @@ impl ArtifactStore for SqliteStore {
         self.read(move |conn| versions(conn, &key)).await
     }
 
+    async fn artifact_version(&self, key: &ArtifactKey, version: Option<i64>) -> Result<Option<ArtifactMeta>> {
+        let key = key.clone();
+        self.read(move |conn| version_meta(conn, &key, version)).await
+    }
+
     async fn artifact_names(&self, app: &str, user: &str, session: Option<&str>) -> Result<Vec<String>> {
         let (app, user, session) = (app.to_owned(), user.to_owned(), session.unwrap_or("").to_owned());
         self.read(move |conn| names(conn, &app, &user, &session)).await
@@ -143,18 +158,15 @@ impl ArtifactStore for SqliteStore {
             .await
     }
 
-    /// In the database, for the same app and user (a fork); else through the server.
-    async fn copy_artifact(&self, from: &ArtifactKey, to: &ArtifactKey, last: i64) -> Result<usize> {
-        if from.app != to.app || from.user != to.user {
-            return agentstate::store::copy_through(self, from, to, last).await;
-        }
-        let (from, to) = (from.clone(), to.clone());
+    /// In the database, numbers kept.
+    async fn copy_artifact(&self, from: &ArtifactKey, to_session: &str, last: i64) -> Result<usize> {
+        let (from, to_session) = (from.clone(), to_session.to_owned());
         self.writer
             .write(move |conn| {
                 conn.prepare_cached(sql!("artifact_copy"))
                     .and_then(|mut stmt| {
                         let (session, name) = (from.session_column(), &from.name);
-                        stmt.execute(params![from.app, from.user, session, name, to.session_column(), to.name, last])
+                        stmt.execute(params![from.app, from.user, session, name, to_session, last])
                     })
                     .map_err(|e| sqlite_error("copy an artifact", &e))
             })

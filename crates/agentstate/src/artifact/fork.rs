@@ -8,7 +8,7 @@
 use super::rewind::Recorded;
 use crate::error::Result;
 use crate::key::SessionKey;
-use crate::store::{ArtifactKey, ArtifactStore};
+use crate::store::ArtifactStore;
 
 /// Copies into `fork` the artifacts of `source` at the fork point (`recorded` folded over the
 /// events up to it, `until_micros` its time); returns how many versions. Whatever the store holds
@@ -23,7 +23,6 @@ pub(crate) async fn carry(
     store.delete_session_artifacts(fork.app_name(), fork.user_id(), fork.session_id()).await?;
     let mut copied = 0;
     for from in super::session_scoped(store, source).await? {
-        let to = ArtifactKey::in_session(fork, from.name.clone());
         let last = match recorded.then(&from.name) {
             Some(version) => Some(version),
             None => {
@@ -32,7 +31,7 @@ pub(crate) async fn carry(
             }
         };
         let Some(last) = last else { continue };
-        copied += store.copy_artifact(&from, &to, last).await?;
+        copied += store.copy_artifact(&from, fork.session_id(), last).await?;
     }
     Ok(copied)
 }

@@ -240,13 +240,16 @@ fn file_data(part: &mut Map<String, Value>) -> Option<Map<String, Value>> {
     Some(fields)
 }
 
+/// The base64 ADK's clients send, once standard letters are mapped to URL-safe ones (see
+/// [`decode_base64`]): URL-safe, padded or not.
+pub const ADK_BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::URL_SAFE,
+    base64::engine::GeneralPurposeConfig::new()
+        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+);
+
 /// Decodes base64 as ADK's clients send it: URL-safe or standard, padded or not.
 pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
-    let engine = base64::engine::GeneralPurpose::new(
-        &base64::alphabet::URL_SAFE,
-        base64::engine::GeneralPurposeConfig::new()
-            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
-    );
     // Standard base64 read as URL-safe: its two letters mapped, when it has any.
     let standard = |b: &u8| matches!(b, b'+' | b'/');
     let normalized: std::borrow::Cow<'_, [u8]> = match text.as_bytes().iter().any(standard) {
@@ -261,7 +264,7 @@ pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
             .into(),
         false => text.as_bytes().into(),
     };
-    engine.decode(&normalized).ok()
+    ADK_BASE64.decode(&normalized).ok()
 }
 
 /// Encodes bytes as ADK for Python answers them: URL-safe base64, padded.

@@ -197,23 +197,30 @@ impl ArtifactService {
         let mime_type = mime_type.unwrap_or("application/octet-stream").to_owned();
         let blob = crate::content::Blob { mime_type: Some(mime_type), data: None, extra: Map::new() };
         let split = model::split_inline(&Part { inline_data: Some(blob), ..Part::default() }, Bytes::new())?;
-        let custom_metadata = custom_metadata.unwrap_or_default();
-        let metadata_bytes = serde_json::to_string(&custom_metadata).map_or(0, |s| s.len());
+        let (meta, metadata_bytes) = self.new_meta(split.mime_type, custom_metadata, 0);
         let Some(room) = self.max_bytes.checked_sub(metadata_bytes) else {
             return Err(too_large(format_args!("{metadata_bytes} bytes of metadata"), self.max_bytes as u64));
-        };
-        let meta = ArtifactMeta {
-            version: 0,
-            mime_type: split.mime_type,
-            custom_metadata,
-            create_micros: self.sessions.now_micros(),
-            size: 0,
         };
         let version = NewArtifactVersion { meta, part: split.rest, kind: split.kind, data: Bytes::new() };
         let meta = version.meta.clone();
         let (number, size) =
             self.store("save_artifact")?.put_artifact_chunks(&key, version, chunks, room as u64).await?;
         Ok(ArtifactVersion::of(&key, ArtifactMeta { version: number, size, ..meta }))
+    }
+
+    /// A new version's metadata (its number is the store's to give), and how many bytes of the
+    /// size limit its custom metadata takes.
+    fn new_meta(
+        &self,
+        mime_type: Option<String>,
+        custom_metadata: Option<Map<String, Value>>,
+        size: u64,
+    ) -> (ArtifactMeta, usize) {
+        let custom_metadata = custom_metadata.unwrap_or_default();
+        let metadata_bytes = serde_json::to_string(&custom_metadata).map_or(0, |s| s.len());
+        let meta =
+            ArtifactMeta { version: 0, mime_type, custom_metadata, create_micros: self.sessions.now_micros(), size };
+        (meta, metadata_bytes)
     }
 
     async fn save_split(
@@ -228,19 +235,11 @@ impl ArtifactService {
                 model::parse_uri(uri).ok_or_else(|| refused(format!("Invalid artifact reference URI: {uri}")))?;
             model::check_scope(&target, scope.app, scope.user, key.session.as_deref())?;
         }
-        let custom_metadata = custom_metadata.unwrap_or_default();
-        let metadata_bytes = serde_json::to_string(&custom_metadata).map_or(0, |s| s.len());
+        let (meta, metadata_bytes) = self.new_meta(split.mime_type, custom_metadata, split.data.len() as u64);
         let total = split.data.len() + metadata_bytes;
         if total > self.max_bytes {
             return Err(too_large(format_args!("{total} bytes with its metadata"), self.max_bytes as u64));
         }
-        let meta = ArtifactMeta {
-            version: 0,
-            mime_type: split.mime_type,
-            custom_metadata,
-            create_micros: self.sessions.now_micros(),
-            size: split.data.len() as u64,
-        };
         let version = NewArtifactVersion { meta, part: split.rest, kind: split.kind, data: split.data };
         let number = self.store("save_artifact")?.put_artifact(&key, &version).await?;
         Ok(ArtifactVersion::of(&key, ArtifactMeta { version: number, ..version.meta }))
@@ -338,11 +337,7 @@ impl ArtifactService {
         version: Option<i64>,
     ) -> Result<Option<ArtifactVersion>> {
         let key = scope.key(name)?;
-        let mut metas = self.store("get_artifact_version")?.artifact_versions(&key).await?;
-        let found = match version {
-            None => metas.pop(),
-            Some(v) => metas.into_iter().find(|m| m.version == v),
-        };
+        let found = self.store("get_artifact_version")?.artifact_version(&key, version).await?;
         Ok(found.map(|meta| ArtifactVersion::of(&key, meta)))
     }
 }

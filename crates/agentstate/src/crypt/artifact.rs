@@ -105,6 +105,11 @@ impl<S: SessionStore> ArtifactStore for EncryptedStore<S> {
         metas.into_iter().map(|meta| Ok(self.keys().open_meta(key, meta)?.0)).collect()
     }
 
+    async fn artifact_version(&self, key: &ArtifactKey, version: Option<i64>) -> Result<Option<ArtifactMeta>> {
+        let meta = self.inner_artifacts()?.artifact_version(key, version).await?;
+        meta.map(|meta| Ok(self.keys().open_meta(key, meta)?.0)).transpose()
+    }
+
     async fn artifact_names(&self, app: &str, user: &str, session: Option<&str>) -> Result<Vec<String>> {
         self.inner_artifacts()?.artifact_names(app, user, session).await
     }

@@ -50,14 +50,14 @@ impl ArtifactStore for Artifacts {
     }
 
     /// The versions' slots cloned, numbers kept; their payloads shared, not copied.
-    async fn copy_artifact(&self, from: &ArtifactKey, to: &ArtifactKey, last: i64) -> Result<usize> {
+    async fn copy_artifact(&self, from: &ArtifactKey, to_session: &str, last: i64) -> Result<usize> {
         let mut all = self.0.write().unwrap_or_else(PoisonError::into_inner);
         let Some(versions) = all.get(from) else { return Ok(0) };
         let upto = usize::try_from(last.saturating_add(1)).unwrap_or(0).min(versions.len());
         let copied = versions[..upto].to_vec();
         let count = kept(&copied);
         if count > 0 {
-            all.insert(to.clone(), copied);
+            all.insert(from.with_session(to_session), copied);
         }
         Ok(count)
     }

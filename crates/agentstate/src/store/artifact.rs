@@ -39,6 +39,11 @@ impl ArtifactKey {
     pub fn session_column(&self) -> &str {
         self.session.as_deref().unwrap_or("")
     }
+
+    /// The artifact of the same name, app and user in `session`.
+    pub fn with_session(&self, session: &str) -> Self {
+        Self { session: Some(session.to_owned()), ..self.clone() }
+    }
 }
 
 /// Where a version's bytes go back in its part when it is loaded.
@@ -138,8 +143,13 @@ pub async fn next_chunk(chunks: &mut PayloadStream) -> Option<Result<Bytes>> {
 }
 
 /// Chunks gathered in one buffer; refused past `max` bytes.
-pub async fn gather(mut chunks: PayloadStream, max: u64) -> Result<Bytes> {
-    let mut whole = bytes::BytesMut::new();
+pub async fn gather(chunks: PayloadStream, max: u64) -> Result<Bytes> {
+    gather_sized(chunks, 0, max).await
+}
+
+/// [`gather`] into a buffer sized for `expected` bytes.
+async fn gather_sized(mut chunks: PayloadStream, expected: u64, max: u64) -> Result<Bytes> {
+    let mut whole = bytes::BytesMut::with_capacity(usize::try_from(expected.min(max)).unwrap_or_default());
     while let Some(chunk) = next_chunk(&mut chunks).await {
         let chunk = chunk?;
         if (whole.len() + chunk.len()) as u64 > max {
@@ -186,15 +196,10 @@ impl Payload {
 
     /// The payload whole (a stream read to its end).
     pub async fn into_bytes(self) -> Result<Bytes> {
-        let (mut stream, size) = match self {
-            Self::Whole(bytes) => return Ok(bytes),
-            Self::Chunks { stream, size } => (stream, size),
-        };
-        let mut whole = Vec::with_capacity(usize::try_from(size).unwrap_or_default());
-        while let Some(chunk) = next_chunk(&mut stream).await {
-            whole.extend_from_slice(&chunk?);
+        match self {
+            Self::Whole(bytes) => Ok(bytes),
+            Self::Chunks { stream, size } => gather_sized(stream, size, u64::MAX).await,
         }
-        Ok(whole.into())
     }
 }
 
@@ -238,16 +243,28 @@ pub trait ArtifactStore: Send + Sync {
         Ok(Some((stored, Payload::Whole(data))))
     }
 
-    /// Gives `to`, which holds no versions, the versions of `from` numbered up to `last`, for a
-    /// fork. A store that can shares the payloads (a file linked twice, a buffer counted twice)
-    /// or copies them where they are, without passing them through the process. By default each
-    /// version is read and saved again (numbered from 0 in order); returns how many.
-    async fn copy_artifact(&self, from: &ArtifactKey, to: &ArtifactKey, last: i64) -> Result<usize> {
-        copy_through(self, from, to, last).await
+    /// Gives the artifact of `from`'s name in session `to_session` of the same user (a fork,
+    /// which holds no versions of it) the versions of `from` numbered up to `last`. A store that
+    /// can shares the payloads (a file linked twice, a buffer counted twice) or copies them where
+    /// they are, without passing them through the process. By default each version is read and
+    /// saved again (numbered from 0 in order); returns how many.
+    async fn copy_artifact(&self, from: &ArtifactKey, to_session: &str, last: i64) -> Result<usize> {
+        copy_through(self, from, &from.with_session(to_session), last).await
     }
 
     /// Every version's metadata, oldest first; empty for no such artifact.
     async fn artifact_versions(&self, key: &ArtifactKey) -> Result<Vec<ArtifactMeta>>;
+
+    /// One version's metadata (`None`: the latest), without its payload; `None` if there is no
+    /// such version. By default picked from [`artifact_versions`](Self::artifact_versions); a
+    /// store that can look one version up does.
+    async fn artifact_version(&self, key: &ArtifactKey, version: Option<i64>) -> Result<Option<ArtifactMeta>> {
+        let mut metas = self.artifact_versions(key).await?;
+        Ok(match version {
+            None => metas.pop(),
+            Some(v) => metas.into_iter().find(|m| m.version == v),
+        })
+    }
 
     /// The names of the artifacts of the session `session` of `user` in `app`, with the user's
     /// user-scoped ones (`None`: those alone), sorted.

@@ -12,7 +12,7 @@ use agentstate::clock::ManualClock;
 use agentstate::store::SessionStore;
 use agentstate_sql::SqlStore;
 
-use super::{Load, Scratch, lost, spare_port, state_through};
+use super::{Load, NoAnswer, Scratch, lost, spare_port, state_through};
 use crate::binary::{Running, http, serve};
 use crate::outage::{is_root, wait_for};
 
@@ -192,7 +192,7 @@ fn galera_three_nodes_conformance_schema_race_and_a_killed_node_loses_nothing() 
     let (child_b, addr_b) = serve(&nodes[1].url("drill"));
     let (_a, _b) = (Running(child_a), Running(child_b));
     assert_eq!(http(&addr_a, "POST", "/apps/galera/users/u/sessions", r#"{"sessionId": "s"}"#).0, 200);
-    let load = Load::start(&[addr_a.clone(), addr_b.clone()], "galera");
+    let load = Load::start(&[addr_a.clone(), addr_b.clone()], "galera", NoAnswer::Refused);
     load.wait_for_more(100, Duration::from_secs(30));
     nodes[1].kill();
     let killed = Instant::now();

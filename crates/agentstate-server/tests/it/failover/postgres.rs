@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::{Load, Scratch, lost, spare_port, state_through};
+use super::{Load, NoAnswer, Scratch, lost, spare_port, state_through};
 use crate::binary::{Running, http, serve};
 use crate::outage::{pg, wait_for};
 
@@ -127,7 +127,7 @@ fn postgres_primary_demoted_then_killed_three_times_the_standby_takes_over_and_n
     let (child, addr) = serve(&url);
     let _server = Running(child);
     assert_eq!(http(&addr, "POST", "/apps/pgfail/users/u/sessions", r#"{"sessionId": "s"}"#).0, 200);
-    let load = Load::start(std::slice::from_ref(&addr), "pgfail");
+    let load = Load::start(std::slice::from_ref(&addr), "pgfail", NoAnswer::Refused);
     let mut switches = Vec::new();
     // Round 0 is a switchover (the primary turns read-only but stays up, as a demoted primary
     // does); rounds 1 to 3 kill the primary with `kill -9`.

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{Load, Scratch, lost, spare_port, state_through};
+use super::{Load, NoAnswer, Scratch, lost, spare_port, state_through};
 use crate::binary::{Running, http, serve};
 use crate::outage::wait_for;
 
@@ -96,7 +96,7 @@ fn one_failover(
     let (child, addr) = serve(url);
     let _server = Running(child);
     assert_eq!(http(&addr, "POST", &format!("/apps/{app}/users/u/sessions"), r#"{"sessionId": "s"}"#).0, 200);
-    let load = Load::start(std::slice::from_ref(&addr), app);
+    let load = Load::start(std::slice::from_ref(&addr), app, NoAnswer::Refused);
     load.wait_for_more(200, Duration::from_secs(30));
     let old = master_port(sentinels[0]).unwrap();
     let index = servers.iter().position(|s| s.port == old).unwrap();
