@@ -8,6 +8,22 @@ use std::sync::Arc;
 use agentstate::{Error, Event, Map, Result, SessionAttributes, Value};
 use chrono::{DateTime, NaiveDateTime};
 
+/// A user's data as the `user_data` and `user_erase` statements count it, by column
+/// (`sessions`, `events`, `user_keys`, read by `count`); memories and artifacts are counted
+/// apart.
+pub(crate) fn user_data_counts<E>(
+    mut count: impl FnMut(&'static str) -> std::result::Result<i64, E>,
+) -> std::result::Result<agentstate::store::UserDataCounts, E> {
+    let mut column = |name| count(name).map(|n| usize::try_from(n).unwrap_or_default());
+    Ok(agentstate::store::UserDataCounts {
+        sessions: column("sessions")?,
+        events: column("events")?,
+        user_state_keys: column("user_keys")?,
+        memories: 0,
+        artifacts: 0,
+    })
+}
+
 /// The text form SQLAlchemy gives a `DATETIME` on SQLite: always six fractional digits.
 const SQLITE_DATETIME: &str = "%Y-%m-%d %H:%M:%S%.6f";
 

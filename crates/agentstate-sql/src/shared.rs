@@ -132,29 +132,22 @@ macro_rules! operations {
                 expire_micros: Option<i64>,
                 now_micros: i64,
             ) -> Result<bool> {
-                let keep = agentstate::store::AttributesUpdate::default();
-                put_attributes(pool, key, &keep, Some(expire_micros), now_micros).await
+                let update = agentstate::store::AttributesUpdate {
+                    expire_time_micros: Some(expire_micros),
+                    ..agentstate::store::AttributesUpdate::default()
+                };
+                set_attributes(pool, key, &update, now_micros).await
             }
 
-            /// Sets a live session's display name and/or labels; whether there was one.
+            /// Sets what `update` says of a live session's attributes, keeping the rest, in one
+            /// statement; whether there was one.
             pub(crate) async fn set_attributes(
                 pool: &Pool,
                 key: &SessionKey,
                 update: &agentstate::store::AttributesUpdate,
                 now_micros: i64,
             ) -> Result<bool> {
-                put_attributes(pool, key, update, None, now_micros).await
-            }
-
-            /// Sets what `update` and `expire` say of a live session's attributes, keeping the
-            /// rest; whether there was one.
-            async fn put_attributes(
-                pool: &Pool,
-                key: &SessionKey,
-                update: &agentstate::store::AttributesUpdate,
-                expire: Option<Option<i64>>,
-                now_micros: i64,
-            ) -> Result<bool> {
+                let expire = update.expire_time_micros;
                 let done = keyed(sql!("session_attributes_set"), key)
                     .bind(update.display_name.clone().flatten())
                     .bind(update.display_name.is_some())
@@ -208,15 +201,7 @@ macro_rules! operations {
                 let read = |e| sqlx_error("counting a user's data", e);
                 let row =
                     sqlx::query(sql!("user_data")).bind(app).bind(user).fetch_one(executor).await.map_err(read)?;
-                let count =
-                    |name| row.try_get::<i64, _>(name).map(|n| usize::try_from(n).unwrap_or_default()).map_err(read);
-                Ok(UserDataCounts {
-                    sessions: count("sessions")?,
-                    events: count("events")?,
-                    user_state_keys: count("user_keys")?,
-                    memories: 0,
-                    artifacts: 0,
-                })
+                crate::codec::user_data_counts(|name| row.try_get::<i64, _>(name)).map_err(read)
             }
 
             /// A page of an owner's log of state writes without a session, newest first.
@@ -370,14 +355,7 @@ macro_rules! pool_store {
             }
 
             fn capabilities(&self) -> agentstate::store::Capabilities<'_> {
-                agentstate::store::Capabilities::none()
-                    .with_history(self)
-                    .with_lifecycle(self)
-                    .with_admin(self)
-                    .with_shared_state(self)
-                    .with_memory(self)
-                    .with_leases(self)
-                    .with_artifacts(self)
+                agentstate::store::Capabilities::every(self)
             }
         }
 

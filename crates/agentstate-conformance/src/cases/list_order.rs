@@ -209,6 +209,7 @@ pub(super) async fn display_names_and_labels_are_set_and_listed_by(svc: Svc) {
     let update = AttributesUpdate {
         display_name: Some(Some("Trip".into())),
         labels: Some([("team".to_owned(), "red".to_owned())].into()),
+        ..AttributesUpdate::default()
     };
     svc.set_attributes(made.key(), update).await.unwrap();
     let mut loaded = super::reload(&svc, made.key()).await;
@@ -222,14 +223,20 @@ pub(super) async fn display_names_and_labels_are_set_and_listed_by(svc: Svc) {
         svc.list_sessions(ListSessions::app(&app).filter(parse_session_filter(r#"labels.team="red""#).unwrap().filter));
     assert_eq!(ids(&red.await.unwrap().sessions), ["s"]);
     // Only the name: the labels stay; then clear both.
-    svc.set_attributes(made.key(), AttributesUpdate { display_name: Some(Some("Trip 2".into())), labels: None })
-        .await
-        .unwrap();
+    svc.set_attributes(
+        made.key(),
+        AttributesUpdate { display_name: Some(Some("Trip 2".into())), ..AttributesUpdate::default() },
+    )
+    .await
+    .unwrap();
     let renamed = super::reload(&svc, made.key()).await;
     assert_eq!((renamed.attributes().display_name.as_deref(), renamed.attributes().labels.len()), (Some("Trip 2"), 1));
-    svc.set_attributes(made.key(), AttributesUpdate { display_name: Some(None), labels: Some(Default::default()) })
-        .await
-        .unwrap();
+    svc.set_attributes(
+        made.key(),
+        AttributesUpdate { display_name: Some(None), labels: Some(Default::default()), ..AttributesUpdate::default() },
+    )
+    .await
+    .unwrap();
     let cleared = super::reload(&svc, made.key()).await;
     assert_eq!(cleared.attributes().display_name, None);
     assert!(cleared.attributes().labels.is_empty());
@@ -239,8 +246,38 @@ pub(super) async fn display_names_and_labels_are_set_and_listed_by(svc: Svc) {
     assert!(attributes.display_name.is_none() && attributes.labels.is_empty(), "another session untouched");
 
     let nope = super::key(&app, "u", "nope");
-    let missing = svc.set_attributes(&nope, AttributesUpdate { display_name: Some(Some("x".into())), labels: None });
+    let missing = svc.set_attributes(
+        &nope,
+        AttributesUpdate { display_name: Some(Some("x".into())), ..AttributesUpdate::default() },
+    );
     assert_eq!(missing.await.unwrap_err().kind(), ErrorKind::NotFound);
-    let too_long = AttributesUpdate { display_name: Some(Some("x".repeat(300))), labels: None };
+    let too_long = AttributesUpdate { display_name: Some(Some("x".repeat(300))), ..AttributesUpdate::default() };
     assert_eq!(svc.set_attributes(made.key(), too_long).await.unwrap_err().kind(), ErrorKind::InvalidArgument);
+
+    // Name, labels and expiry in one step (the managed service's PATCH of all three): each set,
+    // the expiry followed as `set_expire_time` follows it, then cleared to never.
+    let later = 4_133_980_800_000_000; // 2101-01-01
+    let all = AttributesUpdate {
+        display_name: Some(Some("Trip 3".into())),
+        labels: Some([("team".to_owned(), "blue".to_owned())].into()),
+        expire_time_micros: Some(Some(later)),
+    };
+    svc.set_attributes(made.key(), all).await.unwrap();
+    let together = super::reload(&svc, made.key()).await;
+    let attributes = together.attributes();
+    assert_eq!(
+        (
+            attributes.display_name.as_deref(),
+            attributes.labels.get("team").map(String::as_str),
+            attributes.expire_time_micros
+        ),
+        (Some("Trip 3"), Some("blue"), Some(later))
+    );
+    let never = AttributesUpdate { expire_time_micros: Some(None), ..AttributesUpdate::default() };
+    svc.set_attributes(made.key(), never).await.unwrap();
+    let kept = super::reload(&svc, made.key()).await;
+    assert_eq!(
+        (kept.attributes().display_name.as_deref(), kept.attributes().expire_time_micros),
+        (Some("Trip 3"), None)
+    );
 }

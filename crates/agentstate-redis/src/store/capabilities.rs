@@ -128,38 +128,34 @@ impl LifecycleStore for RedisStore {
     }
 
     async fn set_expire_time(&self, key: &SessionKey, expire_micros: Option<i64>, now_micros: i64) -> Result<bool> {
-        let keys = self.keys(key);
-        let mut invocation = scripts::EXPIRE.prepare_invoke();
-        for own in keys.own() {
-            invocation.key(own);
-        }
-        let done: i64 = invocation
-            .key(&keys.expiring)
-            .arg(expire_micros.map(|t| t.to_string()).unwrap_or_default())
-            .arg(&keys.member)
-            .arg(super::expiry_arg(now_micros))
-            .invoke_async(&mut self.connection())
-            .await
-            .map_err(|e| backend("expire", e))?;
-        if done == 1 && expire_micros.is_some() {
-            self.register(expiring_apps(&self.prefix), key.app_name(), "expire").await?;
-        }
-        Ok(done == 1)
+        let update = AttributesUpdate { expire_time_micros: Some(expire_micros), ..AttributesUpdate::default() };
+        self.set_attributes(key, &update, now_micros).await
     }
 
     async fn set_attributes(&self, key: &SessionKey, update: &AttributesUpdate, now_micros: i64) -> Result<bool> {
         let flag = |set: bool| if set { "1" } else { "" };
-        let done: i64 = scripts::ATTRIBUTES
-            .prepare_invoke()
-            .key(self.keys(key).meta)
+        let keys = self.keys(key);
+        let mut invocation = scripts::ATTRIBUTES.prepare_invoke();
+        for own in keys.own() {
+            invocation.key(own);
+        }
+        let expire = update.expire_time_micros;
+        let done: i64 = invocation
+            .key(&keys.expiring)
             .arg(flag(update.display_name.is_some()))
             .arg(update.display_name.clone().flatten().unwrap_or_default())
             .arg(flag(update.labels.is_some()))
             .arg(update.labels_json().unwrap_or_default())
             .arg(super::expiry_arg(now_micros))
+            .arg(flag(expire.is_some()))
+            .arg(expire.flatten().map(|t| t.to_string()).unwrap_or_default())
+            .arg(&keys.member)
             .invoke_async(&mut self.connection())
             .await
             .map_err(|e| backend("set attributes", e))?;
+        if done == 1 && expire.flatten().is_some() {
+            self.register(expiring_apps(&self.prefix), key.app_name(), "expire").await?;
+        }
         Ok(done == 1)
     }
 

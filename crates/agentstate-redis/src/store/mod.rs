@@ -472,14 +472,7 @@ impl SessionStore for RedisStore {
     }
 
     fn capabilities(&self) -> Capabilities<'_> {
-        Capabilities::none()
-            .with_history(self)
-            .with_lifecycle(self)
-            .with_admin(self)
-            .with_shared_state(self)
-            .with_memory(self)
-            .with_leases(self)
-            .with_artifacts(self)
+        Capabilities::every(self)
     }
 }
 

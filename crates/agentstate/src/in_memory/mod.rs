@@ -388,6 +388,9 @@ impl LifecycleStore for InMemoryStore {
         if let Some(labels) = &update.labels {
             attributes.labels.clone_from(labels);
         }
+        if let Some(expire) = update.expire_time_micros {
+            attributes.expire_time_micros = expire;
+        }
         entry.attributes = (!attributes.is_empty()).then(|| Arc::new(attributes));
         Ok(true)
     }

@@ -101,9 +101,10 @@ impl SessionService {
         }
     }
 
-    /// Sets the session's display name and/or labels (each `None` in `update` is kept), as the
-    /// managed service's `sessions.patch` does; checked as at creation. Neither state nor last
-    /// update time moves. An expired session, like a missing one, is [`Error::NotFound`].
+    /// Sets the session's display name, labels and expire time (each `None` in `update` is
+    /// kept) in one atomic step, as the managed service's `sessions.patch` does; checked as at
+    /// creation. Neither state nor last update time moves. An expired session, like a missing
+    /// one, is [`Error::NotFound`].
     pub async fn set_attributes(&self, key: &SessionKey, update: AttributesUpdate) -> Result<()> {
         let checked = SessionAttributes {
             display_name: update.display_name.clone().flatten(),

@@ -65,6 +65,22 @@ impl<'a> Capabilities<'a> {
         Self::default()
     }
 
+    /// Every capability a database store can have (all but remote history), each served by
+    /// `store`.
+    pub fn every<S>(store: &'a S) -> Self
+    where
+        S: HistoryStore + LifecycleStore + AdminStore + SharedStateStore + MemoryStore + LeaseStore + ArtifactStore,
+    {
+        Self::none()
+            .with_history(store)
+            .with_lifecycle(store)
+            .with_admin(store)
+            .with_shared_state(store)
+            .with_memory(store)
+            .with_leases(store)
+            .with_artifacts(store)
+    }
+
     /// With history.
     #[must_use]
     pub fn with_history(mut self, history: &'a dyn HistoryStore) -> Self {
@@ -251,8 +267,9 @@ pub trait LifecycleStore: Send + Sync {
     /// expiry, every key of the session follows.
     async fn set_expire_time(&self, key: &SessionKey, expire_micros: Option<i64>, now_micros: i64) -> Result<bool>;
 
-    /// Sets the session's display name and/or labels as `update` says, atomically, keeping its
-    /// expire time and the attribute `update` leaves alone; `false` if there is no such session,
+    /// Sets the session's display name, labels and expire time as `update` says, in one atomic
+    /// step, keeping what `update` leaves alone (an expire time set as
+    /// [`set_expire_time`](Self::set_expire_time) sets it); `false` if there is no such session,
     /// or it expired at or before `now_micros`. Neither the session's state nor its last update
     /// time moves: a handle loaded before may still append.
     async fn set_attributes(&self, key: &SessionKey, update: &AttributesUpdate, now_micros: i64) -> Result<bool>;
@@ -274,6 +291,8 @@ pub struct AttributesUpdate {
     pub display_name: Option<Option<String>>,
     /// Every label, replacing those there (an empty map clears them).
     pub labels: Option<std::collections::BTreeMap<String, String>>,
+    /// The expire time (epoch µs): `Some(None)` never expires.
+    pub expire_time_micros: Option<Option<i64>>,
 }
 
 impl AttributesUpdate {

@@ -187,16 +187,15 @@ impl Caller<'_> {
             Error::NotFound { .. } => not_found(engine, id),
             e => e.into(),
         };
-        if patch.attributes != AttributesUpdate::default() {
-            service.set_attributes(&key, patch.attributes).await.map_err(missing)?;
-        }
-        if let Some(expiry) = patch.expiry {
-            let at = match expiry {
-                request::Expiry::In(ttl) => Some(agentstate::clock::after(service.now_micros(), ttl)),
-                request::Expiry::At(micros) => Some(micros),
-                request::Expiry::Never => None,
-            };
-            service.set_expire_time(&key, at.map(agentstate::store::micros_to_secs)).await.map_err(missing)?;
+        let mut attributes = patch.attributes;
+        attributes.expire_time_micros = patch.expiry.map(|expiry| match expiry {
+            request::Expiry::In(ttl) => Some(agentstate::clock::after(service.now_micros(), ttl)),
+            request::Expiry::At(micros) => Some(micros),
+            request::Expiry::Never => None,
+        });
+        // Display name, labels and expiry in one step.
+        if attributes != AttributesUpdate::default() {
+            service.set_attributes(&key, attributes).await.map_err(missing)?;
         }
         if let Some(wanted) = patch.state {
             self.state.limits().check_state("sessionState", &wanted)?;

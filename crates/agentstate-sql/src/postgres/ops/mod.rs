@@ -247,14 +247,7 @@ pub(super) async fn delete_expired(pool: &Pool, before_micros: i64, limit: usize
 pub(super) async fn erase_user(pool: &Pool, app: &str, user: &str) -> Result<UserDataCounts> {
     let read = |e| sqlx_error("erasing a user", e);
     let row = sqlx::query(sql!("user_erase")).bind(app).bind(user).fetch_one(pool).await.map_err(read)?;
-    let count = |name| row.try_get::<i64, _>(name).map(|n| usize::try_from(n).unwrap_or_default()).map_err(read);
-    Ok(UserDataCounts {
-        sessions: count("sessions")?,
-        events: count("events")?,
-        user_state_keys: count("user_keys")?,
-        memories: 0,
-        artifacts: 0,
-    })
+    crate::codec::user_data_counts(|name| row.try_get::<i64, _>(name)).map_err(read)
 }
 
 /// An owner's app, user (or NULL) and session (or NULL).

@@ -270,29 +270,19 @@ pub(super) fn set_expire_time(
     expire_micros: Option<i64>,
     now_micros: i64,
 ) -> Result<bool> {
-    put_attributes(conn, key, &AttributesUpdate::default(), Some(expire_micros), now_micros)
+    let update = AttributesUpdate { expire_time_micros: Some(expire_micros), ..AttributesUpdate::default() };
+    set_attributes(conn, key, &update, now_micros)
 }
 
-/// Sets the session's display name and/or labels; whether it exists (and had not expired at
-/// `now_micros`).
+/// Sets what `update` says of the session's attributes, keeping the rest, in one statement;
+/// whether it exists (and had not expired at `now_micros`).
 pub(super) fn set_attributes(
     conn: &Connection,
     key: &SessionKey,
     update: &AttributesUpdate,
     now_micros: i64,
 ) -> Result<bool> {
-    put_attributes(conn, key, update, None, now_micros)
-}
-
-/// Sets what `update` and `expire` say of the session's attributes, keeping the rest; whether it
-/// exists (and had not expired at `now_micros`).
-fn put_attributes(
-    conn: &Connection,
-    key: &SessionKey,
-    update: &AttributesUpdate,
-    expire: Option<Option<i64>>,
-    now_micros: i64,
-) -> Result<bool> {
+    let expire = update.expire_time_micros;
     let params = params![
         key.app_name(),
         key.user_id(),
@@ -444,16 +434,7 @@ pub(super) fn set_metadata(conn: &Connection, name: &str, value: &str) -> Result
 pub(super) fn user_data(conn: &Connection, app: &str, user: &str) -> Result<UserDataCounts> {
     conn.prepare_cached(sql!("user_data"))
         .and_then(|mut stmt| {
-            stmt.query_row(params![app, user], |r| {
-                let count = |name| r.get::<_, i64>(name).map(|n| usize::try_from(n).unwrap_or_default());
-                Ok(UserDataCounts {
-                    sessions: count("sessions")?,
-                    events: count("events")?,
-                    user_state_keys: count("user_keys")?,
-                    memories: 0,
-                    artifacts: 0,
-                })
-            })
+            stmt.query_row(params![app, user], |r| crate::codec::user_data_counts(|name| r.get::<_, i64>(name)))
         })
         .map_err(|e| sqlite_error("count a user's data", &e))
 }
