@@ -145,6 +145,40 @@ pub(crate) fn sqlx_error(context: &str, e: sqlx::Error) -> Error {
     Error::backend(format!("{context} failed: {e}"), retryable, e)
 }
 
+/// Whether `e` says the statement lost a race for a lock and was rolled back: MySQL's deadlock
+/// (1213) or lock wait timeout (1205), PostgreSQL's serialization failure or deadlock (40001,
+/// 40P01). On a Galera cluster a conflict with a write certified on another node is reported as a
+/// deadlock.
+pub(crate) fn is_lock_failure(e: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(db) = e else { return false };
+    match db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+        Some(mysql) => matches!(mysql.number(), 1213 | 1205),
+        None => matches!(db.code().as_deref(), Some("40001" | "40P01")),
+    }
+}
+
+/// Attempts of a statement that lost a race for a lock.
+pub(crate) const LOCK_ATTEMPTS: u32 = 8;
+
+/// Runs `write`, a statement in a transaction of its own, again (after a pause that doubles each
+/// time) while it loses a race for a lock ([`is_lock_failure`]): it was rolled back, so it can.
+pub(crate) async fn retry_on_lock<T, F, Fut>(mut write: F) -> Result<T, sqlx::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, sqlx::Error>>,
+{
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match write().await {
+            Err(e) if is_lock_failure(&e) && attempt < LOCK_ATTEMPTS => {
+                tokio::time::sleep(Duration::from_millis(1 << attempt)).await;
+            }
+            done => return done,
+        }
+    }
+}
+
 /// Whether `e` is a unique-key violation.
 pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(db) if db.kind() == sqlx::error::ErrorKind::UniqueViolation)

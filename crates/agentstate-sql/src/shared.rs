@@ -41,8 +41,7 @@ macro_rules! operations {
 
             /// Deletes a session; its events, attributes and snapshots go by cascade.
             pub(crate) async fn delete(pool: &Pool, key: &SessionKey) -> Result<()> {
-                keyed(sql!("session_delete"), key)
-                    .execute(pool)
+                $crate::pool::retry_on_lock(|| keyed(sql!("session_delete"), key).execute(pool))
                     .await
                     .map(drop)
                     .map_err(|e| sqlx_error("deleting a session", e))
@@ -148,17 +147,20 @@ macro_rules! operations {
                 now_micros: i64,
             ) -> Result<bool> {
                 let expire = update.expire_time_micros;
-                let done = keyed(sql!("session_attributes_set"), key)
-                    .bind(update.display_name.clone().flatten())
-                    .bind(update.display_name.is_some())
-                    .bind(update.labels_json())
-                    .bind(update.labels.is_some())
-                    .bind(expire.flatten().map(naive).transpose()?)
-                    .bind(expire.is_some())
-                    .bind(expiry_time(now_micros)?)
-                    .execute(pool)
-                    .await
-                    .map_err(|e| sqlx_error("setting a session's attributes", e))?;
+                let (expire_at, judged_at) = (expire.flatten().map(naive).transpose()?, expiry_time(now_micros)?);
+                let done = $crate::pool::retry_on_lock(|| {
+                    keyed(sql!("session_attributes_set"), key)
+                        .bind(update.display_name.clone().flatten())
+                        .bind(update.display_name.is_some())
+                        .bind(update.labels_json())
+                        .bind(update.labels.is_some())
+                        .bind(expire_at)
+                        .bind(expire.is_some())
+                        .bind(judged_at)
+                        .execute(pool)
+                })
+                .await
+                .map_err(|e| sqlx_error("setting a session's attributes", e))?;
                 Ok(done.rows_affected() > 0)
             }
 

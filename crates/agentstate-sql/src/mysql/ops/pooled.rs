@@ -12,19 +12,7 @@ use sqlx::Connection as _;
 use sqlx::mysql::MySqlConnection;
 
 use super::{Attempt, Failure, Pool, finish};
-use crate::pool::sqlx_error;
-
-/// Attempts of a transaction that deadlocked or timed out waiting for a lock.
-const ATTEMPTS: u32 = 8;
-
-fn is_lock_failure(e: &sqlx::Error) -> bool {
-    match e {
-        sqlx::Error::Database(db) => {
-            db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>().is_some_and(|m| matches!(m.number(), 1213 | 1205))
-        }
-        _ => false,
-    }
-}
+use crate::pool::{LOCK_ATTEMPTS as ATTEMPTS, is_lock_failure, sqlx_error};
 
 /// Runs `body` in a transaction, again if it deadlocked or timed out on a lock.
 async fn transaction<T, F>(pool: &Pool, what: &str, mut body: F) -> Result<T>
