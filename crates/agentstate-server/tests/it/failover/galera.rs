@@ -74,9 +74,11 @@ impl Node {
             ))
             .arg("--wsrep-sst-method=rsync")
             .arg(format!("--wsrep-sst-receive-address=127.0.0.1:{}", self.sst))
-            // Reads on one node see what another node committed first (read-your-writes across
-            // servers on different nodes).
-            .arg("--wsrep-sync-wait=1")
+            // Reads, updates and deletes on one node see what another node committed first
+            // (read-your-writes across servers on different nodes): with reads alone (1), a delete
+            // on one node could run before that node applied the create made on another, delete
+            // nothing, and the session live on.
+            .arg("--wsrep-sync-wait=3")
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         if bootstrap {
