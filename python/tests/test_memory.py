@@ -21,6 +21,8 @@ from google.genai import types
 from agentstate_adk import AgentstateMemoryService, AgentstateSessionService
 from agentstate_adk import AgentstateError
 
+# The conformance case's texts (crates/agentstate-conformance/src/cases/memory.rs): the same
+# words, so ADK's matching is compared with ours on what every backend is tested with. Change both.
 TEXTS = [
     "私はPythonを使う",
     "I write Rust and Python every day",

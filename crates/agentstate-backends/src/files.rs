@@ -314,6 +314,10 @@ impl ArtifactStore for ArtifactFiles {
         let index = self.index()?;
         let (source, target) = (self.artifact_dir(from), self.artifact_dir(&from.with_session(to_session)));
         let mut names = Vec::new();
+        // The file names are in the rows' parts, which no metadata read answers: each version's row
+        // is read whole, which for a file-backed version is its part alone (an inline payload is
+        // under `inline_below`, 64 KiB by default). A parts-only read would be a store method on
+        // every backend for this one caller.
         for meta in index.artifact_versions(from).await?.iter().filter(|m| m.version <= last) {
             let Some(stored) = index.get_artifact(from, Some(meta.version)).await? else { continue };
             if let Some(entry) = stored.part.get(FILE_ENTRY) {

@@ -170,6 +170,8 @@ pub(crate) enum Connection {
     Sentinel(sentinel::SentinelConnection),
 }
 
+// The redis crate's `ConnectionLike`, implemented here and by `SentinelConnection` with the
+// trait's own signatures (which is all the two share).
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {

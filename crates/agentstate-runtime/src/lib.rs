@@ -32,6 +32,24 @@ macro_rules! into_dyn {
     )+};
 }
 
+/// Inside `impl Agent for …`: `name`, `description` and `sub_agents` answered from the fields of
+/// those names (the built-in agents all keep them so).
+macro_rules! agent_fields {
+    () => {
+        fn name(&self) -> &str {
+            &self.name
+        }
+
+        fn description(&self) -> &str {
+            &self.description
+        }
+
+        fn sub_agents(&self) -> &[Arc<dyn Agent>] {
+            &self.sub_agents
+        }
+    };
+}
+
 pub mod agent;
 mod agent_tool;
 mod artifact_text;

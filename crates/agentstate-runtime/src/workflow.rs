@@ -46,17 +46,7 @@ macro_rules! workflow_agent {
 
         #[async_trait]
         impl Agent for $agent {
-            fn name(&self) -> &str {
-                &self.name
-            }
-
-            fn description(&self) -> &str {
-                &self.description
-            }
-
-            fn sub_agents(&self) -> &[Arc<dyn Agent>] {
-                &self.sub_agents
-            }
+                agent_fields!();
 
             async fn run(&self, ctx: &InvocationContext) -> Result<(), RuntimeError> {
                 let ($this, $ctx) = (self, ctx);

@@ -17,6 +17,15 @@
 //! per dialect (`sql/<dialect>/*.sql`). [`adk_web`] copies the local store of `adk web` (another
 //! schema) into any agentstate store.
 
+/// A struct of a row's columns, each field read from the column of its name by `$row.$get(…)?`
+/// (sqlx's `try_get`, rusqlite's `get`): a row's column list is written once for every driver.
+macro_rules! columns {
+    ($ty:ident { $($field:ident),* $(,)? } from $row:ident.$get:ident) => {
+        $ty { $($field: $row.$get(stringify!($field))?),* }
+    };
+}
+pub(crate) use columns;
+
 pub mod adk_web;
 mod artifacts;
 mod codec;

@@ -40,9 +40,9 @@ fn json_text(value: &impl serde::Serialize) -> Result<String> {
     serde_json::to_string(value).map_err(|e| Error::backend("encode a memory", false, e))
 }
 
-/// A memory's columns as read.
+/// A memory's columns as read ([`read_row!`]).
 pub(crate) struct ReadRow {
-    pub(crate) id: String,
+    pub(crate) memory_id: String,
     pub(crate) source: String,
     pub(crate) create_micros: i64,
     pub(crate) expire_micros: Option<i64>,
@@ -54,7 +54,7 @@ pub(crate) struct ReadRow {
 
 impl ReadRow {
     pub(crate) fn into_memory(self) -> Result<Memory> {
-        let unreadable = |e| Error::backend(format!("memory {} is unreadable JSON", self.id), false, e);
+        let unreadable = |e| Error::backend(format!("memory {} is unreadable JSON", self.memory_id), false, e);
         let content: Content = serde_json::from_str(&self.content).map_err(unreadable)?;
         let custom_metadata: Map<String, Value> = match &self.custom_metadata {
             Some(text) => serde_json::from_str(text).map_err(unreadable)?,
@@ -62,7 +62,7 @@ impl ReadRow {
         };
         Ok(Memory {
             session_id: (!self.source.is_empty()).then_some(self.source),
-            id: self.id,
+            id: self.memory_id,
             content,
             custom_metadata,
             author: self.author,
@@ -72,6 +72,29 @@ impl ReadRow {
         })
     }
 }
+
+/// A [`ReadRow`] (in scope where it is used) from a row of any driver, each column read by
+/// `$row.$get(name)?`.
+macro_rules! read_row {
+    ($row:ident.$get:ident) => {
+        $crate::columns!(ReadRow {
+            memory_id, source, create_micros, expire_micros, author, timestamp, content, custom_metadata
+        } from $row.$get)
+    };
+}
+pub(crate) use read_row;
+
+/// The statement a put runs for each memory, in the dialect whose `sql!` is in scope.
+macro_rules! put_statement {
+    ($mode:expr) => {
+        match $mode {
+            PutMode::Replace => sql!("memory_put_replace"),
+            PutMode::Add => sql!("memory_put_add"),
+            PutMode::Rewrite => sql!("memory_rewrite"),
+        }
+    };
+}
+pub(crate) use put_statement;
 
 /// Attempts of a memory write that met a deadlock or a serialisation failure.
 pub(crate) const ATTEMPTS: usize = 5;
@@ -108,18 +131,22 @@ macro_rules! memory_operations {
 
             fn read(rows: Vec<DbRow>) -> Result<Vec<Memory>> {
                 let column = |row: &DbRow| -> std::result::Result<ReadRow, sqlx::Error> {
-                    Ok(ReadRow {
-                        id: row.try_get("memory_id")?,
-                        source: row.try_get("source")?,
-                        create_micros: row.try_get("create_micros")?,
-                        expire_micros: row.try_get("expire_micros")?,
-                        author: row.try_get("author")?,
-                        timestamp: row.try_get("timestamp")?,
-                        content: row.try_get("content")?,
-                        custom_metadata: row.try_get("custom_metadata")?,
-                    })
+                    Ok($crate::memories::read_row!(row.try_get))
                 };
                 rows.iter().map(|row| column(row).map_err(step("read memories"))?.into_memory()).collect()
+            }
+
+            type Statement<'q> = sqlx::query::Query<'q, $db, <$db as sqlx::Database>::Arguments>;
+
+            /// Binds a memory's fields, in the order both the insert and the rewrite take them.
+            fn with_fields<'q>(statement: Statement<'q>, row: &'q MemoryRow<'q>) -> Statement<'q> {
+                statement
+                    .bind(row.expire_micros)
+                    .bind(row.author)
+                    .bind(row.timestamp)
+                    .bind(row.content.as_str())
+                    .bind(row.custom_metadata.as_deref())
+                    .bind(row.terms)
             }
 
             pub(crate) async fn put(pool: &Pool, put: &MemoryPut) -> Result<usize> {
@@ -164,22 +191,12 @@ macro_rules! memory_operations {
                             .map_err(step("remove a memory"))?;
                     }
                 }
-                let statement = match put.mode {
-                    PutMode::Replace => sql!("memory_put_replace"),
-                    PutMode::Add => sql!("memory_put_add"),
-                    PutMode::Rewrite => sql!("memory_rewrite"),
-                };
+                let statement = crate::memories::put_statement!(put.mode);
                 let mut stored = 0;
                 for indexed in &put.memories {
                     let row = MemoryRow::of(source, indexed)?;
                     if put.mode == PutMode::Rewrite {
-                        let done = sqlx::query(statement)
-                            .bind(row.expire_micros)
-                            .bind(row.author)
-                            .bind(row.timestamp)
-                            .bind(&row.content)
-                            .bind(row.custom_metadata.as_deref())
-                            .bind(row.terms)
+                        let done = with_fields(sqlx::query(statement), &row)
                             .bind(app)
                             .bind(user)
                             .bind(row.source)
@@ -190,18 +207,8 @@ macro_rules! memory_operations {
                         stored += usize::from(done.rows_affected() > 0);
                         continue;
                     }
-                    let done = sqlx::query(statement)
-                        .bind(app)
-                        .bind(user)
-                        .bind(row.source)
-                        .bind(row.id)
-                        .bind(row.create_micros)
-                        .bind(row.expire_micros)
-                        .bind(row.author)
-                        .bind(row.timestamp)
-                        .bind(&row.content)
-                        .bind(row.custom_metadata.as_deref())
-                        .bind(row.terms)
+                    let keyed = sqlx::query(statement).bind(app).bind(user).bind(row.source).bind(row.id);
+                    let done = with_fields(keyed.bind(row.create_micros), &row)
                         .bind(app)
                         .bind(user)
                         .bind(row.id)

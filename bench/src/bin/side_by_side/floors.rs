@@ -2,6 +2,10 @@
 //! no service logic. They write the same data the services do (the same events, with UUIDv4 ids
 //! as the services assign), and a load returns what it read (each event parsed into
 //! `serde_json::Value`, kept until the load is done), as a load must.
+//!
+//! Each floor is written out in its own driver and dialect, though PostgreSQL's and MySQL's look
+//! alike: a floor is what a hand-written client would send, so no abstraction of ours (which the
+//! figures measure) stands between the workload and the database.
 
 use std::path::Path;
 

@@ -39,6 +39,8 @@ pub(crate) async fn conversation(svc: &Svc, app: &str, user: &str, texts: &[&str
     session
 }
 
+/// Texts in several scripts and word shapes. `python/tests/test_memory.py` holds the same list
+/// to check ADK for Python's word matching against ours on the same words; change both.
 const TEXTS: [&str; 8] = [
     "私はPythonを使う",
     "I write Rust and Python every day",

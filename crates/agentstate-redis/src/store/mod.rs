@@ -243,6 +243,8 @@ impl SessionStore for RedisStore {
             true => String::new(),
             false => serde_json::to_string(&attributes.labels).unwrap_or_default(),
         };
+        // Each script's `KEYS`, in the order the script reads them: Redis passes keys by position,
+        // so every script's list is written out where it is invoked (several start alike).
         let mut invocation = scripts::CREATE.prepare_invoke();
         invocation
             .key(&keys.meta)

@@ -41,17 +41,7 @@ use crate::tool::Tool;
 
 #[async_trait]
 impl Agent for LlmAgent {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn sub_agents(&self) -> &[Arc<dyn Agent>] {
-        &self.sub_agents
-    }
+    agent_fields!();
 
     fn is_transfer_target(&self) -> bool {
         true

@@ -36,6 +36,26 @@ fn one_each(provider: &'static str, vectors: Vec<Vec<f32>>, asked: usize) -> Res
     Ok(vectors)
 }
 
+/// The two settings both providers take, each documented as its provider means it:
+/// `dimensions(n)` (asked of the model) and `retries(n)`.
+macro_rules! settings {
+    ($(#[$dimensions:meta])* dimensions, $(#[$retries:meta])* retries) => {
+        $(#[$dimensions])*
+        #[must_use]
+        pub fn dimensions(mut self, dimensions: u32) -> Self {
+            self.dimensions = Some(dimensions);
+            self
+        }
+
+        $(#[$retries])*
+        #[must_use]
+        pub fn retries(mut self, retries: u32) -> Self {
+            self.retries = retries;
+            self
+        }
+    };
+}
+
 const OPENAI: &str = "OpenAI-compatible embeddings";
 
 /// Embeddings from an OpenAI-compatible `/embeddings` endpoint.
@@ -87,18 +107,11 @@ impl OpenAiEmbeddings {
         self
     }
 
-    /// Asks for vectors of this many dimensions (models that can shorten theirs).
-    #[must_use]
-    pub fn dimensions(mut self, dimensions: u32) -> Self {
-        self.dimensions = Some(dimensions);
-        self
-    }
-
-    /// Retries of a rate-limited, overloaded or unreachable server (default 2).
-    #[must_use]
-    pub fn retries(mut self, retries: u32) -> Self {
-        self.retries = retries;
-        self
+    settings! {
+        /// Asks for vectors of this many dimensions (models that can shorten theirs).
+        dimensions,
+        /// Retries of a rate-limited, overloaded or unreachable server (default 2).
+        retries
     }
 
     async fn call(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, ModelError> {
@@ -195,18 +208,11 @@ impl GeminiEmbeddings {
         self
     }
 
-    /// Asks for vectors of this many dimensions (`outputDimensionality`).
-    #[must_use]
-    pub fn dimensions(mut self, dimensions: u32) -> Self {
-        self.dimensions = Some(dimensions);
-        self
-    }
-
-    /// Retries of a rate-limited, overloaded or unreachable provider (default 2).
-    #[must_use]
-    pub fn retries(mut self, retries: u32) -> Self {
-        self.retries = retries;
-        self
+    settings! {
+        /// Asks for vectors of this many dimensions (`outputDimensionality`).
+        dimensions,
+        /// Retries of a rate-limited, overloaded or unreachable provider (default 2).
+        retries
     }
 
     async fn call(&self, texts: &[String], purpose: Purpose) -> Result<Vec<Vec<f32>>, ModelError> {

@@ -3,6 +3,8 @@
 //! list and delete. Every route names its owner in the path, so a user's token reaches that
 //! user's memories only.
 
+use std::collections::HashMap;
+
 use agentstate::memory::{
     MAX_MEMORY_PAGE, Memory, MemoryOptions, MemoryOwner, MemoryService, NewMemory, SearchMode, SearchOptions,
 };
@@ -12,7 +14,7 @@ use agentstate::wire::{content_from_wire, content_to_wire, event_from_wire};
 use agentstate::{Event, GetSessionConfig, Map, SessionKey, Value};
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request, State};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -87,82 +89,94 @@ pub(crate) fn memory_json(memory: &Memory) -> Value {
     out
 }
 
+/// What a memory write starts from: the server, the owner its path names, the session the path
+/// names (on the routes that have one) and the body's JSON object.
+pub(crate) struct Write {
+    state: AppState,
+    owner: MemoryOwner,
+    session_id: Option<String>,
+    body: Map<String, Value>,
+}
+
+impl FromRequest<AppState> for Write {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
+        let (mut parts, body) = request.into_parts();
+        let Path(params) = Path::<HashMap<String, String>>::from_request_parts(&mut parts, state)
+            .await
+            .map_err(|e| ApiError::BadRequest(e.body_text()))?;
+        let Body(bytes) = Body::from_request(Request::from_parts(parts, body), state).await?;
+        let param = |name: &str| params.get(name).map_or("", String::as_str);
+        let owner = owner(param("app_name"), param("user_id"))?;
+        let session_id = params.get("session_id").cloned();
+        if let Some(id) = &session_id {
+            check_path_safe("session_id", id)?;
+        }
+        Ok(Self { state: state.clone(), owner, session_id, body: object(&bytes)? })
+    }
+}
+
+impl Write {
+    /// The write's options: the body's `customMetadata`.
+    fn options(&self) -> Result<MemoryOptions, ApiError> {
+        Ok(MemoryOptions { custom_metadata: metadata(&self.body)?, ..MemoryOptions::default() })
+    }
+
+    /// The body's `sessionId` (or `session_id`), if it has one.
+    fn body_session_id(&self) -> Result<Option<String>, ApiError> {
+        match field(&self.body, "sessionId", "session_id") {
+            None => Ok(None),
+            Some(Value::String(id)) => Ok(Some(id.clone())),
+            Some(other) => Err(invalid("sessionId", "Input should be a valid string", other)),
+        }
+    }
+}
+
 /// `PATCH /apps/{app}/users/{user}/memory` (`adk api_server`): adds the stored session
 /// `sessionId` to memory; `null`, or 404 `Session not found`.
-pub(crate) async fn add_session(
-    State(state): State<AppState>,
-    Path((app, user)): Path<(String, String)>,
-    Body(bytes): Body,
-) -> Reply {
-    let owner = owner(&app, &user)?;
-    let body = object(&bytes)?;
-    let session_id = match field(&body, "sessionId", "session_id") {
-        Some(Value::String(id)) => id.clone(),
-        Some(other) => return Err(invalid("sessionId", "Input should be a valid string", other)),
-        None => return Err(ApiError::missing("sessionId", &Value::Object(body))),
+pub(crate) async fn add_session(write: Write) -> Reply {
+    let Some(session_id) = write.body_session_id()? else {
+        return Err(ApiError::missing("sessionId", &Value::Object(write.body)));
     };
     check_path_safe("session_id", &session_id)?;
-    let key = SessionKey::new(owner.app_name(), owner.user_id(), &session_id)?;
-    let Some(session) = state.service().get_session(&key, GetSessionConfig::default()).await? else {
+    let key = SessionKey::new(write.owner.app_name(), write.owner.user_id(), &session_id)?;
+    let Some(session) = write.state.service().get_session(&key, GetSessionConfig::default()).await? else {
         return Err(ApiError::NotFound("Session not found".into()));
     };
-    memory(&state).add_session(&session).await?;
+    memory(&write.state).add_session(&session).await?;
     Ok(Json(Value::Null))
 }
 
 /// `PUT /apps/{app}/users/{user}/memory/sessions/{session}`: `{"events": […], "customMetadata"?}`
 /// is the session's whole contribution to memory now (ADK's `add_session_to_memory` for a session
 /// held elsewhere); answers how many memories it has.
-pub(crate) async fn put_session(
-    State(state): State<AppState>,
-    Path((app, user, session_id)): Path<(String, String, String)>,
-    Body(bytes): Body,
-) -> Reply {
-    let owner = owner(&app, &user)?;
-    check_path_safe("session_id", &session_id)?;
-    let body = object(&bytes)?;
-    let options = MemoryOptions { custom_metadata: metadata(&body)?, ..MemoryOptions::default() };
-    let events = events(&body)?;
-    let memories = memory(&state).replace_session(&owner, &session_id, &events, &options).await?;
+pub(crate) async fn put_session(write: Write) -> Reply {
+    let (options, events) = (write.options()?, events(&write.body)?);
+    let session_id = write.session_id.as_deref().unwrap_or_default();
+    let memories = memory(&write.state).replace_session(&write.owner, session_id, &events, &options).await?;
     Ok(Json(json!({"memories": memories})))
 }
 
 /// `POST /apps/{app}/users/{user}/memory/events`: ADK's `add_events_to_memory`
 /// (`{"events", "sessionId"?, "customMetadata"?}`); answers how many were added.
-pub(crate) async fn add_events(
-    State(state): State<AppState>,
-    Path((app, user)): Path<(String, String)>,
-    Body(bytes): Body,
-) -> Reply {
-    let owner = owner(&app, &user)?;
-    let body = object(&bytes)?;
-    let session_id = match field(&body, "sessionId", "session_id") {
-        None => None,
-        Some(Value::String(id)) => Some(id.clone()),
-        Some(other) => return Err(invalid("sessionId", "Input should be a valid string", other)),
-    };
-    let options = MemoryOptions { custom_metadata: metadata(&body)?, ..MemoryOptions::default() };
-    let events = events(&body)?;
-    let added = memory(&state).add_events(&owner, session_id.as_deref(), &events, &options).await?;
+pub(crate) async fn add_events(write: Write) -> Reply {
+    let session_id = write.body_session_id()?;
+    let (options, events) = (write.options()?, events(&write.body)?);
+    let added = memory(&write.state).add_events(&write.owner, session_id.as_deref(), &events, &options).await?;
     Ok(Json(json!({"added": added})))
 }
 
 /// `POST /apps/{app}/users/{user}/memories`: ADK's `add_memory`
 /// (`{"memories": [MemoryEntry…], "customMetadata"?}`); answers the memories stored.
-pub(crate) async fn add_memories(
-    State(state): State<AppState>,
-    Path((app, user)): Path<(String, String)>,
-    Body(bytes): Body,
-) -> Reply {
-    let owner = owner(&app, &user)?;
-    let body = object(&bytes)?;
-    let options = MemoryOptions { custom_metadata: metadata(&body)?, ..MemoryOptions::default() };
-    let Some(value) = field(&body, "memories", "memories") else {
-        return Err(ApiError::missing("memories", &Value::Object(body.clone())));
+pub(crate) async fn add_memories(write: Write) -> Reply {
+    let options = write.options()?;
+    let Some(value) = field(&write.body, "memories", "memories") else {
+        return Err(ApiError::missing("memories", &Value::Object(write.body.clone())));
     };
     let Value::Array(items) = value else { return Err(invalid("memories", "Input should be a valid list", value)) };
     let entries = items.iter().map(new_memory).collect::<Result<Vec<_>, _>>()?;
-    let stored = memory(&state).add_memories(&owner, entries, &options).await?;
+    let stored = memory(&write.state).add_memories(&write.owner, entries, &options).await?;
     Ok(Json(json!({"memories": stored.iter().map(memory_json).collect::<Vec<_>>()})))
 }
 

@@ -25,7 +25,9 @@ use crate::state::AppState;
 pub(crate) use system::OpenApiDocument;
 
 /// Registers every route and describes it for `/openapi.json`, from one table. A row may carry
-/// `#[cfg(...)]` attributes; they apply to its registration and to its description.
+/// `#[cfg(...)]` attributes; they apply to its registration and to its description. The rows are
+/// alike in shape by design (method, path, handler, access, summary, body, answers): the table is
+/// the API's one description, read by the router, the OpenAPI document and the access tests.
 macro_rules! routes {
     ($( $(#[$meta:meta])* $method:ident $path:literal => $handler:path, $access:ident, $summary:literal, $request:expr,
         [$( $status:literal $description:literal $schema:literal ),*] );* $(;)?) => {

@@ -10,7 +10,7 @@ use agentstate::store::{MemoryList, MemoryPut, MemorySearch, PutMode};
 use rusqlite::{Connection, Row, params};
 
 use super::sqlite_error;
-use crate::memories::{MemoryRow, ReadRow};
+use crate::memories::{MemoryRow, ReadRow, read_row};
 
 macro_rules! sql {
     ($name:literal) => {
@@ -31,18 +31,7 @@ fn count(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<
 }
 
 fn memories(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<Vec<Memory>> {
-    let read = |row: &Row<'_>| {
-        Ok(ReadRow {
-            id: row.get("memory_id")?,
-            source: row.get("source")?,
-            create_micros: row.get("create_micros")?,
-            expire_micros: row.get("expire_micros")?,
-            author: row.get("author")?,
-            timestamp: row.get("timestamp")?,
-            content: row.get("content")?,
-            custom_metadata: row.get("custom_metadata")?,
-        })
-    };
+    let read = |row: &Row<'_>| Ok(read_row!(row.get));
     let rows: Vec<ReadRow> = conn
         .prepare_cached(sql)
         .and_then(|mut stmt| stmt.query_map(params, read)?.collect())
@@ -64,11 +53,7 @@ pub(super) fn put(conn: &Connection, put: &MemoryPut) -> Result<usize> {
             execute(conn, "remove a memory", sql!("memory_source_delete"), params![app, user, source, id])?;
         }
     }
-    let statement = match put.mode {
-        PutMode::Replace => sql!("memory_put_replace"),
-        PutMode::Add => sql!("memory_put_add"),
-        PutMode::Rewrite => sql!("memory_rewrite"),
-    };
+    let statement = crate::memories::put_statement!(put.mode);
     let mut stored = 0;
     for indexed in &put.memories {
         let row = MemoryRow::of(source, indexed)?;

@@ -24,8 +24,9 @@ use std::collections::HashMap;
 
 use agentstate::{GetSessionConfig, Value};
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::HeaderMap;
+use axum::http::request::Parts;
 use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::json;
@@ -67,49 +68,65 @@ fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, GoogleError> {
     query.map(|Query(q)| q).map_err(|e| GoogleError::invalid(e.body_text()))
 }
 
+/// What every session route starts from: the server, the engine its path names, the caller's
+/// permit and headers, and the path's session segment (if it has one).
+pub(crate) struct Call {
+    state: AppState,
+    engine: Engine,
+    permit: Permit,
+    headers: HeaderMap,
+    session: String,
+}
+
+impl FromRequestParts<AppState> for Call {
+    type Rejection = GoogleError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, GoogleError> {
+        let Path(mut params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| GoogleError::invalid(e.body_text()))?;
+        let Extension(permit) = Extension::<Permit>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| GoogleError::invalid(e.body_text()))?;
+        Ok(Self {
+            engine: Engine::from_params(&params)?,
+            session: params.remove("session").unwrap_or_default(),
+            state: state.clone(),
+            permit,
+            headers: parts.headers.clone(),
+        })
+    }
+}
+
+impl Call {
+    fn caller(&self) -> Caller<'_> {
+        Caller { state: &self.state, engine: &self.engine, permit: &self.permit, headers: &self.headers }
+    }
+}
+
 /// `POST …/sessions[?sessionId=ID]`: creates a session; answers a done operation holding it.
 pub(crate) async fn create(
-    State(state): State<AppState>,
-    Path(params): Path<HashMap<String, String>>,
-    Extension(permit): Extension<Permit>,
-    headers: HeaderMap,
+    call: Call,
     create_query: Result<Query<CreateQuery>, QueryRejection>,
     Body(bytes): Body,
 ) -> Reply {
-    let engine = Engine::from_params(&params)?;
     let requested_id = query(create_query)?.session_id;
-    let caller = Caller { state: &state, engine: &engine, permit: &permit, headers: &headers };
-    let session = caller.create(requested_id, request::body(&bytes)?).await?;
-    Ok(Json(engine.session_operation(&session)))
+    let session = call.caller().create(requested_id, request::body(&bytes)?).await?;
+    Ok(Json(call.engine.session_operation(&session)))
 }
 
 /// `GET …/sessions[?filter=…][&orderBy=update_time desc][&pageSize][&pageToken]`: sessions with
 /// their merged state, no events, oldest update first (or as `orderBy` says: `update_time` or
 /// `create_time`, `asc` or `desc`), of those the filter admits (`user_id`, `display_name`,
 /// `labels.KEY`, `state.KEY`, `update_time` and `create_time` ranges; [`agentstate::filter`]).
-pub(crate) async fn list(
-    State(state): State<AppState>,
-    Path(params): Path<HashMap<String, String>>,
-    Extension(permit): Extension<Permit>,
-    headers: HeaderMap,
-    page_query: Result<Query<Page>, QueryRejection>,
-) -> Reply {
-    let engine = Engine::from_params(&params)?;
-    let caller = Caller { state: &state, engine: &engine, permit: &permit, headers: &headers };
-    Ok(Json(caller.list(query(page_query)?).await?))
+pub(crate) async fn list(call: Call, page_query: Result<Query<Page>, QueryRejection>) -> Reply {
+    Ok(Json(call.caller().list(query(page_query)?).await?))
 }
 
 /// `GET …/sessions/{id}`: the session with its merged state; with `agentstateEvents`, also its
 /// events (the newest `agentstateNumRecentEvents`, those at or after `agentstateAfter`).
-pub(crate) async fn get(
-    State(state): State<AppState>,
-    Path(params): Path<HashMap<String, String>>,
-    Extension(permit): Extension<Permit>,
-    headers: HeaderMap,
-    get_query: Result<Query<GetQuery>, QueryRejection>,
-) -> Reply {
-    let engine = Engine::from_params(&params)?;
-    let id = params.get("session").map(String::as_str).unwrap_or_default();
+pub(crate) async fn get(call: Call, get_query: Result<Query<GetQuery>, QueryRejection>) -> Reply {
+    let (engine, id) = (&call.engine, call.session.as_str());
     let get_query = query(get_query)?;
     let config = if get_query.agentstate_events {
         let after =
@@ -118,8 +135,7 @@ pub(crate) async fn get(
     } else {
         GetSessionConfig::recent(0)
     };
-    let caller = Caller { state: &state, engine: &engine, permit: &permit, headers: &headers };
-    let session = caller.get(id, config).await?;
+    let session = call.caller().get(id, config).await?;
     let mut body = engine.session(&session);
     if get_query.agentstate_events {
         body["agentstateEvents"] = session.events().iter().map(|e| engine.raw_event(id, e)).collect();
@@ -128,16 +144,9 @@ pub(crate) async fn get(
 }
 
 /// `DELETE …/sessions/{id}`: answers a done operation.
-pub(crate) async fn delete(
-    State(state): State<AppState>,
-    Path(params): Path<HashMap<String, String>>,
-    Extension(permit): Extension<Permit>,
-    headers: HeaderMap,
-) -> Reply {
-    let engine = Engine::from_params(&params)?;
-    let id = params.get("session").map(String::as_str).unwrap_or_default();
-    Caller { state: &state, engine: &engine, permit: &permit, headers: &headers }.delete(id).await?;
-    Ok(Json(engine.empty_operation()))
+pub(crate) async fn delete(call: Call) -> Reply {
+    call.caller().delete(&call.session).await?;
+    Ok(Json(call.engine.empty_operation()))
 }
 
 /// The query of `PATCH …/sessions/{id}`.
@@ -152,51 +161,28 @@ pub(crate) struct PatchQuery {
 /// (without one, the fields the body has; a masked field the body lacks is cleared), and answers
 /// the session, as the managed service's `sessions.patch` does ([`Caller::patch`]).
 pub(crate) async fn patch(
-    State(state): State<AppState>,
-    Path(params): Path<HashMap<String, String>>,
-    Extension(permit): Extension<Permit>,
-    headers: HeaderMap,
+    call: Call,
     patch_query: Result<Query<PatchQuery>, QueryRejection>,
     Body(bytes): Body,
 ) -> Reply {
-    let engine = Engine::from_params(&params)?;
-    let id = params.get("session").map(String::as_str).unwrap_or_default();
     let mask = query(patch_query)?.update_mask;
-    let caller = Caller { state: &state, engine: &engine, permit: &permit, headers: &headers };
-    Ok(Json(caller.patch(id, request::body(&bytes)?, mask.as_deref()).await?))
+    Ok(Json(call.caller().patch(&call.session, request::body(&bytes)?, mask.as_deref()).await?))
 }
 
 /// `POST …/sessions/{id}:appendEvent`: appends the event and applies its state delta. Answers
 /// `{}`, as the managed service does.
-pub(crate) async fn append_event(
-    State(state): State<AppState>,
-    Path(params): Path<HashMap<String, String>>,
-    Extension(permit): Extension<Permit>,
-    headers: HeaderMap,
-    Body(bytes): Body,
-) -> Reply {
-    let engine = Engine::from_params(&params)?;
-    let segment = params.get("session").map(String::as_str).unwrap_or_default();
+pub(crate) async fn append_event(call: Call, Body(bytes): Body) -> Reply {
+    let segment = call.session.as_str();
     let Some(id) = segment.strip_suffix(":appendEvent") else {
         return Err(GoogleError::not_found(format!("no method {segment:?}; sessions answer :appendEvent")));
     };
-    let caller = Caller { state: &state, engine: &engine, permit: &permit, headers: &headers };
-    Ok(Json(caller.append(id, request::body(&bytes)?).await?))
+    Ok(Json(call.caller().append(id, request::body(&bytes)?).await?))
 }
 
 /// `GET …/sessions/{id}/events[?filter=timestamp>="…"][&orderBy=timestamp desc][&pageSize][&pageToken]`:
 /// the history, oldest first (or newest first), a page at a time.
-pub(crate) async fn events(
-    State(state): State<AppState>,
-    Path(params): Path<HashMap<String, String>>,
-    Extension(permit): Extension<Permit>,
-    headers: HeaderMap,
-    page_query: Result<Query<Page>, QueryRejection>,
-) -> Reply {
-    let engine = Engine::from_params(&params)?;
-    let id = params.get("session").map(String::as_str).unwrap_or_default();
-    let caller = Caller { state: &state, engine: &engine, permit: &permit, headers: &headers };
-    Ok(Json(caller.events(id, query(page_query)?).await?))
+pub(crate) async fn events(call: Call, page_query: Result<Query<Page>, QueryRejection>) -> Reply {
+    Ok(Json(call.caller().events(&call.session, query(page_query)?).await?))
 }
 
 /// `GET …/operations/{id}`: every operation is done when it is answered; one under a session

@@ -98,14 +98,7 @@ struct RawSessionRow {
 impl RawSessionRow {
     /// The row of `session_get` and the session lists.
     fn read(r: &Row<'_>) -> rusqlite::Result<Self> {
-        Ok(Self {
-            state: r.get("state")?,
-            update_time: r.get("update_time")?,
-            create_time: r.get("create_time")?,
-            display_name: r.get("display_name")?,
-            labels: r.get("labels")?,
-            expire_time: r.get("expire_time")?,
-        })
+        Ok(crate::columns!(Self { state, update_time, create_time, display_name, labels, expire_time } from r.get))
     }
 }
 
