@@ -7,6 +7,7 @@ require (
 	github.com/glebarez/sqlite v1.8.0
 	github.com/google/go-cmp v0.7.0
 	github.com/jackc/pgx/v5 v5.13.0
+	golang.org/x/oauth2 v0.36.0
 	google.golang.org/adk v1.7.0
 	google.golang.org/api v0.279.0
 	google.golang.org/genai v1.57.0
@@ -51,7 +52,6 @@ require (
 	go.opentelemetry.io/otel/trace v1.45.0 // indirect
 	golang.org/x/crypto v0.54.0 // indirect
 	golang.org/x/net v0.57.0 // indirect
-	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect

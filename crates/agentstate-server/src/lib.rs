@@ -32,6 +32,7 @@ mod metrics;
 pub mod openapi;
 mod routes;
 mod state;
+mod tls;
 mod ui;
 
 use axum::Router;
@@ -45,10 +46,11 @@ pub use auth::{Access, Tokens, TokensError};
 pub use error::ApiError;
 pub use expiry::{SWEEP_BATCH, Sweep, parse_retention, retain, sweep};
 pub use limits::Limits;
-pub use listen::{Connections, serve};
+pub use listen::{Connections, serve, serve_tls};
 pub use metrics::Metrics;
 pub use routes::OPERATIONS;
 pub use state::AppState;
+pub use tls::{Tls, TlsError, TlsFiles};
 
 /// The router: every route of [`OPERATIONS`] with its access check, request limits, metrics,
 /// request ids, tracing, and a 500 instead of a dropped connection should a handler panic; with

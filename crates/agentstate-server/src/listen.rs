@@ -3,6 +3,7 @@
 //! connection open, is cut off),
 //! a deadline for its body, and a limit on open connections (the next ones wait in the kernel's
 //! backlog). `axum::serve` has none of the first and third, so slow clients could hold the server.
+//! [`serve_tls`] does the same over TLS ([`Tls`]): a handshake is due when the headers would be.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -11,11 +12,14 @@ use std::time::Duration;
 use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tower_http::timeout::RequestBodyTimeoutLayer;
+
+use crate::tls::Tls;
 
 /// The most HTTP/2 streams (calls) open at once on one connection.
 const MAX_STREAMS: u32 = 256;
@@ -53,6 +57,29 @@ pub async fn serve(
     connections: Connections,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    serve_with(listener, router, connections, None, shutdown).await
+}
+
+/// [`serve`] over TLS: every connection's handshake first (due within
+/// `connections.header_read_timeout`); one that fails, such as a cleartext request, is closed
+/// unanswered.
+pub async fn serve_tls(
+    listener: TcpListener,
+    router: Router,
+    connections: Connections,
+    tls: Tls,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    serve_with(listener, router, connections, Some(tls), shutdown).await
+}
+
+async fn serve_with(
+    listener: TcpListener,
+    router: Router,
+    connections: Connections,
+    tls: Option<Tls>,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
     let router = router.layer(RequestBodyTimeoutLayer::new(connections.body_read_timeout));
     let slots = Arc::new(Semaphore::new(connections.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
@@ -88,14 +115,20 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(router.clone());
         let (builder, watcher) = (Arc::clone(&builder), graceful.watcher());
-        let first_bytes = connections.header_read_timeout;
+        let (first_bytes, tls) = (connections.header_read_timeout, tls.clone());
         tokio::spawn(async move {
             // hyper reads a connection's first bytes (HTTP/1 or HTTP/2?) with no deadline of its
             // own: a client that connects and sends nothing is let go when its headers are due.
             let mut first = [0_u8; 1];
             if let Ok(Ok(1)) = tokio::time::timeout(first_bytes, stream.peek(&mut first)).await {
-                let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-                if let Err(e) = watcher.watch(connection.into_owned()).await {
+                let served = match tls {
+                    None => connection(&builder, watcher, stream, service).await,
+                    Some(tls) => match handshake(&tls, stream, first_bytes).await {
+                        Some(stream) => connection(&builder, watcher, stream, service).await,
+                        None => Ok(()),
+                    },
+                };
+                if let Err(e) = served {
                     tracing::debug!(error = %e, "connection ended with an error");
                 }
             }
@@ -107,4 +140,34 @@ pub async fn serve(
         tracing::warn!("requests still in flight after the shutdown grace period were cut off");
     }
     Ok(())
+}
+
+/// Serves one connection's requests until it closes or the shutdown's grace ends.
+async fn connection(
+    builder: &Builder<TokioExecutor>,
+    watcher: Watcher,
+    io: impl AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    service: TowerToHyperService<Router>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    watcher.watch(builder.serve_connection_with_upgrades(TokioIo::new(io), service).into_owned()).await
+}
+
+/// The TLS handshake of a connection, within `deadline`; `None` (and the connection closed)
+/// when it fails or is late.
+async fn handshake(
+    tls: &Tls,
+    stream: TcpStream,
+    deadline: Duration,
+) -> Option<impl AsyncRead + AsyncWrite + Unpin + Send + 'static> {
+    match tokio::time::timeout(deadline, tls.acceptor().accept(stream)).await {
+        Ok(Ok(stream)) => Some(stream),
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "TLS handshake failed");
+            None
+        }
+        Err(_) => {
+            tracing::debug!("TLS handshake not done in time");
+            None
+        }
+    }
 }

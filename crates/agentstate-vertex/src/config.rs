@@ -42,6 +42,14 @@ pub enum ConfigError {
     /// The HTTP client cannot be built (its TLS backend failed to load).
     #[error("the HTTP client cannot be built: {0}")]
     Client(#[source] reqwest::Error),
+    /// The CA bundle ([`Builder::ca_file`]) cannot be read or holds no PEM certificate.
+    #[error("CA bundle {path}: {message}")]
+    Ca {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 /// Configures a [`VertexAiStore`].
@@ -65,6 +73,7 @@ pub struct Builder {
     credentials: Credentials,
     extensions: Option<bool>,
     timeout: Option<Duration>,
+    ca_file: Option<std::path::PathBuf>,
 }
 
 impl Builder {
@@ -113,10 +122,17 @@ impl Builder {
         self
     }
 
+    /// Trusts the CAs in this PEM file (beside the system's) for an `https` endpoint: an
+    /// agentstate server serving TLS with a certificate of a private CA (`serve --tls-cert`).
+    pub fn ca_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.ca_file = Some(path.into());
+        self
+    }
+
     /// Reads an `agentengine://` URL, as ADK's command line takes them: `agentengine://ID`,
     /// `agentengine://projects/P/locations/L/reasoningEngines/ID`, or `agentengine://` alone (each
-    /// app name is its engine id); query parameters `endpoint`, `project`, `location` and
-    /// `extensions` (`true`/`false`) set the matching options. Secrets never go in the URL: set
+    /// app name is its engine id); query parameters `endpoint`, `project`, `location`,
+    /// `extensions` (`true`/`false`) and `ca_file` set the matching options. Secrets never go in the URL: set
     /// [`credentials`](Self::credentials).
     ///
     /// # Errors
@@ -139,13 +155,14 @@ impl Builder {
                 "endpoint" => builder.endpoint = Some(value),
                 "project" => builder.project = Some(value),
                 "location" => builder.location = Some(value),
+                "ca_file" => builder.ca_file = Some(value.into()),
                 "extensions" => {
                     builder.extensions =
                         Some(value.parse().map_err(|_| bad(format!("extensions={value:?}: say true or false")))?);
                 }
                 other => {
                     return Err(bad(format!(
-                        "unknown parameter {other:?}; known: endpoint, project, location, extensions"
+                        "unknown parameter {other:?}; known: endpoint, project, location, extensions, ca_file"
                     )));
                 }
             }
@@ -206,9 +223,26 @@ impl Builder {
         };
         let extensions = self.extensions.unwrap_or(self.endpoint.is_some());
         let timeout = self.timeout.unwrap_or(DEFAULT_TIMEOUT);
-        let http = reqwest::Client::builder().timeout(timeout).build().map_err(ConfigError::Client)?;
+        let mut http = reqwest::Client::builder().timeout(timeout);
+        if let Some(path) = &self.ca_file {
+            for certificate in ca_bundle(path)? {
+                http = http.add_root_certificate(certificate);
+            }
+        }
+        let http = http.build().map_err(ConfigError::Client)?;
         Ok(VertexAiStore { client: Arc::new(Client::new(http, base, prefix, self.credentials, extensions)), engine })
     }
+}
+
+/// The certificates of a PEM CA bundle; at least one.
+fn ca_bundle(path: &std::path::Path) -> Result<Vec<reqwest::Certificate>, ConfigError> {
+    let bad = |message: String| ConfigError::Ca { path: path.display().to_string(), message };
+    let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+    let certificates = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(e.to_string()))?;
+    if certificates.is_empty() {
+        return Err(bad("holds no PEM certificate".to_owned()));
+    }
+    Ok(certificates)
 }
 
 /// `projects/P/locations/L/reasoningEngines/ID`, taken apart.

@@ -28,6 +28,8 @@ class AgentstateArtifactService(_Client, BaseArtifactService):
       token: an access token of the server (`--tokens-file`); else `AGENTSTATE_TOKEN`, else none.
       timeout: seconds per request.
       client: an `httpx.AsyncClient` to use instead of the service's own.
+      ca_file: a PEM bundle of CAs to trust beside the system's (a server's private CA); else
+        `AGENTSTATE_CA_FILE`.
     """
 
     @staticmethod

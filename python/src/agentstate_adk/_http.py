@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl
 from typing import Any, Optional
 from urllib.parse import quote, urlparse
 
@@ -11,6 +12,8 @@ import httpx
 
 #: The environment variable a token is read from when none is given.
 TOKEN_ENV = "AGENTSTATE_TOKEN"
+#: The environment variable a CA bundle is read from when none is given.
+CA_FILE_ENV = "AGENTSTATE_CA_FILE"
 
 
 class AgentstateError(Exception):
@@ -58,6 +61,7 @@ class _Client:
         token: Optional[str] = None,
         timeout: float = 30.0,
         client: Optional[httpx.AsyncClient] = None,
+        ca_file: Optional[str] = None,
         **_: Any,
     ) -> None:
         url = base_url or uri
@@ -67,6 +71,12 @@ class _Client:
         token = token if token is not None else os.environ.get(TOKEN_ENV)
         self._headers = {"authorization": f"Bearer {token}"} if token else {}
         self._timeout = timeout
+        ca_file = ca_file if ca_file is not None else os.environ.get(CA_FILE_ENV)
+        # The system's CAs, and those of the bundle (a server's `--tls-cert` from a private CA).
+        self._verify: ssl.SSLContext | bool = True
+        if ca_file:
+            self._verify = ssl.create_default_context()
+            self._verify.load_verify_locations(cafile=ca_file)
         self._own_client = client is None
         self._client = client
         self._loop: Optional[asyncio.AbstractEventLoop] = None
@@ -87,7 +97,7 @@ class _Client:
                 base_url=self._base,
                 headers=self._headers,
                 timeout=self._timeout,
-                transport=httpx.AsyncHTTPTransport(retries=2),
+                transport=httpx.AsyncHTTPTransport(retries=2, verify=self._verify),
             )
             self._loop = loop
         return self._client

@@ -71,6 +71,8 @@ class AgentstateSessionService(_Client, BaseSessionService):
       token: an access token of the server (`--tokens-file`); else `AGENTSTATE_TOKEN`, else none.
       timeout: seconds per request.
       client: an `httpx.AsyncClient` to use instead of the service's own.
+      ca_file: a PEM bundle of CAs to trust beside the system's, for a server serving TLS with a
+        certificate of a private CA; else `AGENTSTATE_CA_FILE`, else the system's alone.
     """
 
     @staticmethod

@@ -225,6 +225,17 @@ pub(crate) struct ServeArgs {
     /// Most connections open at once (further ones wait to be accepted).
     #[arg(long, env = "AGENTSTATE_MAX_CONNECTIONS", default_value_t = 1024)]
     pub(crate) max_connections: usize,
+    /// Serve HTTPS and gRPC over TLS on --addr (no cleartext there) with this certificate, PEM:
+    /// the leaf, then its chain. Read again when it changes (rotation without a restart).
+    #[arg(long, env = "AGENTSTATE_TLS_CERT", value_name = "FILE", requires = "tls_key")]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// The certificate's private key, PEM (PKCS#8; RSA or ECDSA P-256). Read again when it changes.
+    #[arg(long, env = "AGENTSTATE_TLS_KEY", value_name = "FILE", requires = "tls_cert")]
+    pub(crate) tls_key: Option<PathBuf>,
+    /// Mutual TLS: ask every client for a certificate signed by one of these CAs (PEM) and refuse
+    /// a client without one.
+    #[arg(long, env = "AGENTSTATE_TLS_CLIENT_CA", value_name = "FILE", requires = "tls_cert")]
+    pub(crate) tls_client_ca: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use agentstate::{Policies, SessionService};
-use agentstate_server::{AppState, Connections, Limits, Sweep, Tokens, app};
+use agentstate_server::{AppState, Connections, Limits, Sweep, Tls, TlsFiles, Tokens, app};
 use anyhow::{Context, bail};
 
 use super::args::ServeArgs;
@@ -75,6 +75,13 @@ impl ServeArgs {
         Sweep { every: (self.sweep_interval > 0).then(|| Duration::from_secs(self.sweep_interval)), ..Sweep::default() }
     }
 
+    /// TLS, when a certificate is given (clap has checked that the key is too).
+    fn tls(&self) -> anyhow::Result<Option<Tls>> {
+        let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else { return Ok(None) };
+        let files = TlsFiles { cert: cert.clone(), key: key.clone(), client_ca: self.tls_client_ca.clone() };
+        Ok(Some(Tls::load(&files).context("loading --tls-cert, --tls-key and --tls-client-ca")?))
+    }
+
     fn limits(&self) -> Limits {
         Limits {
             max_body_bytes: self.max_body_bytes,
@@ -88,6 +95,7 @@ impl ServeArgs {
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let tokens = args.tokens()?;
+    let tls = args.tls()?;
     if !args.addr.ip().is_loopback() && !tokens.is_enabled() && !args.insecure_allow_remote {
         bail!(
             "refusing to listen on {} without access tokens: anyone who can reach it could read and change every \
@@ -115,6 +123,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         addr = %listener.local_addr()?,
         db = %url,
         tokens = state.tokens().len(),
+        tls = tls.is_some(),
         "agentstate serving"
     );
     let sweeper = tokio::spawn(state.sweeper());
@@ -124,7 +133,10 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_connections: args.max_connections,
         ..Connections::default()
     };
-    agentstate_server::serve(listener, app(state), connections, shutdown_signal()).await?;
+    match tls {
+        Some(tls) => agentstate_server::serve_tls(listener, app(state), connections, tls, shutdown_signal()).await?,
+        None => agentstate_server::serve(listener, app(state), connections, shutdown_signal()).await?,
+    }
     sweeper.abort();
     tracing::info!("stopped");
     Ok(())

@@ -44,6 +44,8 @@ mod run;
 #[cfg(feature = "cli")]
 mod scale_out;
 mod support;
+#[cfg(all(feature = "cli", feature = "grpc"))]
+mod tls;
 #[cfg(feature = "cli")]
 mod transfer;
 mod vertex;

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::process::Command;
 
 use agentstate_conformance::reference::adk_python;
-use agentstate_server::{AppState, Connections, Tokens, app};
+use agentstate_server::{AppState, Connections, Tls, Tokens, app};
 use serde_json::{Value, json};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vertex/reference_client.py");
@@ -15,6 +15,11 @@ const TOKEN: &str = "vertex-client-token-0123456789";
 /// Serves `app` (REST, and gRPC beside it) over SQLite on a free loopback port, on a thread of
 /// its own, for the rest of the test run; its base URL.
 pub(crate) fn serve(tokens: Option<&str>) -> String {
+    format!("http://{}", serve_on(tokens, None))
+}
+
+/// [`serve`], over TLS when given; the address.
+pub(crate) fn serve_on(tokens: Option<&str>, tls: Option<Tls>) -> SocketAddr {
     let (sender, receiver) = std::sync::mpsc::channel();
     let tokens = tokens.map(|json| Tokens::parse(json).unwrap());
     std::thread::spawn(move || {
@@ -29,11 +34,12 @@ pub(crate) fn serve(tokens: Option<&str>) -> String {
                 state = state.with_tokens(tokens);
             }
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr: SocketAddr = listener.local_addr().unwrap();
-            sender.send(format!("http://{addr}")).unwrap();
-            agentstate_server::serve(listener, app(state), Connections::default(), std::future::pending())
-                .await
-                .unwrap();
+            sender.send(listener.local_addr().unwrap()).unwrap();
+            let (router, connections, forever) = (app(state), Connections::default(), std::future::pending());
+            match tls {
+                Some(tls) => agentstate_server::serve_tls(listener, router, connections, tls, forever).await.unwrap(),
+                None => agentstate_server::serve(listener, router, connections, forever).await.unwrap(),
+            }
         });
     });
     receiver.recv().unwrap()
