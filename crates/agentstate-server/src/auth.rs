@@ -28,6 +28,7 @@ use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
+use crate::jwt::Jwt;
 
 /// What a route needs from the caller when tokens are configured: the route table's
 /// authentication column.
@@ -104,6 +105,9 @@ pub struct Tokens {
     /// Requests refused so far: without a token, and with an unknown one (shared by clones).
     #[serde(skip)]
     failures: Arc<[AtomicU64; 2]>,
+    /// JWTs of an OpenID provider, beside the static tokens.
+    #[serde(skip)]
+    jwt: Option<Arc<Jwt>>,
 }
 
 /// Why a token configuration is unusable. Its messages never contain a token.
@@ -142,6 +146,11 @@ impl Permit {
     /// Everything (no tokens configured).
     pub(crate) fn all() -> Self {
         Self { apps: None, users: None, admin: true }
+    }
+
+    /// A grant's permit: these apps (`None`: every app), these users (`None`: every user).
+    pub(crate) fn granted(apps: Option<Vec<String>>, users: Option<Vec<String>>, admin: bool) -> Self {
+        Self { apps: apps.map(Into::into), users: users.map(Into::into), admin }
     }
 
     fn of(grant: &Grant) -> Self {
@@ -200,9 +209,16 @@ impl Tokens {
         Ok(tokens)
     }
 
-    /// Whether any token is configured.
+    /// Also accepts JWTs `jwt` verifies, beside the static tokens.
+    #[must_use]
+    pub fn with_jwt(mut self, jwt: Jwt) -> Self {
+        self.jwt = Some(Arc::new(jwt));
+        self
+    }
+
+    /// Whether any token is configured (static ones, or JWTs).
     pub fn is_enabled(&self) -> bool {
-        !self.tokens.is_empty()
+        !self.tokens.is_empty() || self.jwt.is_some()
     }
 
     /// How many tokens are configured.
@@ -227,28 +243,35 @@ impl Tokens {
     }
 
     /// The permit of the request's token (`Authorization: Bearer <token>`, or `x-goog-api-key`
-    /// as Google's clients send an API key): everything without tokens configured, 401 without a
-    /// known token.
-    pub(crate) fn authenticate(&self, headers: &HeaderMap) -> Result<Permit, ApiError> {
+    /// as Google's clients send an API key): a static token's grant, or a JWT's when JWTs are
+    /// configured; everything without tokens configured, 401 without a valid token.
+    pub(crate) async fn authenticate(&self, headers: &HeaderMap) -> Result<Permit, ApiError> {
         if !self.is_enabled() {
             return Ok(Permit::all());
         }
         let bearer =
             headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
         let api_key = headers.get("x-goog-api-key").and_then(|v| v.to_str().ok());
-        let presented = bearer.or(api_key).map(str::trim);
-        match presented.map(|t| self.find(t)) {
-            Some(Some(grant)) => Ok(Permit::of(grant)),
-            refused => {
-                let (reason, slot) = if refused.is_some() { ("unknown token", 1) } else { ("no token", 0) };
-                self.failures[slot].fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(reason, "authentication failed");
-                Err(ApiError::Unauthorized(
-                    "Missing or unknown access token: send `Authorization: Bearer <token>` (or `x-goog-api-key: <token>`)."
-                        .into(),
-                ))
-            }
+        let Some(presented) = bearer.or(api_key).map(str::trim) else {
+            self.failures[0].fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(reason = "no token", "authentication failed");
+            return Err(ApiError::Unauthorized(
+                "Missing access token: send `Authorization: Bearer <token>` (or `x-goog-api-key: <token>`).".into(),
+            ));
+        };
+        if let Some(grant) = self.find(presented) {
+            return Ok(Permit::of(grant));
         }
+        let reason = match &self.jwt {
+            Some(jwt) if Jwt::looks_like_jwt(presented) => match jwt.verify(presented).await {
+                Ok(permit) => return Ok(permit),
+                Err(reason) => reason,
+            },
+            _ => "unknown token".to_owned(),
+        };
+        self.failures[1].fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(reason, "authentication failed");
+        Err(ApiError::InvalidToken("Unknown or invalid access token.".into()))
     }
 
     /// Requests refused so far, as `(without a token, with an unknown token)`.
@@ -260,7 +283,7 @@ impl Tokens {
 /// Middleware of [`Access::Token`] and [`Access::BodyAppUser`] routes: authenticates the
 /// request; the handler gets its [`Permit`].
 pub(crate) async fn authenticate(State(tokens): State<Arc<Tokens>>, mut request: Request, next: Next) -> Response {
-    match tokens.authenticate(request.headers()) {
+    match tokens.authenticate(request.headers()).await {
         Ok(permit) => {
             request.extensions_mut().insert(permit);
             next.run(request).await
@@ -278,7 +301,7 @@ pub(crate) async fn authorize_admin(
     next: Next,
 ) -> Response {
     let app = params.get("app_name").map(String::as_str).unwrap_or_default();
-    let checked = tokens.authenticate(request.headers()).and_then(|permit| {
+    let checked = tokens.authenticate(request.headers()).await.and_then(|permit| {
         if !permit.admin || !permit.covers_every_user() {
             return Err(ApiError::Forbidden("This route needs an admin token (\"admin\": true, every user).".into()));
         }
@@ -299,7 +322,7 @@ pub(crate) async fn authorize_path(
     next: Next,
 ) -> Response {
     let app = params.get("app_name").map(String::as_str).unwrap_or_default();
-    let checked = tokens.authenticate(request.headers()).and_then(|permit| {
+    let checked = tokens.authenticate(request.headers()).await.and_then(|permit| {
         match params.get("user_id") {
             Some(user) => permit.check(app, user)?,
             // A route of the whole app: every user's sessions.
@@ -331,14 +354,14 @@ mod tests {
         headers
     }
 
-    #[test]
-    fn parses_and_checks_grants() {
+    #[tokio::test]
+    async fn parses_and_checks_grants() {
         let t = Tokens::parse(r#"{"tokens": [{"token": "0123456789abcdef", "apps": "*"}, {"token": "fedcba9876543210", "apps": ["a"], "users": ["u"]}]}"#).unwrap();
         assert!(t.is_enabled());
-        let permit = t.authenticate(&bearer("fedcba9876543210")).unwrap();
+        let permit = t.authenticate(&bearer("fedcba9876543210")).await.unwrap();
         assert!(permit.check("a", "u").is_ok() && permit.check("a", "v").is_err() && permit.check("b", "u").is_err());
-        assert!(t.authenticate(&bearer("fedcba987654321")).is_err());
-        assert!(t.authenticate(&HeaderMap::new()).is_err());
+        assert!(t.authenticate(&bearer("fedcba987654321")).await.is_err());
+        assert!(t.authenticate(&HeaderMap::new()).await.is_err());
         assert!(Tokens::parse(r#"{"tokens": [{"token": "short", "apps": "*"}]}"#).is_err());
         assert!(Tokens::parse(r#"{"tokens": [{"token": "0123456789abcdef", "apps": "some"}]}"#).is_err());
         assert!(Tokens::parse("{").is_err());

@@ -11,9 +11,13 @@ pub enum ApiError {
     /// 400.
     #[error("{0}")]
     BadRequest(String),
-    /// 401: no or an unknown bearer token.
+    /// 401: no bearer token.
     #[error("{0}")]
     Unauthorized(String),
+    /// 401: a bearer token that is unknown, or a JWT that does not verify
+    /// (`WWW-Authenticate: Bearer error="invalid_token"`).
+    #[error("{0}")]
+    InvalidToken(String),
     /// 403: the token may not touch this app or user.
     #[error("{0}")]
     Forbidden(String),
@@ -90,6 +94,12 @@ impl IntoResponse for ApiError {
             Self::Unauthorized(m) => {
                 let mut response = (StatusCode::UNAUTHORIZED, Json(json!({ "detail": m }))).into_response();
                 response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                return response;
+            }
+            Self::InvalidToken(m) => {
+                let mut response = (StatusCode::UNAUTHORIZED, Json(json!({ "detail": m }))).into_response();
+                let challenge = HeaderValue::from_static(r#"Bearer error="invalid_token""#);
+                response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
                 return response;
             }
             Self::Forbidden(m) => (StatusCode::FORBIDDEN, Value::String(m)),

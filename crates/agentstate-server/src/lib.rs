@@ -26,6 +26,7 @@ mod error;
 mod expiry;
 #[cfg(feature = "grpc")]
 pub mod grpc;
+mod jwt;
 mod limits;
 mod listen;
 mod metrics;
@@ -45,6 +46,7 @@ use tower_http::trace::TraceLayer;
 pub use auth::{Access, Tokens, TokensError};
 pub use error::ApiError;
 pub use expiry::{SWEEP_BATCH, Sweep, parse_retention, retain, sweep};
+pub use jwt::{Jwt, JwtConfig, JwtError, REFETCH_EVERY};
 pub use limits::Limits;
 pub use listen::{Connections, serve, serve_tls};
 pub use metrics::Metrics;

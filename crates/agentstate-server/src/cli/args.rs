@@ -232,6 +232,23 @@ pub(crate) struct ServeArgs {
     /// The certificate's private key, PEM (PKCS#8; RSA or ECDSA P-256). Read again when it changes.
     #[arg(long, env = "AGENTSTATE_TLS_KEY", value_name = "FILE", requires = "tls_cert")]
     pub(crate) tls_key: Option<PathBuf>,
+    /// Accept JWTs of an OpenID provider as bearer tokens, verified with the keys at this JWKS URL
+    /// (its `jwks_uri`; http only on loopback). A valid token grants the apps of its apps claim and
+    /// its user's sessions (every user's with `"agentstate_admin": true`). Static tokens keep working.
+    #[arg(long, env = "AGENTSTATE_JWT_JWKS_URL", value_name = "URL")]
+    pub(crate) jwt_jwks_url: Option<String>,
+    /// The `iss` every JWT must carry.
+    #[arg(long, env = "AGENTSTATE_JWT_ISSUER", requires = "jwt_jwks_url")]
+    pub(crate) jwt_issuer: Option<String>,
+    /// An `aud` every JWT must carry (alone or in its list).
+    #[arg(long, env = "AGENTSTATE_JWT_AUDIENCE", requires = "jwt_jwks_url")]
+    pub(crate) jwt_audience: Option<String>,
+    /// The claim naming the apps a JWT grants (a list, or "*").
+    #[arg(long, env = "AGENTSTATE_JWT_APPS_CLAIM", default_value = "apps")]
+    pub(crate) jwt_apps_claim: String,
+    /// The claim naming a JWT's user.
+    #[arg(long, env = "AGENTSTATE_JWT_USER_CLAIM", default_value = "sub")]
+    pub(crate) jwt_user_claim: String,
     /// Mutual TLS: ask every client for a certificate signed by one of these CAs (PEM) and refuse
     /// a client without one.
     #[arg(long, env = "AGENTSTATE_TLS_CLIENT_CA", value_name = "FILE", requires = "tls_cert")]

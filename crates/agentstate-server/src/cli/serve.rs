@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use agentstate::{Policies, SessionService};
-use agentstate_server::{AppState, Connections, Limits, Sweep, Tls, TlsFiles, Tokens, app};
+use agentstate_server::{AppState, Connections, Jwt, JwtConfig, Limits, Sweep, Tls, TlsFiles, Tokens, app};
 use anyhow::{Context, bail};
 
 use super::args::ServeArgs;
@@ -19,9 +19,19 @@ impl ServeArgs {
                 std::fs::read_to_string(path).with_context(|| format!("reading tokens from {}", path.display()))?
             }
             (None, Some(json)) => json.clone(),
-            (None, None) => return Ok(Tokens::default()),
+            (None, None) => String::from(r#"{"tokens": []}"#),
         };
-        Ok(Tokens::parse(&json)?)
+        let tokens = Tokens::parse(&json)?;
+        let Some(url) = &self.jwt_jwks_url else { return Ok(tokens) };
+        let config = JwtConfig {
+            jwks_url: url.clone(),
+            issuer: self.jwt_issuer.clone(),
+            audience: self.jwt_audience.clone(),
+            apps_claim: self.jwt_apps_claim.clone(),
+            user_claim: self.jwt_user_claim.clone(),
+            refetch_every: agentstate_server::REFETCH_EVERY,
+        };
+        Ok(tokens.with_jwt(Jwt::new(config)?))
     }
 
     /// The service's policies: default times to live, refresh on append, retention.

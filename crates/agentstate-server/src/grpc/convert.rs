@@ -227,8 +227,8 @@ impl Name {
 }
 
 /// The caller's permit, from `authorization: Bearer …` or `x-goog-api-key` metadata.
-pub(super) fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Permit, Status> {
-    Ok(state.tokens().authenticate(headers).map_err(GoogleError::from)?)
+pub(super) async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Permit, Status> {
+    Ok(state.tokens().authenticate(headers).await.map_err(GoogleError::from)?)
 }
 
 /// `PERMISSION_DENIED` unless `permit` covers `engine` (its app); its users are checked once

@@ -25,7 +25,7 @@ impl Operations {
     /// answered with nothing.
     async fn nothing_kept<R, T: Default>(&self, method: &str, request: &Request<R>) -> Result<Response<T>, Status> {
         counted(&self.state, method, async {
-            authenticate(&self.state, &request.metadata().clone().into_headers())?;
+            authenticate(&self.state, &request.metadata().clone().into_headers()).await?;
             Ok(T::default())
         })
         .await
@@ -35,7 +35,7 @@ impl Operations {
     async fn answer(&self, request: Request<String>) -> Result<lro::Operation, Status> {
         let headers = request.metadata().clone().into_headers();
         let name = request.into_inner();
-        let permit = authenticate(&self.state, &headers)?;
+        let permit = authenticate(&self.state, &headers).await?;
         let parsed = Name::parse(&name, "name")?;
         if parsed.operation.is_none() {
             return Err(Status::invalid_argument(format!("name {name:?} is not an operation")));

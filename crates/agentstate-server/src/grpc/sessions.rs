@@ -88,16 +88,21 @@ impl Sessions {
 
     /// The caller's permit and the engine `name` (the request's `field`) names, which the permit
     /// must cover. Authenticated first: without a token, a malformed name is still `UNAUTHENTICATED`.
-    fn engine_of(&self, headers: &HeaderMap, name: &str, field: &str) -> Result<(Permit, Engine), Status> {
-        let permit = authenticate(&self.state, headers)?;
+    async fn engine_of(&self, headers: &HeaderMap, name: &str, field: &str) -> Result<(Permit, Engine), Status> {
+        let permit = authenticate(&self.state, headers).await?;
         let engine = Name::engine(name, field)?;
         admit(&permit, &engine)?;
         Ok((permit, engine))
     }
 
     /// The caller's permit, and the engine and session id `name` names; as [`Self::engine_of`].
-    fn session_of(&self, headers: &HeaderMap, name: &str, field: &str) -> Result<(Permit, Engine, String), Status> {
-        let permit = authenticate(&self.state, headers)?;
+    async fn session_of(
+        &self,
+        headers: &HeaderMap,
+        name: &str,
+        field: &str,
+    ) -> Result<(Permit, Engine, String), Status> {
+        let permit = authenticate(&self.state, headers).await?;
         let (engine, id) = Name::session(name, field)?;
         admit(&permit, &engine)?;
         Ok((permit, engine, id))
@@ -115,7 +120,7 @@ impl api::session_service_server::SessionService for Sessions {
     async fn create_session(&self, request: Request<api::CreateSessionRequest>) -> Result<Response<Operation>, Status> {
         let (headers, request) = self.open(request);
         counted(&self.state, "CreateSession", async {
-            let (permit, engine) = self.engine_of(&headers, &request.parent, "parent")?;
+            let (permit, engine) = self.engine_of(&headers, &request.parent, "parent").await?;
             let body = to_json(&request.session.unwrap_or_default(), "session")?;
             let caller = self.caller(&engine, &permit, &headers);
             let session = caller.create(Some(request.session_id), body).await?;
@@ -127,7 +132,7 @@ impl api::session_service_server::SessionService for Sessions {
     async fn get_session(&self, request: Request<api::GetSessionRequest>) -> Result<Response<api::Session>, Status> {
         let (headers, request) = self.open(request);
         counted(&self.state, "GetSession", async {
-            let (permit, engine, id) = self.session_of(&headers, &request.name, "name")?;
+            let (permit, engine, id) = self.session_of(&headers, &request.name, "name").await?;
             let session = self.caller(&engine, &permit, &headers).get(&id, GetSessionConfig::recent(0)).await?;
             session_message(&engine, &session)
         })
@@ -140,7 +145,7 @@ impl api::session_service_server::SessionService for Sessions {
     ) -> Result<Response<api::ListSessionsResponse>, Status> {
         let (headers, request) = self.open(request);
         counted(&self.state, "ListSessions", async {
-            let (permit, engine) = self.engine_of(&headers, &request.parent, "parent")?;
+            let (permit, engine) = self.engine_of(&headers, &request.parent, "parent").await?;
             let page = page(request.page_size, request.page_token, request.filter, request.order_by);
             from_json(self.caller(&engine, &permit, &headers).list(page).await?)
         })
@@ -154,7 +159,7 @@ impl api::session_service_server::SessionService for Sessions {
         let (headers, request) = self.open(request);
         counted(&self.state, "UpdateSession", async {
             let session = request.session.unwrap_or_default();
-            let (permit, engine, id) = self.session_of(&headers, &session.name, "session.name")?;
+            let (permit, engine, id) = self.session_of(&headers, &session.name, "session.name").await?;
             let mask = request.update_mask.map(|m| m.paths.join(",")).filter(|m| !m.is_empty());
             let body = to_json(&session, "session")?;
             from_json(self.caller(&engine, &permit, &headers).patch(&id, body, mask.as_deref()).await?)
@@ -165,7 +170,7 @@ impl api::session_service_server::SessionService for Sessions {
     async fn delete_session(&self, request: Request<api::DeleteSessionRequest>) -> Result<Response<Operation>, Status> {
         let (headers, request) = self.open(request);
         counted(&self.state, "DeleteSession", async {
-            let (permit, engine, id) = self.session_of(&headers, &request.name, "name")?;
+            let (permit, engine, id) = self.session_of(&headers, &request.name, "name").await?;
             self.caller(&engine, &permit, &headers).delete(&id).await?;
             Ok(empty_operation(engine.empty_operation_name()))
         })
@@ -178,7 +183,7 @@ impl api::session_service_server::SessionService for Sessions {
     ) -> Result<Response<api::ListEventsResponse>, Status> {
         let (headers, request) = self.open(request);
         counted(&self.state, "ListEvents", async {
-            let (permit, engine, id) = self.session_of(&headers, &request.parent, "parent")?;
+            let (permit, engine, id) = self.session_of(&headers, &request.parent, "parent").await?;
             let mut page = page(request.page_size, request.page_token, request.filter, request.order_by);
             page.page_size.get_or_insert(DEFAULT_EVENT_PAGE);
             from_json(self.caller(&engine, &permit, &headers).events(&id, page).await?)
@@ -192,7 +197,7 @@ impl api::session_service_server::SessionService for Sessions {
     ) -> Result<Response<api::AppendEventResponse>, Status> {
         let (headers, request) = self.open(request);
         counted(&self.state, "AppendEvent", async {
-            let (permit, engine, id) = self.session_of(&headers, &request.name, "name")?;
+            let (permit, engine, id) = self.session_of(&headers, &request.name, "name").await?;
             let event = request.event.ok_or_else(|| Status::invalid_argument("event is required"))?;
             let body = to_json(&event, "event")?;
             self.caller(&engine, &permit, &headers).append(&id, body).await?;

@@ -99,7 +99,7 @@ pub(crate) async fn authorize(
     }
     // Not signed in yet is not a failed attempt: straight to the sign-in page, unasked.
     let asks = headers.contains_key(header::AUTHORIZATION) || !tokens.is_enabled();
-    let permit = match asks.then(|| tokens.authenticate(&headers)) {
+    let permit = match if asks { Some(tokens.authenticate(&headers).await) } else { None } {
         Some(Ok(permit)) => permit,
         _ => {
             let next = request.uri().path().to_owned();
@@ -187,7 +187,7 @@ pub(crate) async fn login(State(state): State<AppState>, Form(form): Form<LoginF
         return Redirect::to("/ui/login?failed=1").into_response();
     };
     headers.insert(header::AUTHORIZATION, value);
-    if state.tokens().authenticate(&headers).is_err() {
+    if state.tokens().authenticate(&headers).await.is_err() {
         return Redirect::to("/ui/login?failed=1").into_response();
     }
     // Only paths of this inspector: never an open redirect.

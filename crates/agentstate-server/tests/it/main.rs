@@ -26,6 +26,8 @@ mod inspector;
 mod java_project;
 #[cfg(feature = "cli")]
 mod js_package;
+#[cfg(feature = "grpc")]
+mod jwt;
 mod list_filters;
 #[cfg(feature = "cli")]
 mod load;

@@ -74,6 +74,7 @@ fn der(pem: &str) -> Vec<u8> {
 
 /// Serves on a fresh SQLite database over TLS; the address.
 fn serve_tls(files: &TlsFiles, tokens: Option<&str>) -> SocketAddr {
+    let tokens = tokens.map(|json| agentstate_server::Tokens::parse(json).unwrap());
     crate::vertex::serve_on(tokens, Some(Tls::load(files).unwrap()))
 }
 

@@ -15,13 +15,12 @@ const TOKEN: &str = "vertex-client-token-0123456789";
 /// Serves `app` (REST, and gRPC beside it) over SQLite on a free loopback port, on a thread of
 /// its own, for the rest of the test run; its base URL.
 pub(crate) fn serve(tokens: Option<&str>) -> String {
-    format!("http://{}", serve_on(tokens, None))
+    format!("http://{}", serve_on(tokens.map(|json| Tokens::parse(json).unwrap()), None))
 }
 
 /// [`serve`], over TLS when given; the address.
-pub(crate) fn serve_on(tokens: Option<&str>, tls: Option<Tls>) -> SocketAddr {
+pub(crate) fn serve_on(tokens: Option<Tokens>, tls: Option<Tls>) -> SocketAddr {
     let (sender, receiver) = std::sync::mpsc::channel();
-    let tokens = tokens.map(|json| Tokens::parse(json).unwrap());
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         runtime.block_on(async move {

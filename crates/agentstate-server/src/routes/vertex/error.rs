@@ -69,7 +69,7 @@ impl From<ApiError> for GoogleError {
                 (StatusCode::BAD_REQUEST, "INVALID_ARGUMENT")
             }
             ApiError::Timeout(_) => (StatusCode::REQUEST_TIMEOUT, "DEADLINE_EXCEEDED"),
-            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED"),
+            ApiError::Unauthorized(_) | ApiError::InvalidToken(_) => (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED"),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "PERMISSION_DENIED"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "ABORTED"),
@@ -126,6 +126,7 @@ pub(crate) async fn authorize_engine(
     let engine = params.get("engine");
     let checked = tokens
         .authenticate(request.headers())
+        .await
         .and_then(|permit| engine.map_or(Ok(()), |engine| permit.check_app(engine)).map(|()| permit));
     match checked {
         Ok(permit) => {
