@@ -264,7 +264,7 @@ impl Tokens {
         }
         let reason = match &self.jwt {
             Some(jwt) if Jwt::looks_like_jwt(presented) => match jwt.verify(presented).await {
-                Ok(permit) => return Ok(permit),
+                Ok(grant) => return Ok(Permit::granted(grant.apps, grant.users, grant.admin)),
                 Err(reason) => reason,
             },
             _ => "unknown token".to_owned(),

@@ -15,7 +15,16 @@ use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
 
-use crate::auth::Permit;
+/// What a valid token grants (the auth module makes it a permit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Grant {
+    /// These apps; `None`: every app.
+    pub(crate) apps: Option<Vec<String>>,
+    /// These users; `None`: every user.
+    pub(crate) users: Option<Vec<String>>,
+    /// Whether it is an admin's.
+    pub(crate) admin: bool,
+}
 
 /// The least time between two fetches of the key set (a flood of tokens naming unknown keys
 /// fetches it once per period).
@@ -114,8 +123,8 @@ impl Jwt {
         token.split('.').count() == 3 && token.starts_with("eyJ")
     }
 
-    /// The permit `token` grants, or why it grants none (for the log; never the token).
-    pub(crate) async fn verify(&self, token: &str) -> Result<Permit, String> {
+    /// What `token` grants, or why it grants nothing (for the log; never the token).
+    pub(crate) async fn verify(&self, token: &str) -> Result<Grant, String> {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(format!("a JWT of {} bytes, over {MAX_TOKEN_BYTES}", token.len()));
         }
@@ -158,7 +167,7 @@ impl Jwt {
         self.permit(&claims)
     }
 
-    fn permit(&self, claims: &Map<String, Value>) -> Result<Permit, String> {
+    fn permit(&self, claims: &Map<String, Value>) -> Result<Grant, String> {
         let (apps_claim, user_claim) = (&self.config.apps_claim, &self.config.user_claim);
         let apps = match claims.get(apps_claim) {
             Some(Value::String(all)) if all == "*" => None,
@@ -179,7 +188,7 @@ impl Jwt {
             let user = claims.get(user_claim).and_then(Value::as_str).filter(|u| !u.is_empty());
             Some(vec![user.ok_or(format!("the JWT has no {user_claim:?} claim naming its user"))?.to_owned()])
         };
-        Ok(Permit::granted(apps, users, admin))
+        Ok(Grant { apps, users, admin })
     }
 
     fn key(&self, kid: &str) -> Option<Key> {
