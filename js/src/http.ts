@@ -3,6 +3,8 @@
  * their errors mapped.
  */
 
+import { context, propagation } from '@opentelemetry/api';
+
 import {
   AgentstateAuthError,
   AgentstateError,
@@ -55,11 +57,15 @@ export class Client {
   async request(method: string, path: string, body?: Json): Promise<Response> {
     const repeatable = method !== 'POST' || path.endsWith('/events');
     const url = `${this.baseUrl}${path}`;
+    // The caller's trace (ADK's spans) goes on as the server's: a W3C `traceparent` from the
+    // active context, when an OpenTelemetry propagator is registered.
+    const headers: Record<string, string> = { ...this.#headers };
+    propagation.inject(context.active(), headers);
     for (let attempt = 1; ; attempt++) {
       try {
         return await fetch(url, {
           method,
-          headers: this.#headers,
+          headers,
           body: body === undefined ? undefined : JSON.stringify(body),
           signal: AbortSignal.timeout(this.timeoutMs),
         });

@@ -27,10 +27,12 @@ def binary() -> str:
 class Server:
     """`agentstate serve` on a throwaway SQLite file; stopped by `stop()`."""
 
-    def __init__(self, tokens: list[dict] | None = None, options: list[str] | None = None) -> None:
+    def __init__(
+        self, tokens: list[dict] | None = None, options: list[str] | None = None, env: dict[str, str] | None = None
+    ) -> None:
         self.dir = tempfile.mkdtemp(prefix="agentstate-adk-")
         args = [binary(), "serve", "--db", f"sqlite://{self.dir}/sessions.db", "--addr", "127.0.0.1:0", *(options or [])]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSTATE_")}
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTSTATE_", "OTEL_"))} | (env or {})
         env["RUST_LOG"] = "info"
         if tokens is not None:
             env["AGENTSTATE_TOKENS"] = json.dumps({"tokens": tokens})

@@ -33,6 +33,7 @@ mod metrics;
 pub mod openapi;
 mod routes;
 mod state;
+mod telemetry;
 mod tls;
 mod ui;
 
@@ -73,10 +74,7 @@ pub fn app(state: AppState) -> Router {
     #[cfg(not(feature = "grpc"))]
     drop(state);
     rest.layer(CatchPanicLayer::new())
-        .layer(TraceLayer::new_for_http().make_span_with(|request: &axum::http::Request<_>| {
-            let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
-            tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id = %id)
-        }))
+        .layer(TraceLayer::new_for_http().make_span_with(telemetry::request_span).on_response(telemetry::record_status))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
 }

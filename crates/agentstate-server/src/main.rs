@@ -6,19 +6,14 @@ mod cli {
     pub(crate) mod config;
     pub(crate) mod serve;
     pub(crate) mod sessions;
+    pub(crate) mod telemetry;
 }
 
 use cli::args::Command;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,agentstate=info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    let _telemetry = cli::telemetry::init()?;
     match cli::config::parse()? {
         Command::Serve(args) => cli::serve::run(*args).await,
         Command::Migrate(db) => cli::sessions::migrate(&db).await,

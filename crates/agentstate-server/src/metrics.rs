@@ -150,6 +150,8 @@ pub(crate) async fn track(State(metrics): State<Arc<Metrics>>, request: Request,
     let method = request.method().to_string();
     let route =
         request.extensions().get::<MatchedPath>().map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
+    // The request span is made before routing; the route is known here.
+    crate::telemetry::record_route(&method, &route);
     let response = next.run(request).await;
     metrics.observe(&method, &route, response.status().as_u16(), start.elapsed().as_secs_f64());
     response

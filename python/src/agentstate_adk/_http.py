@@ -9,6 +9,7 @@ from typing import Any, Optional
 from urllib.parse import quote, urlparse
 
 import httpx
+from opentelemetry import propagate
 
 #: The environment variable a token is read from when none is given.
 TOKEN_ENV = "AGENTSTATE_TOKEN"
@@ -109,6 +110,12 @@ class _Client:
             self._client = None
 
     async def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        # The caller's trace (ADK's invocation, agent and tool spans) goes on as the server's: a
+        # W3C `traceparent` from the context current at the call, when a propagator is installed.
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier)
+        if carrier:
+            kwargs["headers"] = {**carrier, **kwargs.get("headers", {})}
         try:
             response = await self._http().request(method, path, **kwargs)
         except httpx.TimeoutException as e:

@@ -48,6 +48,8 @@ mod scale_out;
 mod support;
 #[cfg(all(feature = "cli", feature = "grpc"))]
 mod tls;
+#[cfg(all(feature = "cli", feature = "grpc"))]
+mod traces;
 #[cfg(feature = "cli")]
 mod transfer;
 mod vertex;

@@ -126,7 +126,8 @@ impl SessionServiceBuilder {
 
 /// The span of an operation on one session.
 fn span(op: &'static str, key: &SessionKey) -> tracing::Span {
-    tracing::debug_span!("session", op, app = key.app_name(), user = key.user_id(), session = key.session_id())
+    let (app, user, session) = (key.app_name(), key.user_id(), key.session_id());
+    tracing::debug_span!("session", otel.name = op, db.operation.name = op, op, app, user, session)
 }
 
 impl SessionService {

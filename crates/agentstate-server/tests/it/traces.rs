@@ -1,0 +1,211 @@
+//! OpenTelemetry traces from the binary, received by an OTLP receiver the test starts: the
+//! request span continues the caller's `traceparent` (REST and gRPC), carries the semantic
+//! conventions' attributes, and the storage spans descend from it; without the variables nothing
+//! is exported, a malformed `traceparent` starts a trace of its own, an unreachable collector
+//! fails nothing, and a protocol the binary does not speak stops it at start.
+
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agentstate_server::grpc::proto::google::cloud::aiplatform::v1beta1 as api;
+use api::session_service_client::SessionServiceClient;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message as _;
+
+use crate::binary::{Running, serve_with_env};
+
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const PARENT: &str = "00f067aa0ba902b7";
+
+/// Spans received, and the service name they came with.
+#[derive(Default)]
+struct Received {
+    spans: Vec<Span>,
+    services: Vec<String>,
+}
+
+/// An OTLP/HTTP receiver on loopback: its endpoint and what it got.
+async fn receiver() -> (String, Arc<Mutex<Received>>) {
+    let received = Arc::new(Mutex::new(Received::default()));
+    let kept = Arc::clone(&received);
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(move |body: axum::body::Bytes| {
+            let kept = Arc::clone(&kept);
+            async move {
+                let request = ExportTraceServiceRequest::decode(body).unwrap();
+                let mut kept = kept.lock().unwrap();
+                for resource in request.resource_spans {
+                    let service = resource
+                        .resource
+                        .iter()
+                        .flat_map(|r| &r.attributes)
+                        .find(|a| a.key == "service.name")
+                        .and_then(|a| a.value.as_ref()?.value.as_ref())
+                        .map(|v| match v {
+                            Any::StringValue(s) => s.clone(),
+                            other => format!("{other:?}"),
+                        });
+                    kept.services.extend(service);
+                    kept.spans.extend(resource.scope_spans.into_iter().flat_map(|s| s.spans));
+                }
+                axum::http::StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (endpoint, received)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn attribute<'a>(span: &'a Span, key: &str) -> Option<&'a Any> {
+    span.attributes.iter().find(|a| a.key == key).and_then(|a| a.value.as_ref()?.value.as_ref())
+}
+
+fn text<'a>(span: &'a Span, key: &str) -> Option<&'a str> {
+    match attribute(span, key) {
+        Some(Any::StringValue(s)) => Some(s),
+        _ => None,
+    }
+}
+
+/// Waits (up to 20 s) for a span named `name` in trace `trace`.
+async fn span_named(received: &Mutex<Received>, trace: &str, name: &str) -> Span {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(span) =
+            received.lock().unwrap().spans.iter().find(|s| hex(&s.trace_id) == trace && s.name == name).cloned()
+        {
+            return span;
+        }
+        if Instant::now() > deadline {
+            let seen: Vec<_> =
+                received.lock().unwrap().spans.iter().map(|s| (hex(&s.trace_id), s.name.clone())).collect();
+            panic!("no span {name:?} in trace {trace} received; received {seen:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn serve_traced(endpoint: &str) -> (Running, String) {
+    let dir = std::env::temp_dir().join("agentstate-tests").join(agentstate::Event::new_id());
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = format!("sqlite://{}/traced.db", dir.display());
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint),
+        ("OTEL_SERVICE_NAME", "agentstate-under-test"),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+    ];
+    let (child, addr) = serve_with_env(&["--db", &db, "--addr", "127.0.0.1:0"], &env);
+    (Running(child), addr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_continues_the_callers_trace_with_its_attributes_and_storage_spans() {
+    let (endpoint, received) = receiver().await;
+    let (_server, addr) = serve_traced(&endpoint);
+    let http = reqwest::Client::new();
+    let created = http
+        .post(format!("http://{addr}/apps/travel/users/alice/sessions"))
+        .header("traceparent", format!("00-{TRACE}-{PARENT}-01"))
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 200);
+
+    let request = span_named(&received, TRACE, "POST /apps/{app_name}/users/{user_id}/sessions").await;
+    assert_eq!(hex(&request.parent_span_id), PARENT, "the caller's span is the parent");
+    assert_eq!(text(&request, "http.request.method"), Some("POST"));
+    assert_eq!(text(&request, "http.route"), Some("/apps/{app_name}/users/{user_id}/sessions"));
+    assert_eq!(attribute(&request, "http.response.status_code"), Some(&Any::IntValue(200)));
+    assert!(
+        request.attributes.iter().all(|a| a.key == "url.path" || !format!("{:?}", a.value).contains("alice")),
+        "a user's name outside url.path: {:?}",
+        request.attributes
+    );
+    // The storage work descends from the request.
+    let storage = span_named(&received, TRACE, "create_session").await;
+    assert_eq!(storage.parent_span_id, request.span_id, "the storage span is the request's child");
+    assert!(received.lock().unwrap().services.iter().all(|s| s == "agentstate-under-test"));
+
+    // gRPC: the same, from the call's metadata.
+    let grpc_trace = "0af7651916cd43dd8448eb211c80319c";
+    let channel = tonic::transport::Channel::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap();
+    let mut client = SessionServiceClient::new(channel);
+    let mut call = tonic::Request::new(api::CreateSessionRequest {
+        parent: "reasoningEngines/77".into(),
+        session: Some(api::Session { user_id: "alice".into(), ..Default::default() }),
+        session_id: String::new(),
+    });
+    call.metadata_mut().insert("traceparent", format!("00-{grpc_trace}-b7ad6b7169203331-01").parse().unwrap());
+    client.create_session(call).await.unwrap();
+    let rpc = span_named(&received, grpc_trace, "google.cloud.aiplatform.v1beta1.SessionService/CreateSession").await;
+    assert_eq!(hex(&rpc.parent_span_id), "b7ad6b7169203331");
+    assert_eq!(text(&rpc, "rpc.system"), Some("grpc"));
+    assert_eq!(text(&rpc, "rpc.service"), Some("google.cloud.aiplatform.v1beta1.SessionService"));
+    assert_eq!(text(&rpc, "rpc.method"), Some("CreateSession"));
+
+    // A malformed traceparent starts a trace of the server's own.
+    let before = received.lock().unwrap().spans.len();
+    let answered = http
+        .get(format!("http://{addr}/apps/travel/users/alice/sessions"))
+        .header("traceparent", "00-not-a-trace-01")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let root = loop {
+        let found = received.lock().unwrap().spans[before..]
+            .iter()
+            .find(|s| s.name == "GET /apps/{app_name}/users/{user_id}/sessions")
+            .cloned();
+        if let Some(span) = found {
+            break span;
+        }
+        assert!(Instant::now() < deadline, "no span for the request with a malformed traceparent");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(root.parent_span_id.is_empty(), "a root span");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_collector_fails_nothing() {
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let (_server, addr) = serve_traced(&endpoint);
+    let http = reqwest::Client::new();
+    for i in 0..20 {
+        let url = format!("http://{addr}/apps/travel/users/u{i}/sessions");
+        let created = http
+            .post(url)
+            .header("traceparent", format!("00-{TRACE}-{PARENT}-01"))
+            .json(&serde_json::json!({}))
+            .send()
+            .await;
+        assert_eq!(created.unwrap().status(), 200);
+    }
+}
+
+#[test]
+fn a_protocol_it_does_not_speak_stops_it_at_start() {
+    let out = Command::new(env!("CARGO_BIN_EXE_agentstate"))
+        .args(["serve", "--db", "sqlite::memory:", "--addr", "127.0.0.1:0"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317")
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL"), "{stderr}");
+}
