@@ -462,6 +462,10 @@ impl SessionStore for ArtifactFiles {
 
     /// The inner store's, with this store's artifacts and lifecycle (which removes the expired
     /// sessions' payload files).
+    fn system(&self) -> &'static str {
+        self.inner.system()
+    }
+
     fn capabilities(&self) -> Capabilities<'_> {
         let mut capabilities = self.inner.capabilities();
         if capabilities.lifecycle.is_some() {

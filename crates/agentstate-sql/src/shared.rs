@@ -356,6 +356,13 @@ macro_rules! pool_store {
                 ops::users_with_session(&self.pool, app, session_id, now_micros).await
             }
 
+            fn system(&self) -> &'static str {
+
+                ops::SYSTEM
+
+            }
+
+
             fn capabilities(&self) -> agentstate::store::Capabilities<'_> {
                 agentstate::store::Capabilities::every(self)
             }

@@ -187,6 +187,9 @@ impl Client {
         for (name, value) in &call.headers {
             request = request.header(*name, value);
         }
+        for (name, value) in trace_context() {
+            request = request.header(name, value);
+        }
         if let Some(body) = &call.body {
             request = request.json(body);
         }
@@ -225,6 +228,23 @@ fn backoff(attempt: u32) -> Duration {
     let base = 50u64.saturating_mul(4u64.saturating_pow(attempt.saturating_sub(1))).min(2_000);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
     Duration::from_millis(base + u64::from(nanos) % (base / 4 + 1))
+}
+
+/// The current span's trace as W3C `traceparent` (and `tracestate`) headers, when an OpenTelemetry
+/// propagator is installed and the current `tracing` span belongs to a trace; none otherwise.
+fn trace_context() -> Vec<(String, String)> {
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+    struct Headers(Vec<(String, String)>);
+    impl opentelemetry::propagation::Injector for Headers {
+        fn set(&mut self, key: &str, value: String) {
+            self.0.push((key.to_owned(), value));
+        }
+    }
+    let context = tracing::Span::current().context();
+    let mut headers = Headers(Vec::new());
+    opentelemetry::global::get_text_map_propagator(|propagator| propagator.inject_context(&context, &mut headers));
+    headers.0
 }
 
 #[cfg(test)]

@@ -491,6 +491,10 @@ impl SessionStore for VertexAiStore {
 
     /// History answered here: by the server (with agentstate's extensions), or replayed from
     /// the events (without).
+    fn system(&self) -> &'static str {
+        "vertex_ai"
+    }
+
     fn capabilities(&self) -> Capabilities<'_> {
         Capabilities::none().with_remote_history(self)
     }

@@ -473,6 +473,10 @@ impl SessionStore for RedisStore {
         Ok(users.into_iter().zip(metas).filter(|(_, meta)| meta_live(meta, now_micros)).map(|(user, _)| user).collect())
     }
 
+    fn system(&self) -> &'static str {
+        "redis"
+    }
+
     fn capabilities(&self) -> Capabilities<'_> {
         Capabilities::every(self)
     }

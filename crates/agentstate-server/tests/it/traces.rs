@@ -2,7 +2,8 @@
 //! request span continues the caller's `traceparent` (REST and gRPC), carries the semantic
 //! conventions' attributes, and the storage spans descend from it; without the variables nothing
 //! is exported, a malformed `traceparent` starts a trace of its own, an unreachable collector
-//! fails nothing, and a protocol the binary does not speak stops it at start.
+//! fails nothing, and a protocol the binary does not speak stops it at start. The Agent Engine
+//! client crate (ADK-Rust's remote store) sends the current span's trace.
 
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -135,6 +136,8 @@ async fn a_request_continues_the_callers_trace_with_its_attributes_and_storage_s
     // The storage work descends from the request.
     let storage = span_named(&received, TRACE, "create_session").await;
     assert_eq!(storage.parent_span_id, request.span_id, "the storage span is the request's child");
+    assert_eq!(text(&storage, "db.system.name"), Some("sqlite"));
+    assert_eq!(text(&storage, "db.operation.name"), Some("create_session"));
     assert!(received.lock().unwrap().services.iter().all(|s| s == "agentstate-under-test"));
 
     // gRPC: the same, from the call's metadata.
@@ -208,4 +211,63 @@ fn a_protocol_it_does_not_speak_stops_it_at_start() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL"), "{stderr}");
+}
+
+/// Forwards every request to `target`, keeping each one's `traceparent`; its base URL.
+async fn recording(target: String) -> (String, Arc<Mutex<Vec<Option<String>>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&seen);
+    let forward = move |request: axum::extract::Request| {
+        let (kept, target) = (Arc::clone(&kept), target.clone());
+        async move {
+            let header = request.headers().get("traceparent").and_then(|v| v.to_str().ok()).map(str::to_owned);
+            kept.lock().unwrap().push(header);
+            let (parts, body) = request.into_parts();
+            let body = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+            let mut headers = parts.headers.clone();
+            headers.remove("host");
+            let url = format!("{target}{}", parts.uri.path_and_query().map_or("", |p| p.as_str()));
+            let answer =
+                reqwest::Client::new().request(parts.method, url).headers(headers).body(body).send().await.unwrap();
+            (answer.status(), answer.bytes().await.unwrap())
+        }
+    };
+    let app = axum::Router::new().fallback(forward);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, seen)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_agent_engine_client_crate_sends_the_current_trace() {
+    use agentstate::{CreateSession, SessionService};
+    use opentelemetry::trace::{TraceContextExt as _, TracerProvider as _};
+    use tracing::Instrument as _;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    let (proxy, seen) = recording(crate::vertex::serve(None)).await;
+    let store = agentstate_vertex::Builder::default().endpoint(proxy).build().unwrap();
+    let service = SessionService::new(store);
+    // No propagator, no trace: no header.
+    service.create_session(CreateSession::new("88", "u")).await.unwrap();
+    let before = seen.lock().unwrap().len();
+    assert!(before > 0 && seen.lock().unwrap().iter().all(Option::is_none));
+
+    // An agent's span, as ADK-Rust's tracing makes one, with OpenTelemetry under it.
+    opentelemetry::global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+    let subscriber =
+        tracing_subscriber::registry().with(tracing_opentelemetry::layer().with_tracer(provider.tracer("agent")));
+    let _current = tracing::subscriber::set_default(subscriber);
+    let turn = tracing::info_span!("agent turn");
+    let trace = turn.context().span().span_context().trace_id().to_string();
+    service.create_session(CreateSession::new("88", "u")).instrument(turn).await.unwrap();
+    let sent = seen.lock().unwrap()[before..].to_vec();
+    assert!(!sent.is_empty());
+    for header in sent {
+        let header = header.expect("a traceparent on every request of the traced call");
+        assert!(header.starts_with(&format!("00-{trace}-")), "{header} is not of trace {trace}");
+    }
 }

@@ -266,6 +266,10 @@ impl SessionStore for SqliteStore {
         self.read(move |conn| ops::users_with_session(conn, &app, &session_id, now_micros)).await
     }
 
+    fn system(&self) -> &'static str {
+        "sqlite"
+    }
+
     fn capabilities(&self) -> Capabilities<'_> {
         Capabilities::every(self)
     }

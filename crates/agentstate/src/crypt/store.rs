@@ -188,6 +188,10 @@ impl<S: SessionStore> SessionStore for EncryptedStore<S> {
         self.inner.users_with_session(app, session_id, now_micros).await
     }
 
+    fn system(&self) -> &'static str {
+        self.inner.system()
+    }
+
     fn capabilities(&self) -> Capabilities<'_> {
         let inner = self.inner.capabilities();
         let mut capabilities = Capabilities::none();

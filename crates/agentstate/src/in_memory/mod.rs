@@ -292,6 +292,10 @@ impl SessionStore for InMemoryStore {
         Ok(users)
     }
 
+    fn system(&self) -> &'static str {
+        "memory"
+    }
+
     fn capabilities(&self) -> Capabilities<'_> {
         Capabilities::none()
             .with_history(self)

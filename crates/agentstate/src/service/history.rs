@@ -5,7 +5,7 @@
 
 use tracing::Instrument;
 
-use super::{SessionService, span};
+use super::SessionService;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::history::{EventDiff, ForkSession, HistoryAt, StateAt};
@@ -34,7 +34,7 @@ impl SessionService {
                 None => self.replay("answer history questions")?.state_at(key, &at).await,
             }
         };
-        answer.instrument(span("state_at", key)).await
+        answer.instrument(self.span("state_at", key)).await
     }
 
     /// What the event `event_id` changed: each key it set, changed (old and new value) or
@@ -48,7 +48,7 @@ impl SessionService {
                 None => self.replay("answer history questions")?.event_diff(key, event_id).await,
             }
         };
-        answer.instrument(span("event_diff", key)).await
+        answer.instrument(self.span("event_diff", key)).await
     }
 
     /// Rewinds `session` to before invocation `before_invocation_id`, as ADK for Python's
@@ -238,6 +238,6 @@ impl SessionService {
             }
             Ok(fork)
         };
-        answer.instrument(span("fork_session", &request.source)).await
+        answer.instrument(self.span("fork_session", &request.source)).await
     }
 }

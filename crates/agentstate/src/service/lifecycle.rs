@@ -6,7 +6,7 @@
 use tracing::Instrument;
 
 use super::requests::timestamp_micros;
-use super::{Retention, SessionService, span};
+use super::{Retention, SessionService};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::key::{SessionKey, validate_id};
@@ -94,7 +94,8 @@ impl SessionService {
     pub async fn set_expire_time(&self, key: &SessionKey, expire_time: Option<f64>) -> Result<()> {
         let micros = timestamp_micros("expire_time", expire_time)?;
         let lifecycle = self.lifecycle("change an expire time")?;
-        let moved = lifecycle.set_expire_time(key, micros, self.now_micros()).instrument(span("set_expire_time", key));
+        let moved =
+            lifecycle.set_expire_time(key, micros, self.now_micros()).instrument(self.span("set_expire_time", key));
         match moved.await? {
             true => Ok(()),
             false => Err(Error::NotFound { session_id: key.session_id().to_owned() }),
@@ -113,7 +114,8 @@ impl SessionService {
         };
         checked.validate()?;
         let lifecycle = self.lifecycle("change a display name or labels")?;
-        let set = lifecycle.set_attributes(key, &update, self.now_micros()).instrument(span("set_attributes", key));
+        let set =
+            lifecycle.set_attributes(key, &update, self.now_micros()).instrument(self.span("set_attributes", key));
         match set.await? {
             true => Ok(()),
             false => Err(Error::NotFound { session_id: key.session_id().to_owned() }),
@@ -132,7 +134,7 @@ impl SessionService {
         }
         let history = self.history_store("drop old events")?;
         let now = self.now_micros();
-        let span = span("apply_retention", key);
+        let span = self.span("apply_retention", key);
         let store = self.store();
         let event_time = |e: &crate::Event| e.time().micros();
         let newest = |n: usize| async move {

@@ -124,13 +124,24 @@ impl SessionServiceBuilder {
     }
 }
 
-/// The span of an operation on one session.
-fn span(op: &'static str, key: &SessionKey) -> tracing::Span {
-    let (app, user, session) = (key.app_name(), key.user_id(), key.session_id());
-    tracing::debug_span!("session", otel.name = op, db.operation.name = op, op, app, user, session)
-}
-
 impl SessionService {
+    /// The span of one storage step: named by the operation, with the database it runs on
+    /// (OpenTelemetry's `db.operation.name` and `db.system.name`).
+    fn span(&self, op: &'static str, key: &SessionKey) -> tracing::Span {
+        let (app, user, session) = (key.app_name(), key.user_id(), key.session_id());
+        let system = self.inner.store.system();
+        tracing::debug_span!(
+            "session",
+            otel.name = op,
+            db.operation.name = op,
+            db.system.name = system,
+            op,
+            app,
+            user,
+            session
+        )
+    }
+
     /// The service over `store`, with no policies and the system clock.
     pub fn new(store: impl SessionStore) -> Self {
         Self::builder(store).build_unchecked()
@@ -205,7 +216,7 @@ impl SessionService {
         if let Some(ttl) = ttl {
             attributes.expire_time_micros = Some(clock::after(now, ttl));
         }
-        let span = span("create_session", &key);
+        let span = self.span("create_session", &key);
         let state = ScopedState::split(state);
         let history_start = Some(merge_scopes(&state.session, &state.app, &state.user));
         let new = NewSession { key, state, create_time_micros: now, attributes, history_start };
@@ -216,7 +227,7 @@ impl SessionService {
     /// has expired.
     pub async fn get_session(&self, key: &SessionKey, config: GetSessionConfig) -> Result<Option<Session>> {
         let read = SessionRead::decoded(config.window(), self.now_micros());
-        let found = self.inner.store.get(key, &read).instrument(span("get_session", key)).await?;
+        let found = self.inner.store.get(key, &read).instrument(self.span("get_session", key)).await?;
         Ok(found.map(|loaded| window::since(loaded, config.after_timestamp).session))
     }
 
@@ -230,7 +241,7 @@ impl SessionService {
         config: GetSessionConfig,
     ) -> Result<Option<LoadedSession>> {
         let read = SessionRead { window: config.window(), form: EventForm::Stored, now_micros: self.now_micros() };
-        let found = self.inner.store.get(key, &read).instrument(span("get_session_stored", key)).await?;
+        let found = self.inner.store.get(key, &read).instrument(self.span("get_session_stored", key)).await?;
         Ok(found.map(|loaded| window::since(loaded, config.after_timestamp)))
     }
 
@@ -336,7 +347,7 @@ impl SessionService {
     /// Deletes a session, its events and its artifacts (the user's `user:` artifacts stay).
     /// Deleting a missing session succeeds; app and user state stay.
     pub async fn delete_session(&self, key: &SessionKey) -> Result<()> {
-        self.inner.store.delete(key).instrument(span("delete_session", key)).await?;
+        self.inner.store.delete(key).instrument(self.span("delete_session", key)).await?;
         if let Some(artifacts) = self.capabilities().artifacts {
             artifacts.delete_session_artifacts(key.app_name(), key.user_id(), key.session_id()).await?;
         }
@@ -361,7 +372,7 @@ impl SessionService {
         }
         let (commit, temp) = commit::prepare(&self.target(session.key(), session.last_update_micros()), event)?;
         let (event, extended) = (Arc::clone(&commit.event), commit.extend_expiry_to);
-        match self.inner.store.commit(commit).instrument(span("append_event", session.key())).await? {
+        match self.inner.store.commit(commit).instrument(self.span("append_event", session.key())).await? {
             CommitOutcome::Committed => {
                 session.record_commit(Arc::clone(&event), &temp, extended);
                 Ok(Arc::unwrap_or_clone(event))
@@ -381,7 +392,7 @@ impl SessionService {
         }
         let (commit, _temp) = commit::prepare(&self.target(key, marker), event)?;
         let event = Arc::clone(&commit.event);
-        match self.inner.store.commit(commit).instrument(span("append_at", key)).await? {
+        match self.inner.store.commit(commit).instrument(self.span("append_at", key)).await? {
             CommitOutcome::Committed => Ok(Appended { event: Arc::unwrap_or_clone(event), duplicate: false }),
             CommitOutcome::Duplicate(stored) => Ok(Appended { event: *stored, duplicate: true }),
         }
@@ -461,7 +472,7 @@ impl SessionService {
             EventSelect::Page { after: cursor, since_micros, limit }
         };
         let query = EventQuery { key: key.clone(), select, now_micros: self.now_micros() };
-        let found = self.inner.store.events(&query).instrument(span("list_events", key)).await?;
+        let found = self.inner.store.events(&query).instrument(self.span("list_events", key)).await?;
         Ok(found.map(|mut events| {
             window::drop_before(&mut events, since);
             if request.newest_first {
@@ -502,6 +513,6 @@ impl SessionService {
 
     /// How many events the session holds; `None` if it does not exist (or expired).
     pub async fn count_events(&self, key: &SessionKey) -> Result<Option<usize>> {
-        self.inner.store.count_events(key, self.now_micros()).instrument(span("count_events", key)).await
+        self.inner.store.count_events(key, self.now_micros()).instrument(self.span("count_events", key)).await
     }
 }

@@ -203,6 +203,12 @@ pub trait SessionStore: Send + Sync + 'static {
     /// sorted: for addressing a session by app and id alone, as the managed service does.
     async fn users_with_session(&self, app: &str, session_id: &str, now_micros: i64) -> Result<Vec<String>>;
 
+    /// The database behind it, as OpenTelemetry's `db.system.name` names it (`sqlite`,
+    /// `postgresql`, `mysql`, `redis`, …), for the storage spans. The default: `other`.
+    fn system(&self) -> &'static str {
+        "other"
+    }
+
     /// What the store offers beyond the core. The default: nothing.
     fn capabilities(&self) -> Capabilities<'_> {
         Capabilities::none()
@@ -260,6 +266,10 @@ impl<T: DelegatingStore> SessionStore for T {
 
     async fn users_with_session(&self, app: &str, session_id: &str, now_micros: i64) -> Result<Vec<String>> {
         self.delegate().users_with_session(app, session_id, now_micros).await
+    }
+
+    fn system(&self) -> &'static str {
+        self.delegate().system()
     }
 
     fn capabilities(&self) -> Capabilities<'_> {

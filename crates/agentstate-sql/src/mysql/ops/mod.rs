@@ -25,6 +25,9 @@ use crate::codec::{self, merge_row, micros, parse_state, state_text};
 use crate::pool::sqlx_error;
 
 crate::shared::operations!(sqlx::MySql);
+
+/// `db.system.name` (MariaDB and Galera speak the same protocol and are named as MySQL).
+pub(crate) const SYSTEM: &str = "mysql";
 crate::memories::memory_operations!(sqlx::MySql);
 crate::leases::lease_operations!(sqlx::MySql);
 crate::artifacts::artifact_operations!(sqlx::MySql);

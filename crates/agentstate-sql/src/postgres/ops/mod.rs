@@ -24,6 +24,9 @@ use crate::pool::{keyed, sqlx_error};
 use crate::shared::expiry_time;
 
 crate::shared::operations!(sqlx::Postgres);
+
+/// `db.system.name`.
+pub(crate) const SYSTEM: &str = "postgresql";
 crate::memories::memory_operations!(sqlx::Postgres);
 crate::leases::lease_operations!(sqlx::Postgres);
 crate::artifacts::artifact_operations!(sqlx::Postgres);
