@@ -86,22 +86,20 @@ impl From<agentstate::Error> for ApiError {
     }
 }
 
+/// 401 with its `WWW-Authenticate` challenge.
+fn unauthorized(detail: &str, challenge: &'static str) -> Response {
+    let mut response = (StatusCode::UNAUTHORIZED, Json(json!({ "detail": detail }))).into_response();
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+    response
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, detail) = match self {
             Self::BadRequest(m) => (StatusCode::BAD_REQUEST, Value::String(m)),
             Self::NotFound(m) => (StatusCode::NOT_FOUND, Value::String(m)),
-            Self::Unauthorized(m) => {
-                let mut response = (StatusCode::UNAUTHORIZED, Json(json!({ "detail": m }))).into_response();
-                response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-                return response;
-            }
-            Self::InvalidToken(m) => {
-                let mut response = (StatusCode::UNAUTHORIZED, Json(json!({ "detail": m }))).into_response();
-                let challenge = HeaderValue::from_static(r#"Bearer error="invalid_token""#);
-                response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
-                return response;
-            }
+            Self::Unauthorized(m) => return unauthorized(&m, "Bearer"),
+            Self::InvalidToken(m) => return unauthorized(&m, r#"Bearer error="invalid_token""#),
             Self::Forbidden(m) => (StatusCode::FORBIDDEN, Value::String(m)),
             Self::Conflict(m) => (StatusCode::CONFLICT, Value::String(m)),
             Self::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, Value::String(m)),

@@ -85,6 +85,8 @@ pub struct Jwt {
     keys: RwLock<HashMap<String, Key>>,
     /// When the set was last fetched (`None`: never); held while fetching.
     fetched: tokio::sync::Mutex<Option<Instant>>,
+    /// What a token of each accepted algorithm must satisfy, made once from the configuration.
+    validations: Vec<(Algorithm, Validation)>,
 }
 
 impl std::fmt::Debug for Jwt {
@@ -98,6 +100,30 @@ struct Key {
     key: DecodingKey,
     /// The `alg` the set names for it, if it does.
     algorithm: Option<Algorithm>,
+}
+
+/// What a token signed with `alg` must satisfy: `exp` (and `nbf` when present) within the leeway,
+/// the configured `iss` and `aud` when there are.
+fn validation(config: &JwtConfig, alg: Algorithm) -> Validation {
+    let mut validation = Validation::new(alg);
+    validation.leeway = LEEWAY_SECS;
+    validation.validate_nbf = true;
+    validation.required_spec_claims = ["exp".to_owned()].into();
+    match &config.issuer {
+        Some(issuer) => {
+            validation.set_issuer(&[issuer]);
+            validation.required_spec_claims.insert("iss".to_owned());
+        }
+        None => validation.iss = None,
+    }
+    match &config.audience {
+        Some(audience) => {
+            validation.set_audience(&[audience]);
+            validation.required_spec_claims.insert("aud".to_owned());
+        }
+        None => validation.validate_aud = false,
+    }
+    validation
 }
 
 impl Jwt {
@@ -114,7 +140,14 @@ impl Jwt {
             return Err(JwtError::Url(config.jwks_url));
         }
         let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().map_err(JwtError::Client)?;
-        Ok(Self { config, http, keys: RwLock::new(HashMap::new()), fetched: tokio::sync::Mutex::new(None) })
+        let validations = ALGORITHMS.iter().map(|alg| (*alg, validation(&config, *alg))).collect();
+        Ok(Self {
+            config,
+            http,
+            keys: RwLock::new(HashMap::new()),
+            fetched: tokio::sync::Mutex::new(None),
+            validations,
+        })
     }
 
     /// Whether `token` has a JWT's shape (three dot-separated parts), so static tokens are not
@@ -129,9 +162,10 @@ impl Jwt {
             return Err(format!("a JWT of {} bytes, over {MAX_TOKEN_BYTES}", token.len()));
         }
         let header = jsonwebtoken::decode_header(token).map_err(|e| format!("malformed JWT header: {e}"))?;
-        if !ALGORITHMS.contains(&header.alg) {
+        // Only the accepted algorithms have a validation.
+        let Some((_, validation)) = self.validations.iter().find(|(alg, _)| *alg == header.alg) else {
             return Err(format!("algorithm {:?} is not accepted (RS256, ES256, EdDSA)", header.alg));
-        }
+        };
         let kid = header.kid.ok_or("the JWT names no key (kid)")?;
         let key = match self.key(&kid) {
             Some(key) => key,
@@ -143,25 +177,7 @@ impl Jwt {
         if key.algorithm.is_some_and(|a| a != header.alg) {
             return Err(format!("key {kid:?} is for another algorithm than {:?}", header.alg));
         }
-        let mut validation = Validation::new(header.alg);
-        validation.leeway = LEEWAY_SECS;
-        validation.validate_nbf = true;
-        validation.required_spec_claims = ["exp".to_owned()].into();
-        match &self.config.issuer {
-            Some(issuer) => {
-                validation.set_issuer(&[issuer]);
-                validation.required_spec_claims.insert("iss".to_owned());
-            }
-            None => validation.iss = None,
-        }
-        match &self.config.audience {
-            Some(audience) => {
-                validation.set_audience(&[audience]);
-                validation.required_spec_claims.insert("aud".to_owned());
-            }
-            None => validation.validate_aud = false,
-        }
-        let claims = jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, &validation)
+        let claims = jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, validation)
             .map_err(|e| format!("JWT refused: {e}"))?
             .claims;
         self.permit(&claims)

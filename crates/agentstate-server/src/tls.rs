@@ -33,7 +33,8 @@ pub struct TlsFiles {
 /// What was wrong with the TLS files. Names paths, never key material.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    /// A file could not be read or holds no PEM of the kind expected.
+    /// A file could not be read, holds no PEM of the kind expected, or (the client CA) is refused
+    /// as a trust anchor.
     #[error("{path}: {what}")]
     File {
         /// The file.
@@ -44,14 +45,6 @@ pub enum TlsError {
     /// rustls refused the material (a key that does not match the certificate, say).
     #[error("TLS: {0}")]
     Rustls(#[from] rustls::Error),
-    /// The client CA file was refused as a trust anchor.
-    #[error("{path}: {what}")]
-    ClientCa {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        what: String,
-    },
 }
 
 fn file_error(path: &Path, what: impl fmt::Display) -> TlsError {
@@ -82,13 +75,11 @@ impl Tls {
             Some(path) => {
                 let mut roots = RootCertStore::empty();
                 for certificate in certificates(path)? {
-                    roots
-                        .add(certificate)
-                        .map_err(|e| TlsError::ClientCa { path: path.clone(), what: e.to_string() })?;
+                    roots.add(certificate).map_err(|e| file_error(path, e))?;
                 }
                 let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
                     .build()
-                    .map_err(|e| TlsError::ClientCa { path: path.clone(), what: e.to_string() })?;
+                    .map_err(|e| file_error(path, e))?;
                 builder.with_client_cert_verifier(verifier)
             }
         };

@@ -11,17 +11,21 @@ use super::backend::open;
 
 impl ServeArgs {
     fn tokens(&self) -> anyhow::Result<Tokens> {
-        let json = match (&self.tokens_file, &self.tokens) {
+        let tokens = match (&self.tokens_file, &self.tokens) {
             (Some(_), Some(_)) => {
                 bail!("give access tokens either as --tokens-file or as --tokens/AGENTSTATE_TOKENS, not both")
             }
-            (Some(path), None) => {
-                std::fs::read_to_string(path).with_context(|| format!("reading tokens from {}", path.display()))?
-            }
-            (None, Some(json)) => json.clone(),
-            (None, None) => String::from(r#"{"tokens": []}"#),
+            (Some(path), None) => Tokens::parse(
+                &std::fs::read_to_string(path).with_context(|| format!("reading tokens from {}", path.display()))?,
+            )?,
+            (None, Some(json)) => Tokens::parse(json)?,
+            (None, None) => Tokens::default(),
         };
-        let tokens = Tokens::parse(&json)?;
+        self.with_jwt(tokens)
+    }
+
+    /// `tokens`, also accepting JWTs when `--jwt-jwks-url` is given.
+    fn with_jwt(&self, tokens: Tokens) -> anyhow::Result<Tokens> {
         let Some(url) = &self.jwt_jwks_url else { return Ok(tokens) };
         let config = JwtConfig {
             jwks_url: url.clone(),

@@ -54,23 +54,18 @@ pub(crate) fn init() -> anyhow::Result<Telemetry> {
         .with_http()
         .build()
         .context("the OTLP exporter (OTEL_EXPORTER_OTLP_ENDPOINT)")?;
-    let resource = opentelemetry_sdk::Resource::builder().build();
-    let resource = if set("OTEL_SERVICE_NAME")
-        || std::env::var("OTEL_RESOURCE_ATTRIBUTES").is_ok_and(|a| a.contains("service.name="))
+    // The SDK reads the service name from the environment; ours where it gives none.
+    let mut resource = opentelemetry_sdk::Resource::builder();
+    if !set("OTEL_SERVICE_NAME")
+        && !std::env::var("OTEL_RESOURCE_ATTRIBUTES").is_ok_and(|a| a.contains("service.name="))
     {
-        resource
-    } else {
-        opentelemetry_sdk::Resource::builder().with_service_name("agentstate").build()
-    };
-    let provider = SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource).build();
+        resource = resource.with_service_name("agentstate");
+    }
+    let provider = SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource.build()).build();
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
-    let exported = Targets::new()
-        .with_target("agentstate", LevelFilter::DEBUG)
-        .with_target("agentstate_server", LevelFilter::DEBUG)
-        .with_target("agentstate_sql", LevelFilter::DEBUG)
-        .with_target("agentstate_redis", LevelFilter::DEBUG)
-        .with_target("agentstate_runtime", LevelFilter::DEBUG)
-        .with_target("tower_http", LevelFilter::INFO);
+    // A target matches by prefix: `agentstate` covers every agentstate_* crate.
+    let exported =
+        Targets::new().with_target("agentstate", LevelFilter::DEBUG).with_target("tower_http", LevelFilter::INFO);
     let traces = tracing_opentelemetry::layer().with_tracer(provider.tracer("agentstate")).with_filter(exported);
     tracing_subscriber::registry().with(logs).with(traces).init();
     Ok(Telemetry(Some(provider)))
