@@ -3,7 +3,11 @@
  * their errors mapped.
  */
 
+import { readFileSync } from 'node:fs';
+import { rootCertificates } from 'node:tls';
+
 import { context, propagation } from '@opentelemetry/api';
+import { Agent } from 'undici';
 
 import {
   AgentstateAuthError,
@@ -17,6 +21,8 @@ import { isObject, type Json } from './wire.js';
 
 /** The environment variable a token is read from when none is given. */
 export const TOKEN_ENV = 'AGENTSTATE_TOKEN';
+/** The environment variable a CA bundle is read from when none is given. */
+export const CA_FILE_ENV = 'AGENTSTATE_CA_FILE';
 /** Attempts of a request that never reached the server (connection refused or reset). */
 const ATTEMPTS = 3;
 
@@ -28,6 +34,11 @@ export interface AgentstateClientOptions {
   token?: string;
   /** Milliseconds a request may take (default 30 000). */
   timeoutMs?: number;
+  /**
+   * A PEM file of certificate authorities to trust, besides the system's, for an `https://`
+   * server with a certificate of a private CA; else `AGENTSTATE_CA_FILE`, else the system's only.
+   */
+  caFile?: string;
 }
 
 /** An agentstate server over HTTP. */
@@ -35,6 +46,7 @@ export class Client {
   readonly baseUrl: string;
   readonly timeoutMs: number;
   readonly #headers: Record<string, string>;
+  readonly #dispatcher: Agent | undefined;
 
   constructor(options: AgentstateClientOptions) {
     this.baseUrl = normalizeBaseUrl(options.baseUrl);
@@ -47,6 +59,8 @@ export class Client {
     if (token) {
       this.#headers['authorization'] = `Bearer ${token}`;
     }
+    const caFile = options.caFile ?? process.env[CA_FILE_ENV];
+    this.#dispatcher = caFile ? trusting(caFile) : undefined;
   }
 
   /**
@@ -63,12 +77,15 @@ export class Client {
     propagation.inject(context.active(), headers);
     for (let attempt = 1; ; attempt++) {
       try {
-        return await fetch(url, {
+        // `dispatcher` is Node's (undici's) extension of fetch's options.
+        const init = {
           method,
           headers,
           body: body === undefined ? undefined : JSON.stringify(body),
           signal: AbortSignal.timeout(this.timeoutMs),
-        });
+          dispatcher: this.#dispatcher,
+        };
+        return await fetch(url, init as RequestInit);
       } catch (error) {
         if (isTimeout(error)) {
           throw new AgentstateTimeoutError(`agentstate at ${this.baseUrl} did not answer in ${this.timeoutMs} ms`);
@@ -93,6 +110,20 @@ export class Client {
     const value: unknown = text ? JSON.parse(text) : null;
     return isObject(value) ? value : { value };
   }
+}
+
+/** Connections that trust the CAs of `file` as well as the system's. */
+function trusting(file: string): Agent {
+  let pem: string;
+  try {
+    pem = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new AgentstateError(`caFile ${file} cannot be read: ${reason(error)}`);
+  }
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
+    throw new AgentstateError(`caFile ${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
+  }
+  return new Agent({ connect: { ca: [...rootCertificates, pem] } });
 }
 
 export function failure(status: number, detail: string): AgentstateError {

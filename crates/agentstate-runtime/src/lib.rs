@@ -63,6 +63,7 @@ mod memory_tools;
 pub mod model;
 pub mod providers;
 mod runner;
+mod telemetry;
 pub mod template;
 pub mod testing;
 pub mod tool;

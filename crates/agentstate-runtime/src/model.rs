@@ -167,6 +167,12 @@ pub trait Model: Send + Sync {
     /// The model name (what [`LlmRequest::model`] is set to).
     fn name(&self) -> &str;
 
+    /// Who serves it, as OpenTelemetry's GenAI conventions name providers (`gen_ai.provider.name`:
+    /// `gcp.gemini`, `openai`, …) in the model call's span.
+    fn provider(&self) -> &str {
+        "other"
+    }
+
     /// Calls the model. With `stream`, partial chunks may precede the complete response.
     async fn generate(&self, request: LlmRequest, stream: bool) -> Result<ResponseStream, ModelError>;
 }

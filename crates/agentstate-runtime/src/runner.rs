@@ -10,6 +10,7 @@ use agentstate::memory::{MemoryOwner, MemoryService};
 use agentstate::{Content, CreateSession, Event, GetSessionConfig, Map, SessionKey, SessionService, Value};
 use futures_core::Stream;
 use tokio::sync::mpsc;
+use tracing::Instrument as _;
 
 use crate::agent::{Agent, History, InvocationContext, InvocationSetup, agent_to_run};
 use crate::concurrency::{DoubleTexting, RunConcurrency, RunLease, Turns};
@@ -336,7 +337,7 @@ impl Runner {
             event.actions.state_delta = request.state_delta;
             ctx.append_only(event).await?;
         }
-        match agent.run(&ctx).await {
+        match crate::telemetry::invoke(&*agent, &ctx).await {
             Err(RuntimeError::Interrupted) => {
                 // A newer run asked this one to stop: what it stored stays, and its turn ends
                 // with an event saying so (ADK's `interrupted`).
@@ -374,13 +375,15 @@ pub struct EventStream {
 }
 
 impl EventStream {
-    /// The stream of the events `drive` sends, driven as it is polled.
+    /// The stream of the events `drive` sends, driven as it is polled, in the span current now
+    /// (a streamed answer is polled after its request's handler returned).
     fn driven<F>(drive: impl FnOnce(mpsc::Sender<Event>) -> F) -> Self
     where
         F: Future<Output = Result<(), RuntimeError>> + Send + 'static,
     {
         let (sender, receiver) = mpsc::channel(16);
-        Self { driver: Some(Box::pin(drive(sender))), events: receiver, error: None }
+        let driver = drive(sender).instrument(tracing::Span::current());
+        Self { driver: Some(Box::pin(driver)), events: receiver, error: None }
     }
 }
 

@@ -61,7 +61,7 @@ workflow_agent!(
     SequentialAgent,
     |this, ctx| {
         for agent in &this.sub_agents {
-            agent.run(ctx).await?;
+            crate::telemetry::invoke(&**agent, ctx).await?;
         }
         Ok(())
     }
@@ -76,7 +76,7 @@ workflow_agent!(
     |this, ctx| {
         let runs = this.sub_agents.iter().map(|agent| {
             let ctx = ctx.child_branch(&this.name, agent.name());
-            async move { agent.run(&ctx).await }
+            async move { crate::telemetry::invoke(&**agent, &ctx).await }
         });
         futures_util::future::join_all(runs).await.into_iter().collect()
     }

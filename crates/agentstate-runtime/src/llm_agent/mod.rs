@@ -24,6 +24,7 @@ use std::sync::Arc;
 use agentstate::{Content, Event, FunctionCall, Map, Value};
 use async_trait::async_trait;
 use futures_util::StreamExt;
+use tracing::{Instrument as _, Span};
 
 pub use builder::{
     AfterModelCallback, AfterToolCallback, AgentCallback, BeforeModelCallback, BeforeToolCallback, InstructionProvider,
@@ -37,6 +38,7 @@ use crate::agent::{Agent, History, InvocationContext, find_agent};
 use crate::context::{CallbackContext, Changes, ReadonlyContext};
 use crate::error::RuntimeError;
 use crate::model::{LlmRequest, LlmResponse};
+use crate::telemetry;
 use crate::tool::Tool;
 
 #[async_trait]
@@ -71,7 +73,7 @@ impl Agent for LlmAgent {
                 Next::Transfer(target) => {
                     let agent = find_agent(ctx.root_agent(), &target)
                         .ok_or_else(|| RuntimeError::AgentNotFound(target.clone()))?;
-                    agent.run(ctx).await?;
+                    crate::telemetry::invoke(&*agent, ctx).await?;
                     break;
                 }
             }
@@ -180,13 +182,18 @@ impl LlmAgent {
         let tools = self.tools_with(&targets);
         let mut request = self.request(ctx, &state, &tools, &targets).await?;
         let mut cb = CallbackContext::from_snapshot(ctx.invocation_id(), &self.name, state);
+        // The model call's span lasts until its last chunk is read (none when a callback answers).
+        let mut call = Span::none();
         let mut responses = match self.before_model.iter().find_map(|f| f(&mut cb, &mut request)) {
             Some(response) => futures_util::stream::iter([Ok(response)]).boxed(),
-            None => self
-                .model
-                .generate(request, ctx.streaming())
-                .await
-                .map_err(|source| RuntimeError::Model { agent: self.name.clone(), source })?,
+            None => {
+                call = telemetry::chat_span(self.model.provider(), &request);
+                let generated = self.model.generate(request, ctx.streaming()).instrument(call.clone()).await;
+                generated.map_err(|source| {
+                    telemetry::record_model_error(&call, &source);
+                    RuntimeError::Model { agent: self.name.clone(), source }
+                })?
+            }
         };
 
         let mut changes = Some(cb.into_changes());
@@ -196,14 +203,18 @@ impl LlmAgent {
         let mut text = String::new();
         let mut calls: Vec<FunctionCall> = Vec::new();
         let mut failed = false;
-        while let Some(response) = responses.next().await {
-            let mut response = response.map_err(|source| RuntimeError::Model { agent: self.name.clone(), source })?;
+        while let Some(response) = responses.next().instrument(call.clone()).await {
+            let mut response = response.map_err(|source| {
+                telemetry::record_model_error(&call, &source);
+                RuntimeError::Model { agent: self.name.clone(), source }
+            })?;
             if response.partial {
                 let mut partial = response_event(&self.name, response, Changes::default());
                 partial.id = event_id.clone().unwrap_or_else(Event::new_id);
                 ctx.emit(partial).await?;
                 continue;
             }
+            telemetry::record_response(&call, &response);
             let mut event_changes = changes.take().unwrap_or_default();
             if !self.after_model.is_empty() {
                 // The same changes as the before-model callbacks: their writes are visible here.
@@ -229,6 +240,7 @@ impl LlmAgent {
             let event = ctx.emit(event).await?;
             calls.extend(event.content.iter().flat_map(|c| c.parts()).filter_map(|p| p.function_call.clone()));
         }
+        drop(call);
         if let Some(changes) = changes.filter(Changes::touches_state) {
             // A before-model callback wrote state but no response came: keep its writes.
             let mut event = Event::new(ctx.invocation_id()).author(&self.name);

@@ -5,12 +5,14 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use agentstate::{Content, Event, FunctionCall, FunctionResponse, Map, Part, Value};
+use tracing::Instrument as _;
 
 use super::builder::{LlmAgent, TRANSFER_TOOL};
 use crate::agent::{Agent, InvocationContext, parent_of};
 use crate::context::ToolContext;
 use crate::error::RuntimeError;
 use crate::function_tool::FunctionTool;
+use crate::telemetry;
 use crate::tool::{Tool, check_arguments};
 
 /// What an agent does after a model step.
@@ -101,7 +103,8 @@ impl LlmAgent {
             .with_artifacts(ctx.artifacts());
         let runs = calls.into_iter().map(|call| {
             let tool_ctx = turn.sibling(call.id.clone().unwrap_or_default());
-            self.call_tool(call, tool_ctx, tools)
+            let span = telemetry::tool_span(call.name.as_deref().unwrap_or_default(), call.id.as_deref());
+            self.call_tool(call, tool_ctx, tools).instrument(span)
         });
         let answers = futures_util::future::join_all(runs).await;
 

@@ -82,6 +82,10 @@ impl Model for Gemini {
         &self.model
     }
 
+    fn provider(&self) -> &str {
+        "gcp.gemini"
+    }
+
     async fn generate(&self, request: LlmRequest, stream: bool) -> Result<ResponseStream, ModelError> {
         let body = request_body(&request);
         let mut key = HeaderValue::from_str(self.api_key.expose_secret()).map_err(|_| {

@@ -73,6 +73,10 @@ impl Model for OpenAiCompatible {
         &self.model
     }
 
+    fn provider(&self) -> &str {
+        "openai"
+    }
+
     async fn generate(&self, request: LlmRequest, stream: bool) -> Result<ResponseStream, ModelError> {
         let body = request_body(&self.model, &request, stream);
         let mut http = client(PROVIDER)?.post(format!("{}/chat/completions", self.base_url)).json(&body);

@@ -1,7 +1,8 @@
 //! Logs on standard error (filtered by `RUST_LOG`) and, when `OTEL_EXPORTER_OTLP_ENDPOINT` (or
-//! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set, OpenTelemetry traces exported over OTLP
-//! (`http/protobuf`) to `<endpoint>/v1/traces` in batches from a thread of their own, so a slow or
-//! unreachable collector never holds a request. The SDK reads the other standard variables
+//! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set, OpenTelemetry traces exported over OTLP —
+//! `http/protobuf` to `<endpoint>/v1/traces` unless `OTEL_EXPORTER_OTLP_PROTOCOL` says `grpc` —
+//! in batches from a thread of their own, so a slow or unreachable collector never holds a
+//! request. The SDK reads the other standard variables
 //! (`OTEL_SERVICE_NAME`, `OTEL_TRACES_SAMPLER` — parent-based always-on by default —,
 //! `OTEL_BSP_*`); incoming W3C `traceparent` headers continue the caller's trace. What is exported
 //! does not depend on `RUST_LOG`: agentstate's spans at debug and above, always.
@@ -42,18 +43,19 @@ pub(crate) fn init() -> anyhow::Result<Telemetry> {
         tracing_subscriber::registry().with(logs).init();
         return Ok(Telemetry(None));
     }
-    for variable in ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"] {
-        if let Ok(protocol) = std::env::var(variable)
-            && !protocol.is_empty()
-            && protocol != "http/protobuf"
-        {
-            bail!("{variable}={protocol:?}: agentstate exports traces as http/protobuf (OTLP over HTTP)");
+    // The signal's own variable first, as the SDKs read them; OTLP/HTTP when neither says.
+    let protocol = ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"]
+        .into_iter()
+        .find_map(|variable| Some((variable, std::env::var(variable).ok().filter(|p| !p.is_empty())?)));
+    let exporter = match protocol.as_ref().map(|(variable, protocol)| (*variable, protocol.as_str())) {
+        None | Some((_, "http/protobuf")) => opentelemetry_otlp::SpanExporter::builder().with_http().build(),
+        // The channel is made here, on the server's runtime, which then carries its calls.
+        Some((_, "grpc")) => opentelemetry_otlp::SpanExporter::builder().with_tonic().build(),
+        Some((variable, protocol)) => {
+            bail!("{variable}={protocol:?}: agentstate exports traces as \"http/protobuf\" or \"grpc\"")
         }
     }
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .build()
-        .context("the OTLP exporter (OTEL_EXPORTER_OTLP_ENDPOINT)")?;
+    .context("the OTLP exporter (OTEL_EXPORTER_OTLP_ENDPOINT)")?;
     // The SDK reads the service name from the environment; ours where it gives none.
     let mut resource = opentelemetry_sdk::Resource::builder();
     if !set("OTEL_SERVICE_NAME")

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use agentstate_server::grpc::proto::google::cloud::aiplatform::v1beta1 as api;
 use api::session_service_client::SessionServiceClient;
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{TraceService, TraceServiceServer};
+use opentelemetry_proto::tonic::collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse};
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message as _;
@@ -28,6 +29,25 @@ struct Received {
     services: Vec<String>,
 }
 
+impl Received {
+    fn keep(&mut self, request: ExportTraceServiceRequest) {
+        for resource in request.resource_spans {
+            let service = resource
+                .resource
+                .iter()
+                .flat_map(|r| &r.attributes)
+                .find(|a| a.key == "service.name")
+                .and_then(|a| a.value.as_ref()?.value.as_ref())
+                .map(|v| match v {
+                    Any::StringValue(s) => s.clone(),
+                    other => format!("{other:?}"),
+                });
+            self.services.extend(service);
+            self.spans.extend(resource.scope_spans.into_iter().flat_map(|s| s.spans));
+        }
+    }
+}
+
 /// An OTLP/HTTP receiver on loopback: its endpoint and what it got.
 async fn receiver() -> (String, Arc<Mutex<Received>>) {
     let received = Arc::new(Mutex::new(Received::default()));
@@ -37,30 +57,39 @@ async fn receiver() -> (String, Arc<Mutex<Received>>) {
         axum::routing::post(move |body: axum::body::Bytes| {
             let kept = Arc::clone(&kept);
             async move {
-                let request = ExportTraceServiceRequest::decode(body).unwrap();
-                let mut kept = kept.lock().unwrap();
-                for resource in request.resource_spans {
-                    let service = resource
-                        .resource
-                        .iter()
-                        .flat_map(|r| &r.attributes)
-                        .find(|a| a.key == "service.name")
-                        .and_then(|a| a.value.as_ref()?.value.as_ref())
-                        .map(|v| match v {
-                            Any::StringValue(s) => s.clone(),
-                            other => format!("{other:?}"),
-                        });
-                    kept.services.extend(service);
-                    kept.spans.extend(resource.scope_spans.into_iter().flat_map(|s| s.spans));
-                }
+                kept.lock().unwrap().keep(ExportTraceServiceRequest::decode(body).unwrap());
                 axum::http::StatusCode::OK
             }
         }),
     );
+    (listen(app).await, received)
+}
+
+/// An OTLP/gRPC receiver (the collector's `TraceService`) on loopback.
+struct GrpcReceiver(Arc<Mutex<Received>>);
+
+#[tonic::async_trait]
+impl TraceService for GrpcReceiver {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        self.0.lock().unwrap().keep(request.into_inner());
+        Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
+    }
+}
+
+async fn grpc_receiver() -> (String, Arc<Mutex<Received>>) {
+    let received = Arc::new(Mutex::new(Received::default()));
+    let service = TraceServiceServer::new(GrpcReceiver(Arc::clone(&received)));
+    (listen(tonic::service::Routes::new(service).into_axum_router()).await, received)
+}
+
+async fn listen(app: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let endpoint = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (endpoint, received)
+    endpoint
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -97,15 +126,21 @@ async fn span_named(received: &Mutex<Received>, trace: &str, name: &str) -> Span
 }
 
 fn serve_traced(endpoint: &str) -> (Running, String) {
+    serve_exporting(endpoint, "http/protobuf", &[])
+}
+
+/// The binary exporting to `endpoint` over `protocol`, with more options.
+fn serve_exporting(endpoint: &str, protocol: &str, options: &[&str]) -> (Running, String) {
     let dir = std::env::temp_dir().join("agentstate-tests").join(agentstate::Event::new_id());
     std::fs::create_dir_all(&dir).unwrap();
     let db = format!("sqlite://{}/traced.db", dir.display());
     let env = [
         ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", protocol),
         ("OTEL_SERVICE_NAME", "agentstate-under-test"),
         ("OTEL_BSP_SCHEDULE_DELAY", "100"),
     ];
-    let (child, addr) = serve_with_env(&["--db", &db, "--addr", "127.0.0.1:0"], &env);
+    let (child, addr) = serve_with_env(&[&["--db", &db, "--addr", "127.0.0.1:0"], options].concat(), &env);
     (Running(child), addr)
 }
 
@@ -187,30 +222,159 @@ async fn an_unreachable_collector_fails_nothing() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let endpoint = format!("http://{}", closed.local_addr().unwrap());
     drop(closed);
-    let (_server, addr) = serve_traced(&endpoint);
-    let http = reqwest::Client::new();
-    for i in 0..20 {
-        let url = format!("http://{addr}/apps/travel/users/u{i}/sessions");
-        let created = http
-            .post(url)
-            .header("traceparent", format!("00-{TRACE}-{PARENT}-01"))
-            .json(&serde_json::json!({}))
-            .send()
-            .await;
-        assert_eq!(created.unwrap().status(), 200);
+    for protocol in ["http/protobuf", "grpc"] {
+        let (_server, addr) = serve_exporting(&endpoint, protocol, &[]);
+        let http = reqwest::Client::new();
+        for i in 0..20 {
+            let url = format!("http://{addr}/apps/travel/users/u{i}/sessions");
+            let created = http
+                .post(url)
+                .header("traceparent", format!("00-{TRACE}-{PARENT}-01"))
+                .json(&serde_json::json!({}))
+                .send()
+                .await;
+            assert_eq!(created.unwrap().status(), 200, "{protocol}");
+        }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn otlp_over_grpc_carries_the_same_spans() {
+    let (endpoint, received) = grpc_receiver().await;
+    let (_server, addr) = serve_exporting(&endpoint, "grpc", &[]);
+    let created = reqwest::Client::new()
+        .post(format!("http://{addr}/apps/travel/users/alice/sessions"))
+        .header("traceparent", format!("00-{TRACE}-{PARENT}-01"))
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 200);
+    let request = span_named(&received, TRACE, "POST /apps/{app_name}/users/{user_id}/sessions").await;
+    assert_eq!(hex(&request.parent_span_id), PARENT);
+    let storage = span_named(&received, TRACE, "create_session").await;
+    assert_eq!(storage.parent_span_id, request.span_id);
+    assert!(received.lock().unwrap().services.iter().all(|s| s == "agentstate-under-test"));
 }
 
 #[test]
 fn a_protocol_it_does_not_speak_stops_it_at_start() {
     let out = Command::new(env!("CARGO_BIN_EXE_agentstate"))
         .args(["serve", "--db", "sqlite::memory:", "--addr", "127.0.0.1:0"])
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317")
-        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL"), "{stderr}");
+    assert!(!out.status.success() && stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL=\"http/json\""), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_run_is_traced_by_the_genai_conventions() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    // The model calls a tool, then answers.
+    let model = MockServer::start().await;
+    let call = serde_json::json!({
+        "model": "llama3.2-0901",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "load_memory", "arguments": "{\"query\": \"trips\"}"}}
+        ]}}],
+        "usage": {"prompt_tokens": 31, "completion_tokens": 7}
+    });
+    let answer = serde_json::json!({
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "None yet."}}],
+        "usage": {"prompt_tokens": 52, "completion_tokens": 3}
+    });
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(call))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&model)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+        .mount(&model)
+        .await;
+    let dir = std::env::temp_dir().join("agentstate-tests").join(agentstate::Event::new_id());
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("guide.yaml");
+    let yaml = format!(
+        "name: guide\nprovider: openai\nbase_url: {}/v1\nmodel: llama3.2\ntemperature: 0.25\n\
+         instruction: Answer from memory.\ntools:\n  - name: load_memory\n",
+        model.uri()
+    );
+    std::fs::write(&file, yaml).unwrap();
+
+    let (endpoint, received) = receiver().await;
+    let agent = format!("travel={}", file.display());
+    let (_server, addr) = serve_exporting(&endpoint, "http/protobuf", &["--agent", &agent]);
+    let http = reqwest::Client::new();
+    let created = http.post(format!("http://{addr}/apps/travel/users/alice/sessions/s1")).json(&serde_json::json!({}));
+    assert_eq!(created.send().await.unwrap().status(), 200);
+    let run = http
+        .post(format!("http://{addr}/run"))
+        .header("traceparent", format!("00-{TRACE}-{PARENT}-01"))
+        .json(&serde_json::json!({
+            "appName": "travel", "userId": "alice", "sessionId": "s1",
+            "newMessage": {"role": "user", "parts": [{"text": "What trips have I taken?"}]}
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(run.status(), 200, "{}", run.text().await.unwrap());
+
+    let request = span_named(&received, TRACE, "POST /run").await;
+    let agent = span_named(&received, TRACE, "invoke_agent guide").await;
+    assert_eq!(agent.parent_span_id, request.span_id, "the agent runs in the request");
+    assert_eq!(text(&agent, "gen_ai.operation.name"), Some("invoke_agent"));
+    assert_eq!(text(&agent, "gen_ai.agent.name"), Some("guide"));
+
+    let chats: Vec<Span> = {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let chats: Vec<Span> =
+                received.lock().unwrap().spans.iter().filter(|s| s.name == "chat llama3.2").cloned().collect();
+            if chats.len() == 2 || Instant::now() > deadline {
+                break chats;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    assert_eq!(chats.len(), 2, "a span per model call");
+    let first = chats.iter().find(|s| attribute(s, "gen_ai.usage.input_tokens") == Some(&Any::IntValue(31))).unwrap();
+    assert_eq!(first.parent_span_id, agent.span_id);
+    assert_eq!(first.kind, 3, "a client span");
+    assert_eq!(text(first, "gen_ai.operation.name"), Some("chat"));
+    assert_eq!(text(first, "gen_ai.provider.name"), Some("openai"));
+    assert_eq!(text(first, "gen_ai.request.model"), Some("llama3.2"));
+    assert_eq!(text(first, "gen_ai.response.model"), Some("llama3.2-0901"));
+    assert_eq!(attribute(first, "gen_ai.request.temperature"), Some(&Any::DoubleValue(0.25)));
+    assert_eq!(attribute(first, "gen_ai.usage.output_tokens"), Some(&Any::IntValue(7)));
+
+    let tool = span_named(&received, TRACE, "execute_tool load_memory").await;
+    assert_eq!(tool.parent_span_id, agent.span_id);
+    assert_eq!(text(&tool, "gen_ai.tool.name"), Some("load_memory"));
+    assert_eq!(text(&tool, "gen_ai.tool.call.id"), Some("call_1"));
+    // What the user said and the model answered stays out of the trace.
+    for span in received.lock().unwrap().spans.iter().filter(|s| hex(&s.trace_id) == TRACE) {
+        let attributes = format!("{:?}", span.attributes);
+        assert!(!attributes.contains("trips") && !attributes.contains("None yet"), "{}: {attributes}", span.name);
+    }
+    // The user's message is stored by the run, the agent's events by the agent.
+    let appends: Vec<Vec<u8>> = received
+        .lock()
+        .unwrap()
+        .spans
+        .iter()
+        .filter(|s| hex(&s.trace_id) == TRACE && s.name == "append_event")
+        .map(|s| s.parent_span_id.clone())
+        .collect();
+    assert!(appends.contains(&request.span_id), "the user's message under the request");
+    assert!(appends.iter().filter(|p| **p == agent.span_id).count() >= 3, "call, answers and reply under the agent");
 }
 
 /// Forwards every request to `target`, keeping each one's `traceparent`; its base URL.
