@@ -14,11 +14,14 @@ from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events import Event, EventActions
 from google.adk.sessions.base_session_service import GetSessionConfig
+from google.adk.sessions.session import Session
 from google.genai import types
 
 from agentstate_adk import (
+    AgentstateArtifactService,
     AgentstateAuthError,
     AgentstateError,
+    AgentstateMemoryService,
     AgentstateSessionService,
     AgentstateUnavailableError,
 )
@@ -212,6 +215,36 @@ def test_bad_urls_down_servers_and_timeouts():
     with pytest.raises(AgentstateUnavailableError, match="did not answer"):
         run(slow.get_session(app_name="a", user_id="u", session_id="s"))
     listener.close()
+
+
+def test_keywords_it_does_not_know_are_refused():
+    # What ADK's service registry passes is taken; anything else is a mistake worth hearing about.
+    AgentstateSessionService(uri="agentstate://127.0.0.1:8000", agents_dir="/agents")
+    for service in (AgentstateSessionService, AgentstateMemoryService, AgentstateArtifactService):
+        with pytest.raises(TypeError, match="compacted_load"):
+            service("http://127.0.0.1:8000", compacted_load=True)
+
+
+def test_a_load_is_what_adks_model_makes_of_the_answer(server):
+    """The answer's bytes go through ADK's `Session` model once; the session is the one its
+    validation of the parsed answer makes, also when state holds a key named like agentstate's
+    `expireTime` extension (which sends the load the long way)."""
+    svc = AgentstateSessionService(server.url)
+
+    async def steps():
+        for state in ({"k": 1}, {"expireTime": "a state key, not the extension"}):
+            s = await svc.create_session(app_name="once", user_id="u", state=state)
+            call = types.FunctionCall(id="c1", name="lookup", args={"q": "x"})
+            e = Event(invocation_id="i1", author="agent", content=types.Content(role="model", parts=[types.Part(function_call=call)]))
+            await svc.append_event(s, e)
+            await svc.append_event(s, event("i1", {"n": 1}, text='a "quoted" answer'))
+            got = await svc.get_session(app_name="once", user_id="u", session_id=s.id)
+            raw = (await svc._http().get(f"/apps/once/users/u/sessions/{s.id}")).json()
+            assert got == Session.model_validate(raw)
+            assert got.state == {**state, "n": 1}
+        await svc.close()
+
+    run(steps())
 
 
 def test_invalid_ids_are_refused_by_the_server(server):

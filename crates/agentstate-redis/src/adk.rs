@@ -64,6 +64,7 @@ struct Source {
 
 impl Source {
     async fn open(url: &str, key_prefix: &str) -> Result<Self, AdkRedisError> {
+        crate::crypto_provider();
         // Parsed as ours for its checks and its password-free display; the prefix is the
         // reference's, given apart.
         let parsed = RedisUrl::parse(url)?;

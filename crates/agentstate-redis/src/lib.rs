@@ -121,6 +121,15 @@ pub enum ConnectError {
     },
 }
 
+/// `rediss://` runs on rustls, which asks for a process-wide crypto provider when the program
+/// builds in more than one (the agentstate binary does): ring's, unless the program installed one.
+pub(crate) fn crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Another thread may install one between the check and here: either is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
 impl RedisStore {
     /// Connects to the Redis named by `url` (`redis://[user:password@]host[:port][/db]`,
     /// `rediss://` for TLS, or `redis+sentinel://…/master` for the master Redis Sentinel names),
@@ -131,6 +140,7 @@ impl RedisStore {
 
     /// Connects to a parsed URL.
     pub async fn open(url: &RedisUrl) -> Result<Self, ConnectError> {
+        crypto_provider();
         let shown = url.to_string();
         let connect_error = |source| ConnectError::Connect { url: shown.clone(), source };
         let options = url.options();

@@ -63,8 +63,12 @@ class _Client:
         timeout: float = 30.0,
         client: Optional[httpx.AsyncClient] = None,
         ca_file: Optional[str] = None,
-        **_: Any,
+        agents_dir: Optional[str] = None,
     ) -> None:
+        # `agents_dir` is what ADK's service registry passes every service it makes (`adk web`,
+        # `adk api_server` with `--session_service_uri agentstate://…`): nothing of ours. Any other
+        # keyword is refused by Python itself (TypeError), rather than silently ignored.
+        del agents_dir
         url = base_url or uri
         if not url:
             raise ValueError(f"give the agentstate server's URL: {type(self).__name__}('http://127.0.0.1:8000')")

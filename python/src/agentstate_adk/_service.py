@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Optional
 
@@ -36,9 +37,19 @@ __all__ = [
 PAGE_SIZE = 100
 
 
-def _session(data: dict[str, Any]) -> Session:
-    """A session as the server answers it, without agentstate's extensions (``expireTime``), which
-    ADK's model refuses."""
+def _session(body: bytes) -> Session:
+    """A session from the server's answer, parsed once, by ADK's own model from the bytes.
+
+    A session with a time to live carries agentstate's ``expireTime``, which ADK's model refuses:
+    only then is the answer parsed first and the key dropped. (Inside a JSON string a quote is
+    escaped, so the bare ``"expireTime"`` occurs only as a key.)"""
+    if b'"expireTime"' not in body:
+        return Session.model_validate_json(body)
+    return _session_of(json.loads(body))
+
+
+def _session_of(data: dict[str, Any]) -> Session:
+    """A session from its parsed JSON, without agentstate's ``expireTime``."""
     data.pop("expireTime", None)
     return Session.model_validate(data)
 
@@ -73,6 +84,9 @@ class AgentstateSessionService(_Client, BaseSessionService):
       client: an `httpx.AsyncClient` to use instead of the service's own.
       ca_file: a PEM bundle of CAs to trust beside the system's, for a server serving TLS with a
         certificate of a private CA; else `AGENTSTATE_CA_FILE`, else the system's alone.
+      agents_dir: accepted, and unused: ADK's service registry passes it.
+
+    Any other keyword is a `TypeError`.
     """
 
     @staticmethod
@@ -99,7 +113,7 @@ class AgentstateSessionService(_Client, BaseSessionService):
             raise AlreadyExistsError(f"Session with id {session_id} already exists.")
         if response.status_code != 200:
             raise self._fail(response)
-        return _session(response.json())
+        return _session(response.content)
 
     async def get_session(
         self,
@@ -120,7 +134,7 @@ class AgentstateSessionService(_Client, BaseSessionService):
             return None
         if response.status_code != 200:
             raise self._fail(response)
-        return _session(response.json())
+        return _session(response.content)
 
     async def list_sessions(
         self,
@@ -166,7 +180,7 @@ class AgentstateSessionService(_Client, BaseSessionService):
             if response.status_code != 200:
                 raise self._fail(response)
             page = _Page.model_validate_json(response.content)
-            sessions.extend(_session(s) for s in page.sessions)
+            sessions.extend(_session_of(s) for s in page.sessions)
             token = page.next_page_token
             if not token or (limit is not None and len(sessions) >= limit):
                 return ListSessionsResponse(sessions=sessions)

@@ -104,7 +104,7 @@ fn https(pki: &Pki, identity: Option<(String, String)>) -> reqwest::Client {
     let ca = reqwest::Certificate::from_pem(&std::fs::read(pki.path("ca.pem")).unwrap()).unwrap();
     let mut builder = reqwest::Client::builder().tls_certs_only([ca]);
     if let Some((cert, key)) = identity {
-        builder = builder.identity(reqwest::Identity::from_pkcs8_pem(cert.as_bytes(), key.as_bytes()).unwrap());
+        builder = builder.identity(reqwest::Identity::from_pem(format!("{cert}{key}").as_bytes()).unwrap());
     }
     builder.build().unwrap()
 }
@@ -305,4 +305,56 @@ async fn the_agent_engine_client_crate_reaches_a_tls_server_with_a_ca_file() {
     std::fs::write(&not_pem, "hello").unwrap();
     let refused = Builder::default().endpoint(format!("https://{address}")).ca_file(&not_pem).build().unwrap_err();
     assert!(refused.to_string().contains("not.pem"), "{refused}");
+}
+
+/// `--db rediss://`: the store reaches a Redis serving TLS (rustls; the CA from `SSL_CERT_FILE`,
+/// which the system's trust store loader reads), and refuses one it cannot trust.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_on_tls_is_reached_over_rustls() {
+    let pki = Pki::new();
+    let (files, _) = pki.write_leaf("redis");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let redis = std::process::Command::new("redis-server")
+        .args(["--port", "0", "--tls-port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+        .arg("--dir")
+        .arg(pki.path(""))
+        .arg("--tls-cert-file")
+        .arg(&files.cert)
+        .arg("--tls-key-file")
+        .arg(&files.key)
+        .arg("--tls-ca-cert-file")
+        .arg(pki.path("ca.pem"))
+        .args(["--tls-auth-clients", "no"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-server (Debian's, built with TLS)");
+    let _redis = crate::binary::Running(redis);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "redis-server did not listen on its TLS port");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let db = format!("rediss://127.0.0.1:{port}/0?prefix=tls-{}:", agentstate::Event::new_id());
+    let ca = pki.path("ca.pem");
+    let (child, addr) = crate::binary::serve_with_env(
+        &["--db", &db, "--addr", "127.0.0.1:0"],
+        &[("SSL_CERT_FILE", ca.to_str().unwrap())],
+    );
+    let _server = crate::binary::Running(child);
+    let http = reqwest::Client::new();
+    let created = http.post(format!("http://{addr}/apps/a/users/u/sessions/s1")).json(&serde_json::json!({"k": 1}));
+    assert_eq!(created.send().await.unwrap().status(), 200);
+    let read: Value =
+        http.get(format!("http://{addr}/apps/a/users/u/sessions/s1")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(read["state"]["k"], 1);
+
+    // Without the CA, the server's certificate is refused at start, with the URL and no password.
+    let out = Command::new(env!("CARGO_BIN_EXE_agentstate"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--db", &db])
+        .env("SSL_CERT_FILE", pki.path("missing.pem"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
 }
