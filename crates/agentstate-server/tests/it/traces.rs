@@ -125,6 +125,18 @@ async fn span_named(received: &Mutex<Received>, trace: &str, name: &str) -> Span
     }
 }
 
+/// Creates a session of `user` as a call in the caller's trace ([`TRACE`], parent [`PARENT`]).
+async fn create_in_trace(http: &reqwest::Client, addr: &str, user: &str) -> u16 {
+    let created = http
+        .post(format!("http://{addr}/apps/travel/users/{user}/sessions"))
+        .header("traceparent", format!("00-{TRACE}-{PARENT}-01"))
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    created.status().as_u16()
+}
+
 fn serve_traced(endpoint: &str) -> (Running, String) {
     serve_exporting(endpoint, "http/protobuf", &[])
 }
@@ -149,14 +161,7 @@ async fn a_request_continues_the_callers_trace_with_its_attributes_and_storage_s
     let (endpoint, received) = receiver().await;
     let (_server, addr) = serve_traced(&endpoint);
     let http = reqwest::Client::new();
-    let created = http
-        .post(format!("http://{addr}/apps/travel/users/alice/sessions"))
-        .header("traceparent", format!("00-{TRACE}-{PARENT}-01"))
-        .json(&serde_json::json!({}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(created.status(), 200);
+    assert_eq!(create_in_trace(&http, &addr, "alice").await, 200);
 
     let request = span_named(&received, TRACE, "POST /apps/{app_name}/users/{user_id}/sessions").await;
     assert_eq!(hex(&request.parent_span_id), PARENT, "the caller's span is the parent");
@@ -226,14 +231,7 @@ async fn an_unreachable_collector_fails_nothing() {
         let (_server, addr) = serve_exporting(&endpoint, protocol, &[]);
         let http = reqwest::Client::new();
         for i in 0..20 {
-            let url = format!("http://{addr}/apps/travel/users/u{i}/sessions");
-            let created = http
-                .post(url)
-                .header("traceparent", format!("00-{TRACE}-{PARENT}-01"))
-                .json(&serde_json::json!({}))
-                .send()
-                .await;
-            assert_eq!(created.unwrap().status(), 200, "{protocol}");
+            assert_eq!(create_in_trace(&http, &addr, &format!("u{i}")).await, 200, "{protocol}");
         }
     }
 }
@@ -242,14 +240,7 @@ async fn an_unreachable_collector_fails_nothing() {
 async fn otlp_over_grpc_carries_the_same_spans() {
     let (endpoint, received) = grpc_receiver().await;
     let (_server, addr) = serve_exporting(&endpoint, "grpc", &[]);
-    let created = reqwest::Client::new()
-        .post(format!("http://{addr}/apps/travel/users/alice/sessions"))
-        .header("traceparent", format!("00-{TRACE}-{PARENT}-01"))
-        .json(&serde_json::json!({}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(created.status(), 200);
+    assert_eq!(create_in_trace(&reqwest::Client::new(), &addr, "alice").await, 200);
     let request = span_named(&received, TRACE, "POST /apps/{app_name}/users/{user_id}/sessions").await;
     assert_eq!(hex(&request.parent_span_id), PARENT);
     let storage = span_named(&received, TRACE, "create_session").await;
