@@ -135,7 +135,7 @@ fn dist(allow_dirty: bool) -> anyhow::Result<()> {
         .env("SOURCE_DATE_EPOCH", &epoch)
         .env("CARGO_INCREMENTAL", "0")
         .current_dir(root.join("packaging/agentstate-server")))?;
-    let binary = root.join("target/release/agentstate");
+    let binary = target_dir(&root)?.join("release/agentstate");
     let reported = output(Command::new(&binary).arg("--version"))?;
     ensure!(reported.ends_with(&version), "the binary says {reported:?}, the workspace {version}");
 
@@ -159,6 +159,15 @@ fn dist(allow_dirty: bool) -> anyhow::Result<()> {
     eprint!("{sums}");
     eprintln!("\ndone: {}", dist.display());
     Ok(())
+}
+
+/// Where cargo (and maturin through it) builds: `target/` unless `CARGO_TARGET_DIR` or a cargo
+/// config says otherwise, as `cargo metadata` answers.
+fn target_dir(root: &Path) -> anyhow::Result<PathBuf> {
+    let metadata =
+        output(Command::new("cargo").args(["metadata", "--format-version", "1", "--no-deps"]).current_dir(root))?;
+    let metadata: serde_json::Value = serde_json::from_str(&metadata)?;
+    metadata["target_directory"].as_str().map(PathBuf::from).context("cargo metadata names no target_directory")
 }
 
 /// `[workspace.package] version` of the root Cargo.toml.

@@ -42,7 +42,8 @@ def _session(body: bytes) -> Session:
 
     A session with a time to live carries agentstate's ``expireTime``, which ADK's model refuses:
     only then is the answer parsed first and the key dropped. (Inside a JSON string a quote is
-    escaped, so the bare ``"expireTime"`` occurs only as a key.)"""
+    escaped, so the bare ``"expireTime"`` occurs only as a key or a whole string value; a state that
+    holds one takes the parsed path too, which answers the same, a little slower.)"""
     if b'"expireTime"' not in body:
         return Session.model_validate_json(body)
     return _session_of(json.loads(body))
