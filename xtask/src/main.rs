@@ -39,7 +39,17 @@ enum Task {
         /// Build from a tree with uncommitted changes (the result then names no commit).
         #[arg(long)]
         allow_dirty: bool,
+        /// The cargo profile of the binary. `release` is what users get; `dev` reuses the debug
+        /// build of `cargo test` (CI's install test, where what is checked is the packaging).
+        #[arg(long, value_enum, default_value_t = Profile::Release)]
+        profile: Profile,
     },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Profile {
+    Release,
+    Dev,
 }
 
 /// Pinned so that two runs use the same tools.
@@ -52,7 +62,7 @@ const MANYLINUX: &str = "manylinux_2_34";
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().task {
-        Task::Dist { allow_dirty } => dist(allow_dirty),
+        Task::Dist { allow_dirty, profile } => dist(allow_dirty, profile),
     }
 }
 
@@ -100,7 +110,7 @@ fn check_tools() -> anyhow::Result<()> {
     }
 }
 
-fn dist(allow_dirty: bool) -> anyhow::Result<()> {
+fn dist(allow_dirty: bool, profile: Profile) -> anyhow::Result<()> {
     let root = root();
     check_tools()?;
     let dirty = output(Command::new("git").args(["status", "--porcelain"]).current_dir(&root))?;
@@ -120,22 +130,30 @@ fn dist(allow_dirty: bool) -> anyhow::Result<()> {
     let python = tools(&root)?;
 
     step(&format!("the server's wheel and binary (agentstate {version}, {MANYLINUX})"));
-    let home = std::env::var("HOME").unwrap_or_default();
-    let cargo_home = std::env::var("CARGO_HOME").unwrap_or_else(|_| format!("{home}/.cargo"));
-    // The same bytes from any checkout: no absolute paths in the binary, the commit's time.
-    let rustflags =
-        format!("--remap-path-prefix={}=/agentstate --remap-path-prefix={cargo_home}=/cargo", root.display());
-    // maturin builds the binary (`cargo build --release`) and wheels it; the archive and npm take
-    // the same file.
-    run(Command::new(&python)
-        .args(["-m", "maturin", "build", "--release", "--locked", "--strip"])
-        .args(["--compatibility", MANYLINUX, "--out"])
+    // maturin builds the binary (`cargo build`) and wheels it; the archive and npm take the same
+    // file.
+    let mut maturin = Command::new(&python);
+    maturin
+        .args(["-m", "maturin", "build", "--locked", "--strip", "--compatibility", MANYLINUX, "--out"])
         .arg(&dist)
-        .env("RUSTFLAGS", &rustflags)
         .env("SOURCE_DATE_EPOCH", &epoch)
-        .env("CARGO_INCREMENTAL", "0")
-        .current_dir(root.join("packaging/agentstate-server")))?;
-    let binary = target_dir(&root)?.join("release/agentstate");
+        .current_dir(root.join("packaging/agentstate-server"));
+    let binary = match profile {
+        Profile::Release => {
+            let home = std::env::var("HOME").unwrap_or_default();
+            let cargo_home = std::env::var("CARGO_HOME").unwrap_or_else(|_| format!("{home}/.cargo"));
+            // The same bytes from any checkout: no absolute paths in the binary, the commit's time.
+            let rustflags =
+                format!("--remap-path-prefix={}=/agentstate --remap-path-prefix={cargo_home}=/cargo", root.display());
+            run(maturin.arg("--release").env("RUSTFLAGS", &rustflags).env("CARGO_INCREMENTAL", "0"))?;
+            target_dir(&root)?.join("release/agentstate")
+        }
+        // The flags of `cargo test`'s build, so that its artifacts serve.
+        Profile::Dev => {
+            run(&mut maturin)?;
+            target_dir(&root)?.join("debug/agentstate")
+        }
+    };
     let reported = output(Command::new(&binary).arg("--version"))?;
     ensure!(reported.ends_with(&version), "the binary says {reported:?}, the workspace {version}");
 
