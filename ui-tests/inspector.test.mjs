@@ -1,7 +1,7 @@
 // Browser tests of the session inspector: Debian's chromium, driven by playwright-core, against
 // `agentstate serve` on a throwaway SQLite file. Run by `cargo test` (agentstate-server's
 // `browser` test) or directly: AGENTSTATE_BIN=target/debug/agentstate node inspector.test.mjs
-// With --readme, also writes docs/inspector.png (the README's screenshot).
+// With --readme, also writes docs/inspector.png (the book's screenshot of it).
 import { spawn } from "node:child_process";
 import { mkdtempSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -85,8 +85,24 @@ pub use memory_tools::{LoadMemoryTool, PreloadMemoryTool, load_memory, preload_m
 pub use runner::{DEFAULT_MAX_LLM_CALLS, EventStream, RunRequest, Runner};
 pub use workflow::{ParallelAgent, SequentialAgent};
 
-/// The README's Rust code blocks (the session quickstart and the agent quickstart), run as
-/// doctests so they cannot rot.
+/// The Rust code blocks of the README and of the book (`docs/`), run as doctests so they cannot
+/// rot. `.ci/book-check` fails when a page with Rust code is missing here.
 #[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-struct ReadmeDoctests;
+mod docs {
+    #[doc = include_str!("../../../README.md")]
+    struct Readme;
+    #[doc = include_str!("../../../docs/agent-engine.md")]
+    struct AgentEngine;
+    #[doc = include_str!("../../../docs/agents.md")]
+    struct Agents;
+    #[doc = include_str!("../../../docs/artifacts.md")]
+    struct Artifacts;
+    #[doc = include_str!("../../../docs/history.md")]
+    struct History;
+    #[doc = include_str!("../../../docs/memory.md")]
+    struct Memory;
+    #[doc = include_str!("../../../docs/rust.md")]
+    struct Rust;
+    #[doc = include_str!("../../../docs/writing-a-store.md")]
+    struct WritingAStore;
+}
