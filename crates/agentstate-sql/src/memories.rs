@@ -96,12 +96,18 @@ macro_rules! put_statement {
 }
 pub(crate) use put_statement;
 
+/// How many times a search's limit the servers' searches look among the newest memories of the
+/// table before asking the full-text index. A word in a quarter of the memories fills its page
+/// there; measured on PostgreSQL at 100,000 memories, 4× beat 8×, 16× and 32× (a rarer word scans
+/// the window for nothing).
+pub(crate) const RECENT_WINDOW: i64 = 4;
+
 /// Attempts of a memory write that met a deadlock or a serialisation failure.
 pub(crate) const ATTEMPTS: usize = 5;
 
 /// Expands, inside a server dialect's `ops` (next to its `sql!` and its `memory_search`, which
-/// writes a search's alternatives in the dialect's full-text syntax and binds its
-/// `memory_search.sql`, or answers `None` when there is nothing to look up), to a module `memory` with
+/// looks a search's alternatives up in the dialect's full-text index and answers the rows of the
+/// memories found, best first), to a module `memory` with
 /// the memory operations PostgreSQL and MySQL share: the same statement files, parameters and
 /// reading. A write is one transaction, tried again when it met a deadlock.
 macro_rules! memory_operations {
@@ -228,8 +234,7 @@ macro_rules! memory_operations {
             }
 
             pub(crate) async fn search(pool: &Pool, search: &MemorySearch) -> Result<Vec<Memory>> {
-                let Some(statement) = super::memory_search(search) else { return Ok(Vec::new()) };
-                read(statement.fetch_all(pool).await.map_err(step("search memories"))?)
+                read(super::memory_search(pool, search).await.map_err(step("search memories"))?)
             }
 
             pub(crate) async fn list(pool: &Pool, list: &MemoryList) -> Result<Vec<Memory>> {

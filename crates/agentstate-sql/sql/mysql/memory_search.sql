@@ -1,15 +1,10 @@
--- An owner's live memories whose terms match a boolean-mode FULLTEXT query (given twice: to
--- match and to rank), best ranked first. The match and the rank run first, alone, on the
--- FULLTEXT index (terms are salted per owner, so its hits are that owner's), and keep the best
--- (the limit) as row ids only; the rows are read for those, and the owner and expiry checked on
--- them (an expired memory among the best leaves the page shorter; the sweep removes them).
+-- The memories of a search's ranked hits (their row ids as a JSON array, best first), in that
+-- order, where they are the owner's and live; an expired one among them leaves the page shorter
+-- (the sweep removes them). STRAIGHT_JOIN keeps the ids first, each row then read by its primary
+-- key: left to itself, the planner reads the owner's every memory by its index and joins the ids
+-- to them (5 ms against 0.6 ms for 40 ids among 100,000 memories).
 SELECT m.memory_id, m.source, m.create_micros, m.expire_micros, m.author, m.`timestamp`, m.content, m.custom_metadata
-FROM (
-  SELECT row_id, MATCH (terms) AGAINST (? IN BOOLEAN MODE) AS score
-  FROM agentstate_memories
-  WHERE MATCH (terms) AGAINST (? IN BOOLEAN MODE)
-  ORDER BY score DESC, row_id
-  LIMIT ?
-) hits JOIN agentstate_memories m ON m.row_id = hits.row_id
+FROM JSON_TABLE(?, '$[*]' COLUMNS (ord FOR ORDINALITY, id BIGINT PATH '$')) AS hit
+STRAIGHT_JOIN agentstate_memories m ON m.row_id = hit.id
 WHERE m.app_name = ? AND m.user_id = ? AND (m.expire_micros IS NULL OR m.expire_micros > ?)
-ORDER BY hits.score DESC, m.row_id
+ORDER BY hit.ord

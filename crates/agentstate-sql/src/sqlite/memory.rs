@@ -1,12 +1,11 @@
 //! The SQLite store's long-term memories: rows in `agentstate_memories`, their terms in an FTS5
 //! index, written inside the writer's transaction.
 
-use std::cmp::Reverse;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use agentstate::Result;
 use agentstate::memory::{Memory, MemoryOwner};
-use agentstate::store::{MemoryList, MemoryPut, MemorySearch, PutMode};
+use agentstate::store::{MemoryList, MemoryPut, MemorySearch, PutMode, rank_hits};
 use rusqlite::{Connection, Row, params};
 
 use super::sqlite_error;
@@ -118,22 +117,6 @@ pub(super) fn search(conn: &Connection, search: &MemorySearch) -> Result<Vec<Mem
     let ids = serde_json::Value::from(ranked).to_string();
     let (app, user) = (search.owner.app_name(), search.owner.user_id());
     memories(conn, sql!("memory_search"), params![ids, app, user, search.now_micros])
-}
-
-/// The best `limit` row ids of the alternatives' hits (each newest first): by how many
-/// alternatives found them, then by the fewest hits of one that did, then newest.
-fn rank_hits(alternatives: &[Vec<i64>], limit: usize) -> Vec<i64> {
-    let mut found: HashMap<i64, (usize, usize)> = HashMap::new();
-    for hits in alternatives {
-        for row_id in hits {
-            let (alternatives, fewest) = found.entry(*row_id).or_insert((0, usize::MAX));
-            *alternatives += 1;
-            *fewest = (*fewest).min(hits.len());
-        }
-    }
-    let mut ranked: Vec<(i64, (usize, usize))> = found.into_iter().collect();
-    ranked.sort_unstable_by_key(|&(row_id, (alternatives, fewest))| (Reverse(alternatives), fewest, Reverse(row_id)));
-    ranked.into_iter().take(limit).map(|(row_id, _)| row_id).collect()
 }
 
 pub(super) fn list(conn: &Connection, list: &MemoryList) -> Result<Vec<Memory>> {

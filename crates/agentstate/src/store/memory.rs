@@ -3,6 +3,10 @@
 //! confirmation of candidates) are the service's, in [`crate::memory`]; a store keeps memories
 //! with their terms and looks terms up with its engine's own full-text index.
 
+use std::cmp::Reverse;
+use std::collections::HashMap;
+use std::hash::Hash;
+
 use async_trait::async_trait;
 
 use crate::error::Result;
@@ -104,7 +108,7 @@ pub trait MemoryStore: Send + Sync {
     /// keeping this order among equals). A store may cut the engine's best `limit` hits first
     /// and drop the expired ones among them after (the SQL stores do, so the engine ranks and
     /// cuts alone): the page is then shorter, never wrong. A store may also read at most
-    /// `search.limit` hits per alternative (SQLite, PostgreSQL and Redis read the newest; the
+    /// `search.limit` hits per alternative (SQLite, PostgreSQL, MariaDB and Redis read the newest; the
     /// service puts the alternative of all the query's words first), so that a word in most of a
     /// user's memories costs a page of rows: an alternative cut there fills the page alone, so a
     /// page shorter than `limit` still means nothing more matched.
@@ -130,4 +134,39 @@ pub trait MemoryStore: Send + Sync {
     /// Owners that hold memories, in (app, user) order, after `after`, at most `limit` (for
     /// work over every memory, such as re-encryption).
     async fn memory_owners(&self, after: Option<&MemoryOwner>, limit: usize) -> Result<Vec<MemoryOwner>>;
+}
+
+/// The ranking of a search whose alternatives each found their hits (each list newest first, the
+/// ids growing with time): the best `limit` ids by how many alternatives found them (every word
+/// at once first), then by the fewest hits of one that did (a rarer word), then the newest. The
+/// stores that rank outside their engine (SQLite and MariaDB) share it; PostgreSQL and Redis rank
+/// the same way in their own statement and script.
+pub fn rank_hits<Id: Copy + Ord + Hash>(alternatives: &[Vec<Id>], limit: usize) -> Vec<Id> {
+    let mut found: HashMap<Id, (usize, usize)> = HashMap::new();
+    for hits in alternatives {
+        for id in hits {
+            let (alternatives, fewest) = found.entry(*id).or_insert((0, usize::MAX));
+            *alternatives += 1;
+            *fewest = (*fewest).min(hits.len());
+        }
+    }
+    let mut ranked: Vec<(Id, (usize, usize))> = found.into_iter().collect();
+    ranked.sort_unstable_by_key(|&(id, (alternatives, fewest))| (Reverse(alternatives), fewest, Reverse(id)));
+    ranked.into_iter().take(limit).map(|(id, _)| id).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rank_hits;
+
+    #[test]
+    fn hits_rank_by_alternatives_then_the_rarer_then_the_newer() {
+        // 7 is found by both; of the rest, the rarer alternative's (9) comes before the commoner's,
+        // and among those the newer first.
+        let common = vec![8, 7, 5, 3];
+        let rare = vec![9, 7];
+        assert_eq!(rank_hits(&[common.clone(), rare.clone()], 10), vec![7, 9, 8, 5, 3]);
+        assert_eq!(rank_hits(&[common, rare], 2), vec![7, 9]);
+        assert_eq!(rank_hits::<i64>(&[vec![], vec![]], 10), Vec::<i64>::new());
+    }
 }

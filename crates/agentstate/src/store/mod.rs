@@ -41,7 +41,7 @@ pub use capability::{
 };
 pub use filter::{ListOrder, SessionFilter, TimeRange};
 pub use lease::{LeaseRequest, LeaseState, LeaseStore, LocalLeases};
-pub use memory::{IndexedMemory, MemoryCursor, MemoryList, MemoryPut, MemorySearch, MemoryStore, PutMode};
+pub use memory::{IndexedMemory, MemoryCursor, MemoryList, MemoryPut, MemorySearch, MemoryStore, PutMode, rank_hits};
 pub use query::{EventCursor, EventForm, EventQuery, EventSelect, EventWindow, ListCursor, ListQuery, SessionRead};
 pub use stored::{LoadedSession, StoredEvent};
 

@@ -66,6 +66,20 @@ pub(in crate::mysql) async fn create_in(conn: &mut MySqlConnection, new: &NewSes
         .with_attributes((!attributes.is_empty()).then(|| Arc::new(attributes.clone()))))
 }
 
+/// The answer to an append that cannot go in: the stored event of its id when there is one (a
+/// retry is answered with it, another event of a used id is a conflict), else a stale handle.
+async fn stored_or_stale(conn: &mut MySqlConnection, key: &SessionKey, event: &Event) -> Step<CommitOutcome> {
+    let row = keyed(sql!("event_get"), key)
+        .bind(&event.id)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(sql_step("read event"))?;
+    match row {
+        Some(row) => CommitOutcome::of_stored(event_of(&row)?, event).map_err(Into::into),
+        None => Err(Error::stale().into()),
+    }
+}
+
 pub(in crate::mysql) async fn commit_in(conn: &mut MySqlConnection, commit: &EventCommit) -> Step<CommitOutcome> {
     let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta, deleted, .. } = commit;
     let not_found = || Error::NotFound { session_id: key.session_id().to_owned() }.into();
@@ -76,20 +90,26 @@ pub(in crate::mysql) async fn commit_in(conn: &mut MySqlConnection, commit: &Eve
         return Err(not_found());
     }
     let (session_state, marker) = session_of(&row)?;
-
-    let dup = keyed(sql!("event_get"), key)
-        .bind(&event.id)
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(sql_step("read event"))?;
-    if let Some(dup) = dup {
-        let existing = event_of(&dup)?;
-        return CommitOutcome::of_stored(existing, event).map_err(Into::into);
-    }
     if marker != *expected_last_update_micros {
-        return Err(Error::stale().into());
+        // A retry of an append whose answer was lost comes with the marker before it.
+        return stored_or_stale(conn, key, event).await;
     }
     let now = naive(*timestamp_micros)?;
+    // The event first, with no lookup before it: an id the session already holds fails this insert
+    // alone (InnoDB undoes the statement, not the transaction), and the stored event answers.
+    let inserted = keyed(sql!("event_insert"), key)
+        .bind(&event.id)
+        .bind(&event.invocation_id)
+        .bind(now)
+        .bind(codec::event_data(event)?)
+        .execute(&mut *conn)
+        .await;
+    match inserted {
+        Err(e) if is_unique_violation(&e) => {
+            return stored_or_stale(conn, key, event).await;
+        }
+        inserted => inserted.map_err(sql_step("insert event"))?,
+    };
     let session_state = codec::merged_text(session_state, &delta.session, &deleted.session)?;
     sqlx::query(sql!("session_update"))
         .bind(session_state)
@@ -106,14 +126,6 @@ pub(in crate::mysql) async fn commit_in(conn: &mut MySqlConnection, commit: &Eve
     if !delta.app.is_empty() {
         Shared::App(key.app_name()).merge(conn, &delta.app, &deleted.app, now).await?;
     }
-    keyed(sql!("event_insert"), key)
-        .bind(&event.id)
-        .bind(&event.invocation_id)
-        .bind(now)
-        .bind(codec::event_data(event)?)
-        .execute(&mut *conn)
-        .await
-        .map_err(sql_step("insert event"))?;
     if let Some(to) = commit.extend_expiry_to {
         let to = naive(to)?;
         sqlx::query(sql!("session_expire_extend"))

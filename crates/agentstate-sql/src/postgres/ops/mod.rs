@@ -31,29 +31,28 @@ crate::memories::memory_operations!(sqlx::Postgres);
 crate::leases::lease_operations!(sqlx::Postgres);
 crate::artifacts::artifact_operations!(sqlx::Postgres);
 
-/// A memory search as `memory_search.sql` takes it: the alternatives as tsqueries (each looked up
-/// on its own), the limit, owner and time, and how many of the newest memories each alternative
-/// looks among before asking the index. `None`: nothing to look up.
-fn memory_search(
+/// A memory search, one statement (`memory_search.sql`): the alternatives as tsqueries (each
+/// looked up on its own), the limit, owner and time, and how many of the newest memories each
+/// alternative looks among before asking the index.
+async fn memory_search(
+    pool: &sqlx::PgPool,
     search: &agentstate::store::MemorySearch,
-) -> Option<sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments>> {
+) -> Result<Vec<sqlx::postgres::PgRow>, sqlx::Error> {
     let alternatives: Vec<String> =
         search.any_of.iter().filter(|terms| !terms.is_empty()).map(|terms| terms.join(" & ")).collect();
     if alternatives.is_empty() {
-        return None;
+        return Ok(Vec::new());
     }
     let limit = i64::try_from(search.limit).unwrap_or(i64::MAX);
-    Some(
-        sqlx::query(sql!("memory_search"))
-            .bind(alternatives)
-            .bind(limit)
-            .bind(search.owner.app_name().to_owned())
-            .bind(search.owner.user_id().to_owned())
-            .bind(search.now_micros)
-            // A word in a quarter of the memories fills its page there; measured at 100,000
-            // memories, 4× beat 8×, 16× and 32× (a rarer word scans the window for nothing).
-            .bind(limit.saturating_mul(4)),
-    )
+    sqlx::query(sql!("memory_search"))
+        .bind(alternatives)
+        .bind(limit)
+        .bind(search.owner.app_name().to_owned())
+        .bind(search.owner.user_id().to_owned())
+        .bind(search.now_micros)
+        .bind(limit.saturating_mul(crate::memories::RECENT_WINDOW))
+        .fetch_all(pool)
+        .await
 }
 
 pub(super) fn object(value: Value, what: &str) -> Result<Map<String, Value>> {
