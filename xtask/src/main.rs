@@ -138,7 +138,7 @@ fn dist(allow_dirty: bool, profile: Profile) -> anyhow::Result<()> {
         .arg(&dist)
         .env("SOURCE_DATE_EPOCH", &epoch)
         .current_dir(root.join("packaging/agentstate-server"));
-    let binary = match profile {
+    let built = match profile {
         Profile::Release => {
             let home = std::env::var("HOME").unwrap_or_default();
             let cargo_home = std::env::var("CARGO_HOME").unwrap_or_else(|_| format!("{home}/.cargo"));
@@ -146,14 +146,15 @@ fn dist(allow_dirty: bool, profile: Profile) -> anyhow::Result<()> {
             let rustflags =
                 format!("--remap-path-prefix={}=/agentstate --remap-path-prefix={cargo_home}=/cargo", root.display());
             run(maturin.arg("--release").env("RUSTFLAGS", &rustflags).env("CARGO_INCREMENTAL", "0"))?;
-            target_dir(&root)?.join("release/agentstate")
+            "release"
         }
         // The flags of `cargo test`'s build, so that its artifacts serve.
         Profile::Dev => {
             run(&mut maturin)?;
-            target_dir(&root)?.join("debug/agentstate")
+            "debug"
         }
     };
+    let binary = target_dir(&root)?.join(built).join("agentstate");
     let reported = output(Command::new(&binary).arg("--version"))?;
     ensure!(reported.ends_with(&version), "the binary says {reported:?}, the workspace {version}");
 

@@ -86,7 +86,7 @@ pub use runner::{DEFAULT_MAX_LLM_CALLS, EventStream, RunRequest, Runner};
 pub use workflow::{ParallelAgent, SequentialAgent};
 
 /// The Rust code blocks of the README and of the book (`docs/`), run as doctests so they cannot
-/// rot. `.ci/book-check` fails when a page with Rust code is missing here.
+/// rot. `.ci/book-check.py` fails when a page with Rust code is missing here.
 #[cfg(doctest)]
 mod docs {
     #[doc = include_str!("../../../README.md")]

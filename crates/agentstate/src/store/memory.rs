@@ -136,9 +136,9 @@ pub trait MemoryStore: Send + Sync {
     async fn memory_owners(&self, after: Option<&MemoryOwner>, limit: usize) -> Result<Vec<MemoryOwner>>;
 }
 
-/// The ranking of a search whose alternatives each found their hits (each list newest first, the
-/// ids growing with time): the best `limit` ids by how many alternatives found them (every word
-/// at once first), then by the fewest hits of one that did (a rarer word), then the newest. The
+/// The ranking of a search whose alternatives each found their hits (in any order; the ids grow
+/// with time): the best `limit` ids by how many alternatives found them (every word at once
+/// first), then by the fewest hits of one that did (a rarer word), then the newest. The
 /// stores that rank outside their engine (SQLite and MariaDB) share it; PostgreSQL and Redis rank
 /// the same way in their own statement and script.
 pub fn rank_hits<Id: Copy + Ord + Hash>(alternatives: &[Vec<Id>], limit: usize) -> Vec<Id> {

@@ -76,9 +76,10 @@ async fn memory_search(
         .into_iter()
         .zip(older)
         .map(|(mut hits, older)| {
-            if !older.is_empty() {
-                hits.extend(older.into_iter().filter(|row_id| !hits.contains(row_id)).collect::<Vec<_>>());
-                hits.sort_unstable_by(|a, b| b.cmp(a));
+            for row_id in older {
+                if !hits.contains(&row_id) {
+                    hits.push(row_id);
+                }
             }
             hits
         })
