@@ -184,6 +184,29 @@ async function main() {
     console.log(`  (newest page of 1,000 events loaded in ${loaded} ms)`);
   });
 
+  await check("a summary shows what it covers, and covered events say so", async () => {
+    const path = "/apps/shop/users/ann/sessions/summarised";
+    await api(open.url, "POST", "/apps/shop/users/ann/sessions", { sessionId: "summarised" });
+    const t0 = 1800000000;
+    for (const [i, words] of ["Plan a trip", "Lisbon it is", "And the hotel?"].entries()) {
+      await append(open.url, path, { ...text(words, i % 2 ? "agent" : "user", `inv-${i}`), timestamp: t0 + i });
+    }
+    await append(open.url, path, {
+      author: "agent", invocationId: "summary-1", timestamp: t0 + 3,
+      actions: { compaction: { startTimestamp: t0, endTimestamp: t0 + 1, compactedContent: { role: "model", parts: [{ text: "They chose Lisbon." }] } } },
+    });
+    await page.goto(open.url + "/ui" + path);
+    const rows = page.locator("li.event");
+    assert.equal(await rows.count(), 4);
+    assert.match(await rows.nth(3).locator(".badge.summary").innerText(), /summary of .*: #1–#2/);
+    assert.ok((await rows.nth(3).innerText()).includes("They chose Lisbon."), "the summary's text is shown");
+    for (const i of [0, 1]) {
+      assert.ok(await rows.nth(i).evaluate((li) => li.classList.contains("covered")));
+      assert.match(await rows.nth(i).locator(".badge.covered").innerText(), /covered by #4/);
+    }
+    assert.equal(await rows.nth(2).locator(".badge.covered").count(), 0, "the third event is not covered");
+  });
+
   await check("delete asks, then deletes", async () => {
     await page.goto(open.url + "/ui/apps/shop/users/bob/sessions/b1");
     dialogs.length = 0;

@@ -131,7 +131,8 @@ fn bench(c: &mut Criterion) {
         for n in SIZES {
             let service = SessionService::in_memory();
             let session = rt.block_on(grown(&service, n));
-            let config = GetSessionConfig { num_recent_events: recent, after_timestamp: None };
+            let config =
+                GetSessionConfig { num_recent_events: recent, after_timestamp: None, ..GetSessionConfig::default() };
             group.bench_with_input(BenchmarkId::new("service", n), &n, |b, _| {
                 b.to_async(&rt).iter(|| async { service.get_session(session.key(), config).await.unwrap() });
             });

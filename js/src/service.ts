@@ -27,7 +27,16 @@ import { eventFromWire, eventToWire, isObject, sessionFromWire, type Json } from
 const PAGE_SIZE = 1000;
 
 /** Options of `new AgentstateSessionService(…)`. */
-export type AgentstateSessionServiceOptions = AgentstateClientOptions;
+export interface AgentstateSessionServiceOptions extends AgentstateClientOptions {
+  /**
+   * Load only what ADK reads of a history it compacts (`view=compacted` on the server): the
+   * newest summary (`isCompacted` events of the agent's `contextCompactors`) and the events after
+   * its end, with the calls a resumed long-running tool looks up. Default `false`: every event.
+   */
+  compactedLoads?: boolean;
+  /** ADK for Python's `overlap_size`, for sessions it compacts too (default 1). */
+  compactionOverlap?: number;
+}
 
 /**
  * Sessions kept by an agentstate server (`agentstate serve`), for ADK for TypeScript.
@@ -58,10 +67,16 @@ export class AgentstateSessionService extends BaseSessionService {
   readonly baseUrl: string;
   readonly timeoutMs: number;
   readonly #client: Client;
+  readonly #view: [string, string][];
 
   constructor(options: AgentstateSessionServiceOptions) {
     super();
     this.#client = new Client(options);
+    const overlap = options.compactionOverlap ?? 1;
+    if (!Number.isInteger(overlap) || overlap < 0) {
+      throw new RangeError(`compactionOverlap must be a whole number of invocations, 0 or more, not ${overlap}`);
+    }
+    this.#view = options.compactedLoads ? [['view', 'compacted'], ['overlap', String(overlap)]] : [];
     this.baseUrl = this.#client.baseUrl;
     this.timeoutMs = this.#client.timeoutMs;
   }
@@ -87,7 +102,7 @@ export class AgentstateSessionService extends BaseSessionService {
   }
 
   override async getSession({ appName, userId, sessionId, config }: GetSessionRequest): Promise<Session | undefined> {
-    const query = new URLSearchParams();
+    const query = new URLSearchParams(this.#view);
     if (config?.numRecentEvents !== undefined) query.set('numRecentEvents', String(config.numRecentEvents));
     if (config?.afterTimestamp !== undefined) query.set('afterTimestamp', String(msToSeconds(config.afterTimestamp)));
     const path = `${sessionPath(appName, userId, sessionId)}${suffix(query)}`;

@@ -196,7 +196,11 @@ impl AdkService for AdkSessionService {
     async fn get(&self, req: GetRequest) -> adk_core::Result<Box<dyn Session>> {
         let key = key(&req.app_name, &req.user_id, &req.session_id)?;
         let after = req.after.map(convert::timestamp);
-        let config = GetSessionConfig { num_recent_events: req.num_recent_events, after_timestamp: after };
+        let config = GetSessionConfig {
+            num_recent_events: req.num_recent_events,
+            after_timestamp: after,
+            ..GetSessionConfig::default()
+        };
         let mut session =
             self.service.get_session(&key, config).await.map_err(error)?.ok_or_else(|| not_found(&key))?;
         // A window counts stored events; ADK-Rust counts live ones. After a rewind in it, the
@@ -205,7 +209,8 @@ impl AdkService for AdkSessionService {
             e.rewind_after_event_id.is_some() || e.actions.rewind_before_invocation_id.is_some()
         };
         if req.num_recent_events.is_some() && session.events().iter().any(rewound) {
-            let whole = GetSessionConfig { num_recent_events: None, after_timestamp: after };
+            let whole =
+                GetSessionConfig { num_recent_events: None, after_timestamp: after, ..GetSessionConfig::default() };
             session = self.service.get_session(&key, whole).await.map_err(error)?.ok_or_else(|| not_found(&key))?;
         }
         self.remember(&key);

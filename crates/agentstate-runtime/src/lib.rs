@@ -97,6 +97,8 @@ mod docs {
     struct Agents;
     #[doc = include_str!("../../../docs/artifacts.md")]
     struct Artifacts;
+    #[doc = include_str!("../../../docs/compaction.md")]
+    struct Compaction;
     #[doc = include_str!("../../../docs/history.md")]
     struct History;
     #[doc = include_str!("../../../docs/memory.md")]

@@ -296,7 +296,11 @@ impl Runner {
         stop: Arc<AtomicBool>,
     ) -> Result<(), RuntimeError> {
         let history = self.history.unwrap_or_else(|| self.agent.history());
-        let config = GetSessionConfig { num_recent_events: history.recent(), after_timestamp: None };
+        let config = GetSessionConfig {
+            num_recent_events: history.recent(),
+            after_timestamp: None,
+            ..GetSessionConfig::default()
+        };
         let session = match self.service.get_session(&key, config).await? {
             Some(session) => session,
             None if self.auto_create_session => {

@@ -325,6 +325,16 @@ fn parameters(op: &Operation) -> Vec<Value> {
             json!({"type": "number"}),
             "agentstate extension: only events at or after this time (epoch seconds)",
         ));
+        params.push(query(
+            "view",
+            json!({"type": "string", "enum": ["whole", "compacted"], "default": "whole"}),
+            "agentstate extension: every event, or only those ADK reads of a history it compacts (summaries, what they do not cover, the next summary's window); the window above applies to the view",
+        ));
+        params.push(query(
+            "overlap",
+            json!({"type": "integer", "minimum": 0, "default": 1}),
+            "agentstate extension, with view=compacted: the app's overlap_size",
+        ));
     } else if path.ends_with("/sessions/{session_id}/state") {
         params.push(query("atEvent", json!({"type": "string"}), "After this event"));
         params.push(query("beforeEvent", json!({"type": "string"}), "Before this event"));

@@ -184,42 +184,82 @@ pub fn session_keys(state: &Map<String, Value>) -> Map<String, Value> {
 /// every event after E up to it, and wins over an invocation marker on the same event. What the
 /// model sees and which agent answers next are decided on these.
 pub fn live_events<E: Borrow<Event>>(events: &[E]) -> Vec<&E> {
+    rewound::<Event, E>(events).live.into_iter().map(|i| &events[i]).collect()
+}
+
+/// The positions still live after rewinds (see [`live_events`]),
+/// and the positions a rewind needs to be seen doing the same: each rewind that takes effect and
+/// the event it rewinds to.
+pub(crate) struct Rewound {
+    pub(crate) live: Vec<usize>,
+    pub(crate) anchors: Vec<usize>,
+}
+
+/// What the rewind walk reads of an event.
+pub(crate) trait RewindFacts {
+    fn id(&self) -> &str;
+    fn invocation_id(&self) -> &str;
+    fn rewind_after_event(&self) -> Option<&str>;
+    fn rewind_before_invocation(&self) -> Option<&str>;
+}
+
+impl RewindFacts for Event {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn invocation_id(&self) -> &str {
+        &self.invocation_id
+    }
+    fn rewind_after_event(&self) -> Option<&str> {
+        self.rewind_after_event_id.as_deref()
+    }
+    fn rewind_before_invocation(&self) -> Option<&str> {
+        self.actions.rewind_before_invocation_id.as_deref().filter(|x| !x.is_empty())
+    }
+}
+
+/// Walks back from the newest event: a rewind drops itself and everything back to its target.
+pub(crate) fn rewound<R: RewindFacts, E: Borrow<R>>(events: &[E]) -> Rewound {
     let mut first_of: Option<HashMap<&str, usize>> = None;
     let mut index_of: Option<HashMap<&str, usize>> = None;
-    let mut kept = Vec::with_capacity(events.len());
+    let (mut live, mut anchors) = (Vec::with_capacity(events.len()), Vec::new());
     let mut i = events.len();
     while i > 0 {
         i -= 1;
-        let event: &Event = events[i].borrow();
-        if let Some(target) = event.rewind_after_event_id.as_deref() {
-            let index = index_of
-                .get_or_insert_with(|| events.iter().enumerate().map(|(i, e)| (e.borrow().id.as_str(), i)).collect());
+        let event: &R = events[i].borrow();
+        if let Some(target) = event.rewind_after_event() {
+            let index =
+                index_of.get_or_insert_with(|| events.iter().enumerate().map(|(i, e)| (e.borrow().id(), i)).collect());
+            anchors.push(i);
             if let Some(&at) = index.get(target).filter(|&&at| at < i) {
+                anchors.push(at);
                 i = at + 1;
             }
             continue;
         }
-        match event.actions.rewind_before_invocation_id.as_deref().filter(|x| !x.is_empty()) {
+        match event.rewind_before_invocation() {
             Some(target) => {
                 let first = first_of.get_or_insert_with(|| {
                     let mut first = HashMap::new();
                     for (index, e) in events.iter().enumerate() {
-                        let e: &Event = e.borrow();
-                        if !e.invocation_id.is_empty() {
-                            first.entry(e.invocation_id.as_str()).or_insert(index);
+                        let id = e.borrow().invocation_id();
+                        if !id.is_empty() {
+                            first.entry(id).or_insert(index);
                         }
                     }
                     first
                 });
+                anchors.push(i);
                 if let Some(&start) = first.get(target).filter(|&&start| start < i) {
+                    anchors.push(start);
                     i = start;
                 }
             }
-            None => kept.push(&events[i]),
+            None => live.push(i),
         }
     }
-    kept.reverse();
-    kept
+    live.reverse();
+    Rewound { live, anchors }
 }
 
 #[cfg(test)]

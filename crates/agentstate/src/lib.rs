@@ -50,6 +50,7 @@
 pub mod archive;
 pub mod artifact;
 pub mod clock;
+pub mod compaction;
 mod content;
 #[cfg(feature = "encryption")]
 pub mod crypt;

@@ -229,6 +229,17 @@ impl Session {
         }
     }
 
+    /// Keeps only the handle's events at `positions` (ascending).
+    pub(crate) fn keep_events(&mut self, positions: &[usize]) {
+        let mut next = positions.iter().peekable();
+        let mut at = 0;
+        self.events.0.retain(|_| {
+            let keep = next.next_if_eq(&&at).is_some();
+            at += 1;
+            keep
+        });
+    }
+
     /// Records an append that storage has committed: the invocation's `temp:` changes, then the
     /// persisted delta and deletions, then the event; and the expire time the append moved to
     /// `extended_expiry` (as the store did: only an expiring session, only later).

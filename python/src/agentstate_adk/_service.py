@@ -86,9 +86,31 @@ class AgentstateSessionService(_Client, BaseSessionService):
       ca_file: a PEM bundle of CAs to trust beside the system's, for a server serving TLS with a
         certificate of a private CA; else `AGENTSTATE_CA_FILE`, else the system's alone.
       agents_dir: accepted, and unused: ADK's service registry passes it.
+      compacted_loads: load only what ADK reads of a history it compacts
+        (`App(events_compaction_config=...)`): the summaries, the events they do not cover and
+        the next summary's window, chosen by the server (`view=compacted`). The model is sent
+        the same requests; a long conversation loads in time that grows with what it is shown.
+        Off by default: the whole history.
+      compaction_overlap: the app's `EventsCompactionConfig.overlap_size` (default 1), which
+        sets where the next summary's window starts.
 
     Any other keyword is a `TypeError`.
     """
+
+    def __init__(
+        self,
+        base_url: Optional[str] = None,
+        *,
+        compacted_loads: bool = False,
+        compaction_overlap: int = 1,
+        **client: Any,
+    ) -> None:
+        super().__init__(base_url, **client)
+        if not isinstance(compacted_loads, bool):
+            raise TypeError(f"compacted_loads must be True or False, not {compacted_loads!r}")
+        if isinstance(compaction_overlap, bool) or not isinstance(compaction_overlap, int) or compaction_overlap < 0:
+            raise ValueError(f"compaction_overlap must be a whole number of invocations, 0 or more, not {compaction_overlap!r}")
+        self._compacted = {"view": "compacted", "overlap": compaction_overlap} if compacted_loads else {}
 
     @staticmethod
     def _sessions(app_name: str, user_id: str) -> str:
@@ -124,7 +146,7 @@ class AgentstateSessionService(_Client, BaseSessionService):
         session_id: str,
         config: Optional[GetSessionConfig] = None,
     ) -> Optional[Session]:
-        params: dict[str, Any] = {}
+        params: dict[str, Any] = dict(self._compacted)
         if config is not None and config.num_recent_events is not None:
             params["numRecentEvents"] = config.num_recent_events
         if config is not None and config.after_timestamp is not None:
@@ -133,6 +155,26 @@ class AgentstateSessionService(_Client, BaseSessionService):
         response = await self._request("GET", path, params=params)
         if response.status_code == 404:
             return None
+        if response.status_code != 200:
+            raise self._fail(response)
+        return _session(response.content)
+
+    async def _rewind_delta(self, session: Session, invocation_id: str) -> dict[str, Any]:
+        """The state delta of a rewind before `invocation_id`, as ADK computes it, over the whole
+        history: a compacted load lacks the covered events that last wrote some keys."""
+        from google.adk.sessions import _rewind_utils
+
+        whole = await self._whole(session)
+        first = next((i for i, e in enumerate(whole.events) if e.invocation_id == invocation_id), None)
+        if first is None:
+            raise AgentstateError(f"no event of invocation {invocation_id!r} in session {session.id}")
+        return await _rewind_utils.compute_state_delta_for_rewind(whole, first)
+
+    async def _whole(self, session: Session) -> Session:
+        path = f"{self._sessions(session.app_name, session.user_id)}/{_segment(session.id)}"
+        response = await self._request("GET", path)
+        if response.status_code == 404:
+            raise SessionNotFoundError(f"Session {session.id} not found.")
         if response.status_code != 200:
             raise self._fail(response)
         return _session(response.content)
@@ -208,6 +250,8 @@ class AgentstateSessionService(_Client, BaseSessionService):
         reference does (`temp:` keys in memory only)."""
         if event.partial:
             return event
+        if self._compacted and event.actions.rewind_before_invocation_id:
+            event.actions.state_delta = await self._rewind_delta(session, event.actions.rewind_before_invocation_id)
         body = {
             "event": event.model_dump(mode="json", by_alias=True, exclude_none=True),
             "expectedLastUpdateTime": session.last_update_time,

@@ -15,7 +15,7 @@ pub(super) async fn get_missing_is_none(svc: Svc) {
 
 async fn window(svc: &Svc, s: &Session, recent: Option<usize>, after: Option<f64>) -> Vec<String> {
     let after = after.map(|t| Timestamp::from_secs(t).unwrap());
-    let config = GetSessionConfig { num_recent_events: recent, after_timestamp: after };
+    let config = GetSessionConfig { num_recent_events: recent, after_timestamp: after, ..GetSessionConfig::default() };
     let loaded = svc.get_session(s.key(), config).await.unwrap().unwrap();
     assert_eq!(loaded.state(), reload(svc, s.key()).await.state(), "a window never changes the state");
     ids(&loaded)
@@ -222,7 +222,8 @@ pub(super) async fn stored_reads_show_what_decoded_reads_do(svc: Svc) {
     }
     for (recent, after) in [(None, None), (Some(0), None), (Some(2), None), (None, Some(s.last_update_time()))] {
         let after = after.and_then(Timestamp::from_secs);
-        let config = GetSessionConfig { num_recent_events: recent, after_timestamp: after };
+        let config =
+            GetSessionConfig { num_recent_events: recent, after_timestamp: after, ..GetSessionConfig::default() };
         let decoded = svc.get_session(s.key(), config).await.unwrap().unwrap();
         let stored = svc.get_session_stored(s.key(), config).await.unwrap().unwrap();
         assert_eq!(stored.event_count(), decoded.events().len(), "window {recent:?} {after:?}");

@@ -6,6 +6,7 @@
 
 mod append;
 mod artifact;
+mod compaction;
 mod concurrency;
 mod create;
 mod delete;
@@ -26,6 +27,7 @@ mod time;
 
 use append::*;
 use artifact::*;
+use compaction::*;
 use concurrency::*;
 use create::*;
 use delete::*;

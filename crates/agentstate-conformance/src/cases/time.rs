@@ -50,7 +50,11 @@ pub(super) async fn event_times_are_kept_to_the_nanosecond(svc: Svc) {
     assert_eq!(times(&mut page.events.iter()), expected);
 
     // Bounds are exact: a nanosecond either side of an event's time decides.
-    let after = |t: Timestamp| GetSessionConfig { num_recent_events: None, after_timestamp: Some(t) };
+    let after = |t: Timestamp| GetSessionConfig {
+        num_recent_events: None,
+        after_timestamp: Some(t),
+        ..GetSessionConfig::default()
+    };
     let just_after = Timestamp::from_nanos(fine.nanos() + 1);
     assert_eq!(ids(&svc.get_session(s.key(), after(fine)).await.unwrap().unwrap()), ["e0", "e1", "e2"]);
     assert_eq!(ids(&svc.get_session(s.key(), after(just_after)).await.unwrap().unwrap()), ["e1", "e2"]);

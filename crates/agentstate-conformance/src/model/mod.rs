@@ -207,8 +207,16 @@ impl Run {
                     let e = events.iter().rev().nth(n)?;
                     Some(e.time())
                 });
-                self.compare_get(user, sid, GetSessionConfig { num_recent_events: recent, after_timestamp: after })
-                    .await
+                self.compare_get(
+                    user,
+                    sid,
+                    GetSessionConfig {
+                        num_recent_events: recent,
+                        after_timestamp: after,
+                        ..GetSessionConfig::default()
+                    },
+                )
+                .await
             }
             Op::Append { slot, ref delta, ref deleted, offset_micros, partial, id } => {
                 let deleted =

@@ -123,8 +123,8 @@ routes! {
          413 "Over a size limit" "Error", 422 "stateDelta and deleteKeys both missing" "Error",
          501 "The backend cannot write state without a session" "Error"];
     get "/apps/{app_name}/users/{user_id}/sessions/{session_id}" => sessions::get, PathAppUser,
-        "Get a session with its events (agentstate extension: `numRecentEvents`, `afterTimestamp` select them)", None,
-        [200 "The session" "Session", 400 "Bad window" "Error", 404 "No such session" "Error"];
+        "Get a session with its events (agentstate extensions: `numRecentEvents`, `afterTimestamp` select them; `view=compacted` answers only what ADK reads of a compacted history)", None,
+        [200 "The session" "Session", 400 "Bad window or view" "Error", 404 "No such session" "Error"];
     post "/apps/{app_name}/users/{user_id}/sessions/{session_id}" => sessions::create_with_id, PathAppUser,
         "Create a session with this id (deprecated by the reference; the body is the initial state)", Some("State"),
         [200 "The session" "Session", 409 "The id is taken" "Error"];

@@ -1,5 +1,6 @@
 //! The session routes of `adk api_server`, with the same paths, bodies, status codes and JSON.
 
+use agentstate::compaction::EventView;
 use agentstate::filter::{parse_session_filter, parse_session_order};
 use agentstate::wire;
 use agentstate::{
@@ -181,7 +182,8 @@ pub(crate) async fn get(
 ) -> Result<Response, ApiError> {
     let Query(window) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let after = window.after_timestamp.map(|t| Timestamp::try_from_secs("after_timestamp", t)).transpose()?;
-    let config = GetSessionConfig { num_recent_events: window.num_recent_events, after_timestamp: after };
+    let view = window.event_view()?;
+    let config = GetSessionConfig { num_recent_events: window.num_recent_events, after_timestamp: after, view };
     let session = state.service().get_session_stored(&key(&app, &user, &id)?, config).await?;
     let session = session.ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
     // Written straight from the stored events' text: no `Event`, no JSON tree.
@@ -198,6 +200,25 @@ pub(crate) async fn get(
 pub(crate) struct WindowQuery {
     num_recent_events: Option<usize>,
     after_timestamp: Option<f64>,
+    /// `whole` (the default) or `compacted`: only what ADK reads of a compacted history.
+    view: Option<String>,
+    /// The compacted view's overlap (the app's `overlap_size`); 1 when not given.
+    overlap: Option<usize>,
+}
+
+impl WindowQuery {
+    fn event_view(&self) -> Result<EventView, ApiError> {
+        match (self.view.as_deref(), self.overlap) {
+            (None | Some("whole"), None) => Ok(EventView::Whole),
+            (Some("compacted"), overlap) => {
+                Ok(EventView::Compacted { overlap: overlap.unwrap_or(agentstate::compaction::DEFAULT_OVERLAP) })
+            }
+            (None | Some("whole"), Some(_)) => {
+                Err(ApiError::BadRequest("overlap applies only to view=compacted".into()))
+            }
+            (Some(other), _) => Err(ApiError::BadRequest(format!("view must be whole or compacted, not {other:?}"))),
+        }
+    }
 }
 
 /// The page of the list routes (agentstate's extension): its size and token, the order (`orderBy`

@@ -27,7 +27,7 @@ use subtle::ConstantTimeEq;
 
 use crate::auth::{Permit, Tokens};
 use crate::state::AppState;
-use page::{event_row, layout, preview, problem, seg, state_panel};
+use page::{Coverage, event_row, layout, preview, problem, seg, state_panel};
 
 /// Events per timeline page.
 const PAGE: usize = 100;
@@ -381,6 +381,7 @@ pub(crate) async fn session(
     } else {
         events_at(service, &key, first, PAGE).await.map_err(|e| backend(&state, &e))?
     };
+    let coverage = coverage(service, &key).await.map_err(|e| backend(&state, &e))?;
     let base = session_path(&key);
     let selected = query.at.clone().or_else(|| events.last().map(|e| e.id.clone()));
     let panel = state_fragment(&state, &key, selected.as_deref()).await?;
@@ -409,7 +410,7 @@ pub(crate) async fn session(
                 (pager(page, total, PAGE, "?page="))
                 ol.events start=(first + 1) {
                     @for (i, event) in events.iter().enumerate() {
-                        (event_row(event, first + i, selected.as_deref() == Some(event.id.as_str()), &base))
+                        (event_row(event, first + i, selected.as_deref() == Some(event.id.as_str()), &base, &coverage))
                     }
                 }
                 @if events.is_empty() { p.empty { "No events yet. New ones appear here as they are appended." } }
@@ -419,6 +420,20 @@ pub(crate) async fn session(
         }
     };
     Ok(Html(layout(&id, &crumbs, state.ui_secret(), &body).into_string()))
+}
+
+/// The session's summaries and what they cover, read from every event's facts (the stored text
+/// where the store keeps it, no event built).
+async fn coverage(service: &agentstate::SessionService, key: &SessionKey) -> agentstate::Result<Coverage> {
+    use agentstate::compaction::Facts;
+    let Some(loaded) = service.get_session_stored(key, GetSessionConfig::default()).await? else {
+        return Ok(Coverage::default());
+    };
+    let facts: Vec<Facts> = match &loaded.stored_events {
+        Some(stored) => stored.iter().map(Facts::of_stored).collect(),
+        None => loaded.session.events().iter().map(Facts::of).collect(),
+    };
+    Ok(Coverage::of(&facts))
 }
 
 /// `count` events from position `first` (from 0), oldest first.
@@ -533,7 +548,8 @@ pub(crate) async fn live(
     let new: Vec<_> = page.events.iter().filter(|e| after.is_none_or(|(_, last)| e.id != last)).collect();
     let base = session_path(&key);
     let first = total.saturating_sub(new.len());
-    let rows = html! { @for (i, e) in new.iter().enumerate() { (event_row(e, first + i, false, &base)) } };
+    // New events are covered by no summary yet; a new summary shows its range.
+    let rows = html! { @for (i, e) in new.iter().enumerate() { (event_row(e, first + i, false, &base, &Coverage::default())) } };
     let next = new.last().map(|e| format!("{}:{}", e.time().micros(), e.id)).or(query.after);
     axum::Json(serde_json::json!({"html": rows.into_string(), "after": next, "count": total})).into_response()
 }

@@ -1,6 +1,7 @@
 //! The inspector's HTML: the page layout and the pieces the pages and their live updates share.
 //! Everything shown is user or model data, and maud escapes every value it interpolates.
 
+use agentstate::compaction::{Facts, Range, Summary};
 use agentstate::history::{EventDiff, StateAt};
 use agentstate::{Event, Map, Part, Value};
 use maud::{DOCTYPE, Markup, html};
@@ -113,10 +114,66 @@ fn part(part: &Part) -> Markup {
 }
 
 /// One event of the timeline; `index` is its position in the session (from 0).
-pub(crate) fn event_row(event: &Event, index: usize, selected: bool, base: &str) -> Markup {
-    let micros = event.time().micros();
+/// What the timeline says of summaries (`actions.compaction`): each summary's covered events,
+/// and each covered event's summary, by position (from 0) in the session's history.
+#[derive(Default)]
+pub(crate) struct Coverage {
+    summaries: Vec<Summary>,
+}
+
+impl Coverage {
+    /// The coverage of a history whose every event's facts are `facts`, in storage order.
+    pub(crate) fn of(facts: &[Facts]) -> Self {
+        Self { summaries: agentstate::compaction::summaries(facts) }
+    }
+
+    fn summary_at(&self, index: usize) -> Option<&Summary> {
+        self.summaries.iter().find(|s| s.position == index)
+    }
+
+    /// The kept summary covering the event at `index`, the newest first.
+    fn covering(&self, index: usize) -> Option<&Summary> {
+        self.summaries.iter().rev().find(|s| s.kept && s.covers.is_some_and(|(a, b)| a <= index && index <= b))
+    }
+}
+
+/// A summary's range: the times, and the events it covers when known.
+fn summary_badge(event: &Event, summary: Option<&Summary>) -> Markup {
+    let time = |secs: f64| {
+        // Whole microseconds of a time ADK wrote as float seconds.
+        #[allow(clippy::cast_possible_truncation)]
+        let micros = (secs * 1e6).round() as i64;
+        rfc3339(micros).get(11..23).unwrap_or_default().to_owned()
+    };
+    let range = summary.map(|s| s.range).or_else(|| {
+        let c = event.actions.extra.get(agentstate::compaction::COMPACTION_KEY)?;
+        let get = |a: &str, b: &str| c.get(a).or_else(|| c.get(b)).and_then(Value::as_f64);
+        Some(Range { start: get("start_timestamp", "startTimestamp")?, end: get("end_timestamp", "endTimestamp")? })
+    });
     html! {
-        li.event.selected[selected] id={ "e-" (event.id) } data-id=(event.id) data-cursor={ (micros) ":" (event.id) }
+        span.badge.summary title="a summary (actions.compaction) of the events in its range" {
+            "summary"
+            @if let Some(range) = range { " of " (time(range.start)) "–" (time(range.end)) }
+            @if let Some((a, b)) = summary.and_then(|s| s.covers) { ": #" (a + 1) "–#" (b + 1) }
+            @if summary.is_some_and(|s| !s.kept) { " (inside another)" }
+        }
+    }
+}
+
+/// The summary text of a compaction event.
+fn compacted_text(event: &Event) -> Option<String> {
+    let c = event.actions.extra.get(agentstate::compaction::COMPACTION_KEY)?;
+    let content = c.get("compacted_content").or_else(|| c.get("compactedContent"))?;
+    let parts = content.get("parts")?.as_array()?;
+    Some(parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join(""))
+}
+
+pub(crate) fn event_row(event: &Event, index: usize, selected: bool, base: &str, coverage: &Coverage) -> Markup {
+    let micros = event.time().micros();
+    let is_summary = event.actions.extra.get(agentstate::compaction::COMPACTION_KEY).is_some_and(|c| !c.is_null());
+    let covered_by = coverage.covering(index);
+    html! {
+        li.event.selected[selected].covered[covered_by.is_some()] id={ "e-" (event.id) } data-id=(event.id) data-cursor={ (micros) ":" (event.id) }
             style={ "--inv: " (hue(&event.invocation_id)) }
         {
             a.select href={ (base) "?at=" (seg(&event.id)) } {
@@ -131,8 +188,13 @@ pub(crate) fn event_row(event: &Event, index: usize, selected: bool, base: &str)
                 @if let Some(after) = &event.rewind_after_event_id { span.badge.rewind { "rewind to " (truncate(after, 12)) } }
                 @else if let Some(before) = &event.actions.rewind_before_invocation_id { span.badge.rewind { "rewind before " (before) } }
                 @if !event.actions.state_delta.is_empty() { span.badge.delta { (event.actions.state_delta.len()) " keys" } }
+                @if is_summary { (summary_badge(event, coverage.summary_at(index))) }
+                @if let Some(summary) = covered_by {
+                    span.badge.covered title="a summary stands for this event in the model's request" { "covered by #" (summary.position + 1) }
+                }
             }
             div.body {
+                @if let Some(text) = compacted_text(event) { div.text.summary-text { (text) } }
                 @if let Some(parts) = event.content.as_ref().and_then(|c| c.parts.as_ref()) {
                     @for p in parts { (part(p)) }
                 }

@@ -56,6 +56,7 @@ pub(crate) fn prepare(target: &Target<'_>, mut event: Event) -> Result<(EventCom
         ));
     }
     Timestamp::try_from_secs("event.timestamp", event.timestamp)?;
+    crate::compaction::validate(&event)?;
     let timestamp_micros = event.place_after(target.marker);
 
     let mut deleted: Vec<String> = Vec::with_capacity(event.deleted_keys.len());

@@ -23,6 +23,7 @@ pub use requests::{
 pub use shared::{MAX_ORIGIN_CHARS, MAX_WRITES_PAGE, StateWrite};
 
 use crate::clock::{self, Clock, SystemClock};
+use crate::compaction::EventView;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::in_memory::InMemoryStore;
@@ -31,8 +32,8 @@ use crate::page;
 use crate::scope::ScopedState;
 use crate::session::Session;
 use crate::store::{
-    Capabilities, CommitOutcome, EventCursor, EventForm, EventQuery, EventSelect, LeaseStore, ListCursor, ListQuery,
-    LoadedSession, LocalLeases, NewSession, SessionRead, SessionStore, merge_scopes,
+    Capabilities, CommitOutcome, EventCursor, EventForm, EventQuery, EventSelect, EventWindow, LeaseStore, ListCursor,
+    ListQuery, LoadedSession, LocalLeases, NewSession, SessionRead, SessionStore, merge_scopes,
 };
 use crate::time::Timestamp;
 
@@ -226,9 +227,7 @@ impl SessionService {
     /// Loads a session with the events `config` selects; `Ok(None)` when it does not exist or
     /// has expired.
     pub async fn get_session(&self, key: &SessionKey, config: GetSessionConfig) -> Result<Option<Session>> {
-        let read = SessionRead::decoded(config.window(), self.now_micros());
-        let found = self.inner.store.get(key, &read).instrument(self.span("get_session", key)).await?;
-        Ok(found.map(|loaded| window::since(loaded, config.after_timestamp).session))
+        Ok(self.load(key, config, EventForm::Decoded, "get_session").await?.map(|loaded| loaded.session))
     }
 
     /// Like [`get_session`](Self::get_session), for writing the session out rather than using
@@ -240,9 +239,31 @@ impl SessionService {
         key: &SessionKey,
         config: GetSessionConfig,
     ) -> Result<Option<LoadedSession>> {
-        let read = SessionRead { window: config.window(), form: EventForm::Stored, now_micros: self.now_micros() };
-        let found = self.inner.store.get(key, &read).instrument(self.span("get_session_stored", key)).await?;
-        Ok(found.map(|loaded| window::since(loaded, config.after_timestamp)))
+        self.load(key, config, EventForm::Stored, "get_session_stored").await
+    }
+
+    /// A session read in `form`: the window storage selects, or the compacted view of every
+    /// event with the window applied to it.
+    async fn load(
+        &self,
+        key: &SessionKey,
+        config: GetSessionConfig,
+        form: EventForm,
+        name: &'static str,
+    ) -> Result<Option<LoadedSession>> {
+        let window = match config.view {
+            EventView::Whole => config.window(),
+            EventView::Compacted { .. } => EventWindow::ALL,
+        };
+        let read = SessionRead { window, form, now_micros: self.now_micros() };
+        let found = self.inner.store.get(key, &read).instrument(self.span(name, key)).await?;
+        Ok(found.map(|loaded| {
+            let loaded = match config.view {
+                EventView::Whole => loaded,
+                EventView::Compacted { overlap } => window::compacted(loaded, overlap, config.window()),
+            };
+            window::since(loaded, config.after_timestamp)
+        }))
     }
 
     /// Lists sessions ordered by (last update or creation time, user id, session id), with

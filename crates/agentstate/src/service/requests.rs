@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::compaction::EventView;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::session::{Session, SessionAttributes};
@@ -102,12 +103,20 @@ pub struct GetSessionConfig {
     pub num_recent_events: Option<usize>,
     /// Only events whose time is at or after this (to the nanosecond).
     pub after_timestamp: Option<Timestamp>,
+    /// Every event, or only those ADK reads of a compacted history (see
+    /// [`compaction`](crate::compaction)); the two bounds above apply to what it answers.
+    pub view: EventView,
 }
 
 impl GetSessionConfig {
     /// Loads only the `n` most recent events.
     pub fn recent(n: usize) -> Self {
-        Self { num_recent_events: Some(n), after_timestamp: None }
+        Self { num_recent_events: Some(n), ..Self::default() }
+    }
+
+    /// Loads the compacted view of an app compacting with this overlap.
+    pub fn compacted(overlap: usize) -> Self {
+        Self { view: EventView::Compacted { overlap }, ..Self::default() }
     }
 
     /// The events storage selects: by the microsecond nearest the bound (the service drops

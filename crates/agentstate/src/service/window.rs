@@ -3,9 +3,44 @@
 //! selects at the bound's own microsecond but falls outside it. A session has at most one event
 //! per microsecond, so that is at most one event at each end.
 
+use crate::compaction::{self, Facts};
 use crate::event::Event;
-use crate::store::LoadedSession;
+use crate::store::{EventWindow, LoadedSession};
 use crate::time::Timestamp;
+
+/// `loaded` (every event) narrowed to the compacted view with this `overlap`, then to `window`
+/// (of the view's events: the newest `recent`, those at or after `since_micros`).
+pub(super) fn compacted(mut loaded: LoadedSession, overlap: usize, window: EventWindow) -> LoadedSession {
+    match &mut loaded.stored_events {
+        Some(stored) => {
+            let facts: Vec<Facts> = stored.iter().map(Facts::of_stored).collect();
+            let kept = compaction::view(&facts, overlap);
+            let kept = narrow(&kept, window, |i| stored[i].timestamp_micros);
+            let mut at = 0;
+            let mut next = kept.iter().peekable();
+            stored.retain(|_| {
+                let keep = next.next_if_eq(&&at).is_some();
+                at += 1;
+                keep
+            });
+        }
+        None => {
+            let events = loaded.session.events();
+            let facts: Vec<Facts> = events.iter().map(Facts::of).collect();
+            let kept = compaction::view(&facts, overlap);
+            let kept = narrow(&kept, window, |i| events[i].time().micros());
+            loaded.session.keep_events(&kept);
+        }
+    }
+    loaded
+}
+
+/// Of the positions `kept` (ascending), those `window` selects, by each one's microsecond.
+fn narrow(kept: &[usize], window: EventWindow, micros: impl Fn(usize) -> i64) -> Vec<usize> {
+    let by_time = window.since_micros.map_or(0, |since| kept.partition_point(|&i| micros(i) < since));
+    let by_count = window.recent.map_or(0, |n| kept.len().saturating_sub(n));
+    kept[by_time.max(by_count)..].to_vec()
+}
 
 /// `loaded` without an event before `since` (its first, if any).
 pub(super) fn since(mut loaded: LoadedSession, since: Option<Timestamp>) -> LoadedSession {

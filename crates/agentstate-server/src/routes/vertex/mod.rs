@@ -131,7 +131,11 @@ pub(crate) async fn get(call: Call, get_query: Result<Query<GetQuery>, QueryReje
     let config = if get_query.agentstate_events {
         let after =
             get_query.agentstate_after.as_deref().map(|t| resource::parse_time(t, "agentstateAfter")).transpose()?;
-        GetSessionConfig { num_recent_events: get_query.agentstate_num_recent_events, after_timestamp: after }
+        GetSessionConfig {
+            num_recent_events: get_query.agentstate_num_recent_events,
+            after_timestamp: after,
+            ..GetSessionConfig::default()
+        }
     } else {
         GetSessionConfig::recent(0)
     };

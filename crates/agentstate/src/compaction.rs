@@ -1,0 +1,678 @@
+//! Compaction, as ADK for Python 2.13 writes it, and the compacted view of a session.
+//!
+//! An app with `App(events_compaction_config=EventsCompactionConfig(...))` appends, now and then,
+//! an event whose `actions.compaction = {start_timestamp, end_timestamp, compacted_content}`
+//! summarises every event whose time lies in that range (epoch seconds, both ends included). ADK
+//! keeps loading the whole history and drops what a summary covers when it builds the model's
+//! request. The **compacted view** ([`view`]) answers only the events ADK reads from a loaded
+//! session, so a long conversation loads in time that grows with what the model is shown:
+//!
+//! - the summaries ADK keeps (those no other range contains) and the last compaction event;
+//! - every event no kept summary covers;
+//! - everything from the start of the next summary's window: the invocations with an event
+//!   after the last summary's end, from `overlap` invocations earlier (the app's
+//!   `overlap_size`), and every event after the newest summary's end;
+//! - covered events that started a long-running call no user has answered yet (a resumed call
+//!   is looked up in the loaded session), and covered calls whose responses are shown, with
+//!   their sibling responses (ADK re-injects them);
+//! - the rewind events that take effect and the first event of each invocation they rewind,
+//!   the summaries' coverage computed over the events that survive rewinds;
+//! - the first event of every invocation the view shows, so invocations keep their order.
+//!
+//! Measured with ADK for Python 2.13's `Runner` on a scripted model, both triggers (an interval
+//! with an overlap, a token threshold): the model is sent the same requests over the view as over
+//! the whole history.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::history::{RewindFacts, Rewound, rewound};
+use crate::store::StoredEvent;
+
+/// Where a compaction lives: `actions.compaction`.
+pub const COMPACTION_KEY: &str = "compaction";
+
+/// The overlap ADK's interval trigger is most often configured with, and the view's default.
+pub const DEFAULT_OVERLAP: usize = 1;
+
+/// Which of a session's events a read answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum EventView {
+    /// Every event.
+    #[default]
+    Whole,
+    /// Only what ADK reads from a loaded session of an app that compacts its history with this
+    /// overlap (see the [module docs](self)).
+    Compacted {
+        /// The app's `overlap_size`: how many invocations before the first new one the next
+        /// summary starts at.
+        overlap: usize,
+    },
+}
+
+/// The time range a compaction event summarises, epoch seconds, both ends included.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Range {
+    /// The first covered time.
+    pub start: f64,
+    /// The last covered time.
+    pub end: f64,
+}
+
+impl Range {
+    /// Whether `time` lies in the range.
+    pub fn covers(&self, time: f64) -> bool {
+        self.start <= time && time <= self.end
+    }
+}
+
+/// Checks an event's `actions.compaction`, if it has one: an object whose `start_timestamp` and
+/// `end_timestamp` are numbers, the start not after the end, with a `compacted_content` object,
+/// as ADK for Python's `EventCompaction` requires (camelCase names accepted).
+pub fn validate(event: &Event) -> Result<()> {
+    let Some(compaction) = event.actions.extra.get(COMPACTION_KEY).filter(|v| !v.is_null()) else { return Ok(()) };
+    let field = "event.actions.compaction";
+    let Value::Object(fields) = compaction else { return Err(Error::invalid(field, "must be an object")) };
+    let get = |snake: &str, camel: &str| fields.get(snake).or_else(|| fields.get(camel)).filter(|v| !v.is_null());
+    let time = |snake: &str, camel: &str| match get(snake, camel) {
+        Some(Value::Number(n)) => n.as_f64().ok_or_else(|| Error::invalid(field, format!("{snake} is not a number"))),
+        Some(other) => Err(Error::invalid(field, format!("{snake} must be a number of epoch seconds, not {other}"))),
+        None => Err(Error::invalid(field, format!("{snake} is missing"))),
+    };
+    let (start, end) = (time("start_timestamp", "startTimestamp")?, time("end_timestamp", "endTimestamp")?);
+    if start > end {
+        return Err(Error::invalid(
+            field,
+            format!("its range is inverted: start_timestamp {start} is after end_timestamp {end}"),
+        ));
+    }
+    match get("compacted_content", "compactedContent") {
+        Some(Value::Object(_)) => Ok(()),
+        Some(_) => Err(Error::invalid(field, "compacted_content must be a content object")),
+        None => Err(Error::invalid(field, "compacted_content is missing")),
+    }
+}
+
+/// What the view needs to know of one event.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Facts {
+    /// The event id.
+    pub id: String,
+    /// Its invocation.
+    pub invocation_id: String,
+    /// Its time as ADK reads it, epoch seconds.
+    pub timestamp: f64,
+    /// Whether the user wrote it.
+    pub by_user: bool,
+    /// Whether it belongs to an isolated task's scope (`isolation_scope`).
+    pub scoped: bool,
+    /// The microsecond it is stored at.
+    pub micros: i64,
+    /// `None`: not a compaction; `Some(None)`: a compaction ADK does not use (no range or no
+    /// content); `Some(Some(range))`: a summary of `range`.
+    pub compaction: Option<Option<Range>>,
+    /// ADK for TypeScript's summary (`isCompacted: true`, stored `is_compacted`): the `endTime`
+    /// (epoch milliseconds) up to which the newest one stands for every event.
+    pub rolling_end_ms: Option<f64>,
+    /// `actions.rewind_before_invocation_id`.
+    pub rewind_before_invocation: Option<String>,
+    /// `rewind_after_event_id`.
+    pub rewind_after_event: Option<String>,
+    /// Ids of the function calls it makes.
+    pub calls: Vec<String>,
+    /// Ids of the function responses it carries.
+    pub responses: Vec<String>,
+    /// Ids of the long-running calls it started.
+    pub long_running: Vec<String>,
+}
+
+impl Facts {
+    /// The facts of a decoded event.
+    pub fn of(event: &Event) -> Self {
+        let parts = event.content.as_ref().map(|c| c.parts()).unwrap_or_default();
+        let ids = |id: Option<&Option<String>>| id.and_then(|id| id.clone()).filter(|id| !id.is_empty());
+        Self {
+            id: event.id.clone(),
+            invocation_id: event.invocation_id.clone(),
+            timestamp: event.timestamp,
+            micros: event.time().micros(),
+            by_user: event.author == "user",
+            scoped: event.extra.get("isolation_scope").is_some_and(|v| !v.is_null()),
+            compaction: event.actions.extra.get(COMPACTION_KEY).filter(|v| !v.is_null()).map(range_of),
+            rolling_end_ms: rolling_end(
+                event.extra.get("is_compacted").or_else(|| event.extra.get("isCompacted")),
+                event.extra.get("end_time").or_else(|| event.extra.get("endTime")),
+            ),
+            rewind_before_invocation: event.actions.rewind_before_invocation_id.clone().filter(|x| !x.is_empty()),
+            rewind_after_event: event.rewind_after_event_id.clone(),
+            calls: parts.iter().filter_map(|p| ids(p.function_call.as_ref().map(|c| &c.id))).collect(),
+            responses: parts.iter().filter_map(|p| ids(p.function_response.as_ref().map(|r| &r.id))).collect(),
+            long_running: event.long_running_tool_ids.clone().unwrap_or_default(),
+        }
+    }
+
+    /// The facts of a stored event, read from its text without building the event.
+    pub fn of_stored(stored: &StoredEvent) -> Self {
+        let light =
+            stored.data.as_deref().and_then(|text| serde_json::from_str::<Light>(text).ok()).unwrap_or_default();
+        let mut calls = Vec::new();
+        let mut responses = Vec::new();
+        for part in light.content.map(|c| c.parts).unwrap_or_default() {
+            calls.extend(part.function_call.and_then(|c| c.id).filter(|id| !id.is_empty()));
+            responses.extend(part.function_response.and_then(|r| r.id).filter(|id| !id.is_empty()));
+        }
+        Self {
+            id: stored.id.clone(),
+            invocation_id: stored.invocation_id.clone(),
+            // Lossy above 2^53 µs (year 2255), as every float timestamp is.
+            #[allow(clippy::cast_precision_loss)]
+            timestamp: light.timestamp.unwrap_or(stored.timestamp_micros as f64 / 1e6),
+            micros: stored.timestamp_micros,
+            by_user: light.author.as_deref() == Some("user"),
+            scoped: light.isolation_scope.is_some_and(|v| !v.is_null()),
+            compaction: light.actions.compaction.filter(|v| !v.is_null()).map(|v| range_of(&v)),
+            rolling_end_ms: rolling_end(light.is_compacted.as_ref(), light.end_time.as_ref()),
+            rewind_before_invocation: light.actions.rewind_before_invocation_id.filter(|x| !x.is_empty()),
+            rewind_after_event: light.rewind_after_event_id,
+            calls,
+            responses,
+            long_running: light.long_running_tool_ids.unwrap_or_default(),
+        }
+    }
+
+    fn is_compaction(&self) -> bool {
+        self.compaction.is_some() || self.rolling_end_ms.is_some()
+    }
+
+    /// Its time as ADK for TypeScript reads it: the stored microsecond, in milliseconds.
+    #[allow(clippy::cast_precision_loss)] // exact below 2^53 µs (year 2255)
+    fn millis(&self) -> f64 {
+        self.micros as f64 / 1000.0
+    }
+
+    fn range(&self) -> Option<Range> {
+        self.compaction.flatten()
+    }
+}
+
+/// The end of ADK for TypeScript's summary: `isCompacted: true` and a numeric `endTime`.
+fn rolling_end(is_compacted: Option<&Value>, end_time: Option<&Value>) -> Option<f64> {
+    (is_compacted == Some(&Value::Bool(true))).then(|| end_time.and_then(Value::as_f64)).flatten()
+}
+
+/// The range of a compaction ADK uses: numbers for both ends and a content.
+fn range_of(compaction: &Value) -> Option<Range> {
+    let get =
+        |snake: &str, camel: &str| compaction.get(snake).or_else(|| compaction.get(camel)).filter(|v| !v.is_null());
+    get("compacted_content", "compactedContent")?;
+    let start = get("start_timestamp", "startTimestamp")?.as_f64()?;
+    let end = get("end_timestamp", "endTimestamp")?.as_f64()?;
+    Some(Range { start, end })
+}
+
+/// An event's text as far as the view reads it; every other field is skipped unparsed.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Light {
+    author: Option<String>,
+    timestamp: Option<f64>,
+    #[serde(alias = "isolationScope")]
+    isolation_scope: Option<Value>,
+    #[serde(alias = "rewindAfterEventId")]
+    rewind_after_event_id: Option<String>,
+    #[serde(alias = "longRunningToolIds")]
+    long_running_tool_ids: Option<Vec<String>>,
+    actions: LightActions,
+    content: Option<LightContent>,
+    #[serde(alias = "isCompacted")]
+    is_compacted: Option<Value>,
+    #[serde(alias = "endTime")]
+    end_time: Option<Value>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct LightActions {
+    compaction: Option<Value>,
+    #[serde(alias = "rewindBeforeInvocationId")]
+    rewind_before_invocation_id: Option<String>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct LightContent {
+    parts: Vec<LightPart>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct LightPart {
+    #[serde(alias = "functionCall")]
+    function_call: Option<LightId>,
+    #[serde(alias = "functionResponse")]
+    function_response: Option<LightId>,
+    #[serde(flatten)]
+    _rest: HashMap<String, IgnoredAny>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct LightId {
+    id: Option<String>,
+}
+
+impl RewindFacts for Facts {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn invocation_id(&self) -> &str {
+        &self.invocation_id
+    }
+    fn rewind_after_event(&self) -> Option<&str> {
+        self.rewind_after_event.as_deref()
+    }
+    fn rewind_before_invocation(&self) -> Option<&str> {
+        self.rewind_before_invocation.as_deref()
+    }
+}
+
+/// The summaries ADK keeps, of the `live` positions, in storage order: sorted by start, then the
+/// widest and newest first, a range is kept when it reaches past every range before it (ADK's
+/// `_get_compaction_ranges`).
+fn kept_summaries(events: &[Facts], live: &[usize]) -> Vec<(usize, Range)> {
+    let mut ranges: Vec<(usize, Range)> = live.iter().filter_map(|&i| events[i].range().map(|r| (i, r))).collect();
+    ranges.sort_by(|(i, a), (j, b)| a.start.total_cmp(&b.start).then(b.end.total_cmp(&a.end)).then(j.cmp(i)));
+    let mut kept: Vec<(usize, Range)> = Vec::new();
+    for (i, range) in ranges {
+        if kept.last().is_none_or(|(_, widest)| range.end > widest.end) {
+            kept.push((i, range));
+        }
+    }
+    kept.sort_by_key(|&(i, _)| i);
+    kept
+}
+
+/// A summary in a session's history: where it is, what it covers, whether ADK shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// Its position in storage order.
+    pub position: usize,
+    /// The times it summarises.
+    pub range: Range,
+    /// Whether ADK shows it (no other summary contains it, and no rewind took it back).
+    pub kept: bool,
+    /// The first and last positions of the events it covers (storage order is time order, so
+    /// they are every event between, summaries aside); `None` when it covers none.
+    pub covers: Option<(usize, usize)>,
+}
+
+/// Every summary of a session (`events` its facts, in storage order), in storage order.
+pub fn summaries(events: &[Facts]) -> Vec<Summary> {
+    let live = rewound::<Facts, _>(events).live;
+    let kept: HashSet<usize> = kept_summaries(events, &live).into_iter().map(|(i, _)| i).collect();
+    let plain: Vec<usize> = live.iter().copied().filter(|&i| !events[i].is_compaction()).collect();
+    let mut out = Vec::new();
+    for &i in &live {
+        let Some(range) = events[i].range() else { continue };
+        let from = plain.partition_point(|&p| events[p].timestamp < range.start);
+        let to = plain.partition_point(|&p| events[p].timestamp <= range.end);
+        let covers = (from < to).then(|| (plain[from], plain[to - 1]));
+        out.push(Summary { position: i, range, kept: kept.contains(&i), covers });
+    }
+    out
+}
+
+/// The positions (storage order) of `events` the compacted view with this `overlap` keeps,
+/// ascending (see the [module docs](self)).
+pub fn view(events: &[Facts], overlap: usize) -> Vec<usize> {
+    let Rewound { live, anchors } = rewound::<Facts, _>(events);
+    let mut keep = vec![false; events.len()];
+    for &i in &anchors {
+        keep[i] = true;
+    }
+
+    let kept_ranges = kept_summaries(events, &live);
+    // Their union, as sorted disjoint ranges.
+    let mut coverage: Vec<Range> = Vec::new();
+    let mut by_start: Vec<Range> = kept_ranges.iter().map(|&(_, r)| r).filter(|r| r.start <= r.end).collect();
+    by_start.sort_by(|a, b| a.start.total_cmp(&b.start));
+    for range in by_start {
+        match coverage.last_mut() {
+            Some(last) if range.start <= last.end => last.end = last.end.max(range.end),
+            _ => coverage.push(range),
+        }
+    }
+    // ADK for TypeScript's form: the newest such summary stands for everything up to its end.
+    let rolling_cut = live.iter().rev().find_map(|&i| events[i].rolling_end_ms);
+    let covered = |e: &Facts| {
+        let after = coverage.partition_point(|r| r.start <= e.timestamp);
+        (after > 0 && coverage[after - 1].covers(e.timestamp)) || rolling_cut.is_some_and(|cut| e.millis() <= cut)
+    };
+    for &(i, _) in &kept_ranges {
+        keep[i] = true;
+    }
+    // The newest summary by storage order (the token trigger starts after its end).
+    let newest_kept_end = kept_ranges.last().map(|(_, r)| r.end);
+
+    // The last compaction event (the interval trigger takes the last end from it, the token
+    // trigger stops its search for a count there), and the last unscoped one with an end.
+    let compactions = || live.iter().rev().copied().filter(|&i| events[i].is_compaction());
+    if let Some(last) = compactions().next() {
+        keep[last] = true;
+    }
+    // (A TypeScript summary's end, in seconds, stands in: the window then starts after it.)
+    let end_of = |e: &Facts| e.range().map(|r| r.end).or(e.rolling_end_ms.map(|ms| ms / 1000.0)).filter(|&t| t != 0.0);
+    let last_end = compactions().find(|&i| !events[i].scoped && end_of(&events[i]).is_some());
+    let last_end = last_end.map_or(0.0, |i| {
+        keep[i] = true;
+        end_of(&events[i]).unwrap_or(0.0)
+    });
+
+    // Every event no kept summary covers, and every event after the newest summary's end.
+    for &i in &live {
+        let e = &events[i];
+        if !e.is_compaction() && (!covered(e) || newest_kept_end.is_some_and(|end| e.timestamp > end)) {
+            keep[i] = true;
+        }
+    }
+
+    // The next window: invocations in order of their first (unscoped, not compaction) event,
+    // those with an event after the last end are new; it starts `overlap` invocations before
+    // the first new one (or before the next invocation, when none is new yet).
+    let mut first_of: HashMap<&str, usize> = HashMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    let mut latest: HashMap<&str, f64> = HashMap::new();
+    for &i in &live {
+        let e = &events[i];
+        if e.scoped || e.is_compaction() || e.invocation_id.is_empty() {
+            continue;
+        }
+        first_of.entry(&e.invocation_id).or_insert_with(|| {
+            order.push(&e.invocation_id);
+            i
+        });
+        let time = latest.entry(&e.invocation_id).or_insert(e.timestamp);
+        *time = time.max(e.timestamp);
+    }
+    let first_new = order.iter().position(|id| latest[id] > last_end).unwrap_or(order.len());
+    if let Some(start) = order.get(first_new.saturating_sub(overlap)) {
+        let from = first_of[start];
+        for &i in live.iter().filter(|&&i| i >= from && !events[i].is_compaction()) {
+            keep[i] = true;
+        }
+    }
+
+    // Long-running calls no user has answered: a resume looks its call up in the session.
+    let answered: HashSet<&str> =
+        events.iter().filter(|e| e.by_user).flat_map(|e| e.responses.iter().map(String::as_str)).collect();
+    for &i in &live {
+        if events[i].long_running.iter().any(|id| !answered.contains(id.as_str())) {
+            keep[i] = true;
+        }
+    }
+
+    // Calls whose responses are shown, with their sibling responses: ADK re-injects them from
+    // the loaded session (`_recover_compacted_function_calls`). A response belongs to the latest
+    // call with its id before it; a call's response is its latest.
+    let mut latest_call: HashMap<&str, usize> = HashMap::new();
+    let mut call_of: Vec<(usize, usize)> = Vec::new();
+    let mut response_to: HashMap<(usize, &str), usize> = HashMap::new();
+    for &i in &live {
+        for id in &events[i].calls {
+            latest_call.insert(id, i);
+        }
+        for id in &events[i].responses {
+            if let Some(&call) = latest_call.get(id.as_str()) {
+                call_of.push((i, call));
+                response_to.insert((call, id), i);
+            }
+        }
+    }
+    let shown: Vec<bool> = keep.clone();
+    for (response, call) in call_of {
+        let uncovered = !events[response].is_compaction() && !covered(&events[response]);
+        if shown[response] && uncovered && !keep[call] {
+            keep[call] = true;
+            for id in &events[call].calls {
+                if let Some(&sibling) = response_to.get(&(call, id.as_str())) {
+                    keep[sibling] = true;
+                }
+            }
+        }
+    }
+
+    // The first event of every invocation shown, so the invocations keep their order.
+    let firsts: Vec<usize> = (0..events.len())
+        .filter(|&i| keep[i] && !events[i].is_compaction())
+        .filter_map(|i| first_of.get(events[i].invocation_id.as_str()).copied())
+        .collect();
+    for i in firsts {
+        keep[i] = true;
+    }
+    (0..events.len()).filter(|&i| keep[i]).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::content::{Content, FunctionCall, FunctionResponse, Part};
+    use serde_json::json;
+
+    fn at(invocation: &str, time: f64) -> Event {
+        Event { id: format!("e{time}"), timestamp: time, ..Event::new(invocation).author("helper") }
+    }
+
+    fn summary(invocation: &str, time: f64, start: f64, end: f64) -> Event {
+        let mut e = at(invocation, time);
+        e.actions.extra.insert(
+            COMPACTION_KEY.into(),
+            json!({"start_timestamp": start, "end_timestamp": end, "compacted_content": {"parts": [{"text": "s"}]}}),
+        );
+        e
+    }
+
+    fn call(invocation: &str, time: f64, id: &str, long_running: bool) -> Event {
+        let call = FunctionCall { id: Some(id.into()), name: Some("t".into()), ..FunctionCall::default() };
+        let part = Part { function_call: Some(call), ..Part::default() };
+        let mut e = at(invocation, time).content(Content { parts: Some(vec![part]), ..Content::default() });
+        if long_running {
+            e.long_running_tool_ids = Some(vec![id.into()]);
+        }
+        e
+    }
+
+    fn response(invocation: &str, time: f64, id: &str, author: &str) -> Event {
+        let response = FunctionResponse { id: Some(id.into()), name: Some("t".into()), ..FunctionResponse::default() };
+        let part = Part { function_response: Some(response), ..Part::default() };
+        at(invocation, time).author(author).content(Content { parts: Some(vec![part]), ..Content::default() })
+    }
+
+    fn viewed(events: &[Event], overlap: usize) -> Vec<f64> {
+        let facts: Vec<Facts> = events.iter().map(Facts::of).collect();
+        view(&facts, overlap).into_iter().map(|i| events[i].timestamp).collect()
+    }
+
+    /// Two events per invocation `i1`… at times 10·n and 10·n + 1.
+    fn turns(n: usize) -> Vec<Event> {
+        (1..=n)
+            .flat_map(|k| {
+                let t = 10.0 * k as f64;
+                [at(&format!("i{k}"), t).author("user"), at(&format!("i{k}"), t + 1.0)]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn without_compaction_the_view_is_the_whole_history() {
+        let events = turns(4);
+        assert_eq!(viewed(&events, 1), events.iter().map(|e| e.timestamp).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn covered_events_are_left_out_but_the_next_window_starts_overlap_invocations_back() {
+        let mut events = turns(4);
+        // Invocations 1-2 summarised after invocation 2, 2-4 after invocation 4.
+        events.insert(4, summary("i2", 21.5, 10.0, 21.0));
+        events.push(summary("i4", 41.5, 20.0, 41.0));
+        events.extend([at("i5", 50.0).author("user"), at("i5", 51.0)]);
+        // Both summaries stay (neither contains the other); together they cover 10-41.
+        // Invocation 5 is new: the next window starts one invocation earlier, at 4.
+        assert_eq!(viewed(&events, 1), [21.5, 40.0, 41.0, 41.5, 50.0, 51.0]);
+        assert_eq!(viewed(&events, 2), [21.5, 30.0, 31.0, 40.0, 41.0, 41.5, 50.0, 51.0]);
+        // With no new invocation yet, the window starts `overlap` before the next one.
+        events.truncate(events.len() - 2);
+        assert_eq!(viewed(&events, 1), [21.5, 40.0, 41.0, 41.5]);
+        assert_eq!(viewed(&events, 0), [21.5, 41.5]);
+    }
+
+    #[test]
+    fn a_subsumed_summary_is_left_out_unless_it_is_the_last() {
+        let mut events = turns(3);
+        events.push(summary("i3", 31.5, 20.0, 21.0));
+        events.push(summary("i3", 31.6, 10.0, 31.0));
+        events.push(summary("i3", 31.7, 11.0, 30.0));
+        // 10-31 contains the others; the last (31.7) stays too, and the newest invocation
+        // starts the next window.
+        assert_eq!(viewed(&events, 0), [30.0, 31.0, 31.6, 31.7]);
+    }
+
+    #[test]
+    fn partly_overlapping_summaries_both_stay_and_cover_their_union() {
+        let mut events = turns(4);
+        events.push(summary("i4", 41.5, 10.0, 21.0));
+        events.push(summary("i4", 41.6, 20.0, 31.0));
+        assert_eq!(viewed(&events, 0), [40.0, 41.0, 41.5, 41.6]);
+    }
+
+    #[test]
+    fn a_pending_long_running_call_stays_until_the_user_answers_it() {
+        let mut events = turns(1);
+        events.push(call("i2", 20.0, "lr", true));
+        events.push(response("i2", 20.5, "lr", "helper"));
+        events.extend(turns(4).split_off(4));
+        events.push(summary("i4", 41.5, 10.0, 41.0));
+        assert_eq!(viewed(&events, 0), [20.0, 41.5]);
+        events.push(response("i2", 50.0, "lr", "user"));
+        // Answered: the call is shown again for the response (with its placeholder response),
+        // and the resumed invocation is new, so the next window starts at it.
+        assert_eq!(viewed(&events, 0), [20.0, 20.5, 30.0, 31.0, 40.0, 41.0, 41.5, 50.0]);
+    }
+
+    #[test]
+    fn a_covered_call_whose_response_is_shown_comes_back_with_its_siblings() {
+        let mut double = call("i1", 10.0, "a", false);
+        let second = FunctionCall { id: Some("b".into()), ..FunctionCall::default() };
+        double
+            .content
+            .as_mut()
+            .unwrap()
+            .parts
+            .as_mut()
+            .unwrap()
+            .push(Part { function_call: Some(second), ..Part::default() });
+        let events = vec![
+            double,
+            response("i1", 11.0, "b", "helper"),
+            at("i2", 20.0).author("user"),
+            summary("i2", 20.5, 10.0, 20.0),
+            response("i3", 30.0, "a", "user"),
+        ];
+        assert_eq!(viewed(&events, 0), [10.0, 11.0, 20.5, 30.0]);
+    }
+
+    #[test]
+    fn rewinds_keep_their_target_and_coverage_counts_live_events_only() {
+        let mut events = turns(3);
+        let mut rewind = at("i4", 35.0);
+        rewind.actions.rewind_before_invocation_id = Some("i3".into());
+        events.push(rewind);
+        events.push(summary("i5", 36.0, 10.0, 21.0));
+        events.extend([at("i5", 50.0).author("user"), at("i5", 51.0)]);
+        // Invocation 3 is rewound: its first event and the rewind are kept, the rest not.
+        assert_eq!(viewed(&events, 0), [30.0, 35.0, 36.0, 50.0, 51.0]);
+    }
+
+    #[test]
+    fn stored_text_gives_the_same_facts() {
+        let mut events = turns(1);
+        events.push(call("i2", 20.0, "lr", true));
+        events.push(response("i2", 20.5, "lr", "user"));
+        events.push(summary("i2", 21.0, 10.0, 20.5));
+        let mut rewind = at("i3", 30.0);
+        rewind.actions.rewind_before_invocation_id = Some("i2".into());
+        rewind.extra.insert("isolation_scope".into(), json!("task"));
+        events.push(rewind);
+        let mut rolling = at("", 40.0);
+        rolling.extra.insert("is_compacted".into(), json!(true));
+        rolling.extra.insert("end_time".into(), json!(30_000.0));
+        events.push(rolling);
+        for event in &events {
+            let stored = StoredEvent {
+                id: event.id.clone(),
+                invocation_id: event.invocation_id.clone(),
+                timestamp_micros: event.time().micros(),
+                data: Some(serde_json::to_string(event).unwrap()),
+            };
+            assert_eq!(Facts::of_stored(&stored), Facts::of(event));
+        }
+    }
+
+    #[test]
+    fn the_newest_typescript_summary_stands_for_everything_before_its_end() {
+        let rolling = |invocation: &str, time: f64, end_ms: f64| {
+            let mut e = at(invocation, time);
+            // As stored: the API's camelCase in snake_case.
+            e.extra.insert("is_compacted".into(), json!(true));
+            e.extra.insert("start_time".into(), json!(10_000.0));
+            e.extra.insert("end_time".into(), json!(end_ms));
+            e.extra.insert("compacted_content".into(), json!("summary"));
+            e
+        };
+        let mut events = turns(3);
+        events.insert(4, rolling("", 21.5, 11_000.0));
+        events.push(rolling("", 31.5, 21_000.0));
+        // The newest covers everything to 21 s: invocation 3 is left (and the window from the
+        // app's overlap, which ADK for TypeScript reads past); the older summary is the last but one.
+        assert_eq!(viewed(&events, 0), [30.0, 31.0, 31.5]);
+    }
+
+    #[test]
+    fn summaries_name_what_they_cover() {
+        let mut events = turns(3);
+        events.insert(4, summary("i2", 21.5, 10.0, 21.0));
+        events.push(summary("i3", 31.5, 15.0, 20.5));
+        let facts: Vec<Facts> = events.iter().map(Facts::of).collect();
+        let found = summaries(&facts);
+        assert_eq!(found.len(), 2);
+        assert_eq!((found[0].position, found[0].kept, found[0].covers), (4, true, Some((0, 3))));
+        assert_eq!((found[1].position, found[1].kept, found[1].covers), (7, false, Some((2, 2))));
+    }
+
+    #[test]
+    fn bad_ranges_are_refused() {
+        let with = |compaction: Value| {
+            let mut e = at("i", 1.0);
+            e.actions.extra.insert(COMPACTION_KEY.into(), compaction);
+            validate(&e)
+        };
+        let content = json!({"parts": []});
+        assert!(with(json!({"start_timestamp": 1.0, "end_timestamp": 2.0, "compacted_content": content})).is_ok());
+        assert!(with(json!({"startTimestamp": 1, "endTimestamp": 1, "compactedContent": content})).is_ok());
+        assert!(with(Value::Null).is_ok());
+        for bad in [
+            json!({"start_timestamp": 2.0, "end_timestamp": 1.0, "compacted_content": content}),
+            json!({"start_timestamp": "1", "end_timestamp": 2.0, "compacted_content": content}),
+            json!({"end_timestamp": 2.0, "compacted_content": content}),
+            json!({"start_timestamp": 1.0, "end_timestamp": 2.0}),
+            json!("compacted"),
+        ] {
+            let error = with(bad.clone()).unwrap_err();
+            assert!(matches!(error, Error::InvalidArgument { .. }), "{bad}: {error}");
+        }
+    }
+}

@@ -1,0 +1,137 @@
+"""Long conversations: ADK for Python's `get_session` and a whole `Runner` turn on sessions of
+100 to 50,000 events that the app compacts (`EventsCompactionConfig(compaction_interval=10,
+overlap_size=1)`), over ADK's own `DatabaseSessionService` (SQLite), our package loading the whole
+history, and our package with `compacted_loads=True` — the three on the same SQLite file, served
+by one `agentstate serve` (release build), in the same run.
+
+    cargo build --release -p agentstate-server
+    .venv-adk/bin/python python/long_figures.py [SIZES]      # default 100,1000,10000,50000
+
+Each session is turns of 4 events (the user's text, the model's function call, the tool's
+response, the model's text; about 550 bytes of JSON each, as in a real conversation) and, every
+10 invocations, a summary of the last 11 as ADK's interval trigger writes it, appended through the
+server before the timing (a tenth of a millisecond apart, so that they all lie between the
+session's creation and the turns). `get_session`: the median of 5 loads. A turn: the median of 3 turns of
+a scripted model (a tool call and an answer, 4 events), each on the session left by the one before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).parent / "tests"))
+
+from google.adk.sessions import DatabaseSessionService  # noqa: E402
+from google.genai import types  # noqa: E402
+
+import conftest  # noqa: E402
+from agentstate_adk import AgentstateSessionService  # noqa: E402
+from test_compaction import runner_of  # noqa: E402
+
+APP, USER = "compacting", "u"
+CONFIG = {"compaction_interval": 10, "overlap_size": 1}
+FILLER = "and a little more about the trip, the dates, the hotel and the budget " * 4
+
+
+def history(size: int) -> list[dict]:
+    """`size` events in ADK's JSON: 4-event turns, a summary of the last 11 invocations every 10.
+    Their times start now, a tenth of a millisecond apart: after the session's creation (as
+    appends must be) and, once written, before the turns timed."""
+    t0 = time.time() + 0.5
+    events: list[dict] = []
+    firsts: dict[int, float] = {}
+    invocation = 0
+
+    def add(event: dict) -> float:
+        t = t0 + len(events) * 1e-4
+        events.append({**event, "timestamp": t})
+        return t
+
+    while len(events) < size:
+        invocation += 1
+        inv, call_id = f"inv-{invocation}", f"call-{invocation}"
+        firsts[invocation] = add({"author": "user", "invocationId": inv,
+                                  "content": {"role": "user", "parts": [{"text": f"question {invocation} {FILLER}"}]}})
+        add({"author": "helper", "invocationId": inv, "content": {"role": "model", "parts": [
+            {"functionCall": {"id": call_id, "name": "remember", "args": {"what": f"question {invocation}"}}}]}})
+        add({"author": "helper", "invocationId": inv, "content": {"role": "user", "parts": [
+            {"functionResponse": {"id": call_id, "name": "remember", "response": {"remembered": FILLER}}}]}})
+        last = add({"author": "helper", "invocationId": inv,
+                    "content": {"role": "model", "parts": [{"text": f"answer {invocation} {FILLER}"}]}})
+        if invocation % 10 == 0:
+            compaction = {"startTimestamp": firsts[max(1, invocation - 10)], "endTimestamp": last,
+                          "compactedContent": {"role": "model", "parts": [{"text": "summary " + FILLER}]}}
+            add({"author": "user", "invocationId": f"summary-{invocation}", "actions": {"compaction": compaction}})
+    return events[:size]
+
+
+def write(url: str, session_id: str, events: list[dict]) -> None:
+    with httpx.Client(base_url=url, timeout=60) as client:
+        client.post(f"/apps/{APP}/users/{USER}/sessions", json={"sessionId": session_id}).raise_for_status()
+        for event in events:
+            client.post(f"/apps/{APP}/users/{USER}/sessions/{session_id}/events", json={"event": event}).raise_for_status()
+
+
+async def loads(service, session_id: str) -> tuple[float, int]:
+    times, count = [], 0
+    for _ in range(5):
+        start = time.perf_counter()
+        session = await service.get_session(app_name=APP, user_id=USER, session_id=session_id)
+        times.append(time.perf_counter() - start)
+        count = len(session.events)
+    return statistics.median(times) * 1000, count
+
+
+async def turns(service, session_id: str) -> float:
+    runner, _ = runner_of(service, CONFIG)
+    times = []
+    for i in range(3):
+        message = types.Content(role="user", parts=[types.Part(text=f"hi {i}")])
+        start = time.perf_counter()
+        async for _ in runner.run_async(user_id=USER, session_id=session_id, new_message=message):
+            pass
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+async def main(sizes: list[int]) -> None:
+    logging.disable(logging.WARNING)
+    warnings.filterwarnings("ignore")
+    release = Path(__file__).resolve().parents[1] / "target" / "release" / "agentstate"
+    os.environ.setdefault("AGENTSTATE_BIN", str(release))
+    server = conftest.Server()
+    try:
+        database = f"sqlite+aiosqlite:///{server.dir}/sessions.db"
+        services = {
+            "ADK DatabaseSessionService": DatabaseSessionService(db_url=database),
+            "agentstate, whole": AgentstateSessionService(server.url),
+            "agentstate, compacted": AgentstateSessionService(server.url, compacted_loads=True, compaction_overlap=1),
+        }
+        print("| events | service | get_session | events loaded | Runner turn |")
+        print("|---|---|---|---|---|")
+        for size in sizes:
+            started = time.perf_counter()
+            for n in range(len(services)):
+                write(server.url, f"s{n}-{size}", history(size))
+            print(f"<!-- {size} events written 3 times in {time.perf_counter() - started:.0f} s -->", file=sys.stderr)
+            for n, (name, service) in enumerate(services.items()):
+                session_id = f"s{n}-{size}"
+                load, count = await loads(service, session_id)
+                turn = await turns(service, session_id)
+                print(f"| {size:,} | {name} | {load:,.1f} ms | {count:,} | {turn:,.1f} ms |", flush=True)
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    arg = sys.argv[1] if len(sys.argv) > 1 else "100,1000,10000,50000"
+    asyncio.run(main([int(s) for s in arg.split(",")]))
