@@ -10,6 +10,7 @@ import os
 import subprocess
 import tempfile
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
@@ -28,10 +29,15 @@ class Server:
     """`agentstate serve` on a throwaway SQLite file; stopped by `stop()`."""
 
     def __init__(
-        self, tokens: list[dict] | None = None, options: list[str] | None = None, env: dict[str, str] | None = None
+        self,
+        tokens: list[dict] | None = None,
+        options: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        db: str | None = None,
     ) -> None:
         self.dir = tempfile.mkdtemp(prefix="agentstate-adk-")
-        args = [binary(), "serve", "--db", f"sqlite://{self.dir}/sessions.db", "--addr", "127.0.0.1:0", *(options or [])]
+        db = db or f"sqlite://{self.dir}/sessions.db"
+        args = [binary(), "serve", "--db", db, "--addr", "127.0.0.1:0", *(options or [])]
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTSTATE_", "OTEL_"))} | (env or {})
         env["RUST_LOG"] = "info"
         if tokens is not None:
@@ -63,3 +69,44 @@ def server():
     s = Server()
     yield s
     s.stop()
+
+
+class Backend:
+    """A throwaway store of the services `.ci/services` starts: a PostgreSQL database or a Redis
+    key prefix of its own, dropped by `drop()`; SQLite is the server's default file."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.name = f"agentstate_test_{uuid.uuid4().hex}"
+        if kind == "postgres":
+            self._psql(f"CREATE DATABASE {self.name}")
+            self.url: str | None = f"postgres://postgres@127.0.0.1:5432/{self.name}"
+        elif kind == "redis":
+            self.url = f"redis://127.0.0.1:6379/?prefix={self.name}:"
+        else:
+            self.url = None
+
+    @staticmethod
+    def _psql(statement: str) -> None:
+        subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "test", "-qc", statement], check=True)
+
+    def drop(self) -> None:
+        if self.kind == "postgres":
+            self._psql(f"DROP DATABASE IF EXISTS {self.name} WITH (FORCE)")
+        elif self.kind == "redis":
+            keys = subprocess.run(
+                ["redis-cli", "-h", "127.0.0.1", "--scan", "--pattern", f"{self.name}:*"],
+                check=True, capture_output=True, text=True,
+            ).stdout.split()
+            for start in range(0, len(keys), 500):
+                subprocess.run(["redis-cli", "-h", "127.0.0.1", "DEL", *keys[start:start + 500]], check=True, capture_output=True)
+
+
+@pytest.fixture(params=["sqlite", "postgres", "redis"])
+def any_server(request):
+    """`agentstate serve` on each backend in turn."""
+    backend = Backend(request.param)
+    s = Server(db=backend.url)
+    yield s
+    s.stop()
+    backend.drop()

@@ -1,6 +1,6 @@
 """Compacted loads: ADK's `Runner` compacting its history (`EventsCompactionConfig`, both
-triggers) over `AgentstateSessionService(compacted_loads=True)` sends a scripted model exactly the
-requests it sends over `InMemorySessionService`, including a long-running call that a summary
+triggers) over `AgentstateSessionService(compacted_loads=True)`, on SQLite, PostgreSQL and Redis,
+sends a scripted model exactly the requests it sends over `InMemorySessionService`, including a long-running call that a summary
 covers before the user answers it, while each turn loads a fraction of the history."""
 
 from __future__ import annotations
@@ -110,7 +110,8 @@ CONFIGS = {
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
-def test_the_model_is_sent_what_it_is_sent_over_the_whole_history(server, name):
+def test_the_model_is_sent_what_it_is_sent_over_the_whole_history(any_server, name):
+    server = any_server
     config = CONFIGS[name]
     overlap = config.get("overlap_size", 1)
     expected, _ = asyncio.run(converse(InMemorySessionService(), config))
@@ -128,7 +129,8 @@ def test_the_model_is_sent_what_it_is_sent_over_the_whole_history(server, name):
     assert [e["id"] for e in view] == [e["id"] for e in whole if e in view], "in storage order"
 
 
-def test_rewinds_restore_what_the_whole_history_says(server):
+def test_rewinds_restore_what_the_whole_history_says(any_server):
+    server = any_server
     """ADK's rewind replays the state deltas of the loaded session: over a compacted load, a key
     last written in covered events ("first") would come out deleted. The package computes the
     rewind's delta over the whole history instead."""
