@@ -298,6 +298,7 @@ macro_rules! session_store_tests {
             stored_reads_show_what_decoded_reads_do,
             compacted_views_answer_what_adk_reads,
             compacted_views_of_forks_and_rewinds [history],
+            compacted_views_meet_retention_and_expiry [retention],
             bad_compactions_are_refused_and_write_nothing,
             handles_are_independent_copies,
             event_pages_walk_history_in_order,

@@ -89,6 +89,31 @@ pub(super) async fn compacted_views_of_forks_and_rewinds(svc: Svc) {
     assert_eq!(view(&svc, &s, GetSessionConfig::compacted(1)).await, ["b1", "s1", "c1", "c2", "s3", "d1", r]);
 }
 
+/// Retention that drops summarised events and the summary of them leaves a view of what is
+/// kept; an expired session has no view.
+pub(super) async fn compacted_views_meet_retention_and_expiry(svc: Svc) {
+    use agentstate::{CreateSession, Retention};
+    use std::time::Duration;
+
+    let (s, _) = summarised(&svc).await;
+    let keep_6 = Retention { keep_last: Some(6), max_age: None };
+    assert_eq!(svc.apply_retention(s.key(), keep_6).await.unwrap(), 5, "a1, a2, b1, b2 and s1 go");
+    // s2 (t+2..t+3) and s3 (t+4..t+6) cover c1 and c2; invocation 4 is new.
+    assert_eq!(view(&svc, &s, GetSessionConfig::compacted(0)).await, ["s2", "s3", "d1", "d2"]);
+    assert_eq!(view(&svc, &s, GetSessionConfig::compacted(1)).await, ["c1", "c2", "s2", "s3", "d1", "d2"]);
+
+    let request = CreateSession::new(s.app_name(), "u").id("brief").ttl(Duration::from_secs(60));
+    let mut brief = svc.create_session(request).await.unwrap();
+    let t = brief.last_update_time();
+    svc.append_event(&mut brief, at("x1", "i1", t + 0.5)).await.unwrap();
+    svc.append_event(&mut brief, summary("x2", t + 0.6, t + 0.5, t + 0.5)).await.unwrap();
+    assert_eq!(view(&svc, &brief, GetSessionConfig::compacted(0)).await, ["x2"]);
+    // Past any time to live, the stacks' refresh policy included.
+    svc.clock().advance(Duration::from_secs(10 * 365 * 86_400));
+    assert!(svc.get_session(brief.key(), GetSessionConfig::compacted(0)).await.unwrap().is_none());
+    assert!(svc.get_session_stored(brief.key(), GetSessionConfig::compacted(0)).await.unwrap().is_none());
+}
+
 /// A session of four invocations, two of them summarised twice over and a nested summary
 /// between, and a long-running call in the second no user has answered; `t` is its time zero.
 async fn summarised(svc: &Svc) -> (Session, f64) {
