@@ -149,6 +149,24 @@ def test_rewinds_restore_what_the_whole_history_says(any_server):
     assert asyncio.run(rewind(AgentstateSessionService(server.url, compacted_loads=True))) == expected
 
 
+def test_the_options_come_in_the_registrys_uri_too(server):
+    """`adk web --session_service_uri 'agentstate://host:port?compacted_loads=true'`."""
+    _, session_id = asyncio.run(converse(AgentstateSessionService(server.url), CONFIGS["every 2 invocations, overlap 1"], 8))
+    uri = server.url.replace("http://", "agentstate://")
+
+    def loaded(service: AgentstateSessionService) -> int:
+        session = asyncio.run(service.get_session(app_name="compacting", user_id="u", session_id=session_id))
+        return len(session.events)
+
+    whole = loaded(AgentstateSessionService(uri=uri))
+    compacted = loaded(AgentstateSessionService(uri=f"{uri}?compacted_loads=true&compaction_overlap=1"))
+    assert compacted < whole
+    assert loaded(AgentstateSessionService(uri=f"{uri}?compacted_loads=true", compacted_loads=False)) == whole
+    for bad in ("?compacted=true", "?compacted_loads=yes", "?compaction_overlap=-1"):
+        with pytest.raises(ValueError):
+            AgentstateSessionService(uri=uri + bad)
+
+
 def test_whole_loads_stay_the_default(server):
     plain = AgentstateSessionService(server.url)
     config = CONFIGS["every 2 invocations, overlap 1"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any, Optional
+from urllib.parse import parse_qsl, urlparse
 
 from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
@@ -55,6 +56,20 @@ def _session_of(data: dict[str, Any]) -> Session:
     return Session.model_validate(data)
 
 
+def _uri_options(url: str) -> dict[str, str]:
+    """The session options in a URL's query: `compacted_loads` (`true` or `false`) and
+    `compaction_overlap` (a whole number); any other name or value is a `ValueError`."""
+    options = dict(parse_qsl(urlparse(url).query, keep_blank_values=True))
+    unknown = set(options) - {"compacted_loads", "compaction_overlap"}
+    if unknown:
+        raise ValueError(f"unknown option(s) in {url!r}: {', '.join(sorted(unknown))}")
+    if options.get("compacted_loads", "false") not in ("true", "false"):
+        raise ValueError(f"compacted_loads must be true or false in {url!r}")
+    if not options.get("compaction_overlap", "1").isdigit():
+        raise ValueError(f"compaction_overlap must be a whole number in {url!r}")
+    return options
+
+
 class _Page(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
     sessions: list[dict[str, Any]]
@@ -92,7 +107,8 @@ class AgentstateSessionService(_Client, BaseSessionService):
         the same requests; a long conversation loads in time that grows with what it is shown.
         Off by default: the whole history.
       compaction_overlap: the app's `EventsCompactionConfig.overlap_size` (default 1), which
-        sets where the next summary's window starts.
+        sets where the next summary's window starts. Both may come in the URI's query, as ADK's
+        registry passes it: `agentstate://host:port?compacted_loads=true&compaction_overlap=1`.
 
     Any other keyword is a `TypeError`.
     """
@@ -101,11 +117,18 @@ class AgentstateSessionService(_Client, BaseSessionService):
         self,
         base_url: Optional[str] = None,
         *,
-        compacted_loads: bool = False,
-        compaction_overlap: int = 1,
+        compacted_loads: Optional[bool] = None,
+        compaction_overlap: Optional[int] = None,
         **client: Any,
     ) -> None:
         super().__init__(base_url, **client)
+        # ADK's service registry passes only a URI: the two options may come in its query
+        # (`agentstate://host:port?compacted_loads=true&compaction_overlap=1`); keywords win.
+        options = _uri_options(base_url or client.get("uri") or "")
+        if compacted_loads is None:
+            compacted_loads = options.get("compacted_loads", "false") == "true"
+        if compaction_overlap is None:
+            compaction_overlap = int(options.get("compaction_overlap", "1"))
         if not isinstance(compacted_loads, bool):
             raise TypeError(f"compacted_loads must be True or False, not {compacted_loads!r}")
         if isinstance(compaction_overlap, bool) or not isinstance(compaction_overlap, int) or compaction_overlap < 0:
