@@ -27,6 +27,12 @@ after(async () => {
   await server.stop();
 });
 
+/** Every event a millisecond after the one before: ADK-TS keeps times in whole milliseconds, and
+ * its in-memory service then drops an event of the same millisecond as a summary's end as
+ * covered (the next user message among them), where agentstate's store places it a microsecond
+ * later. Spaced, the two runs are comparable. */
+const tick = () => new Promise((resolve) => setTimeout(resolve, 2));
+
 /** Call ids are random: a request names them by order of appearance. */
 function namedInOrder(text) {
   const ids = new Map();
@@ -45,6 +51,7 @@ class Scripted extends BaseLlm {
   }
 
   async *generateContentAsync(request) {
+    await tick();
     // Compared as values: key order differs between a stored and an in-memory event.
     this.requests.push(JSON.parse(namedInOrder(JSON.stringify(request.contents))));
     const first = request.contents[0]?.parts?.[0]?.text ?? '';
@@ -69,7 +76,10 @@ class Scripted extends BaseLlm {
 const remember = new FunctionTool({
   name: 'remember',
   description: 'Remembers what the user said.',
-  execute: (input) => ({ remembered: input }),
+  execute: async (input) => {
+    await tick();
+    return { remembered: input };
+  },
 });
 /** Fifteen turns of a tool call and an answer. */
 async function converse(sessionService, appName) {
@@ -85,6 +95,7 @@ async function converse(sessionService, appName) {
   for (let n = 1; n <= 15; n++) {
     const newMessage = { role: 'user', parts: [{ text: `hi ${n}` }] };
     for await (const _ of runner.runAsync({ userId: 'u', sessionId: session.id, newMessage }));
+    await tick();
   }
   return { requests: model.requests, sessionId: session.id };
 }
