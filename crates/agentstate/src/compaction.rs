@@ -65,6 +65,12 @@ pub struct Range {
 }
 
 impl Range {
+    /// The range `event` summarises, when it is a compaction ADK uses (numbers for both ends,
+    /// and a content).
+    pub fn of(event: &Event) -> Option<Range> {
+        event.actions.extra.get(COMPACTION_KEY).filter(|v| !v.is_null()).and_then(range_of)
+    }
+
     /// Whether `time` lies in the range.
     pub fn covers(&self, time: f64) -> bool {
         self.start <= time && time <= self.end

@@ -231,13 +231,7 @@ impl Session {
 
     /// Keeps only the handle's events at `positions` (ascending).
     pub(crate) fn keep_events(&mut self, positions: &[usize]) {
-        let mut next = positions.iter().peekable();
-        let mut at = 0;
-        self.events.0.retain(|_| {
-            let keep = next.next_if_eq(&&at).is_some();
-            at += 1;
-            keep
-        });
+        keep_positions(&mut self.events.0, positions);
     }
 
     /// Records an append that storage has committed: the invocation's `temp:` changes, then the
@@ -258,6 +252,17 @@ impl Session {
         self.last_update_micros = event.time().micros();
         self.events.0.push(event);
     }
+}
+
+/// Keeps only the items at `positions` (ascending) of `items`.
+pub(crate) fn keep_positions<T>(items: &mut Vec<T>, positions: &[usize]) {
+    let mut next = positions.iter().peekable();
+    let mut at = 0;
+    items.retain(|_| {
+        let keep = next.next_if_eq(&&at).is_some();
+        at += 1;
+        keep
+    });
 }
 
 /// The invocation's `temp:` changes of an append, which only the caller's handle sees.

@@ -145,11 +145,7 @@ fn summary_badge(event: &Event, summary: Option<&Summary>) -> Markup {
         let micros = (secs * 1e6).round() as i64;
         rfc3339(micros).get(11..23).unwrap_or_default().to_owned()
     };
-    let range = summary.map(|s| s.range).or_else(|| {
-        let c = event.actions.extra.get(agentstate::compaction::COMPACTION_KEY)?;
-        let get = |a: &str, b: &str| c.get(a).or_else(|| c.get(b)).and_then(Value::as_f64);
-        Some(Range { start: get("start_timestamp", "startTimestamp")?, end: get("end_timestamp", "endTimestamp")? })
-    });
+    let range = summary.map(|s| s.range).or_else(|| Range::of(event));
     html! {
         span.badge.summary title="a summary (actions.compaction) of the events in its range" {
             "summary"

@@ -15,31 +15,18 @@ pub(super) fn compacted(mut loaded: LoadedSession, overlap: usize, window: Event
         Some(stored) => {
             let facts: Vec<Facts> = stored.iter().map(Facts::of_stored).collect();
             let kept = compaction::view(&facts, overlap);
-            let kept = narrow(&kept, window, |i| stored[i].timestamp_micros);
-            let mut at = 0;
-            let mut next = kept.iter().peekable();
-            stored.retain(|_| {
-                let keep = next.next_if_eq(&&at).is_some();
-                at += 1;
-                keep
-            });
+            let from = window.first_kept(&kept, |&i| stored[i].timestamp_micros);
+            crate::session::keep_positions(stored, &kept[from..]);
         }
         None => {
             let events = loaded.session.events();
             let facts: Vec<Facts> = events.iter().map(Facts::of).collect();
             let kept = compaction::view(&facts, overlap);
-            let kept = narrow(&kept, window, |i| events[i].time().micros());
-            loaded.session.keep_events(&kept);
+            let from = window.first_kept(&kept, |&i| events[i].time().micros());
+            loaded.session.keep_events(&kept[from..]);
         }
     }
     loaded
-}
-
-/// Of the positions `kept` (ascending), those `window` selects, by each one's microsecond.
-fn narrow(kept: &[usize], window: EventWindow, micros: impl Fn(usize) -> i64) -> Vec<usize> {
-    let by_time = window.since_micros.map_or(0, |since| kept.partition_point(|&i| micros(i) < since));
-    let by_count = window.recent.map_or(0, |n| kept.len().saturating_sub(n));
-    kept[by_time.max(by_count)..].to_vec()
 }
 
 /// `loaded` without an event before `since` (its first, if any).

@@ -32,9 +32,15 @@ impl EventWindow {
 
     /// The part of `events` (in storage order) this window keeps.
     pub fn slice<'e, E: Borrow<Event>>(&self, events: &'e [E]) -> &'e [E] {
-        let by_time = self.since_micros.map_or(0, |since| events.partition_point(|e| micros(e.borrow()) < since));
-        let by_count = self.recent.map_or(0, |n| events.len().saturating_sub(n));
-        &events[by_time.max(by_count)..]
+        &events[self.first_kept(events, |e| micros(e.borrow()))..]
+    }
+
+    /// Where the part this window keeps of `items` (in storage order, each stored at the
+    /// microsecond `micros` gives) starts.
+    pub fn first_kept<T>(&self, items: &[T], micros: impl Fn(&T) -> i64) -> usize {
+        let by_time = self.since_micros.map_or(0, |since| items.partition_point(|item| micros(item) < since));
+        let by_count = self.recent.map_or(0, |n| items.len().saturating_sub(n));
+        by_time.max(by_count)
     }
 }
 
