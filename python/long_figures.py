@@ -7,8 +7,13 @@ by one `agentstate serve` (release build), in the same run.
     cargo build --release -p agentstate-server
     .venv-adk/bin/python python/long_figures.py [SIZES]      # default 100,1000,10000,50000
 
+A fourth service is our package as it parsed before it built sessions without validating them
+again (`Session.model_validate_json` of the answer, the collector on), and a second table puts a
+whole load beside `Session.model_validate_json` of the same bytes.
+
 Each session is turns of 4 events (the user's text, the model's function call, the tool's
-response, the model's text; about 550 bytes of JSON each, as in a real conversation) and, every
+response, the model's text, the model's events with the usage metadata, version and finish reason
+Gemini sends; about 700 bytes of JSON each, as in a real conversation) and, every
 10 invocations, a summary of the last 11 as ADK's interval trigger writes it, appended through the
 server before the timing (a tenth of a millisecond apart, so that they all lie between the
 session's creation and the turns). `get_session`: the median of 5 loads. A turn: the median of 3 turns of
@@ -31,6 +36,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).parent / "tests"))
 
 from google.adk.sessions import DatabaseSessionService  # noqa: E402
+from google.adk.sessions.session import Session  # noqa: E402
 from google.genai import types  # noqa: E402
 
 import conftest  # noqa: E402
@@ -40,6 +46,11 @@ from test_compaction import runner_of  # noqa: E402
 APP, USER = "compacting", "u"
 CONFIG = {"compaction_interval": 10, "overlap_size": 1}
 FILLER = "and a little more about the trip, the dates, the hotel and the budget " * 4
+#: What a Gemini model's event carries besides its content, as ADK stores it.
+MODEL = {"modelVersion": "gemini-2.5-flash", "finishReason": "STOP", "avgLogprobs": -0.12,
+         "usageMetadata": {"promptTokenCount": 1200, "candidatesTokenCount": 40, "totalTokenCount": 1240,
+                           "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 1200}],
+                           "candidatesTokensDetails": [{"modality": "TEXT", "tokenCount": 40}]}}
 
 
 def history(size: int) -> list[dict]:
@@ -61,17 +72,28 @@ def history(size: int) -> list[dict]:
         inv, call_id = f"inv-{invocation}", f"call-{invocation}"
         firsts[invocation] = add({"author": "user", "invocationId": inv,
                                   "content": {"role": "user", "parts": [{"text": f"question {invocation} {FILLER}"}]}})
-        add({"author": "helper", "invocationId": inv, "content": {"role": "model", "parts": [
-            {"functionCall": {"id": call_id, "name": "remember", "args": {"what": f"question {invocation}"}}}]}})
+        add({**MODEL, "author": "helper", "invocationId": inv, "content": {"role": "model", "parts": [
+            {"functionCall": {"id": call_id, "name": "remember", "args": {"what": f"question {invocation}"}},
+             "thoughtSignature": "c2lnbmF0dXJlIG9mIHRoZSBtb2RlbCdzIHRob3VnaHQ="}]}})
         add({"author": "helper", "invocationId": inv, "content": {"role": "user", "parts": [
             {"functionResponse": {"id": call_id, "name": "remember", "response": {"remembered": FILLER}}}]}})
-        last = add({"author": "helper", "invocationId": inv,
+        last = add({**MODEL, "author": "helper", "invocationId": inv,
                     "content": {"role": "model", "parts": [{"text": f"answer {invocation} {FILLER}"}]}})
         if invocation % 10 == 0:
             compaction = {"startTimestamp": firsts[max(1, invocation - 10)], "endTimestamp": last,
                           "compactedContent": {"role": "model", "parts": [{"text": "summary " + FILLER}]}}
             add({"author": "user", "invocationId": f"summary-{invocation}", "actions": {"compaction": compaction}})
     return events[:size]
+
+
+class ValidatingService(AgentstateSessionService):
+    """The package's whole load as it was: the answer validated by ADK's model."""
+
+    async def get_session(self, *, app_name, user_id, session_id, config=None):
+        path = f"{self._sessions(app_name, user_id)}/{session_id}"
+        response = await self._request("GET", path)
+        response.raise_for_status()
+        return Session.model_validate_json(response.content)
 
 
 def write(url: str, session_id: str, events: list[dict]) -> None:
@@ -113,9 +135,11 @@ async def main(sizes: list[int]) -> None:
         database = f"sqlite+aiosqlite:///{server.dir}/sessions.db"
         services = {
             "ADK DatabaseSessionService": DatabaseSessionService(db_url=database),
+            "agentstate, whole, validated (before)": ValidatingService(server.url),
             "agentstate, whole": AgentstateSessionService(server.url),
             "agentstate, compacted": AgentstateSessionService(server.url, compacted_loads=True, compaction_overlap=1),
         }
+        parses = []
         print("| events | service | get_session | events loaded | Runner turn |")
         print("|---|---|---|---|---|")
         for size in sizes:
@@ -128,8 +152,29 @@ async def main(sizes: list[int]) -> None:
                 load, count = await loads(service, session_id)
                 turn = await turns(service, session_id)
                 print(f"| {size:,} | {name} | {load:,.1f} ms | {count:,} | {turn:,.1f} ms |", flush=True)
+            parses.append(await parse(server.url, f"s2-{size}", services["agentstate, whole"]))
+        print("\n| events | answer | `Session.model_validate_json` | the package's whole load | ratio |")
+        print("|---|---|---|---|---|")
+        for size, (length, validate, load) in zip(sizes, parses):
+            print(f"| {size:,} | {length / 1e6:.1f} MB | {validate:,.1f} ms | {load:,.1f} ms | {load / validate:.2f}× |")
     finally:
         server.stop()
+
+
+async def parse(url: str, session_id: str, service) -> tuple[int, float, float]:
+    """The answer's size, `Session.model_validate_json` of it and the package's whole load of it
+    (HTTP included), medians of 5, alternating."""
+    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+        body = (await client.get(f"/apps/{APP}/users/{USER}/sessions/{session_id}")).content
+    validate, load = [], []
+    for _ in range(5):
+        start = time.perf_counter()
+        Session.model_validate_json(body)
+        validate.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        await service.get_session(app_name=APP, user_id=USER, session_id=session_id)
+        load.append(time.perf_counter() - start)
+    return len(body), statistics.median(validate) * 1000, statistics.median(load) * 1000
 
 
 if __name__ == "__main__":
