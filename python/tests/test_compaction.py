@@ -198,3 +198,29 @@ def test_bad_views_and_bad_ranges_are_refused(server):
         assert "compaction" in answer.text
     after = httpx.get(url).json()
     assert after["events"] == [] and after["state"] == {}
+
+
+def _vertex_client(url: str):
+    """ADK's own Agent Engine client (`VertexAiSessionService`) pointed at agentstate's `/v1beta1`."""
+    from google.adk.sessions import VertexAiSessionService
+
+    class Local(VertexAiSessionService):
+        def _api_client_http_options_override(self):
+            return types.HttpOptions(base_url=f"{url}/v1beta1/", base_url_resource_scope="COLLECTION")
+
+    return Local(agent_engine_id="4004")
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_adks_agent_engine_client_is_sent_the_same_requests(server, name):
+    """ADK's Agent Engine client reads event times to the microsecond, while a summary's range
+    keeps the times its events had in memory, finer than that: agentstate's `/v1beta1` answers
+    each bound as the time it carries for the event at that bound, so a summary covers on reload
+    exactly the events it covered when it was written."""
+    config = CONFIGS[name]
+    expected, _ = asyncio.run(converse(InMemorySessionService(), config))
+    got, _ = asyncio.run(converse(_vertex_client(server.url), config))
+    assert any("summary " in r for r in got), "the history was compacted"
+    assert len(got) == len(expected)
+    for turn, (want, have) in enumerate(zip(expected, got)):
+        assert have == want, f"request {turn} differs"

@@ -228,7 +228,7 @@ def _plan(model: type[BaseModel]) -> Convert:
         _plans[model] = lambda value: _plans[model](value)
         try:
             plan = _make_plan(model)
-        except Unsure:
+        except Exception:  # noqa: BLE001 - whatever a model's shape holds, validating it is right
             plan = _validated(model)
         _plans[model] = plan
     return plan

@@ -74,6 +74,13 @@ pub fn stored_raw_event(event: &Event) -> Value {
 
 fn raw(event: &Event, answer_given_time: bool) -> Value {
     let mut raw = event_to_camel(event);
+    if answer_given_time {
+        for range in ["/actions/compaction", "/customMetadata/_compaction"] {
+            if let Some(Value::Object(range)) = raw.pointer_mut(range) {
+                bounds_as_clients_round_them(range);
+            }
+        }
+    }
     let Some(Value::Object(meta)) = raw.get_mut("customMetadata") else { return raw };
     let sent = meta.shift_remove(RAW_TIME_KEY);
     let exact = meta.shift_remove(EXACT_TIME_KEY);
@@ -90,6 +97,43 @@ fn raw(event: &Event, answer_given_time: bool) -> Value {
         }
     }
     raw
+}
+
+/// A summary's range (ADK for Python's `actions.compaction`, or the `_compaction` its Agent Engine
+/// client also writes into the metadata) with each bound as that client reads back the event at
+/// the bound. ADK sets the bounds to the times of the first and last events a summary covers, as
+/// they were in memory, finer than a microsecond; the client appends each event at its time
+/// rounded to the microsecond (Python's `datetime.fromtimestamp`: the nearest, ties to even) and
+/// reads times back to the microsecond. Rounded the same way, a bound is again the time of its
+/// event, so the summary covers on reload exactly the events it covered when it was written;
+/// left as sent, a first event rounded down would fall out of its range. Only an event of the
+/// same rounded microsecond as a bound's could come in with it; the store keeps a session's
+/// events in distinct microseconds ([`crate::SessionService::append_event`]).
+fn bounds_as_clients_round_them(range: &mut Map<String, Value>) {
+    for key in ["startTimestamp", "endTimestamp", "start_timestamp", "end_timestamp"] {
+        let Some(secs) = range.get(key).and_then(Value::as_f64) else { continue };
+        let rounded = to_the_microsecond(secs);
+        if rounded != secs {
+            range.insert(key.into(), json!(rounded));
+        }
+    }
+}
+
+/// `secs` rounded to the microsecond as Python's `datetime.fromtimestamp` rounds it (the
+/// fraction times a million, to the nearest, ties to even), as the float Python's
+/// `datetime.timestamp()` answers for the result.
+pub fn to_the_microsecond(secs: f64) -> f64 {
+    if !secs.is_finite() || secs.abs() >= 1e15 {
+        return secs;
+    }
+    let whole = secs.trunc();
+    let micros = ((secs - whole) * 1e6).round_ties_even();
+    // Below 2^53 microseconds both are exact as integers, and the quotient is correctly rounded.
+    #[allow(clippy::cast_possible_truncation)]
+    let total = whole as i64 * 1_000_000 + micros as i64;
+    #[allow(clippy::cast_precision_loss)]
+    let rounded = total as f64 / 1e6;
+    rounded
 }
 
 /// Epoch microseconds as RFC 3339, UTC, to the microsecond.
@@ -382,5 +426,32 @@ mod tests {
         assert_eq!(parse_rfc3339("2026-11-22T03:32:55.281155999Z", "t").unwrap(), 1_795_318_375_281_155);
         assert_eq!(parse_rfc3339("2026-11-22T03:32:55Z", "t").unwrap(), 1_795_318_375_000_000);
         assert!(parse_rfc3339("yesterday", "t").is_err());
+    }
+
+    #[test]
+    fn bounds_are_rounded_as_python_rounds_event_times() {
+        // Python: datetime.fromtimestamp(t, tz=timezone.utc).timestamp()
+        for (t, python) in [
+            (1_795_701_059.873_456_5, 1_795_701_059.873_456),
+            (1_795_701_059.000_000_5, 1_795_701_059.0),
+            (1_795_701_059.999_999_5, 1_795_701_060.0),
+            (1_795_701_059.123_456, 1_795_701_059.123_456),
+            (1.000_001_5, 1.000_001),
+            (1_795_701_059.000_002_4, 1_795_701_059.000_002),
+        ] {
+            assert_eq!(to_the_microsecond(t).to_bits(), f64::to_bits(python), "{t}");
+        }
+        let mut event: Event =
+            serde_json::from_value(json!({"author": "u", "timestamp": 9.0, "actions": {"compaction": {
+            "startTimestamp": 1_795_701_059.873_456_5, "endTimestamp": 1_795_701_059.999_999_5,
+            "compactedContent": {"parts": [{"text": "s"}]}}}}))
+            .unwrap();
+        event.extra.insert("custom_metadata".into(), json!({"_compaction": {"start_timestamp": 1.000_001_5}}));
+        let shown = raw_event(&event);
+        assert_eq!(shown["actions"]["compaction"]["startTimestamp"], json!(1_795_701_059.873_456));
+        assert_eq!(shown["actions"]["compaction"]["endTimestamp"], json!(1_795_701_060.0));
+        assert_eq!(shown["customMetadata"]["_compaction"]["start_timestamp"], json!(1.000_001));
+        // Agentstate's own client reads events back as stored.
+        assert_eq!(stored_raw_event(&event)["actions"]["compaction"]["startTimestamp"], json!(1_795_701_059.873_456_5));
     }
 }
