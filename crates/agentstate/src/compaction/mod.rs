@@ -26,7 +26,6 @@
 use std::collections::{HashMap, HashSet};
 
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
@@ -262,8 +261,6 @@ struct LightPart {
     function_call: Option<LightId>,
     #[serde(alias = "functionResponse")]
     function_response: Option<LightId>,
-    #[serde(flatten)]
-    _rest: HashMap<String, IgnoredAny>,
 }
 
 #[derive(Default, Deserialize)]
