@@ -299,6 +299,7 @@ macro_rules! session_store_tests {
             compacted_views_answer_what_adk_reads,
             compacted_views_of_forks_and_rewinds [history],
             compacted_views_meet_retention_and_expiry [retention],
+            compacted_views_of_ranges_with_rounded_bounds,
             bad_compactions_are_refused_and_write_nothing,
             handles_are_independent_copies,
             event_pages_walk_history_in_order,

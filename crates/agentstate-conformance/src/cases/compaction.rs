@@ -164,3 +164,27 @@ pub(super) async fn bad_compactions_are_refused_and_write_nothing(svc: Svc) {
     let after = reload(&svc, s.key()).await;
     assert_eq!((after.events().len(), after.state()), (before.events().len(), before.state()));
 }
+
+/// A summary written by a client that reads times to the millisecond (its bounds rounded) is
+/// matched against the times the events carry, as ADK matches it over them: bounds rounded
+/// outwards cover what they meant; a start rounded past its first event's time leaves that
+/// event uncovered, and shown, as ADK reading these times shows it.
+pub(super) async fn compacted_views_of_ranges_with_rounded_bounds(svc: Svc) {
+    let mut s = create(&svc, &unique("app"), "u", "s", json!({})).await;
+    let t = s.last_update_time().floor() + 10.0;
+    for e in [
+        at("a1", "i1", t + 1.0004),
+        at("a2", "i1", t + 1.5006),
+        at("b1", "i2", t + 2.0006),
+        at("b2", "i2", t + 2.5004),
+        // a1..a2 in milliseconds, rounded outwards; b1..b2 with the start rounded to the
+        // nearest, past b1's time: b1 falls out of it.
+        summary("x", t + 2.6, t + 1.0, t + 1.501),
+        summary("y", t + 2.7, t + 2.001, t + 2.501),
+        at("c1", "i3", t + 3.0),
+    ] {
+        svc.append_event(&mut s, e).await.unwrap();
+    }
+    let shown = view(&svc, &s, GetSessionConfig::compacted(0)).await;
+    assert_eq!(shown, ["b1", "x", "y", "c1"], "a1 and a2 covered by x; b1 is not covered by y, b2 is");
+}
