@@ -173,6 +173,7 @@ BASE = {"id": "s", "appName": "a", "userId": "u", "lastUpdateTime": 1.0}
         {"author": "a", "finishReason": 3},  # an enum member by a value it does not have
         {"author": "a", "actions": {"route": 1.5}},  # a union member no plan picks
         {"author": "a", "invocationId": "i", "invocation_id": "j"},  # a field by name and alias
+        {"author": "a", "citationMetadata": {"citations": "none"}},  # a model validated alone refuses it
     ],
 )
 def test_what_a_plan_cannot_promise_is_left_to_validation(event):
@@ -216,3 +217,18 @@ def test_enums_come_back_as_members():
     with pytest.raises(Unsure):
         build(Session, data)
     assert _session(json.dumps(data).encode()).events[0].finish_reason is types.FinishReason.STOP
+
+
+def test_literals_are_matched_by_type_too():
+    """`1 == True` in Python, but validation does not take the one for the other."""
+    from typing import Literal
+
+    class Flag(BaseModel):
+        on: Literal[True] = True
+        mode: Literal["a", 1] = "a"
+
+    for data in ({"on": True, "mode": 1}, {"mode": "a"}):
+        same(build(Flag, data), Flag.model_validate_json(json.dumps(data)))
+    for data in ({"on": 1}, {"mode": True}, {"mode": "b"}):
+        with pytest.raises(Unsure):
+            build(Flag, data)

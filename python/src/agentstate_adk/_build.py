@@ -29,7 +29,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, Literal, Union
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticUndefined
 
 __all__ = ["Unsure", "build"]
@@ -47,7 +47,9 @@ _HARMLESS = frozenset({"_check_field_type_mismatches", "_accept_convenience_kwar
 #: Keys `Event`'s validator reads although they are not fields: an event carrying one is validated.
 _SHORTCUTS = frozenset({"message", "state", "route", "node_path", "nodePath"})
 
-_IMMUTABLE = (type(None), bool, int, float, str, bytes, tuple, frozenset, enum.Enum)
+#: Defaults an object may share with its class; any other default is copied for each object, as
+#: validation copies it (a tuple may hold a list: copied too).
+_IMMUTABLE = (type(None), bool, int, float, str, bytes, enum.Enum)
 
 Convert = Callable[[Any], Any]
 
@@ -135,8 +137,9 @@ def _converter(annotation: Any, config: dict[str, Any]) -> Convert:
             return lambda value: None if value is None else inner(value)
         return _union(members, config)
     if origin is Literal:
-        allowed = args
-        return lambda value: value if value in allowed and type(value) in (str, int, bool) else _unsure()
+        # By type too: `1 == True`, but validation does not take one for the other.
+        allowed = {(type(a), a) for a in args}
+        return lambda value: value if (type(value), value) in allowed else _unsure()
     if origin in (list, set) and len(args) == 1:
         item = _converter(args[0], config)
         collect = list if origin is list else set
@@ -236,8 +239,16 @@ def _plan(model: type[BaseModel]) -> Convert:
 
 def _validated(model: type[BaseModel]) -> Convert:
     """A model the plans do not know (one with its own validators, or a type they cannot
-    convert): validated alone, from its JSON, as it would be inside its parent."""
-    return lambda value: model.model_validate_json(json.dumps(value))
+    convert): validated alone, from its JSON, as it would be inside its parent. If it is refused,
+    the whole answer is validated instead, so that the error names where it is in the session."""
+
+    def validate(value: Any) -> Any:
+        try:
+            return model.model_validate_json(json.dumps(value))
+        except ValidationError as e:
+            raise Unsure from e
+
+    return validate
 
 
 def _after_validators(model: type[BaseModel]) -> dict[str, Convert]:
