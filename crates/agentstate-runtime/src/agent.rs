@@ -64,6 +64,12 @@ pub trait Agent: Send + Sync {
         need
     }
 
+    /// The model it calls, if it calls one (compaction summarises with the root agent's when no
+    /// summariser is configured).
+    fn model(&self) -> Option<Arc<dyn crate::model::Model>> {
+        None
+    }
+
     /// Runs it: emit events through `ctx.emit`.
     async fn run(&self, ctx: &InvocationContext) -> Result<(), RuntimeError>;
 }
@@ -152,6 +158,7 @@ struct Shared {
     artifacts: Option<ArtifactAccess>,
     /// Raised when another run of the session asked this one to stop.
     stop: Option<Arc<AtomicBool>>,
+    compaction: Option<Arc<crate::compaction::EventsCompactionConfig>>,
 }
 
 /// The session handle, and a snapshot of its state shared by every reader until the next append.
@@ -194,6 +201,7 @@ pub(crate) struct InvocationSetup {
     pub(crate) memory: Option<MemoryAccess>,
     pub(crate) artifacts: Option<ArtifactAccess>,
     pub(crate) stop: Option<Arc<AtomicBool>>,
+    pub(crate) compaction: Option<Arc<crate::compaction::EventsCompactionConfig>>,
 }
 
 impl InvocationContext {
@@ -211,6 +219,7 @@ impl InvocationContext {
                 memory: setup.memory,
                 artifacts: setup.artifacts,
                 stop: setup.stop,
+                compaction: setup.compaction,
             }),
             branch: None,
         }
@@ -307,6 +316,17 @@ impl InvocationContext {
     pub(crate) async fn append_only(&self, mut event: Event) -> Result<Event, RuntimeError> {
         self.stamp(&mut event);
         self.store(event).await
+    }
+
+    /// Appends an event as it is (no invocation id or branch filled in), without passing it on:
+    /// a compaction, which belongs to no invocation and no branch.
+    pub(crate) async fn append_as_is(&self, event: Event) -> Result<Event, RuntimeError> {
+        self.store(event).await
+    }
+
+    /// How the app compacts its conversations, if it does.
+    pub(crate) fn compaction(&self) -> Option<&Arc<crate::compaction::EventsCompactionConfig>> {
+        self.shared.compaction.as_ref()
     }
 
     /// Fills in this invocation's id and this context's branch where the event has none.

@@ -53,6 +53,7 @@ macro_rules! agent_fields {
 pub mod agent;
 mod agent_tool;
 mod artifact_text;
+pub mod compaction;
 mod concurrency;
 pub mod config;
 mod context;

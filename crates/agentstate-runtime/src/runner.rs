@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use tracing::Instrument as _;
 
 use crate::agent::{Agent, History, InvocationContext, InvocationSetup, agent_to_run};
+use crate::compaction::EventsCompactionConfig;
 use crate::concurrency::{DoubleTexting, RunConcurrency, RunLease, Turns};
 use crate::context::MemoryAccess;
 use crate::error::RuntimeError;
@@ -77,6 +78,7 @@ pub struct Runner {
     add_to_memory: bool,
     concurrency: RunConcurrency,
     turns: Arc<Turns>,
+    compaction: Option<Arc<EventsCompactionConfig>>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -139,7 +141,17 @@ impl Runner {
             add_to_memory: false,
             concurrency: RunConcurrency::default(),
             turns: Arc::default(),
+            compaction: None,
         }
+    }
+
+    /// Compacts the app's conversations as `config` says (ADK's
+    /// `App(events_compaction_config=...)`; see [`compaction`](crate::compaction)): summaries are
+    /// written after invocations (and, with a token threshold, before model calls), and each run
+    /// loads only what the model is shown of the history.
+    pub fn compaction(mut self, config: EventsCompactionConfig) -> Self {
+        self.compaction = Some(Arc::new(config));
+        self
     }
 
     /// How runs of one session take turns (default: [`DoubleTexting::Enqueue`], 30 s leases).
@@ -296,10 +308,10 @@ impl Runner {
         stop: Arc<AtomicBool>,
     ) -> Result<(), RuntimeError> {
         let history = self.history.unwrap_or_else(|| self.agent.history());
-        let config = GetSessionConfig {
-            num_recent_events: history.recent(),
-            after_timestamp: None,
-            ..GetSessionConfig::default()
+        let config = match &self.compaction {
+            // The compactor reads the invocations since the last summary: the view keeps them.
+            Some(compaction) => GetSessionConfig::compacted(compaction.overlap()),
+            None => GetSessionConfig { num_recent_events: history.recent(), ..GetSessionConfig::default() },
         };
         let session = match self.service.get_session(&key, config).await? {
             Some(session) => session,
@@ -334,6 +346,7 @@ impl Runner {
                 session: key.session_id().to_owned(),
             }),
             stop: Some(stop),
+            compaction: self.compaction.clone(),
         });
         if request.new_message.is_some() || !request.state_delta.is_empty() {
             let mut event = Event::new(ctx.invocation_id()).author("user");
@@ -352,6 +365,9 @@ impl Runner {
                 return Ok(());
             }
             other => other?,
+        }
+        if let Some(compaction) = &self.compaction {
+            crate::compaction::after_invocation(&ctx, compaction).await?;
         }
         if let (true, Some(memory)) = (self.add_to_memory, memory) {
             let run: Vec<Event> = ctx

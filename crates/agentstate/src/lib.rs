@@ -62,6 +62,7 @@ mod in_memory;
 mod key;
 pub mod memory;
 mod page;
+pub mod python;
 mod scope;
 mod service;
 mod session;

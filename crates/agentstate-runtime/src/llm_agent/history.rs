@@ -7,6 +7,7 @@ use agentstate::{Content, Event, Map, Part, Value};
 
 use super::builder::LlmAgent;
 use crate::agent::InvocationContext;
+use crate::compaction::select;
 
 impl LlmAgent {
     /// The contents of a model request: the history it reads (all of it, its `history_limit`
@@ -14,15 +15,37 @@ impl LlmAgent {
     /// the events a rewind took back.
     pub(super) async fn contents(&self, ctx: &InvocationContext) -> Vec<Content> {
         let loaded = ctx.events().await;
-        let events: Vec<Arc<Event>> = agentstate::history::live_events(&loaded).into_iter().cloned().collect();
         if self.include_contents {
+            let events = shown_events(&loaded, &self.name, ctx.branch());
             let window = self.history_limit.map_or(0, |n| events.len().saturating_sub(n));
             history_contents(&events[window..], &self.name, ctx.branch())
         } else {
+            let events: Vec<Arc<Event>> = agentstate::history::live_events(&loaded).into_iter().cloned().collect();
             let turn: Vec<_> = events.iter().filter(|e| e.invocation_id == ctx.invocation_id()).cloned().collect();
             history_contents(&turn, &self.name, ctx.branch())
         }
     }
+}
+
+/// The contents `agent` on `branch` is shown of `events` (the whole history it reads).
+pub(crate) fn model_contents(events: &[Arc<Event>], agent: &str, branch: Option<&str>) -> Vec<Content> {
+    history_contents(&shown_events(events, agent, branch), agent, branch)
+}
+
+/// The events `agent` on `branch` is shown: those a rewind left, of its branch and above, with
+/// the summaries ADK uses in place of what they cover and the calls of responses still shown
+/// put back (as ADK for Python builds a request over a compacted history).
+fn shown_events(events: &[Arc<Event>], agent: &str, branch: Option<&str>) -> Vec<Arc<Event>> {
+    let visible: Vec<Arc<Event>> = agentstate::history::live_events(events)
+        .into_iter()
+        .filter(|e| visible_on(branch, e.branch.as_deref()))
+        .cloned()
+        .collect();
+    if !visible.iter().any(|e| select::is_compaction(e)) {
+        return visible;
+    }
+    let summarised = select::apply_summaries(&visible, agent);
+    select::recover_calls(summarised, &visible)
 }
 
 /// Whether an event of `event_branch` is visible on `branch`: events of the branch itself and of

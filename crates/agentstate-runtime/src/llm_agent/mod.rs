@@ -16,6 +16,8 @@
 
 mod builder;
 mod history;
+
+pub(crate) use history::model_contents;
 mod output;
 mod tools;
 
@@ -51,6 +53,10 @@ impl Agent for LlmAgent {
 
     fn may_return_to_parent(&self) -> bool {
         self.to_parent
+    }
+
+    fn model(&self) -> Option<Arc<dyn crate::model::Model>> {
+        Some(Arc::clone(&self.model))
     }
 
     fn history(&self) -> History {
@@ -177,6 +183,9 @@ impl LlmAgent {
     /// One model call and, if it asks for them, its tool calls.
     async fn step(&self, ctx: &InvocationContext) -> Result<Next, RuntimeError> {
         ctx.count_llm_call()?;
+        if let Some(compaction) = ctx.compaction() {
+            crate::compaction::before_model(ctx, compaction, &self.name).await?;
+        }
         let state = ctx.state().await;
         let targets = self.transfer_targets(ctx);
         let tools = self.tools_with(&targets);

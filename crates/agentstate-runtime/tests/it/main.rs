@@ -4,6 +4,7 @@
 
 mod artifacts;
 mod callbacks;
+mod compaction;
 mod double_texting;
 mod embeddings;
 mod instructions;

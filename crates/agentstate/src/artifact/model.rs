@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::content::Part;
 use crate::error::{Error, Result};
+use crate::python::repr;
 use crate::store::{ArtifactKey, Bytes, PayloadKind, StoredArtifact};
 
 /// How many references a load follows before it refuses (ADK's `_MAX_ARTIFACT_REFERENCE_DEPTH`).
@@ -66,28 +67,6 @@ pub fn validate_session(session: &str) -> Result<()> {
         return Err(refused("session_id must not be or start with the reserved value 'user'."));
     }
     Ok(())
-}
-
-/// Python's `repr` of a string, as ADK's messages quote ids.
-fn repr(value: &str) -> String {
-    let quote = if value.contains('\'') && !value.contains('"') { '"' } else { '\'' };
-    let mut out = String::from(quote);
-    for c in value.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 /// Whether a name is the user's across sessions.

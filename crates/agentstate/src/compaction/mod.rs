@@ -284,11 +284,15 @@ impl RewindFacts for Facts {
     }
 }
 
-/// The summaries ADK keeps, of the `live` positions, in storage order: sorted by start, then the
-/// widest and newest first, a range is kept when it reaches past every range before it (ADK's
-/// `_get_compaction_ranges`).
+/// The summaries ADK keeps, of the `live` positions, in storage order (see [`surviving`]).
 fn kept_summaries(events: &[Facts], live: &[usize]) -> Vec<(usize, Range)> {
-    let mut ranges: Vec<(usize, Range)> = live.iter().filter_map(|&i| events[i].range().map(|r| (i, r))).collect();
+    surviving(live.iter().filter_map(|&i| events[i].range().map(|r| (i, r))).collect())
+}
+
+/// Of the summaries `ranges` (each with its position), those ADK keeps, in position order:
+/// sorted by start, then the widest and newest first, a range is kept when it reaches past every
+/// range before it (ADK's `_get_compaction_ranges`).
+pub fn surviving(mut ranges: Vec<(usize, Range)>) -> Vec<(usize, Range)> {
     ranges.sort_by(|(i, a), (j, b)| a.start.total_cmp(&b.start).then(b.end.total_cmp(&a.end)).then(j.cmp(i)));
     let mut kept: Vec<(usize, Range)> = Vec::new();
     for (i, range) in ranges {
@@ -298,6 +302,32 @@ fn kept_summaries(events: &[Facts], live: &[usize]) -> Vec<(usize, Range)> {
     }
     kept.sort_by_key(|&(i, _)| i);
     kept
+}
+
+/// The times some of a set of ranges cover: their union, as sorted disjoint ranges.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Coverage(Vec<Range>);
+
+impl Coverage {
+    /// The union of `ranges` (inverted ones cover nothing).
+    pub fn of(ranges: impl IntoIterator<Item = Range>) -> Self {
+        let mut by_start: Vec<Range> = ranges.into_iter().filter(|r| r.start <= r.end).collect();
+        by_start.sort_by(|a, b| a.start.total_cmp(&b.start));
+        let mut union: Vec<Range> = Vec::new();
+        for range in by_start {
+            match union.last_mut() {
+                Some(last) if range.start <= last.end => last.end = last.end.max(range.end),
+                _ => union.push(range),
+            }
+        }
+        Self(union)
+    }
+
+    /// Whether some range covers `time`.
+    pub fn covers(&self, time: f64) -> bool {
+        let after = self.0.partition_point(|r| r.start <= time);
+        after > 0 && self.0[after - 1].covers(time)
+    }
 }
 
 /// A summary in a session's history: where it is, what it covers, whether ADK shows it.
@@ -340,22 +370,10 @@ pub fn view(events: &[Facts], overlap: usize) -> Vec<usize> {
     }
 
     let kept_ranges = kept_summaries(events, &live);
-    // Their union, as sorted disjoint ranges.
-    let mut coverage: Vec<Range> = Vec::new();
-    let mut by_start: Vec<Range> = kept_ranges.iter().map(|&(_, r)| r).filter(|r| r.start <= r.end).collect();
-    by_start.sort_by(|a, b| a.start.total_cmp(&b.start));
-    for range in by_start {
-        match coverage.last_mut() {
-            Some(last) if range.start <= last.end => last.end = last.end.max(range.end),
-            _ => coverage.push(range),
-        }
-    }
+    let coverage = Coverage::of(kept_ranges.iter().map(|&(_, r)| r));
     // ADK for TypeScript's form: the newest such summary stands for everything up to its end.
     let rolling_cut = live.iter().rev().find_map(|&i| events[i].rolling_end_ms);
-    let covered = |e: &Facts| {
-        let after = coverage.partition_point(|r| r.start <= e.timestamp);
-        (after > 0 && coverage[after - 1].covers(e.timestamp)) || rolling_cut.is_some_and(|cut| e.millis() <= cut)
-    };
+    let covered = |e: &Facts| coverage.covers(e.timestamp) || rolling_cut.is_some_and(|cut| e.millis() <= cut);
     for &(i, _) in &kept_ranges {
         keep[i] = true;
     }
