@@ -44,27 +44,25 @@ fn bench(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("body", n), &session, |b, s| {
             b.iter(|| black_box(serde_json::to_vec(&WireSession(s)).unwrap()));
         });
-        let raw = LoadedSession {
-            session: Session::from_storage(
+        let raw = LoadedSession::stored(
+            Session::from_storage(
                 session.key().clone(),
                 session.state().all().clone(),
                 Vec::<Event>::new(),
                 session.last_update_micros(),
             ),
-            stored_events: Some(
-                session
-                    .events()
-                    .iter()
-                    .zip(&stored)
-                    .map(|(e, text)| StoredEvent {
-                        id: e.id.clone(),
-                        invocation_id: e.invocation_id.clone(),
-                        timestamp_micros: secs_to_micros(e.timestamp).unwrap(),
-                        data: Some(text.clone()),
-                    })
-                    .collect(),
-            ),
-        };
+            session
+                .events()
+                .iter()
+                .zip(&stored)
+                .map(|(e, text)| StoredEvent {
+                    id: e.id.clone(),
+                    invocation_id: e.invocation_id.clone(),
+                    timestamp_micros: secs_to_micros(e.timestamp).unwrap(),
+                    data: Some(text.clone()),
+                })
+                .collect(),
+        );
         group.bench_with_input(BenchmarkId::new("stored", n), &raw, |b, raw| {
             b.iter(|| black_box(StoredWireSession(raw).to_vec().unwrap()));
         });

@@ -129,6 +129,22 @@ CREATE TABLE IF NOT EXISTS agentstate_state_writes (
   `deleted_keys` mediumtext NOT NULL,
   PRIMARY KEY (`app_name`,`user_id`,`at_micros`,`write_id`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+-- Each event's facts for the compacted view (agentstate::compaction::Facts: its invocation, stored
+-- microsecond and the rest as text), written with the event and gone with it, so the view reads
+-- them alone, without the events' rows, and then only the text of the events it
+-- keeps. An event without them (written by another program; '' once rewritten) is read from its text.
+CREATE TABLE IF NOT EXISTS agentstate_event_facts (
+  `app_name` varchar(128) NOT NULL,
+  `user_id` varchar(128) NOT NULL,
+  `session_id` varchar(128) NOT NULL,
+  `event_id` varchar(128) NOT NULL,
+  `invocation_id` varchar(256) NOT NULL,
+  `micros` bigint NOT NULL,
+  `facts` text NOT NULL,
+  PRIMARY KEY (`app_name`,`user_id`,`session_id`,`event_id`),
+  CONSTRAINT `agentstate_event_facts_event` FOREIGN KEY (`event_id`, `app_name`, `user_id`, `session_id`)
+    REFERENCES `events` (`id`, `app_name`, `user_id`, `session_id`) ON DELETE CASCADE
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 -- Artifacts (agentstate::artifact): one row per version of a file, per app, user, session ('' for
 -- a user: name, the user's in every session) and name; its payload in data, the rest of its part
 -- as JSON, its MIME type and custom metadata. Not tied to a session row: artifacts may belong to

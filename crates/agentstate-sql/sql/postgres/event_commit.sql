@@ -8,6 +8,7 @@
 -- delta, as null, so a deletion alone still passes the NOT NULL guards)
 -- $15 the time expiry is judged at (NULL: not judged): an expired session is missing
 -- $16 where the refresh policy moves an expiring session's expire time (NULL: it stays)
+-- $17 the event's facts for the compacted view (agentstate_event_facts)
 -- The duplicate check must be a primary-key lookup (leading column `id`). On young tables the
 -- planner may prefer idx_events_app_user_session_ts_id, which scans the whole session: comparing
 -- its prefix columns under COLLATE "C" (same equality: both collations are deterministic) leaves
@@ -62,6 +63,12 @@ e AS (
     INSERT INTO events (id, app_name, user_id, session_id, invocation_id, "timestamp", event_data)
     SELECT $4, $1, $2, $3, $5, $6, $7::jsonb FROM s
     RETURNING 1
+),
+f AS (
+    INSERT INTO agentstate_event_facts (app_name, user_id, session_id, event_id, invocation_id, micros, facts)
+    SELECT $1, $2, $3, $4, $5, (extract(epoch FROM $6::timestamp) * 1000000)::bigint, $17 FROM e
+    ON CONFLICT (app_name, user_id, session_id, event_id)
+    DO UPDATE SET invocation_id = EXCLUDED.invocation_id, micros = EXCLUDED.micros, facts = EXCLUDED.facts
 )
 SELECT
     (SELECT count(*) FROM s) AS committed,

@@ -142,6 +142,21 @@ CREATE TABLE IF NOT EXISTS agentstate_state_writes (
 	deleted_keys TEXT NOT NULL,
 	PRIMARY KEY (app_name, user_id, at_micros, write_id)
 );
+-- Each event's facts for the compacted view (agentstate::compaction::Facts: its invocation, stored
+-- microsecond and the rest as text), written with the event and gone with it, so the view reads
+-- them alone, without the events' rows, and then only the text of the events it
+-- keeps. An event without a row (written by another program, or rewritten) is read from its text.
+CREATE TABLE IF NOT EXISTS agentstate_event_facts (
+	app_name VARCHAR(128) NOT NULL,
+	user_id VARCHAR(128) NOT NULL,
+	session_id VARCHAR(128) NOT NULL,
+	event_id VARCHAR(128) NOT NULL,
+	invocation_id VARCHAR(256) NOT NULL,
+	micros BIGINT NOT NULL,
+	facts TEXT NOT NULL,
+	PRIMARY KEY (app_name, user_id, session_id, event_id),
+	FOREIGN KEY(event_id, app_name, user_id, session_id) REFERENCES events (id, app_name, user_id, session_id) ON DELETE CASCADE
+) WITHOUT ROWID;
 -- Artifacts (agentstate::artifact): one row per version of a file, per app, user, session ('' for
 -- a user: name, the user's in every session) and name; its payload in data, the rest of its part
 -- as JSON, its MIME type and custom metadata. Not tied to a session row: artifacts may belong to

@@ -76,3 +76,75 @@ async fn sql_stores_read_events_raw_as_their_stored_text() {
         assert!(raw.session.events().is_empty(), "{url}");
     }
 }
+
+/// The compacted view reads each event's kept facts, and the text of an event without them (one
+/// another program wrote, or one rewritten): the same view either way, on SQLite, PostgreSQL and
+/// MySQL.
+#[tokio::test]
+async fn compacted_views_read_events_without_facts_from_their_text() {
+    use agentstate::{Content, CreateSession, Event, GetSessionConfig, SessionService};
+
+    let dir = scratch_dir();
+    let sqlite = format!("sqlite://{}/sessions.db", dir.display());
+    for url in [sqlite, crate::servers::postgres_url().await, crate::servers::mysql_url().await] {
+        // A statement run beside the store, on its database; the test's own app only (the
+        // database may be shared with other tests).
+        let app = format!("view{}", Event::new_id().replace('-', ""));
+        let run = |statement: &str| {
+            let (url, dir) = (url.clone(), dir.clone());
+            let statement = statement.replace("{app}", &app);
+            async move {
+                let statement = sqlx::AssertSqlSafe(statement);
+                if url.starts_with("sqlite") {
+                    let conn = rusqlite::Connection::open(dir.join("sessions.db")).unwrap();
+                    conn.query_row(&statement.0, [], |r| r.get::<_, i64>(0)).unwrap_or(0)
+                } else if url.starts_with("postgres") {
+                    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+                    sqlx::query_scalar::<_, i64>(statement).fetch_optional(&pool).await.unwrap().unwrap_or(0)
+                } else {
+                    let pool = sqlx::MySqlPool::connect(&url).await.unwrap();
+                    sqlx::query_scalar::<_, i64>(statement).fetch_optional(&pool).await.unwrap().unwrap_or(0)
+                }
+            }
+        };
+        let svc = SessionService::new(agentstate_sql::SqlStore::connect(&url).await.unwrap());
+        let mut s = svc.create_session(CreateSession::new(app.as_str(), "u")).await.unwrap();
+        for n in 0..12 {
+            let event = Event::new(format!("inv-{n}")).author("user").content(Content::text("user", format!("q{n}")));
+            svc.append_event(&mut s, event).await.unwrap();
+        }
+        let times: Vec<f64> = s.events().iter().map(|e| e.timestamp).collect();
+        let mut summary = Event::new("summary").author("user");
+        summary.actions.extra.insert(
+            "compaction".into(),
+            serde_json::json!({"start_timestamp": times[0], "end_timestamp": times[7],
+                               "compacted_content": {"role": "model", "parts": [{"text": "s"}]}}),
+        );
+        svc.append_event(&mut s, summary).await.unwrap();
+        let view = || async {
+            let loaded = svc.get_session(s.key(), GetSessionConfig::compacted(1)).await.unwrap().unwrap();
+            loaded.events().iter().map(|e| e.id.clone()).collect::<Vec<_>>()
+        };
+        let with_facts = view().await;
+        assert!(with_facts.len() < 13, "{url}: {with_facts:?}");
+        let count = "SELECT COUNT(*) FROM agentstate_event_facts WHERE app_name = '{app}'";
+        assert_eq!(run(count).await, 13, "{url}: every append keeps its facts");
+        run("DELETE FROM agentstate_event_facts WHERE app_name = '{app}' AND event_id IN \
+             (SELECT id FROM events WHERE app_name = '{app}' AND invocation_id LIKE 'inv-1%')")
+        .await;
+        assert!(run(count).await < 13, "{url}");
+        assert_eq!(view().await, with_facts, "{url}: some facts");
+        run("DELETE FROM agentstate_event_facts WHERE app_name = '{app}'").await;
+        assert_eq!(view().await, with_facts, "{url}: no facts");
+        // The whole history read and filtered agrees.
+        let whole = svc.get_session(s.key(), GetSessionConfig::default()).await.unwrap().unwrap();
+        let facts: Vec<_> = whole.events().iter().map(agentstate::compaction::Facts::of).collect();
+        let filtered: Vec<String> =
+            agentstate::compaction::view(&facts, 1).into_iter().map(|i| whole.events()[i].id.clone()).collect();
+        assert_eq!(filtered, with_facts, "{url}");
+        svc.append_event(&mut s, Event::new("inv-last").author("user")).await.unwrap();
+        assert_eq!(run(count).await, 1, "{url}");
+        svc.delete_session(s.key()).await.unwrap();
+        assert_eq!(run(count).await, 0, "{url}: the facts go with their session");
+    }
+}

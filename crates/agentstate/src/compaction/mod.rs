@@ -25,7 +25,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
@@ -190,6 +190,49 @@ impl Facts {
         }
     }
 
+    /// The facts a store keeps beside an event's text, so the view reads no text: compact JSON
+    /// of all but the id, invocation and stored microsecond (which the store keeps anyway).
+    pub fn to_text(&self) -> String {
+        let kept = Kept {
+            timestamp: self.timestamp,
+            by_user: self.by_user,
+            scoped: self.scoped,
+            compaction: self.compaction.map(|range| range.map(|r| vec![r.start, r.end]).unwrap_or_default()),
+            rolling_end_ms: self.rolling_end_ms,
+            rewind_before_invocation: self.rewind_before_invocation.clone(),
+            rewind_after_event: self.rewind_after_event.clone(),
+            calls: self.calls.clone(),
+            responses: self.responses.clone(),
+            long_running: self.long_running.clone(),
+        };
+        serde_json::to_string(&kept).unwrap_or_default()
+    }
+
+    /// The facts of an event from what a store kept ([`to_text`](Self::to_text)) and its
+    /// columns; `None` for text that is not such facts.
+    pub fn from_text(id: String, invocation_id: String, micros: i64, text: &str) -> Option<Self> {
+        let kept: Kept = serde_json::from_str(text).ok()?;
+        let range = |bounds: Vec<f64>| match bounds[..] {
+            [start, end] => Some(Range { start, end }),
+            _ => None,
+        };
+        Some(Self {
+            id,
+            invocation_id,
+            timestamp: kept.timestamp,
+            by_user: kept.by_user,
+            scoped: kept.scoped,
+            micros,
+            compaction: kept.compaction.map(range),
+            rolling_end_ms: kept.rolling_end_ms,
+            rewind_before_invocation: kept.rewind_before_invocation,
+            rewind_after_event: kept.rewind_after_event,
+            calls: kept.calls,
+            responses: kept.responses,
+            long_running: kept.long_running,
+        })
+    }
+
     fn is_compaction(&self) -> bool {
         self.compaction.is_some() || self.rolling_end_ms.is_some()
     }
@@ -218,6 +261,57 @@ fn range_of(compaction: &Value) -> Option<Range> {
     let start = get("start_timestamp", "startTimestamp")?.as_f64()?;
     let end = get("end_timestamp", "endTimestamp")?.as_f64()?;
     Some(Range { start, end })
+}
+
+/// An event's facts as a store keeps them: its id, invocation, stored microsecond and the rest as
+/// [`Facts::to_text`] wrote it.
+pub type KeptFacts = (String, String, i64, String);
+
+/// The facts of a session's events, oldest first (by stored microsecond, then id, as events are
+/// read), from what a store kept of them, if it kept them for every one of its `events` events;
+/// `None` when some are missing or unreadable, or none were kept (the store then reads the text
+/// of the events without them).
+pub fn from_kept(kept: Vec<KeptFacts>, events: usize) -> Option<Vec<Facts>> {
+    if kept.is_empty() || kept.len() != events {
+        return None;
+    }
+    let mut facts: Vec<Facts> = kept
+        .into_iter()
+        .map(|(id, invocation_id, micros, text)| Facts::from_text(id, invocation_id, micros, &text))
+        .collect::<Option<_>>()?;
+    facts.sort_by(|a, b| a.micros.cmp(&b.micros).then_with(|| a.id.cmp(&b.id)));
+    Some(facts)
+}
+
+/// [`Facts`] as a store keeps them, short names, empty fields left out (`c`: a compaction's
+/// bounds, empty for one ADK does not use).
+#[derive(Serialize, Deserialize)]
+struct Kept {
+    #[serde(rename = "t")]
+    timestamp: f64,
+    #[serde(rename = "u", default, skip_serializing_if = "is_false")]
+    by_user: bool,
+    #[serde(rename = "s", default, skip_serializing_if = "is_false")]
+    scoped: bool,
+    #[serde(rename = "c", default, skip_serializing_if = "Option::is_none")]
+    compaction: Option<Vec<f64>>,
+    #[serde(rename = "e", default, skip_serializing_if = "Option::is_none")]
+    rolling_end_ms: Option<f64>,
+    #[serde(rename = "rb", default, skip_serializing_if = "Option::is_none")]
+    rewind_before_invocation: Option<String>,
+    #[serde(rename = "ra", default, skip_serializing_if = "Option::is_none")]
+    rewind_after_event: Option<String>,
+    #[serde(rename = "fc", default, skip_serializing_if = "Vec::is_empty")]
+    calls: Vec<String>,
+    #[serde(rename = "fr", default, skip_serializing_if = "Vec::is_empty")]
+    responses: Vec<String>,
+    #[serde(rename = "lr", default, skip_serializing_if = "Vec::is_empty")]
+    long_running: Vec<String>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// An event's text as far as the view reads it; every other field is skipped unparsed.

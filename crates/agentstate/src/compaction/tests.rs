@@ -216,3 +216,25 @@ fn bad_ranges_are_refused() {
         assert!(matches!(error, Error::InvalidArgument { .. }), "{bad}: {error}");
     }
 }
+
+#[test]
+fn kept_facts_read_back_as_the_events_give_them() {
+    let mut events = vec![at("i1", 1.0), call("i1", 2.0, "c1", true), response("i1", 3.0, "c1", "user")];
+    events.push(summary("i2", 4.0, 1.0, 3.0));
+    let mut rewind = at("i3", 5.0);
+    rewind.actions.rewind_before_invocation_id = Some("i1".into());
+    events.push(rewind);
+    let facts: Vec<Facts> = events.iter().map(Facts::of).collect();
+    // Kept in another order, as a store reads them: sorted back by stored microsecond.
+    let kept: Vec<KeptFacts> =
+        facts.iter().rev().map(|f| (f.id.clone(), f.invocation_id.clone(), f.micros, f.to_text())).collect();
+    assert_eq!(from_kept(kept.clone(), facts.len()), Some(facts.clone()));
+    // One missing, one unreadable, or none kept: the store reads the text instead.
+    assert_eq!(from_kept(kept[1..].to_vec(), facts.len()), None);
+    let mut broken = kept;
+    broken[0].3 = String::new();
+    assert_eq!(from_kept(broken, facts.len()), None);
+    assert_eq!(from_kept(Vec::new(), 0), None);
+    // Small: a plain event's facts are its time alone.
+    assert!(facts[0].to_text().len() < 30, "{}", facts[0].to_text());
+}

@@ -7,6 +7,7 @@
 //! the key check work on the values as stored). History a store answers remotely does not pass:
 //! it would be computed over ciphertext, so the service replays it here instead.
 
+use crate::compaction::EventView;
 use std::fmt;
 use std::sync::Arc;
 
@@ -129,8 +130,9 @@ impl<S: SessionStore> SessionStore for EncryptedStore<S> {
     }
 
     async fn get(&self, key: &SessionKey, read: &SessionRead) -> Result<Option<LoadedSession>> {
-        // Stored text is ciphertext: always read decoded, and open.
-        let decoded = SessionRead { form: EventForm::Decoded, ..*read };
+        // Stored text is ciphertext: always read decoded, and open. Every event, for a view: the
+        // facts a store keeps of sealed events do not say what their sealed parts hold.
+        let decoded = SessionRead { form: EventForm::Decoded, view: EventView::Whole, ..*read };
         let Some(loaded) = self.inner.get(key, &decoded).await? else { return Ok(None) };
         Ok(Some(LoadedSession::decoded(self.keys.open_session(&loaded.session)?)))
     }

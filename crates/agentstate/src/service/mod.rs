@@ -255,11 +255,13 @@ impl SessionService {
             EventView::Whole => config.window(),
             EventView::Compacted { .. } => EventWindow::ALL,
         };
-        let read = SessionRead { window, form, now_micros: self.now_micros() };
+        let read = SessionRead { window, form, now_micros: self.now_micros(), view: config.view };
         let found = self.inner.store.get(key, &read).instrument(self.span(name, key)).await?;
         Ok(found.map(|loaded| {
             let loaded = match config.view {
                 EventView::Whole => loaded,
+                // The store answered the view itself: only the window is left to apply.
+                view if loaded.view == view => window::narrowed(loaded, config.window()),
                 EventView::Compacted { overlap } => window::compacted(loaded, overlap, config.window()),
             };
             window::since(loaded, config.after_timestamp)

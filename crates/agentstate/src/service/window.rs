@@ -29,6 +29,23 @@ pub(super) fn compacted(mut loaded: LoadedSession, overlap: usize, window: Event
     loaded
 }
 
+/// `loaded` (a view's events) narrowed to `window`.
+pub(super) fn narrowed(mut loaded: LoadedSession, window: EventWindow) -> LoadedSession {
+    match &mut loaded.stored_events {
+        Some(stored) => {
+            let from = window.first_kept(stored, |e| e.timestamp_micros);
+            stored.drain(..from);
+        }
+        None => {
+            let events = loaded.session.events();
+            let from = window.first_kept(events.shared(), |e| e.time().micros());
+            let kept: Vec<usize> = (from..events.len()).collect();
+            loaded.session.keep_events(&kept);
+        }
+    }
+    loaded
+}
+
 /// `loaded` without an event before `since` (its first, if any).
 pub(super) fn since(mut loaded: LoadedSession, since: Option<Timestamp>) -> LoadedSession {
     let Some(since) = since.filter(|t| !t.is_whole_micros()) else { return loaded };

@@ -6,6 +6,7 @@
 //! The helpers (`slice`, `pick`, `admits`) answer a query over events or sessions held in
 //! memory: the in-memory store uses them, and so can a simple store of one's own.
 
+use crate::compaction::EventView;
 use std::borrow::Borrow;
 
 use crate::event::Event;
@@ -64,12 +65,17 @@ pub struct SessionRead {
     pub form: EventForm,
     /// The session is missing if it expired at or before this (epoch microseconds).
     pub now_micros: i64,
+    /// The events asked for: with [`EventView::Compacted`] (and `window` [`EventWindow::ALL`]),
+    /// a store that keeps each event's [`Facts`](crate::compaction::Facts) may answer only the
+    /// compacted view, reading only those events, and say so in
+    /// [`LoadedSession::view`](super::LoadedSession::view); any store may answer every event.
+    pub view: EventView,
 }
 
 impl SessionRead {
     /// Decoded events in `window`, at `now_micros`.
     pub fn decoded(window: EventWindow, now_micros: i64) -> Self {
-        Self { window, form: EventForm::Decoded, now_micros }
+        Self { window, form: EventForm::Decoded, now_micros, view: EventView::Whole }
     }
 }
 

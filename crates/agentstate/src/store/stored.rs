@@ -3,6 +3,7 @@
 //! (see [`write_stored_event`](crate::wire::write_stored_event)). "Stored" means this
 //! throughout: as the store keeps it, not decoded (nor, for the state, decrypted).
 
+use crate::compaction::EventView;
 use crate::event::Event;
 use crate::session::Session;
 use crate::time::Timestamp;
@@ -41,12 +42,20 @@ pub struct LoadedSession {
     pub session: Session,
     /// The events as stored, oldest first, if they came in that form.
     pub stored_events: Option<Vec<StoredEvent>>,
+    /// Which events these are: every event of the read's window ([`EventView::Whole`]), or the
+    /// compacted view the read asked for, answered by the store.
+    pub view: EventView,
 }
 
 impl LoadedSession {
     /// A session with its events decoded.
     pub fn decoded(session: Session) -> Self {
-        Self { session, stored_events: None }
+        Self { session, stored_events: None, view: EventView::Whole }
+    }
+
+    /// A session with its events as stored.
+    pub fn stored(session: Session, events: Vec<StoredEvent>) -> Self {
+        Self { session, stored_events: Some(events), view: EventView::Whole }
     }
 
     /// How many events it carries, in either form.

@@ -110,6 +110,14 @@ pub(in crate::mysql) async fn commit_in(conn: &mut MySqlConnection, commit: &Eve
         }
         inserted => inserted.map_err(sql_step("insert event"))?,
     };
+    keyed(sql!("event_facts_put"), key)
+        .bind(&event.id)
+        .bind(&event.invocation_id)
+        .bind(*timestamp_micros)
+        .bind(agentstate::compaction::Facts::of(event).to_text())
+        .execute(&mut *conn)
+        .await
+        .map_err(sql_step("keep an event's facts"))?;
     let session_state = codec::merged_text(session_state, &delta.session, &deleted.session)?;
     sqlx::query(sql!("session_update"))
         .bind(session_state)

@@ -1,8 +1,11 @@
 //! Reads, each in one consistent snapshot: a session with its window of events (decoded or as
 //! stored), a page of sessions, events by query.
 
+use std::collections::HashMap;
+
+use agentstate::compaction::{self, EventView, Facts, KeptFacts};
 use agentstate::store::{
-    EventForm, EventQuery, EventSelect, EventWindow, ListQuery, LoadedSession, SessionRead, merge_scopes,
+    EventForm, EventQuery, EventSelect, EventWindow, ListQuery, LoadedSession, SessionRead, StoredEvent, merge_scopes,
 };
 use agentstate::{Event, Map, Session, SessionKey, Value};
 use chrono::NaiveDateTime;
@@ -21,18 +24,20 @@ pub(in crate::mysql) async fn get_in(
     key: &SessionKey,
     read: &SessionRead,
 ) -> Step<Option<LoadedSession>> {
+    let view = if compacted(read).is_some() { read.view } else { EventView::Whole };
     Ok(match read.form {
         EventForm::Decoded => match load(conn, key, read, event_of).await? {
             Some((row, merged, events)) => {
-                Some(LoadedSession::decoded(stored_session(&row, key.clone(), merged, events)?))
+                let session = stored_session(&row, key.clone(), merged, events)?;
+                Some(LoadedSession { view, ..LoadedSession::decoded(session) })
             }
             None => None,
         },
         EventForm::Stored => match load(conn, key, read, stored_of).await? {
-            Some((row, merged, events)) => Some(LoadedSession {
-                session: stored_session(&row, key.clone(), merged, Vec::new())?,
-                stored_events: Some(events),
-            }),
+            Some((row, merged, events)) => {
+                let session = stored_session(&row, key.clone(), merged, Vec::new())?;
+                Some(LoadedSession { view, ..LoadedSession::stored(session, events) })
+            }
             None => None,
         },
     })
@@ -54,11 +59,98 @@ async fn load<E>(
         .map_err(sql_step("read session"))?;
     let Some(row) = row else { return Ok(None) };
     let (state, _) = session_of(&row)?;
-    let events = window(&mut tx, key, read.window, event).await?;
+    let events = match compacted(read) {
+        Some(overlap) => compacted_events(&mut tx, key, overlap, event).await?,
+        None => window(&mut tx, key, read.window, event).await?,
+    };
     let app = Shared::App(key.app_name()).read(&mut tx, false).await?.unwrap_or_default();
     let user = Shared::User(key.app_name(), key.user_id()).read(&mut tx, false).await?.unwrap_or_default();
     tx.commit().await.map_err(sql_step("end read"))?;
     Ok(Some((row, merge_scopes(&parse_state(&state)?, &app, &user), events)))
+}
+
+/// The overlap of the compacted view `read` asks for, when it asks for one of every event.
+fn compacted(read: &SessionRead) -> Option<usize> {
+    match read.view {
+        EventView::Compacted { overlap } if read.window == EventWindow::ALL => Some(overlap),
+        _ => None,
+    }
+}
+
+/// How many ids one statement of the compacted view's events names.
+const IDS_PER_STATEMENT: usize = 1000;
+
+/// The events of the compacted view with this `overlap`, oldest first: every event's facts read
+/// first (its text only where none were kept), then the kept events.
+async fn compacted_events<E>(
+    conn: &mut MySqlConnection,
+    key: &SessionKey,
+    overlap: usize,
+    event: fn(&MySqlRow) -> Step<E>,
+) -> Step<Vec<E>> {
+    let rows = keyed(sql!("events_facts_kept"), key)
+        .bind(key.app_name())
+        .bind(key.user_id())
+        .bind(key.session_id())
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(sql_step("read facts"))?;
+    let events: i64 =
+        rows.first().map(|row| row.try_get("events")).transpose().map_err(sql_step("read facts"))?.unwrap_or_default();
+    let kept = rows.iter().map(kept_of).collect::<Step<Vec<KeptFacts>>>()?;
+    let facts = match compaction::from_kept(kept, usize::try_from(events).unwrap_or_default()) {
+        Some(facts) => facts,
+        None => {
+            let rows = keyed(sql!("events_facts"), key).fetch_all(&mut *conn).await.map_err(sql_step("read facts"))?;
+            rows.iter().map(facts_of).collect::<Step<Vec<Facts>>>()?
+        }
+    };
+    let kept = compaction::view(&facts, overlap);
+    let position: HashMap<&str, usize> = kept.iter().enumerate().map(|(n, &i)| (facts[i].id.as_str(), n)).collect();
+    let mut found: Vec<(usize, E)> = Vec::with_capacity(kept.len());
+    for ids in kept.chunks(IDS_PER_STATEMENT) {
+        // Placeholders only: the ids are bound.
+        let statement = format!("{}{})", sql!("events_by_id"), vec!["?"; ids.len()].join(", "));
+        let mut query =
+            sqlx::query(sqlx::AssertSqlSafe(statement)).bind(key.app_name()).bind(key.user_id()).bind(key.session_id());
+        for &i in ids {
+            query = query.bind(facts[i].id.as_str());
+        }
+        for row in query.fetch_all(&mut *conn).await.map_err(sql_step("read events"))? {
+            let id: String = row.try_get("id").map_err(sql_step("read events"))?;
+            if let Some(&n) = position.get(id.as_str()) {
+                found.push((n, event(&row)?));
+            }
+        }
+    }
+    found.sort_by_key(|(n, _)| *n);
+    Ok(found.into_iter().map(|(_, event)| event).collect())
+}
+
+/// A row of kept facts.
+fn kept_of(row: &MySqlRow) -> Step<KeptFacts> {
+    let read = |e| super::Failure::Sql("read facts", e);
+    Ok((
+        row.try_get("event_id").map_err(read)?,
+        row.try_get("invocation_id").map_err(read)?,
+        row.try_get("micros").map_err(read)?,
+        row.try_get("facts").map_err(read)?,
+    ))
+}
+
+/// An event's facts, from the facts kept beside it or else from its text.
+fn facts_of(row: &MySqlRow) -> Step<Facts> {
+    let read = |e| super::Failure::Sql("read facts", e);
+    let time: NaiveDateTime = row.try_get("timestamp").map_err(read)?;
+    let id: String = row.try_get("id").map_err(read)?;
+    let invocation_id: String = row.try_get("invocation_id").map_err(read)?;
+    let micros = crate::codec::micros(time);
+    let kept: Option<String> = row.try_get("facts").map_err(read)?;
+    if let Some(facts) = kept.and_then(|kept| Facts::from_text(id.clone(), invocation_id.clone(), micros, &kept)) {
+        return Ok(facts);
+    }
+    let data: Option<String> = row.try_get("event_data").map_err(read)?;
+    Ok(Facts::of_stored(&StoredEvent { id, invocation_id, timestamp_micros: micros, data }))
 }
 
 /// The events of `window`, oldest first.

@@ -85,6 +85,7 @@ pub(in crate::postgres) async fn commit(pool: &Pool, commit: EventCommit) -> Res
         .bind(&deleted.app)
         .bind(expiry_time(commit.now_micros)?)
         .bind(commit.extend_expiry_to.map(naive).transpose()?)
+        .bind(agentstate::compaction::Facts::of(event).to_text())
         .fetch_one(pool)
         .await;
     let row = match result {

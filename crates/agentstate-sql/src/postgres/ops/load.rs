@@ -1,7 +1,9 @@
 //! A session with its window of events, in one statement (one snapshot): decoded, or as stored.
 
-use agentstate::store::{EventForm, LoadedSession, SessionRead, StoredEvent, merge_scopes};
+use agentstate::compaction::{self, EventView, Facts, KeptFacts};
+use agentstate::store::{EventForm, EventWindow, LoadedSession, SessionRead, StoredEvent, merge_scopes};
 use agentstate::{Event, Map, Result, SessionKey, Value};
+use sqlx::Connection;
 use sqlx::postgres::PgRow;
 
 use super::{Pool, get, get_json, object, stored_session};
@@ -20,16 +22,21 @@ async fn load<E>(
     read: &SessionRead,
     event: impl Fn(String, String, i64, Option<&str>) -> Result<E>,
 ) -> Result<Option<Loaded<E>>> {
-    let window = read.window;
-    let since = window.since_micros.map(naive).transpose()?;
-    let limit = window.recent.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
-    let rows = keyed(sql!("session_load"), key)
-        .bind(since)
-        .bind(limit)
-        .bind(expiry_time(read.now_micros)?)
-        .fetch_all(pool)
-        .await
-        .map_err(|e| sqlx_error("loading a session", e))?;
+    let rows = match compacted(read) {
+        Some(overlap) => compacted_rows(pool, key, read, overlap).await?,
+        None => {
+            let window = read.window;
+            let since = window.since_micros.map(naive).transpose()?;
+            let limit = window.recent.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+            keyed(sql!("session_load"), key)
+                .bind(since)
+                .bind(limit)
+                .bind(expiry_time(read.now_micros)?)
+                .fetch_all(pool)
+                .await
+                .map_err(|e| sqlx_error("loading a session", e))?
+        }
+    };
     // One row for the session (the one with a marker), one per event, in any order.
     let mut session_row = None;
     let mut events = Vec::with_capacity(rows.len());
@@ -53,19 +60,77 @@ async fn load<E>(
     Ok(Some((first, merge_scopes(&session, &app, &user), events)))
 }
 
+/// The overlap of the compacted view `read` asks for, when it asks for one of every event.
+fn compacted(read: &SessionRead) -> Option<usize> {
+    match read.view {
+        EventView::Compacted { overlap } if read.window == EventWindow::ALL => Some(overlap),
+        _ => None,
+    }
+}
+
+/// The rows of `session_load.sql` for the compacted view: every event's facts read first (its
+/// text only where none were kept), then the session and the kept events, in one snapshot.
+async fn compacted_rows(pool: &Pool, key: &SessionKey, read: &SessionRead, overlap: usize) -> Result<Vec<PgRow>> {
+    let fail = |e| sqlx_error("loading a session's compacted view", e);
+    let mut conn = pool.acquire().await.map_err(fail)?;
+    let mut tx = conn.begin().await.map_err(fail)?;
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY").execute(&mut *tx).await.map_err(fail)?;
+    let rows = keyed(sql!("events_facts_kept"), key).fetch_all(&mut *tx).await.map_err(fail)?;
+    let events = rows.first().map(|row| get::<i64>(row, "events")).transpose()?.unwrap_or_default();
+    let kept = rows.iter().map(kept_of).collect::<Result<Vec<KeptFacts>>>()?;
+    let facts = match compaction::from_kept(kept, usize::try_from(events).unwrap_or_default()) {
+        Some(facts) => facts,
+        None => {
+            let rows = keyed(sql!("events_facts"), key).fetch_all(&mut *tx).await.map_err(fail)?;
+            rows.iter().map(facts_of).collect::<Result<Vec<Facts>>>()?
+        }
+    };
+    let kept = compaction::view(&facts, overlap);
+    let ids: Vec<&str> = kept.iter().map(|&i| facts[i].id.as_str()).collect();
+    let rows = keyed(sql!("session_load_ids"), key)
+        .bind(&ids)
+        .bind(expiry_time(read.now_micros)?)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(fail)?;
+    tx.commit().await.map_err(fail)?;
+    Ok(rows)
+}
+
+/// A row of kept facts.
+fn kept_of(row: &PgRow) -> Result<KeptFacts> {
+    Ok((get(row, "event_id")?, get(row, "invocation_id")?, get(row, "micros")?, get(row, "facts")?))
+}
+
+/// An event's facts, from the facts kept beside it or else from its text.
+fn facts_of(row: &PgRow) -> Result<Facts> {
+    let id = get::<Option<String>>(row, "id")?.unwrap_or_default();
+    let invocation_id = get::<Option<String>>(row, "invocation_id")?.unwrap_or_default();
+    let micros = get::<Option<chrono::NaiveDateTime>>(row, "event_time")?.map_or(0, codec::micros);
+    if let Some(kept) = get::<Option<String>>(row, "facts")?
+        && let Some(facts) = Facts::from_text(id.clone(), invocation_id.clone(), micros, &kept)
+    {
+        return Ok(facts);
+    }
+    let data = get::<Option<String>>(row, "event_data")?;
+    Ok(Facts::of_stored(&StoredEvent { id, invocation_id, timestamp_micros: micros, data }))
+}
+
 /// A session with its window of events, in the form `read` asks for.
 pub(in crate::postgres) async fn get_session(
     pool: &Pool,
     key: &SessionKey,
     read: &SessionRead,
 ) -> Result<Option<LoadedSession>> {
+    let answered = if compacted(read).is_some() { read.view } else { EventView::Whole };
     match read.form {
         EventForm::Decoded => {
             let decode = |id, invocation_id, micros, data: Option<&str>| {
                 codec::decode_event_text(data, id, invocation_id, || Ok(micros))
             };
             let Some((row, merged, events)) = load(pool, key, read, decode).await? else { return Ok(None) };
-            Ok(Some(LoadedSession::decoded(stored_session(&row, key.clone(), merged, events)?)))
+            let session = stored_session(&row, key.clone(), merged, events)?;
+            Ok(Some(LoadedSession { view: answered, ..LoadedSession::decoded(session) }))
         }
         EventForm::Stored => {
             let stored = |id, invocation_id, timestamp_micros, data: Option<&str>| {
@@ -73,7 +138,7 @@ pub(in crate::postgres) async fn get_session(
             };
             let Some((row, merged, events)) = load(pool, key, read, stored).await? else { return Ok(None) };
             let session = stored_session(&row, key.clone(), merged, Vec::<Event>::new())?;
-            Ok(Some(LoadedSession { session, stored_events: Some(events) }))
+            Ok(Some(LoadedSession { view: answered, ..LoadedSession::stored(session, events) }))
         }
     }
 }

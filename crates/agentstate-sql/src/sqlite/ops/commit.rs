@@ -102,6 +102,11 @@ pub(in crate::sqlite) fn commit(conn: &Connection, commit: &EventCommit) -> Resu
             _ => Err(sqlite_error("insert event", &e)),
         };
     }
+    let facts = agentstate::compaction::Facts::of(event).to_text();
+    let (id, invocation) = (&event.id, &event.invocation_id);
+    let params =
+        params![key.app_name(), key.user_id(), key.session_id(), id, invocation, commit.timestamp_micros, facts];
+    execute(conn, "keep an event's facts", sql!("event_facts_put"), params)?;
     // Then the marker moves, only from where the caller's handle saw it and only on a live
     // session (any error from here on rolls the event back with the rest).
     let edit = StateEdit::new(&delta.session, &deleted.session);

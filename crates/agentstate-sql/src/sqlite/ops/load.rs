@@ -1,7 +1,8 @@
 //! A session with its window of events, read in one snapshot: decoded, or as stored.
 
+use agentstate::compaction::{self, EventView, Facts, KeptFacts};
 use agentstate::store::{EventForm, EventWindow, LoadedSession, SessionRead, StoredEvent, merge_scopes};
-use agentstate::{Event, Map, Result, SessionKey, Value};
+use agentstate::{Error, Event, Map, Result, SessionKey, Value};
 use rusqlite::{Connection, Row, params};
 
 use super::{SessionRow, Shared, session_row, snapshot};
@@ -35,48 +36,130 @@ fn stored_of(row: &Row<'_>) -> Result<StoredEvent> {
     })
 }
 
-/// A session with its window of events, in the form `read` asks for.
+/// A session with its window of events, in the form `read` asks for; the compacted view, when
+/// it asks for that, read from the events' facts and then the text of the events it keeps.
 pub(in crate::sqlite) fn get(conn: &Connection, key: &SessionKey, read: &SessionRead) -> Result<Option<LoadedSession>> {
-    let SessionRead { window, form, now_micros } = *read;
+    let SessionRead { window, form, now_micros, view } = *read;
+    let compacted = match view {
+        EventView::Compacted { overlap } if window == EventWindow::ALL => Some(overlap),
+        _ => None,
+    };
+    let answered = if compacted.is_some() { view } else { EventView::Whole };
     Ok(match form {
-        EventForm::Decoded => load(conn, key, window, now_micros, event_of)?
-            .map(|(row, merged, events)| LoadedSession::decoded(row.session(key.clone(), merged, events))),
-        EventForm::Stored => {
-            load(conn, key, window, now_micros, stored_of)?.map(|(row, merged, events)| LoadedSession {
-                session: row.session(key.clone(), merged, Vec::<Event>::new()),
-                stored_events: Some(events),
-            })
-        }
+        EventForm::Decoded => load(conn, key, now_micros, |conn| events(conn, key, window, compacted, event_of))?.map(
+            |(row, merged, events)| LoadedSession {
+                view: answered,
+                ..LoadedSession::decoded(row.session(key.clone(), merged, events))
+            },
+        ),
+        EventForm::Stored => load(conn, key, now_micros, |conn| events(conn, key, window, compacted, stored_of))?.map(
+            |(row, merged, events)| LoadedSession {
+                view: answered,
+                ..LoadedSession::stored(row.session(key.clone(), merged, Vec::<Event>::new()), events)
+            },
+        ),
     })
 }
 
 /// A session's row, its merged state and its events.
 type Loaded<E> = (SessionRow, Map<String, Value>, Vec<E>);
 
-/// A session's row, merged state and window of events (each read by `event`), in one snapshot.
+/// A session's row, merged state and events (as `events` reads them), in one snapshot.
 fn load<E>(
     conn: &Connection,
     key: &SessionKey,
-    window: EventWindow,
     now_micros: i64,
-    event: fn(&Row<'_>) -> Result<E>,
+    events: impl FnOnce(&Connection) -> Result<Vec<E>>,
 ) -> Result<Option<Loaded<E>>> {
     snapshot(conn, || {
         let Some(row) = session_row(conn, key, now_micros)? else { return Ok(None) };
-        let mut events = Vec::new();
-        if window.recent != Some(0) {
-            let after = window.since_micros.map(sqlite_text).transpose()?.unwrap_or_default();
-            let limit = window.recent.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-            let params = params![key.app_name(), key.user_id(), key.session_id(), after, limit];
-            // Read newest first, so the limit keeps the most recent.
-            events = query_rows(conn, sql!("events_window"), params, event)?;
-            events.reverse();
-        }
+        let events = events(conn)?;
         let app = Shared::App(key.app_name()).read(conn)?.unwrap_or_default();
         let user = Shared::User(key.app_name(), key.user_id()).read(conn)?.unwrap_or_default();
         let merged = merge_scopes(&parse_state(&row.state)?, &app, &user);
         Ok(Some((row, merged, events)))
     })
+}
+
+/// The events of the compacted view with this overlap, or else of `window`.
+fn events<E>(
+    conn: &Connection,
+    key: &SessionKey,
+    window: EventWindow,
+    compacted: Option<usize>,
+    event: fn(&Row<'_>) -> Result<E>,
+) -> Result<Vec<E>> {
+    match compacted {
+        Some(overlap) => compacted_events(conn, key, overlap, event),
+        None => window_events(conn, key, window, event),
+    }
+}
+
+/// The events of `window`, oldest first, each read by `event`.
+fn window_events<E>(
+    conn: &Connection,
+    key: &SessionKey,
+    window: EventWindow,
+    event: fn(&Row<'_>) -> Result<E>,
+) -> Result<Vec<E>> {
+    if window.recent == Some(0) {
+        return Ok(Vec::new());
+    }
+    let after = window.since_micros.map(sqlite_text).transpose()?.unwrap_or_default();
+    let limit = window.recent.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+    let params = params![key.app_name(), key.user_id(), key.session_id(), after, limit];
+    // Read newest first, so the limit keeps the most recent.
+    let mut events = query_rows(conn, sql!("events_window"), params, event)?;
+    events.reverse();
+    Ok(events)
+}
+
+/// The events of the compacted view with this `overlap`, oldest first, each read by `event`:
+/// every event's facts first (its text only where none were kept), then the kept events.
+fn compacted_events<E>(
+    conn: &Connection,
+    key: &SessionKey,
+    overlap: usize,
+    event: fn(&Row<'_>) -> Result<E>,
+) -> Result<Vec<E>> {
+    let session = params![key.app_name(), key.user_id(), key.session_id()];
+    let kept = query_rows(conn, sql!("events_facts_kept"), session, kept_of)?;
+    let events = kept.first().map_or(0, |(_, count)| *count);
+    let facts = match compaction::from_kept(kept.into_iter().map(|(facts, _)| facts).collect(), events) {
+        Some(facts) => facts,
+        None => query_rows(conn, sql!("events_facts"), session, facts_of)?,
+    };
+    let kept = compaction::view(&facts, overlap);
+    let ids: Vec<&str> = kept.iter().map(|&i| facts[i].id.as_str()).collect();
+    let ids = serde_json::to_string(&ids).map_err(|e| Error::Backend {
+        message: format!("list the view's events: {e}"),
+        retryable: false,
+        source: None,
+    })?;
+    query_rows(conn, sql!("events_by_id"), params![key.app_name(), key.user_id(), key.session_id(), ids], event)
+}
+
+/// A row of kept facts, with the session's event count.
+fn kept_of(row: &Row<'_>) -> Result<(KeptFacts, usize)> {
+    let read = |e| sqlite_error("read facts", &e);
+    let count: i64 = row.get(4).map_err(read)?;
+    let facts =
+        (row.get(0).map_err(read)?, row.get(1).map_err(read)?, row.get(2).map_err(read)?, row.get(3).map_err(read)?);
+    Ok((facts, usize::try_from(count).unwrap_or_default()))
+}
+
+/// An event's facts, from the facts kept beside it or else from its text.
+fn facts_of(row: &Row<'_>) -> Result<Facts> {
+    let text = |i: usize| {
+        row.get_ref(i).and_then(|v| v.as_str_or_null().map_err(Into::into)).map_err(|e| sqlite_error("read facts", &e))
+    };
+    let (id, invocation_id) = (text(0)?.unwrap_or_default().to_owned(), text(1)?.unwrap_or_default().to_owned());
+    let micros = parse_sqlite_text(text(2)?.unwrap_or_default())?;
+    if let Some(facts) = text(3)?.and_then(|kept| Facts::from_text(id.clone(), invocation_id.clone(), micros, kept)) {
+        return Ok(facts);
+    }
+    let data = text(4)?.map(str::to_owned);
+    Ok(Facts::of_stored(&StoredEvent { id, invocation_id, timestamp_micros: micros, data }))
 }
 
 /// Runs an event query; the rows as events, in the order read, each decoded as it is read.

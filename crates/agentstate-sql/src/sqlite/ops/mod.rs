@@ -383,7 +383,11 @@ pub(super) fn swap_values(conn: &Connection, owner: &StateOwner, swaps: &[ValueS
 pub(super) fn rewrite_event(conn: &Connection, key: &SessionKey, event: &Event) -> Result<bool> {
     let data = codec::event_data(event)?;
     let params = params![key.app_name(), key.user_id(), key.session_id(), event.id, data];
-    Ok(execute(conn, "rewrite an event", sql!("event_rewrite"), params)? > 0)
+    let rewritten = execute(conn, "rewrite an event", sql!("event_rewrite"), params)? > 0;
+    // Its facts were of the old data: the view reads the new text instead.
+    let params = params![key.app_name(), key.user_id(), key.session_id(), event.id];
+    execute(conn, "forget an event's facts", sql!("event_facts_forget"), params)?;
+    Ok(rewritten)
 }
 
 /// A page of an owner's log of state writes without a session, newest first.
