@@ -14,6 +14,7 @@ import pytest
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
 from google.adk.apps.app import EventsCompactionConfig
+from google.adk.artifacts import InMemoryArtifactService
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
@@ -147,6 +148,43 @@ def test_rewinds_restore_what_the_whole_history_says(any_server):
     expected = asyncio.run(rewind(InMemorySessionService()))
     assert expected["first"] == "hi 1" and expected["turns"] == 8
     assert asyncio.run(rewind(AgentstateSessionService(server.url, compacted_loads=True))) == expected
+
+
+def test_rewinds_restore_artifacts_a_summary_covers(server):
+    """ADK's rewind finds the artifact versions to restore by replaying the artifact deltas of the
+    session it loads: the view keeps the events that saved artifacts, so a version saved in
+    events a summary covers is restored as over the whole history (not replaced by a tombstone)."""
+
+    async def rewind(service, whole) -> list:
+        artifacts = InMemoryArtifactService()
+
+        async def remember(what: str, tool_context: ToolContext) -> dict:
+            """Remembers what the user said."""
+            if what in ("hi 1", "hi 2", "hi 10"):
+                await tool_context.save_artifact("notes.txt", types.Part(text=what))
+            return {"remembered": what}
+
+        agent = LlmAgent(name="helper", model=Scripted(requests=[]), instruction="Help.", tools=[remember])
+        config = EventsCompactionConfig(**CONFIGS["every 2 invocations, overlap 1"])
+        app = App(name="compacting", root_agent=agent, events_compaction_config=config)
+        runner = Runner(app=app, session_service=service, artifact_service=artifacts)
+        session = await service.create_session(app_name="compacting", user_id="u")
+        for n in range(1, 11):
+            message = types.Content(role="user", parts=[types.Part(text=f"hi {n}")])
+            async for _ in runner.run_async(user_id="u", session_id=session.id, new_message=message):
+                pass
+        events = (await whole.get_session(app_name="compacting", user_id="u", session_id=session.id)).events
+        target = next(e.invocation_id for e in events if e.content and e.content.parts[0].text == "hi 10")
+        await runner.rewind_async(user_id="u", session_id=session.id, rewind_before_invocation_id=target)
+        keys = dict(app_name="compacting", user_id="u", session_id=session.id, filename="notes.txt")
+        versions = await artifacts.list_versions(**keys)
+        return [(await artifacts.load_artifact(**keys, version=v)).text for v in versions]
+
+    memory = InMemorySessionService()
+    expected = asyncio.run(rewind(memory, memory))
+    assert expected == ["hi 1", "hi 2", "hi 10", "hi 2"], expected
+    compacted = AgentstateSessionService(server.url, compacted_loads=True)
+    assert asyncio.run(rewind(compacted, AgentstateSessionService(server.url))) == expected
 
 
 def test_the_options_come_in_the_registrys_uri_too(server):

@@ -17,6 +17,7 @@
 //!   their sibling responses (ADK re-injects them);
 //! - the rewind events that take effect and the first event of each invocation they rewind,
 //!   the summaries' coverage computed over the events that survive rewinds;
+//! - every event that saved artifacts (a rewind replays their versions);
 //! - the first event of every invocation the view shows, so invocations keep their order.
 //!
 //! Measured with ADK for Python 2.13's `Runner` on a scripted model, both triggers (an interval
@@ -134,6 +135,8 @@ pub struct Facts {
     pub responses: Vec<String>,
     /// Ids of the long-running calls it started.
     pub long_running: Vec<String>,
+    /// Whether it saved artifacts (`actions.artifact_delta`).
+    pub artifacts: bool,
 }
 
 impl Facts {
@@ -158,6 +161,7 @@ impl Facts {
             calls: parts.iter().filter_map(|p| ids(p.function_call.as_ref().map(|c| &c.id))).collect(),
             responses: parts.iter().filter_map(|p| ids(p.function_response.as_ref().map(|r| &r.id))).collect(),
             long_running: event.long_running_tool_ids.clone().unwrap_or_default(),
+            artifacts: !event.actions.artifact_delta.is_empty(),
         }
     }
 
@@ -187,6 +191,7 @@ impl Facts {
             calls,
             responses,
             long_running: light.long_running_tool_ids.unwrap_or_default(),
+            artifacts: light.actions.artifact_delta.is_some_and(|delta| !delta.is_empty()),
         }
     }
 
@@ -204,6 +209,7 @@ impl Facts {
             calls: self.calls.clone(),
             responses: self.responses.clone(),
             long_running: self.long_running.clone(),
+            artifacts: self.artifacts,
         };
         serde_json::to_string(&kept).unwrap_or_default()
     }
@@ -230,6 +236,7 @@ impl Facts {
             calls: kept.calls,
             responses: kept.responses,
             long_running: kept.long_running,
+            artifacts: kept.artifacts,
         })
     }
 
@@ -307,6 +314,8 @@ struct Kept {
     responses: Vec<String>,
     #[serde(rename = "lr", default, skip_serializing_if = "Vec::is_empty")]
     long_running: Vec<String>,
+    #[serde(rename = "a", default, skip_serializing_if = "is_false")]
+    artifacts: bool,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
@@ -338,6 +347,8 @@ struct Light {
 #[serde(default)]
 struct LightActions {
     compaction: Option<Value>,
+    #[serde(alias = "artifactDelta")]
+    artifact_delta: Option<serde_json::Map<String, Value>>,
     #[serde(alias = "rewindBeforeInvocationId")]
     rewind_before_invocation_id: Option<String>,
 }
@@ -558,6 +569,16 @@ pub fn view(events: &[Facts], overlap: usize) -> Vec<usize> {
                     keep[sibling] = true;
                 }
             }
+        }
+    }
+
+    // Events that saved artifacts: a rewind replays every artifact delta before its target in
+    // the loaded session to find the versions to restore (ADK's
+    // `compute_artifact_delta_for_rewind`, over rewound events too); the request leaves covered
+    // ones out.
+    for (i, e) in events.iter().enumerate() {
+        if e.artifacts {
+            keep[i] = true;
         }
     }
 

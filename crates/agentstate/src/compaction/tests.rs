@@ -238,3 +238,17 @@ fn kept_facts_read_back_as_the_events_give_them() {
     // Small: a plain event's facts are its time alone.
     assert!(facts[0].to_text().len() < 30, "{}", facts[0].to_text());
 }
+
+#[test]
+fn events_that_saved_artifacts_stay_for_rewinds() {
+    let mut events = turns(4);
+    events[1].actions.artifact_delta.insert("notes.txt".into(), json!(0));
+    events.insert(4, summary("s1", 21.5, 10.0, 21.0));
+    events.push(summary("s2", 41.5, 20.0, 41.0));
+    // The answer of invocation 1 saved an artifact: kept (with its invocation's first event),
+    // though a summary covers it.
+    assert_eq!(viewed(&events, 1), vec![10.0, 11.0, 21.5, 40.0, 41.0, 41.5]);
+    let facts = Facts::of(&events[1]);
+    let text = facts.to_text();
+    assert_eq!(Facts::from_text(facts.id.clone(), facts.invocation_id.clone(), facts.micros, &text), Some(facts));
+}
