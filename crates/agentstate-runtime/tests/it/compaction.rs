@@ -16,7 +16,8 @@ use serde_json::{Value, json};
 
 const SUMMARY_PROMPT: &str = "The following is a conversation history";
 
-/// The reference script's model: a numbered summary for a summariser's prompt, "done" after a
+/// The reference script's model: a summary named by its prompt's length (in characters, as
+/// Python counts them) for a summariser's prompt, "done" after a
 /// tool's response, else a call of `remember` with what the user said. Keeps every request; with
 /// `usage`, reports a prompt of 10 tokens per content.
 #[derive(Default)]
@@ -37,16 +38,11 @@ impl Model for Scripted {
 
     async fn generate(&self, request: LlmRequest, _stream: bool) -> Result<ResponseStream, ModelError> {
         let answer = {
-            let mut requests = self.requests.lock().unwrap();
-            requests.push(request.contents.clone());
+            self.requests.lock().unwrap().push(request.contents.clone());
             let first = request.contents.first().map(text_of).unwrap_or_default();
             let last = request.contents.last().cloned().unwrap_or_default();
             if first.starts_with(SUMMARY_PROMPT) {
-                let summaries = requests
-                    .iter()
-                    .filter(|r| r.first().is_some_and(|c| text_of(c).starts_with(SUMMARY_PROMPT)))
-                    .count();
-                LlmResponse::text(format!("summary {summaries}"))
+                LlmResponse::text(format!("summary of {} characters", first.chars().count()))
             } else if last.parts().iter().any(|p| p.function_response.is_some()) {
                 LlmResponse::text("done")
             } else {
@@ -72,13 +68,19 @@ impl Model for Scripted {
 
 /// What ADK for Python sent its model, and its session's events, for this config.
 fn reference(config: &Value, turns: usize, usage: bool) -> (Vec<Value>, Vec<Value>) {
+    reference_with(config, turns, if usage { &["--usage"] } else { &[] })
+}
+
+/// [`reference`] with more arguments for the script.
+fn reference_with(config: &Value, turns: usize, more: &[&str]) -> (Vec<Value>, Vec<Value>) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/reference/compaction.py");
-    let mut command = Command::new(adk_python());
-    command.arg(script).arg(config.to_string()).arg(turns.to_string());
-    if usage {
-        command.arg("--usage");
-    }
-    let out = command.output().unwrap();
+    let out = Command::new(adk_python())
+        .arg(script)
+        .arg(config.to_string())
+        .arg(turns.to_string())
+        .args(more)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
     let requests = answer["requests"].as_array().unwrap().clone();
@@ -105,7 +107,7 @@ async fn ours(
         .build()
         .unwrap();
     let runner = Runner::new("compacting", agent, service.clone()).compaction(config);
-    let session = service.create_session(agentstate::CreateSession::new("compacting", "u")).await.unwrap();
+    let session = service.create_session(agentstate::CreateSession::new("compacting", "u").id("s1")).await.unwrap();
     for n in 1..=turns {
         let _: Vec<Event> = runner
             .run("u", session.key().session_id(), Content::text("user", format!("hi {n}")))
@@ -241,4 +243,26 @@ async fn both_triggers_summarise_as_adk_does() {
         json!({"compaction_interval": 3, "overlap_size": 1, "token_threshold": 90, "event_retention_size": 2});
     let config = EventsCompactionConfig::sliding_window(3, 1).unwrap().and_token_threshold(90, 2).unwrap();
     agrees_with_adk(reference_config, config, 8, true).await;
+}
+
+/// ADK for Python goes on with a session the runtime compacted, on the same SQLite file (ADK's
+/// `DatabaseSessionService`): it sends its model what it sends having held the whole conversation
+/// itself, summaries included.
+#[tokio::test]
+async fn adk_for_python_goes_on_with_a_session_the_runtime_compacted() {
+    let reference_config = json!({"compaction_interval": 2, "overlap_size": 1});
+    let (want, _) = reference(&reference_config, 10, false);
+    let dir = std::env::temp_dir().join("agentstate-tests").join(Event::new_id());
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("sessions.db");
+    let store = agentstate_sql::SqlStore::connect(&format!("sqlite://{}", file.display())).await.unwrap();
+    let config = EventsCompactionConfig::sliding_window(2, 1).unwrap();
+    let (ours, events) = ours(config, SessionService::new(store), 7, false).await;
+    assert!(events.iter().any(|e| agentstate::compaction::Range::of(e).is_some()), "compacted");
+    let ours: Vec<Value> = ours.into_iter().map(without_ids).collect();
+    assert_eq!(ours[..], want[..ours.len()], "the runtime's seven turns");
+    let file = file.display().to_string();
+    let (then, _) = reference_with(&reference_config, 10, &["--continue", &file, "s1", "8"]);
+    assert!(!then.is_empty() && then.len() < want.len());
+    assert_eq!(then[..], want[want.len() - then.len()..], "ADK's last three turns");
 }

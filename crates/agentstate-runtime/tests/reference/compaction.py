@@ -3,8 +3,11 @@
 included) and the session's events, so the runtime can be held to the same requests.
 
 Usage: python compaction.py '<EventsCompactionConfig arguments as JSON>' TURNS [--usage]
+                             [--continue SQLITE_FILE SESSION_ID FROM_TURN]
 
-With `--usage`, each answer reports a prompt of 10 tokens per content sent.
+With `--usage`, each answer reports a prompt of 10 tokens per content sent. With `--continue`, ADK
+goes on with a session another program began in an ADK database (`DatabaseSessionService`), from
+turn FROM_TURN to TURNS, and prints the requests of those turns.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from google.adk.apps.app import EventsCompactionConfig
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
-from google.adk.sessions import InMemorySessionService
+from google.adk.sessions import DatabaseSessionService, InMemorySessionService
 from google.genai import types
 
 warnings.filterwarnings("ignore")
@@ -29,8 +32,8 @@ SUMMARY_PROMPT = "The following is a conversation history"
 
 
 class Scripted(BaseLlm):
-    """A summary numbered in order for a summariser's prompt, "done" after a tool's response,
-    else a call of `remember` with what the user said."""
+    """A summary named by its prompt's length for a summariser's prompt, "done" after a tool's
+    response, else a call of `remember` with what the user said."""
 
     model: str = "scripted"
     requests: list = []
@@ -47,8 +50,7 @@ class Scripted(BaseLlm):
         self.requests.append([c.model_dump(mode="json", exclude_none=True) for c in llm_request.contents])
         first = "".join(p.text or "" for p in llm_request.contents[0].parts or [])
         if first.startswith(SUMMARY_PROMPT):
-            summaries = sum(1 for r in self.requests if _text(r[0]).startswith(SUMMARY_PROMPT))
-            text = f"summary {summaries}"
+            text = f"summary of {len(first)} characters"
             yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text=text)]))
             return
         last = llm_request.contents[-1]
@@ -60,23 +62,24 @@ class Scripted(BaseLlm):
         yield LlmResponse(content=types.Content(role="model", parts=[types.Part(function_call=call)]))
 
 
-def _text(content: dict) -> str:
-    return "".join(p.get("text", "") for p in content.get("parts", []))
-
-
 def remember(what: str) -> dict:
     """Remembers what the user said."""
     return {"remembered": what}
 
 
-async def main(config: dict, turns: int, usage: bool) -> None:
+async def main(config: dict, turns: int, usage: bool, going_on: list[str]) -> None:
     model = Scripted(requests=[], usage=usage)
     agent = LlmAgent(name="helper", model=model, instruction="Help.", tools=[remember])
     app = App(name="compacting", root_agent=agent, events_compaction_config=EventsCompactionConfig(**config))
-    service = InMemorySessionService()
+    if going_on:
+        database, session_id, first = going_on
+        service = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{database}")
+        session = await service.get_session(app_name="compacting", user_id="u", session_id=session_id)
+    else:
+        service, first = InMemorySessionService(), "1"
+        session = await service.create_session(app_name="compacting", user_id="u")
     runner = Runner(app=app, session_service=service)
-    session = await service.create_session(app_name="compacting", user_id="u")
-    for n in range(1, turns + 1):
+    for n in range(int(first), turns + 1):
         message = types.Content(role="user", parts=[types.Part(text=f"hi {n}")])
         async for _ in runner.run_async(user_id="u", session_id=session.id, new_message=message):
             pass
@@ -86,4 +89,6 @@ async def main(config: dict, turns: int, usage: bool) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(json.loads(sys.argv[1]), int(sys.argv[2]), "--usage" in sys.argv[3:]))
+    rest = sys.argv[3:]
+    going_on = rest[rest.index("--continue") + 1 :][:3] if "--continue" in rest else []
+    asyncio.run(main(json.loads(sys.argv[1]), int(sys.argv[2]), "--usage" in rest, going_on))

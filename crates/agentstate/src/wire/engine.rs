@@ -122,7 +122,7 @@ fn bounds_as_clients_round_them(range: &mut Map<String, Value>) {
 /// `secs` rounded to the microsecond as Python's `datetime.fromtimestamp` rounds it (the
 /// fraction times a million, to the nearest, ties to even), as the float Python's
 /// `datetime.timestamp()` answers for the result.
-pub fn to_the_microsecond(secs: f64) -> f64 {
+fn to_the_microsecond(secs: f64) -> f64 {
     if !secs.is_finite() || secs.abs() >= 1e15 {
         return secs;
     }
