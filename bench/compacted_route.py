@@ -1,0 +1,73 @@
+"""The compacted view's route alone, binaries side by side: `GET …/sessions/{id}?view=compacted`
+and the whole session, over HTTP, on sessions of `python/long_figures.py`'s history (4-event turns
+of about 700 bytes an event, a summary of the last 11 invocations every 10).
+
+usage: .venv-adk/bin/python bench/compacted_route.py BIN [BIN ...] [--events 1000,10000] [--runs 30] [--rounds 2]
+
+Each round starts each binary in turn (`agentstate serve` on a throwaway SQLite file), writes the
+history through the server, and times `--runs` GETs of each form over one connection. Prints the
+median of each, per binary and round, so binaries measured in the same sitting can be compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "python"), str(ROOT / "python" / "tests")]
+
+import conftest  # noqa: E402
+import long_figures  # noqa: E402
+
+
+def measure(binary: str, size: int, runs: int) -> tuple[float, int, float]:
+    os.environ["AGENTSTATE_BIN"] = binary
+    server = conftest.Server(db="sqlite://" + os.path.join(tempfile.mkdtemp(), "sessions.db"))
+    try:
+        session_id = f"s{size}"
+        long_figures.write(server.url, session_id, long_figures.history(size))
+        path = f"/apps/{long_figures.APP}/users/{long_figures.USER}/sessions/{session_id}"
+        with httpx.Client(base_url=server.url, timeout=120) as client:
+
+            def median(params: dict) -> tuple[float, int]:
+                times = []
+                for _ in range(runs):
+                    start = time.perf_counter()
+                    answer = client.get(path, params=params)
+                    times.append(time.perf_counter() - start)
+                    answer.raise_for_status()
+                return statistics.median(times) * 1000, len(answer.json()["events"])
+
+            view, kept = median({"view": "compacted", "overlap": 1})
+            whole, _ = median({})
+            return view, kept, whole
+    finally:
+        server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("binaries", nargs="+")
+    parser.add_argument("--events", default="1000,10000")
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    print("| round | binary | events | view | events answered | whole |")
+    print("|---|---|---|---|---|---|")
+    for round_ in range(1, args.rounds + 1):
+        for binary in args.binaries:
+            for size in (int(s) for s in args.events.split(",")):
+                view, kept, whole = measure(binary, size, args.runs)
+                print(f"| {round_} | {binary} | {size:,} | {view:.2f} ms | {kept} | {whole:.2f} ms |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
