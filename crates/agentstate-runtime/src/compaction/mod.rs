@@ -49,8 +49,23 @@ use agentstate::Event;
 
 pub use summarizer::{DEFAULT_PROMPT_TEMPLATE, EventsSummarizer, LlmEventSummarizer};
 
-use crate::agent::InvocationContext;
 use crate::error::RuntimeError;
+use crate::model::Model;
+
+/// What compaction needs of a run (the invocation's context gives it): the session's events as
+/// they stand, a place to store a summary, the root agent's model, and what a request of an agent
+/// would carry.
+pub(crate) trait Compacting: Sync {
+    /// The session's events, loaded and appended since.
+    async fn session_events(&self) -> Vec<Arc<Event>>;
+    /// Stores a summary as it is (no invocation id or branch filled in), not passed to the
+    /// caller.
+    async fn store_summary(&self, summary: Event) -> Result<Event, RuntimeError>;
+    /// The root agent's model, the summariser when none is configured.
+    fn root_model(&self) -> Option<Arc<dyn Model>>;
+    /// The contents a request of `agent` would carry over `events` (`""`: as no agent's).
+    fn request_contents(&self, events: &[Arc<Event>], agent: &str) -> Vec<agentstate::Content>;
+}
 
 /// When a compaction config cannot work.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -137,9 +152,9 @@ impl EventsCompactionConfig {
         self.sliding.map_or(0, |(_, overlap)| overlap)
     }
 
-    fn summarizer_for(&self, ctx: &InvocationContext) -> Option<Arc<dyn EventsSummarizer>> {
+    fn summarizer_for(&self, ctx: &impl Compacting) -> Option<Arc<dyn EventsSummarizer>> {
         self.summarizer.clone().or_else(|| {
-            let model = ctx.root_agent().model()?;
+            let model = ctx.root_model()?;
             Some(Arc::new(LlmEventSummarizer::new(model)) as Arc<dyn EventsSummarizer>)
         })
     }
@@ -147,7 +162,7 @@ impl EventsCompactionConfig {
 
 /// After an invocation: the token trigger, then (if it wrote nothing) the sliding window.
 pub(crate) async fn after_invocation(
-    ctx: &InvocationContext,
+    ctx: &impl Compacting,
     config: &EventsCompactionConfig,
 ) -> Result<(), RuntimeError> {
     if by_tokens(ctx, config, "").await? {
@@ -165,7 +180,7 @@ pub(crate) async fn after_invocation(
 /// Before `agent`'s model call: the token trigger, measured on what `agent` is shown. True when
 /// it wrote a summary.
 pub(crate) async fn before_model(
-    ctx: &InvocationContext,
+    ctx: &impl Compacting,
     config: &EventsCompactionConfig,
     agent: &str,
 ) -> Result<bool, RuntimeError> {
@@ -173,22 +188,18 @@ pub(crate) async fn before_model(
 }
 
 /// The session's events as they stand after rewinds, those of task scopes left out.
-async fn unscoped_live(ctx: &InvocationContext) -> Vec<Arc<Event>> {
-    let events = ctx.events().await;
+async fn unscoped_live(ctx: &impl Compacting) -> Vec<Arc<Event>> {
+    let events = ctx.session_events().await;
     agentstate::history::live_events(&events).into_iter().filter(|e| select::scope_of(e).is_none()).cloned().collect()
 }
 
 /// The token trigger (`_run_compaction_for_token_threshold_config`): `agent` empty after an
 /// invocation, else the agent about to call its model.
-async fn by_tokens(
-    ctx: &InvocationContext,
-    config: &EventsCompactionConfig,
-    agent: &str,
-) -> Result<bool, RuntimeError> {
+async fn by_tokens(ctx: &impl Compacting, config: &EventsCompactionConfig, agent: &str) -> Result<bool, RuntimeError> {
     let Some((threshold, retention)) = config.token else { return Ok(false) };
     let events = unscoped_live(ctx).await;
     let estimate = || {
-        let contents = crate::llm_agent::model_contents(&events, agent, ctx.branch());
+        let contents = ctx.request_contents(&events, agent);
         let chars: usize = contents.iter().map(python_chars).sum();
         (chars > 0).then_some(chars as u64 / 4)
     };
@@ -205,7 +216,7 @@ async fn by_tokens(
 /// Summarises `window` and stores the summary (not passed to the run's caller). A summariser
 /// that fails leaves the history as it is, as does a session another writer changed meanwhile.
 async fn summarize_and_store(
-    ctx: &InvocationContext,
+    ctx: &impl Compacting,
     config: &EventsCompactionConfig,
     window: &[Arc<Event>],
     trigger: &'static str,
@@ -220,7 +231,7 @@ async fn summarize_and_store(
             return Ok(false);
         }
     };
-    match ctx.append_as_is(summary).await {
+    match ctx.store_summary(summary).await {
         Ok(_) => Ok(true),
         Err(RuntimeError::Session(conflict @ agentstate::Error::Conflict { .. })) => {
             tracing::info!(%conflict, "a newer write changed the session while summarising; the summary is dropped");

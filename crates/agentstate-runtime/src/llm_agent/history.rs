@@ -7,7 +7,9 @@ use agentstate::{Content, Event, Map, Part, Value};
 
 use super::builder::LlmAgent;
 use crate::agent::InvocationContext;
-use crate::compaction::select;
+use crate::compaction::{Compacting, select};
+use crate::error::RuntimeError;
+use crate::model::Model;
 
 impl LlmAgent {
     /// The contents of a model request: the history it reads (all of it, its `history_limit`
@@ -27,9 +29,24 @@ impl LlmAgent {
     }
 }
 
-/// The contents `agent` on `branch` is shown of `events` (the whole history it reads).
-pub(crate) fn model_contents(events: &[Arc<Event>], agent: &str, branch: Option<&str>) -> Vec<Content> {
-    history_contents(&shown_events(events, agent, branch), agent, branch)
+/// What compaction reads of an invocation: its session's events, the root agent's model, and
+/// the contents a request would carry here, as this module builds them.
+impl Compacting for InvocationContext {
+    async fn session_events(&self) -> Vec<Arc<Event>> {
+        self.events().await
+    }
+
+    async fn store_summary(&self, summary: Event) -> Result<Event, RuntimeError> {
+        self.append_as_is(summary).await
+    }
+
+    fn root_model(&self) -> Option<Arc<dyn Model>> {
+        self.root_agent().model()
+    }
+
+    fn request_contents(&self, events: &[Arc<Event>], agent: &str) -> Vec<Content> {
+        history_contents(&shown_events(events, agent, self.branch()), agent, self.branch())
+    }
 }
 
 /// The events `agent` on `branch` is shown: those a rewind left, of its branch and above, with

@@ -16,8 +16,6 @@
 
 mod builder;
 mod history;
-
-pub(crate) use history::model_contents;
 mod output;
 mod tools;
 
