@@ -178,7 +178,7 @@ fn galera_three_nodes_conformance_schema_race_and_a_killed_node_loses_nothing() 
         });
         let tables =
             nodes[2].sql(&format!("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '{database}'"));
-        assert_eq!(tables.unwrap().trim(), "13", "round {round}");
+        assert_eq!(tables.unwrap().trim(), "14", "round {round}");
     }
 
     // The conformance suite, every write alternating between two nodes.
