@@ -165,6 +165,21 @@ impl Facts {
         }
     }
 
+    /// The facts of a stored event: those a store kept beside it ([`to_text`](Self::to_text)),
+    /// or, where it kept none (or none it can read), read from its text (`data`).
+    pub fn kept_or_stored(
+        id: String,
+        invocation_id: String,
+        micros: i64,
+        kept: Option<&str>,
+        data: Option<String>,
+    ) -> Self {
+        match kept.and_then(|kept| Self::from_text(id.clone(), invocation_id.clone(), micros, kept)) {
+            Some(facts) => facts,
+            None => Self::of_stored(&StoredEvent { id, invocation_id, timestamp_micros: micros, data }),
+        }
+    }
+
     /// The facts of a stored event, read from its text without building the event.
     pub fn of_stored(stored: &StoredEvent) -> Self {
         let light =

@@ -7,13 +7,13 @@
 //! the key check work on the values as stored). History a store answers remotely does not pass:
 //! it would be computed over ciphertext, so the service replays it here instead.
 
-use crate::compaction::EventView;
 use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
 use super::{CHECK_AAD, CryptError, KeyRing, MARKER_CIPHER, MAX_KEYS, PREFIX, parse_marker};
+use crate::compaction::EventView;
 use crate::error::{ConflictKind, Error, Result};
 use crate::event::Event;
 use crate::key::SessionKey;

@@ -6,9 +6,9 @@
 //! The helpers (`slice`, `pick`, `admits`) answer a query over events or sessions held in
 //! memory: the in-memory store uses them, and so can a simple store of one's own.
 
-use crate::compaction::EventView;
 use std::borrow::Borrow;
 
+use crate::compaction::EventView;
 use crate::event::Event;
 use crate::key::SessionKey;
 use crate::session::Session;
@@ -76,6 +76,15 @@ impl SessionRead {
     /// Decoded events in `window`, at `now_micros`.
     pub fn decoded(window: EventWindow, now_micros: i64) -> Self {
         Self { window, form: EventForm::Decoded, now_micros, view: EventView::Whole }
+    }
+
+    /// The overlap of the compacted view this read asks for, when it asks for one of every
+    /// event: what a store that answers views answers itself.
+    pub fn compacted(&self) -> Option<usize> {
+        match self.view {
+            EventView::Compacted { overlap } if self.window == EventWindow::ALL => Some(overlap),
+            _ => None,
+        }
     }
 }
 

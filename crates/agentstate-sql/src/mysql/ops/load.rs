@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use agentstate::compaction::{self, EventView, Facts, KeptFacts};
 use agentstate::store::{
-    EventForm, EventQuery, EventSelect, EventWindow, ListQuery, LoadedSession, SessionRead, StoredEvent, merge_scopes,
+    EventForm, EventQuery, EventSelect, EventWindow, ListQuery, LoadedSession, SessionRead, merge_scopes,
 };
 use agentstate::{Event, Map, Session, SessionKey, Value};
 use chrono::NaiveDateTime;
@@ -24,7 +24,7 @@ pub(in crate::mysql) async fn get_in(
     key: &SessionKey,
     read: &SessionRead,
 ) -> Step<Option<LoadedSession>> {
-    let view = if compacted(read).is_some() { read.view } else { EventView::Whole };
+    let view = if read.compacted().is_some() { read.view } else { EventView::Whole };
     Ok(match read.form {
         EventForm::Decoded => match load(conn, key, read, event_of).await? {
             Some((row, merged, events)) => {
@@ -59,7 +59,7 @@ async fn load<E>(
         .map_err(sql_step("read session"))?;
     let Some(row) = row else { return Ok(None) };
     let (state, _) = session_of(&row)?;
-    let events = match compacted(read) {
+    let events = match read.compacted() {
         Some(overlap) => compacted_events(&mut tx, key, overlap, event).await?,
         None => window(&mut tx, key, read.window, event).await?,
     };
@@ -67,14 +67,6 @@ async fn load<E>(
     let user = Shared::User(key.app_name(), key.user_id()).read(&mut tx, false).await?.unwrap_or_default();
     tx.commit().await.map_err(sql_step("end read"))?;
     Ok(Some((row, merge_scopes(&parse_state(&state)?, &app, &user), events)))
-}
-
-/// The overlap of the compacted view `read` asks for, when it asks for one of every event.
-fn compacted(read: &SessionRead) -> Option<usize> {
-    match read.view {
-        EventView::Compacted { overlap } if read.window == EventWindow::ALL => Some(overlap),
-        _ => None,
-    }
 }
 
 /// How many ids one statement of the compacted view's events names.
@@ -146,11 +138,8 @@ fn facts_of(row: &MySqlRow) -> Step<Facts> {
     let invocation_id: String = row.try_get("invocation_id").map_err(read)?;
     let micros = crate::codec::micros(time);
     let kept: Option<String> = row.try_get("facts").map_err(read)?;
-    if let Some(facts) = kept.and_then(|kept| Facts::from_text(id.clone(), invocation_id.clone(), micros, &kept)) {
-        return Ok(facts);
-    }
     let data: Option<String> = row.try_get("event_data").map_err(read)?;
-    Ok(Facts::of_stored(&StoredEvent { id, invocation_id, timestamp_micros: micros, data }))
+    Ok(Facts::kept_or_stored(id, invocation_id, micros, kept.as_deref(), data))
 }
 
 /// The events of `window`, oldest first.

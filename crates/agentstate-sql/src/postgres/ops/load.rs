@@ -1,7 +1,7 @@
 //! A session with its window of events, in one statement (one snapshot): decoded, or as stored.
 
 use agentstate::compaction::{self, EventView, Facts, KeptFacts};
-use agentstate::store::{EventForm, EventWindow, LoadedSession, SessionRead, StoredEvent, merge_scopes};
+use agentstate::store::{EventForm, LoadedSession, SessionRead, StoredEvent, merge_scopes};
 use agentstate::{Event, Map, Result, SessionKey, Value};
 use sqlx::Connection;
 use sqlx::postgres::PgRow;
@@ -22,7 +22,7 @@ async fn load<E>(
     read: &SessionRead,
     event: impl Fn(String, String, i64, Option<&str>) -> Result<E>,
 ) -> Result<Option<Loaded<E>>> {
-    let rows = match compacted(read) {
+    let rows = match read.compacted() {
         Some(overlap) => compacted_rows(pool, key, read, overlap).await?,
         None => {
             let window = read.window;
@@ -58,14 +58,6 @@ async fn load<E>(
     let user = object(get_json(&first, "user_state")?, "user_states.state")?;
     let events = events.into_iter().map(|(_, _, event)| event).collect();
     Ok(Some((first, merge_scopes(&session, &app, &user), events)))
-}
-
-/// The overlap of the compacted view `read` asks for, when it asks for one of every event.
-fn compacted(read: &SessionRead) -> Option<usize> {
-    match read.view {
-        EventView::Compacted { overlap } if read.window == EventWindow::ALL => Some(overlap),
-        _ => None,
-    }
 }
 
 /// The rows of `session_load.sql` for the compacted view: every event's facts read first (its
@@ -107,13 +99,8 @@ fn facts_of(row: &PgRow) -> Result<Facts> {
     let id = get::<Option<String>>(row, "id")?.unwrap_or_default();
     let invocation_id = get::<Option<String>>(row, "invocation_id")?.unwrap_or_default();
     let micros = get::<Option<chrono::NaiveDateTime>>(row, "event_time")?.map_or(0, codec::micros);
-    if let Some(kept) = get::<Option<String>>(row, "facts")?
-        && let Some(facts) = Facts::from_text(id.clone(), invocation_id.clone(), micros, &kept)
-    {
-        return Ok(facts);
-    }
-    let data = get::<Option<String>>(row, "event_data")?;
-    Ok(Facts::of_stored(&StoredEvent { id, invocation_id, timestamp_micros: micros, data }))
+    let kept = get::<Option<String>>(row, "facts")?;
+    Ok(Facts::kept_or_stored(id, invocation_id, micros, kept.as_deref(), get(row, "event_data")?))
 }
 
 /// A session with its window of events, in the form `read` asks for.
@@ -122,7 +109,7 @@ pub(in crate::postgres) async fn get_session(
     key: &SessionKey,
     read: &SessionRead,
 ) -> Result<Option<LoadedSession>> {
-    let answered = if compacted(read).is_some() { read.view } else { EventView::Whole };
+    let answered = if read.compacted().is_some() { read.view } else { EventView::Whole };
     match read.form {
         EventForm::Decoded => {
             let decode = |id, invocation_id, micros, data: Option<&str>| {

@@ -40,10 +40,7 @@ fn stored_of(row: &Row<'_>) -> Result<StoredEvent> {
 /// it asks for that, read from the events' facts and then the text of the events it keeps.
 pub(in crate::sqlite) fn get(conn: &Connection, key: &SessionKey, read: &SessionRead) -> Result<Option<LoadedSession>> {
     let SessionRead { window, form, now_micros, view } = *read;
-    let compacted = match view {
-        EventView::Compacted { overlap } if window == EventWindow::ALL => Some(overlap),
-        _ => None,
-    };
+    let compacted = read.compacted();
     let answered = if compacted.is_some() { view } else { EventView::Whole };
     Ok(match form {
         EventForm::Decoded => load(conn, key, now_micros, |conn| events(conn, key, window, compacted, event_of))?.map(
@@ -155,11 +152,7 @@ fn facts_of(row: &Row<'_>) -> Result<Facts> {
     };
     let (id, invocation_id) = (text(0)?.unwrap_or_default().to_owned(), text(1)?.unwrap_or_default().to_owned());
     let micros = parse_sqlite_text(text(2)?.unwrap_or_default())?;
-    if let Some(facts) = text(3)?.and_then(|kept| Facts::from_text(id.clone(), invocation_id.clone(), micros, kept)) {
-        return Ok(facts);
-    }
-    let data = text(4)?.map(str::to_owned);
-    Ok(Facts::of_stored(&StoredEvent { id, invocation_id, timestamp_micros: micros, data }))
+    Ok(Facts::kept_or_stored(id, invocation_id, micros, text(3)?, text(4)?.map(str::to_owned)))
 }
 
 /// Runs an event query; the rows as events, in the order read, each decoded as it is read.
