@@ -358,6 +358,7 @@ macro_rules! session_store_tests {
             memory_pages_cover_every_memory_once [memory],
             concurrent_ingestion_stores_each_event_once [memory],
             erasing_a_user_removes_their_memories [memory],
+            memory_bank_names_find_their_scope [memory],
             memories_are_found_by_meaning [memory],
             a_failing_embedder_loses_no_memory [memory],
             leases_let_one_run_at_a_time [leases],

@@ -42,7 +42,7 @@ macro_rules! memory_scripts {
 memory_scripts! {
     MEMORY_PUT = "memory_put", MEMORY_SEARCH = "memory_search", MEMORY_LIST = "memory_list",
     MEMORY_DELETE = "memory_delete", MEMORY_ERASE = "memory_erase", MEMORY_EXPIRE = "memory_expire",
-    MEMORY_COUNT = "memory_count",
+    MEMORY_COUNT = "memory_count", MEMORY_FIND = "memory_find",
 }
 
 /// The artifact scripts: `lua/artifact_lib.lua`'s helpers, then the script's own file.

@@ -179,6 +179,15 @@ impl Permit {
         Ok(())
     }
 
+    /// 403 unless it covers `app` and every user of it.
+    pub(crate) fn check_every_user(&self, app: &str) -> Result<(), ApiError> {
+        self.check_app(app)?;
+        if self.users.is_some() {
+            return Err(ApiError::Forbidden(format!("This token may not access every user of app {app:?}.")));
+        }
+        Ok(())
+    }
+
     /// 403 unless it covers `app` and `user`.
     pub(crate) fn check(&self, app: &str, user: &str) -> Result<(), ApiError> {
         self.check_app(app)?;

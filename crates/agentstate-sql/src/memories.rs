@@ -256,6 +256,30 @@ macro_rules! memory_operations {
                 read(rows)
             }
 
+            pub(crate) async fn find(
+                pool: &Pool,
+                app: &str,
+                id: &str,
+                now_micros: i64,
+                limit: usize,
+            ) -> Result<Vec<(MemoryOwner, Memory)>> {
+                let rows = sqlx::query(sql!("memory_find"))
+                    .bind(app)
+                    .bind(id)
+                    .bind(now_micros)
+                    .bind(to_i64(limit))
+                    .fetch_all(pool)
+                    .await
+                    .map_err(step("find a memory"))?;
+                let users = rows
+                    .iter()
+                    .map(|row| row.try_get::<String, _>("user_id"))
+                    .collect::<std::result::Result<Vec<String>, _>>()
+                    .map_err(step("find a memory"))?;
+                let memories = read(rows)?;
+                Ok(users.into_iter().map(|user| MemoryOwner::from_storage(app, user)).zip(memories).collect())
+            }
+
             pub(crate) async fn delete(pool: &Pool, owner: &MemoryOwner, id: &str) -> Result<usize> {
                 let (app, user) = (owner.app_name(), owner.user_id());
                 let mut tx = pool.begin().await.map_err(step("delete a memory"))?;

@@ -96,7 +96,7 @@ const TABLES: [&str; 13] = [
     "agentstate_state_writes",
     "agentstate_artifacts",
 ];
-const INDEXES: [&str; 7] = [
+const INDEXES: [&str; 8] = [
     "idx_events_app_user_session_ts_id",
     "idx_sessions_app_id",
     "idx_agentstate_attributes_expire",
@@ -104,6 +104,7 @@ const INDEXES: [&str; 7] = [
     "idx_sessions_app_user_update",
     "idx_sessions_app_create",
     "idx_sessions_app_user_create",
+    "idx_agentstate_memories_app_id",
 ];
 
 /// The catalogue queries of a server dialect, each answering a column `name` (and `type` for

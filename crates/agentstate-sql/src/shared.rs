@@ -390,6 +390,16 @@ macro_rules! pool_store {
                 ops::memory::list(&self.pool, list).await
             }
 
+            async fn find_memories(
+                &self,
+                app: &str,
+                id: &str,
+                now_micros: i64,
+                limit: usize,
+            ) -> agentstate::Result<Vec<(agentstate::memory::MemoryOwner, agentstate::memory::Memory)>> {
+                ops::memory::find(&self.pool, app, id, now_micros, limit).await
+            }
+
             async fn delete_memory(&self, owner: &agentstate::memory::MemoryOwner, id: &str) -> agentstate::Result<usize> {
                 ops::memory::delete(&self.pool, owner, id).await
             }

@@ -76,7 +76,7 @@ impl crate::store::SharedStateWrite {
     }
 }
 
-fn to_hex(raw: &str) -> String {
+pub(crate) fn to_hex(raw: &str) -> String {
     raw.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -150,7 +150,7 @@ pub(crate) fn decode_events(token: &str) -> Result<EventCursor> {
     }
 }
 
-fn hex(token: &str) -> Option<Vec<u8>> {
+pub(crate) fn hex(token: &str) -> Option<Vec<u8>> {
     if !token.len().is_multiple_of(2) || !token.is_ascii() {
         return None;
     }

@@ -6,6 +6,8 @@
 --   base..'mx:'..user            hash   member → its expire time (µs), when it expires
 --   base..'ms:'..user..':'..src  set    the members of a source (a session; '' for none)
 --   base..'mn:'..user..':'..id   set    the members with an id (one per source)
+--   base..'mw:'..id              set    '{escaped user}\0{user}' of the users with a memory of
+--                                       that id (a memory named by its id alone)
 --   base..'mz:'..user..':'..term zset   the members indexed under a term by create time (the
 --                                       inverted index; newest hits of a term without reading all)
 --   base..'mdel:'..user          set    the ids the owner deleted
@@ -53,6 +55,9 @@ local function unindex(base, user, raw_user, member)
   if redis.call('ZCARD', o) == 0 then redis.call('ZREM', base .. 'mu', raw_user) end
   redis.call('SREM', base .. 'ms:' .. user .. ':' .. src, member)
   redis.call('SREM', base .. 'mn:' .. user .. ':' .. id, member)
+  if redis.call('EXISTS', base .. 'mn:' .. user .. ':' .. id) == 0 then
+    redis.call('SREM', base .. 'mw:' .. id, user .. '\0' .. raw_user)
+  end
   redis.call('ZREM', base .. 'memx', raw_user .. '\0' .. member)
 end
 

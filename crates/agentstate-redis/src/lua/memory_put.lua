@@ -46,6 +46,7 @@ for i = 6, #ARGV, 6 do
     end
     redis.call('SADD', sources, member)
     redis.call('SADD', base .. 'mn:' .. user .. ':' .. ARGV[i], member)
+    redis.call('SADD', base .. 'mw:' .. ARGV[i], user .. '\0' .. raw_user)
     stored = stored + 1
   end
 end

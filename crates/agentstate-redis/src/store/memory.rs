@@ -43,33 +43,33 @@ fn memory_json(memory: &Memory) -> String {
 
 /// `{JSON, create, …}` → memories.
 fn memories(reply: Reply) -> Result<Vec<Memory>> {
-    let items = array(reply);
-    let mut out = Vec::with_capacity(items.len() / 2);
-    for pair in items.chunks_exact(2) {
-        let data = text(&pair[0]).ok_or_else(|| corrupt("a memory has no data".into()))?;
-        let create = text(&pair[1]).and_then(|t| t.parse::<f64>().ok()).unwrap_or_default();
-        let mut value: Map<String, Value> =
-            serde_json::from_str(data).map_err(|e| corrupt(format!("a memory is unreadable: {e}")))?;
-        let mut take = |key: &str| value.remove(key).unwrap_or(Value::Null);
-        let string = |v: Value| v.as_str().map(str::to_owned);
-        let content: Content =
-            serde_json::from_value(take("content")).map_err(|e| corrupt(format!("a memory's content: {e}")))?;
-        let custom_metadata = match take("customMetadata") {
-            Value::Object(map) => map,
-            _ => Map::new(),
-        };
-        out.push(Memory {
-            id: string(take("id")).unwrap_or_default(),
-            session_id: string(take("source")),
-            content,
-            custom_metadata,
-            author: string(take("author")),
-            timestamp: string(take("timestamp")),
-            create_micros: create as i64,
-            expire_micros: take("expire").as_i64(),
-        });
-    }
-    Ok(out)
+    array(reply).chunks_exact(2).map(|pair| memory(&pair[0], &pair[1])).collect()
+}
+
+/// A memory from its JSON and create time as the scripts answer them.
+fn memory(data: &Reply, create: &Reply) -> Result<Memory> {
+    let data = text(data).ok_or_else(|| corrupt("a memory has no data".into()))?;
+    let create = text(create).and_then(|t| t.parse::<f64>().ok()).unwrap_or_default();
+    let mut value: Map<String, Value> =
+        serde_json::from_str(data).map_err(|e| corrupt(format!("a memory is unreadable: {e}")))?;
+    let mut take = |key: &str| value.remove(key).unwrap_or(Value::Null);
+    let string = |v: Value| v.as_str().map(str::to_owned);
+    let content: Content =
+        serde_json::from_value(take("content")).map_err(|e| corrupt(format!("a memory's content: {e}")))?;
+    let custom_metadata = match take("customMetadata") {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    Ok(Memory {
+        id: string(take("id")).unwrap_or_default(),
+        session_id: string(take("source")),
+        content,
+        custom_metadata,
+        author: string(take("author")),
+        timestamp: string(take("timestamp")),
+        create_micros: create as i64,
+        expire_micros: take("expire").as_i64(),
+    })
 }
 
 #[async_trait]
@@ -126,6 +126,26 @@ impl MemoryStore for RedisStore {
         invocation.arg(list.limit);
         let reply = invocation.invoke_async(&mut self.connection()).await.map_err(|e| backend("list memories", e))?;
         memories(reply)
+    }
+
+    async fn find_memories(
+        &self,
+        app: &str,
+        id: &str,
+        now_micros: i64,
+        limit: usize,
+    ) -> Result<Vec<(MemoryOwner, Memory)>> {
+        let keys = AppKeys::new(&self.prefix, app);
+        let mut invocation = scripts::MEMORY_FIND.prepare_invoke();
+        invocation.key(keys.memory_users()).arg(keys.base()).arg(escaped(id)).arg(now_micros).arg(limit);
+        let reply = invocation.invoke_async(&mut self.connection()).await.map_err(|e| backend("find a memory", e))?;
+        array(reply)
+            .chunks_exact(3)
+            .map(|found| {
+                let user = text(&found[0]).ok_or_else(|| corrupt("a memory has no user".into()))?;
+                Ok((MemoryOwner::from_storage(app, user), memory(&found[1], &found[2])?))
+            })
+            .collect()
     }
 
     async fn delete_memory(&self, owner: &MemoryOwner, id: &str) -> Result<usize> {

@@ -101,6 +101,19 @@ fn parameters(op: &Operation) -> Vec<Value> {
         params.push(query("pageToken", json!({"type": "string"}), "nextPageToken of the previous page"));
     } else if vertex && path.ends_with("/sessions") {
         params.push(query("sessionId", json!({"type": "string"}), "The id; generated (19 digits) if absent"));
+    } else if vertex && path.ends_with("/memories") && op.method == "get" {
+        params.push(query("filter", json!({"type": "string"}), "Not supported: must be empty"));
+        params.push(query("orderBy", json!({"type": "string"}), "Not supported: must be empty"));
+        params.push(query("pageSize", json!({"type": "integer", "default": 100}), "Page size, clamped to 1–100"));
+        params.push(query("pageToken", json!({"type": "string"}), "nextPageToken of the previous page"));
+    } else if vertex && path.ends_with("/memories") {
+        params.push(query("memoryId", json!({"type": "string"}), "The id; generated (19 digits) if absent"));
+    } else if vertex && path.ends_with("{memory}") && op.method == "patch" {
+        params.push(query(
+            "updateMask",
+            json!({"type": "string"}),
+            "Comma-separated: fact, display_name, description, topics, metadata, expire_time, ttl; a masked field the body lacks is cleared; without a mask, the fields the body has",
+        ));
     } else if vertex && path.ends_with("{session}") && op.method == "patch" {
         params.push(query(
             "updateMask",

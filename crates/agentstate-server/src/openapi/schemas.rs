@@ -115,7 +115,7 @@ pub(super) fn schemas() -> Value {
         "Null": {"type": "null"},
         "Metrics": {"type": "string", "description": "Prometheus text exposition format"},
     });
-    for more in [history_schemas(), memory_schemas(), crate::artifact_schemas::schemas()] {
+    for more in [history_schemas(), memory_schemas(), memory_bank_schemas(), crate::artifact_schemas::schemas()] {
         if let (Value::Object(all), Value::Object(more)) = (&mut schemas, more) {
             all.extend(more);
         }
@@ -186,5 +186,44 @@ fn history_schemas() -> Value {
         "ForkRequest": {"type": "object", "required": ["atEventId"], "properties": {
             "atEventId": {"type": "string", "description": "The last event the fork keeps"},
             "sessionId": {"type": "string", "description": "The fork's id; generated if absent"}}},
+    })
+}
+
+/// Memory Bank's bodies and answers (Agent Engine).
+fn memory_bank_schemas() -> Value {
+    json!({
+        "VertexMemory": {"type": "object", "properties": {
+            "name": {"type": "string", "description": "…/reasoningEngines/{engine}/memories/{id}, in the form asked"},
+            "fact": {"type": "string"},
+            "scope": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Matched exactly, e.g. {\"app_name\": …, \"user_id\": …}"},
+            "displayName": {"type": "string"}, "description": {"type": "string"},
+            "topics": {"type": "array", "items": {"type": "object"}},
+            "metadata": {"type": "object", "additionalProperties": {"type": "object", "description": "One of stringValue, doubleValue, boolValue, timestampValue"}},
+            "ttl": {"type": "string", "description": "Seconds from now, e.g. \"7200s\"; not with expireTime (written, not answered)"},
+            "createTime": {"type": "string", "format": "date-time"}, "updateTime": {"type": "string", "format": "date-time"},
+            "expireTime": {"type": "string", "format": "date-time"}},
+            "description": "Field names in camelCase or snake_case; revision options are accepted and not kept"},
+        "VertexMemoryList": {"type": "object", "properties": {
+            "memories": {"type": "array", "items": {"$ref": "#/components/schemas/VertexMemory"}},
+            "nextPageToken": {"type": "string"}}},
+        "VertexRetrieveMemories": {"type": "object", "required": ["scope"], "properties": {
+            "scope": {"type": "object", "additionalProperties": {"type": "string"}},
+            "similaritySearchParams": {"type": "object", "properties": {"searchQuery": {"type": "string"}, "topK": {"type": "integer"}}},
+            "simpleRetrievalParams": {"type": "object", "properties": {"pageSize": {"type": "integer"}, "pageToken": {"type": "string"}}}},
+            "description": "Nested field names in camelCase or snake_case"},
+        "VertexRetrievedMemories": {"type": "object", "properties": {
+            "retrievedMemories": {"type": "array", "items": {"type": "object", "properties": {
+                "memory": {"$ref": "#/components/schemas/VertexMemory"}}}},
+            "nextPageToken": {"type": "string", "description": "Simple retrieval only"}}},
+        "VertexGenerateMemories": {"type": "object", "required": ["scope"], "properties": {
+            "scope": {"type": "object", "additionalProperties": {"type": "string"}},
+            "directMemoriesSource": {"type": "object", "properties": {"directMemories": {"type": "array", "items": {
+                "type": "object", "properties": {"fact": {"type": "string"}}}}}},
+            "directContentsSource": {"type": "object"}, "vertexSessionSource": {"type": "object"},
+            "metadata": {"type": "object"}, "ttl": {"type": "string"}},
+            "description": "Nested field names in camelCase or snake_case"},
+        "VertexIngestEvents": {"type": "object", "properties": {
+            "scope": {"type": "object", "additionalProperties": {"type": "string"}},
+            "streamId": {"type": "string"}, "directContentsSource": {"type": "object"}}}
     })
 }

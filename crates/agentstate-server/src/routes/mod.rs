@@ -228,6 +228,62 @@ routes! {
         "Agent Engine: an operation (always done)", None, [200 "The operation" "VertexOperation"];
     get "/{version}/reasoningEngines/{engine}/operations/{operation}" => vertex::operation, EngineUser,
         "Agent Engine (short form): an operation", None, [200 "The operation" "VertexOperation"];
+    post "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/memories" => vertex::memories::create, EngineUser,
+        "Memory Bank: create a memory (`?memoryId=`) `{fact, scope, ttl?, expireTime?, metadata?, displayName?, description?, topics?}`; a done operation holding it", Some("VertexMemory"),
+        [200 "A done operation holding the memory" "VertexOperation", 400 "Bad body: no fact, a bad scope, metadata or ttl" "GoogleError",
+         403 "The token does not cover the scope's user" "GoogleError", 409 "ALREADY_EXISTS: the id is taken" "GoogleError"];
+    post "/{version}/reasoningEngines/{engine}/memories" => vertex::memories::create, EngineUser,
+        "Memory Bank (short form): create a memory (`?memoryId=`) `{fact, scope, ttl?, expireTime?, metadata?, displayName?, description?, topics?}`; a done operation holding it", Some("VertexMemory"),
+        [200 "A done operation holding the memory" "VertexOperation", 400 "Bad body: no fact, a bad scope, metadata or ttl" "GoogleError",
+         403 "The token does not cover the scope's user" "GoogleError", 409 "ALREADY_EXISTS: the id is taken" "GoogleError"];
+    get "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/memories" => vertex::memories::list, EngineUser,
+        "Memory Bank: every memory of the engine, of every scope (`pageSize` up to 100, `pageToken`; a token for every user)", None,
+        [200 "A page of memories" "VertexMemoryList", 400 "Bad token, or a filter or order (not supported)" "GoogleError", 403 "The token does not cover every user" "GoogleError"];
+    get "/{version}/reasoningEngines/{engine}/memories" => vertex::memories::list, EngineUser,
+        "Memory Bank (short form): every memory of the engine, of every scope (`pageSize` up to 100, `pageToken`; a token for every user)", None,
+        [200 "A page of memories" "VertexMemoryList", 400 "Bad token, or a filter or order (not supported)" "GoogleError", 403 "The token does not cover every user" "GoogleError"];
+    get "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/memories/{memory}" => vertex::memories::get, EngineUser,
+        "Memory Bank: get a memory", None,
+        [200 "The memory" "VertexMemory", 400 "A malformed name" "GoogleError", 404 "No such memory" "GoogleError"];
+    get "/{version}/reasoningEngines/{engine}/memories/{memory}" => vertex::memories::get, EngineUser,
+        "Memory Bank (short form): get a memory", None,
+        [200 "The memory" "VertexMemory", 400 "A malformed name" "GoogleError", 404 "No such memory" "GoogleError"];
+    patch "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/memories/{memory}" => vertex::memories::patch, EngineUser,
+        "Memory Bank: update a memory's fact, display name, description, topics, metadata or expiry (`?updateMask=`); a done operation holding it", Some("VertexMemory"),
+        [200 "A done operation holding the memory" "VertexOperation", 400 "A malformed name, a bad body or mask" "GoogleError", 404 "No such memory" "GoogleError"];
+    patch "/{version}/reasoningEngines/{engine}/memories/{memory}" => vertex::memories::patch, EngineUser,
+        "Memory Bank (short form): update a memory's fact, display name, description, topics, metadata or expiry (`?updateMask=`); a done operation holding it", Some("VertexMemory"),
+        [200 "A done operation holding the memory" "VertexOperation", 400 "A malformed name, a bad body or mask" "GoogleError", 404 "No such memory" "GoogleError"];
+    delete "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/memories/{memory}" => vertex::memories::delete, EngineUser,
+        "Memory Bank: delete a memory; a done operation", None,
+        [200 "A done operation" "VertexOperation", 400 "A malformed name" "GoogleError", 404 "No such memory" "GoogleError"];
+    delete "/{version}/reasoningEngines/{engine}/memories/{memory}" => vertex::memories::delete, EngineUser,
+        "Memory Bank (short form): delete a memory; a done operation", None,
+        [200 "A done operation" "VertexOperation", 400 "A malformed name" "GoogleError", 404 "No such memory" "GoogleError"];
+    post "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/memories:retrieve" => vertex::memories::retrieve, EngineUser,
+        "Memory Bank: a scope's memories (exact match): nearest a query (`similaritySearchParams {searchQuery, topK}`, 3 by default; by meaning with the app's embeddings, else by words) or a page (`simpleRetrievalParams {pageSize, pageToken}`)", Some("VertexRetrieveMemories"),
+        [200 "The memories retrieved" "VertexRetrievedMemories", 400 "Bad scope, parameters or token" "GoogleError", 403 "The token does not cover the scope's user" "GoogleError"];
+    post "/{version}/reasoningEngines/{engine}/memories:retrieve" => vertex::memories::retrieve, EngineUser,
+        "Memory Bank (short form): a scope's memories (exact match): nearest a query (`similaritySearchParams {searchQuery, topK}`, 3 by default; by meaning with the app's embeddings, else by words) or a page (`simpleRetrievalParams {pageSize, pageToken}`)", Some("VertexRetrieveMemories"),
+        [200 "The memories retrieved" "VertexRetrievedMemories", 400 "Bad scope, parameters or token" "GoogleError", 403 "The token does not cover the scope's user" "GoogleError"];
+    post "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/memories:generate" => vertex::memories::generate, EngineUser,
+        "Memory Bank: store up to 5 facts of `directMemoriesSource` in a scope; from contents or a session it needs a model (`FAILED_PRECONDITION`)", Some("VertexGenerateMemories"),
+        [200 "A done operation listing the memories generated" "VertexOperation", 400 "Bad body, or FAILED_PRECONDITION: extraction needs a model" "GoogleError"];
+    post "/{version}/reasoningEngines/{engine}/memories:generate" => vertex::memories::generate, EngineUser,
+        "Memory Bank (short form): store up to 5 facts of `directMemoriesSource` in a scope; from contents or a session it needs a model (`FAILED_PRECONDITION`)", Some("VertexGenerateMemories"),
+        [200 "A done operation listing the memories generated" "VertexOperation", 400 "Bad body, or FAILED_PRECONDITION: extraction needs a model" "GoogleError"];
+    post "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/memories:ingestEvents" => vertex::memories::ingest_events, EngineUser,
+        "Memory Bank: events to extract memories from: needs a model (`FAILED_PRECONDITION`)", Some("VertexIngestEvents"),
+        [400 "FAILED_PRECONDITION: extraction needs a model, or a bad scope" "GoogleError"];
+    post "/{version}/reasoningEngines/{engine}/memories:ingestEvents" => vertex::memories::ingest_events, EngineUser,
+        "Memory Bank (short form): events to extract memories from: needs a model (`FAILED_PRECONDITION`)", Some("VertexIngestEvents"),
+        [400 "FAILED_PRECONDITION: extraction needs a model, or a bad scope" "GoogleError"];
+    get "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/memories/{memory}/operations/{operation}" => vertex::memories::operation, EngineUser,
+        "Memory Bank: an operation on a memory (always done; holding the memory while it exists)", None,
+        [200 "The operation" "VertexOperation"];
+    get "/{version}/reasoningEngines/{engine}/memories/{memory}/operations/{operation}" => vertex::memories::operation, EngineUser,
+        "Memory Bank (short form): an operation on a memory (always done; holding the memory while it exists)", None,
+        [200 "The operation" "VertexOperation"];
     patch "/apps/{app_name}/users/{user_id}/memory" => memory::add_session, PathAppUser,
         "Add a stored session to memory (`{\"sessionId\"}`), as `adk api_server` does: its events with text replace what it added before",
         Some("UpdateMemoryRequest"),

@@ -31,6 +31,9 @@ mod jwt;
 mod list_filters;
 #[cfg(feature = "cli")]
 mod load;
+#[cfg(feature = "cli")]
+mod memory_bank;
+mod memory_bank_routes;
 #[cfg(all(feature = "agents", feature = "cli"))]
 mod memory_embeddings;
 mod memory_routes;

@@ -95,6 +95,7 @@ CREATE TABLE IF NOT EXISTS agentstate_memories (
   UNIQUE KEY `agentstate_memories_key` (`app_name`,`user_id`,`source`,`memory_id`),
   KEY `idx_agentstate_memories_order` (`app_name`,`user_id`,`create_micros`,`source`,`memory_id`),
   KEY `idx_agentstate_memories_id` (`app_name`,`user_id`,`memory_id`),
+  KEY `idx_agentstate_memories_app_id` (`app_name`,`memory_id`),
   KEY `idx_agentstate_memories_expire` (`expire_micros`),
   FULLTEXT KEY `ft_agentstate_memories_terms` (`terms`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

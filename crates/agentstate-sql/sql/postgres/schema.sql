@@ -103,6 +103,8 @@ CREATE TABLE IF NOT EXISTS agentstate_memories (
 );
 CREATE INDEX IF NOT EXISTS idx_agentstate_memories_order ON agentstate_memories USING btree (app_name, user_id, create_micros, source, memory_id);
 CREATE INDEX IF NOT EXISTS idx_agentstate_memories_id ON agentstate_memories USING btree (app_name, user_id, memory_id);
+-- A memory named by its id alone (Memory Bank's names: an engine's memories have distinct ids).
+CREATE INDEX IF NOT EXISTS idx_agentstate_memories_app_id ON agentstate_memories USING btree (app_name, memory_id);
 CREATE INDEX IF NOT EXISTS idx_agentstate_memories_expire ON agentstate_memories USING btree (expire_micros) WHERE expire_micros IS NOT NULL;
 CREATE INDEX IF NOT EXISTS idx_agentstate_memories_terms ON agentstate_memories USING gin (terms_vector) WITH (fastupdate = off);
 CREATE TABLE IF NOT EXISTS agentstate_memory_deletions (

@@ -78,6 +78,10 @@ async fn inspect_and_create(conn: &mut MySqlConnection, location: &str) -> Resul
                 "idx_agentstate_attributes_expire",
                 "CREATE INDEX idx_agentstate_attributes_expire ON agentstate_session_attributes (expire_time)",
             ),
+            (
+                "idx_agentstate_memories_app_id",
+                "CREATE INDEX idx_agentstate_memories_app_id ON agentstate_memories (app_name, memory_id)",
+            ),
         ] {
             if !found.indexes.iter().any(|i| i == name) {
                 match sqlx::query(statement).execute(&mut *conn).await {

@@ -129,6 +129,22 @@ pub(super) fn list(conn: &Connection, list: &MemoryList) -> Result<Vec<Memory>> 
     memories(conn, sql!("memory_list"), params![app, user, list.now_micros, create, source, id, limit])
 }
 
+pub(super) fn find(
+    conn: &Connection,
+    app: &str,
+    id: &str,
+    now_micros: i64,
+    limit: usize,
+) -> Result<Vec<(MemoryOwner, Memory)>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let read = |row: &Row<'_>| Ok((row.get::<_, String>("user_id")?, read_row!(row.get)));
+    let rows: Vec<(String, ReadRow)> = conn
+        .prepare_cached(sql!("memory_find"))
+        .and_then(|mut stmt| stmt.query_map(params![app, id, now_micros, limit], read)?.collect())
+        .map_err(|e| sqlite_error("find a memory", &e))?;
+    rows.into_iter().map(|(user, row)| Ok((MemoryOwner::from_storage(app, user), row.into_memory()?))).collect()
+}
+
 pub(super) fn delete(conn: &Connection, owner: &MemoryOwner, id: &str) -> Result<usize> {
     let (app, user) = (owner.app_name(), owner.user_id());
     let removed = execute(conn, "delete a memory", sql!("memory_delete"), params![app, user, id])?;

@@ -292,6 +292,17 @@ impl MemoryStore for SqliteStore {
         self.read(move |conn| memory::list(conn, &list)).await
     }
 
+    async fn find_memories(
+        &self,
+        app: &str,
+        id: &str,
+        now_micros: i64,
+        limit: usize,
+    ) -> Result<Vec<(MemoryOwner, Memory)>> {
+        let (app, id) = (app.to_owned(), id.to_owned());
+        self.read(move |conn| memory::find(conn, &app, &id, now_micros, limit)).await
+    }
+
     async fn delete_memory(&self, owner: &MemoryOwner, id: &str) -> Result<usize> {
         let (owner, id) = (owner.clone(), id.to_owned());
         self.writer.write(move |conn| memory::delete(conn, &owner, &id)).await

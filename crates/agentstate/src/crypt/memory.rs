@@ -173,6 +173,17 @@ impl<S: SessionStore> MemoryStore for EncryptedStore<S> {
         self.open_memories(&list.owner, found)
     }
 
+    async fn find_memories(
+        &self,
+        app: &str,
+        id: &str,
+        now_micros: i64,
+        limit: usize,
+    ) -> Result<Vec<(MemoryOwner, Memory)>> {
+        let found = self.inner_memory()?.find_memories(app, id, now_micros, limit).await?;
+        found.into_iter().map(|(owner, memory)| Ok((owner.clone(), self.keys().open_memory(&owner, memory)?))).collect()
+    }
+
     async fn delete_memory(&self, owner: &MemoryOwner, id: &str) -> Result<usize> {
         self.inner_memory()?.delete_memory(owner, id).await
     }

@@ -116,6 +116,32 @@ impl MemoryStore for Memories {
             .collect())
     }
 
+    async fn find_memories(
+        &self,
+        app: &str,
+        id: &str,
+        now_micros: i64,
+        limit: usize,
+    ) -> Result<Vec<(MemoryOwner, Memory)>> {
+        let all = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        let mut found: Vec<(MemoryOwner, Memory)> = all
+            .iter()
+            .filter(|(owner, _)| owner.app_name() == app)
+            .flat_map(|(owner, memories)| {
+                memories
+                    .positions
+                    .iter()
+                    .filter(|((_, i), _)| i == id)
+                    .filter_map(|(_, at)| memories.kept.get(at))
+                    .filter(|kept| kept.memory.live_at(now_micros))
+                    .map(|kept| (owner.clone(), kept.memory.clone()))
+            })
+            .collect();
+        found.sort_by(|(a, m), (b, n)| (a, &m.session_id).cmp(&(b, &n.session_id)));
+        found.truncate(limit);
+        Ok(found)
+    }
+
     async fn delete_memory(&self, owner: &MemoryOwner, id: &str) -> Result<usize> {
         let mut all = self.0.write().unwrap_or_else(PoisonError::into_inner);
         let Some(memories) = all.get_mut(owner) else { return Ok(0) };

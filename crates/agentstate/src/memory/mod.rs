@@ -5,6 +5,7 @@
 //! full-text index finds the candidates; [`embed`] adds search by meaning, when an app has an
 //! embedding provider.
 
+pub mod bank;
 pub mod embed;
 pub mod model;
 mod search;
@@ -12,6 +13,7 @@ mod service;
 pub mod terms;
 pub mod words;
 
+pub use bank::{BankMemory, BankPage, EngineCursor, EnginePage, Scope};
 pub use embed::{Embedder, Embedders, Purpose, SearchMode};
 pub use model::{Memory, MemoryOwner, text_of};
 pub use search::SearchOptions;

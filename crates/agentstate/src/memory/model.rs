@@ -51,6 +51,10 @@ impl std::fmt::Display for MemoryOwner {
     }
 }
 
+/// The metadata key a Memory Bank memory's own fields are kept under ([`super::bank`]; never
+/// shown as metadata).
+pub(crate) const BANK_KEY: &str = "agentstate_bank";
+
 /// One memory, as ADK's `MemoryEntry` carries it, and where it came from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Memory {

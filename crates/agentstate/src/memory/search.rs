@@ -37,6 +37,17 @@ impl MemoryService {
     /// embedder for the app (else `Unsupported`); a hybrid search whose query embedding fails
     /// answers the text ranking alone (and logs why), a semantic one fails.
     pub async fn search_with(&self, owner: &MemoryOwner, query: &str, options: &SearchOptions) -> Result<Vec<Memory>> {
+        Ok(self.search_kept(owner, query, options).await?.into_iter().map(shown).collect())
+    }
+
+    /// [`search_with`](Self::search_with), the memories as kept (with agentstate's own
+    /// metadata).
+    pub(super) async fn search_kept(
+        &self,
+        owner: &MemoryOwner,
+        query: &str,
+        options: &SearchOptions,
+    ) -> Result<Vec<Memory>> {
         let store = self.store("search memory")?;
         let limit = page_limit(options.limit.unwrap_or(DEFAULT_SEARCH_LIMIT))?;
         if query.trim().is_empty() {
@@ -76,12 +87,13 @@ impl MemoryService {
                 }
             }
         };
-        let found = match mode {
+        let mut found = match mode {
             SearchMode::Semantic => semantic,
             SearchMode::Hybrid if !semantic.is_empty() => fuse(text, semantic, limit),
             _ => text,
         };
-        Ok(found.into_iter().take(limit).map(shown).collect())
+        found.truncate(limit);
+        Ok(found)
     }
 
     /// The owner's memories sharing words with the query, those sharing the most first. The

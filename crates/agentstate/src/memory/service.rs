@@ -334,7 +334,11 @@ impl MemoryService {
     /// The memories with their terms, checked against the limits, and with their vectors when
     /// the owner's app has an embedder. A provider that fails leaves the memories without
     /// vectors (found by text; adding them again embeds them): the text is never lost to it.
-    async fn indexed_all(&self, owner: &MemoryOwner, mut memories: Vec<Memory>) -> Result<Vec<IndexedMemory>> {
+    pub(super) async fn indexed_all(
+        &self,
+        owner: &MemoryOwner,
+        mut memories: Vec<Memory>,
+    ) -> Result<Vec<IndexedMemory>> {
         let max = self.limits.max_memory_bytes;
         for memory in &memories {
             let bytes = serde_json::to_vec(&memory.content).map_or(usize::MAX, |json| json.len());
@@ -407,6 +411,12 @@ impl MemoryService {
         self.store("erase memories")?.erase_memories(owner).instrument(span).await
     }
 
+    /// When a memory of `app` written at `now_micros` expires by the app's default time to live.
+    pub(super) fn default_expiry(&self, app: &str, now_micros: i64) -> Option<i64> {
+        let micros = self.ttls.of(app).map(|ttl| i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX))?;
+        Some(now_micros.saturating_add(micros))
+    }
+
     /// Removes up to `limit` expired memories; returns how many.
     pub async fn delete_expired(&self, limit: usize) -> Result<usize> {
         self.store("delete expired memories")?.delete_expired_memories(self.sessions.now_micros(), limit).await
@@ -415,12 +425,24 @@ impl MemoryService {
 
 /// `memory` as callers see it: without what agentstate keeps in its metadata.
 pub(super) fn shown(mut memory: Memory) -> Memory {
-    memory.custom_metadata.remove(VECTOR_KEY);
+    strip_vector(&mut memory);
+    memory.custom_metadata.remove(super::model::BANK_KEY);
     memory
 }
 
+/// `memory` without its vector.
+pub(super) fn strip_vector(memory: &mut Memory) {
+    memory.custom_metadata.remove(VECTOR_KEY);
+}
+
+/// One memory with its terms (and vector), as [`MemoryService`] indexes every memory it writes.
+pub(super) async fn indexed_one(service: &MemoryService, owner: &MemoryOwner, memory: Memory) -> Result<IndexedMemory> {
+    let mut indexed = service.indexed_all(owner, vec![memory]).await?;
+    indexed.pop().ok_or_else(|| Error::invalid("memory", "was not indexed"))
+}
+
 /// Refuses metadata keys agentstate keeps its own data under.
-fn check_metadata(metadata: &Map<String, Value>) -> Result<()> {
+pub(super) fn check_metadata(metadata: &Map<String, Value>) -> Result<()> {
     match metadata.keys().find(|k| k.starts_with(RESERVED_PREFIX)) {
         Some(key) => Err(Error::invalid(
             "customMetadata",

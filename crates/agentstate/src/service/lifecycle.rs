@@ -56,7 +56,9 @@ impl SessionService {
         let mut erased = lifecycle.erase_user(app_name, user_id).instrument(span).await?;
         if let Some(memory) = self.capabilities().memory {
             let owner = MemoryOwner::new(app_name, user_id)?;
-            erased.memories = memory.erase_memories(&owner).await?;
+            // And Memory Bank's scope of the user alone (`{user_id}`; see `memory::bank`).
+            let bank = crate::memory::bank::user_only_owner(app_name, user_id);
+            erased.memories = memory.erase_memories(&owner).await? + memory.erase_memories(&bank).await?;
         }
         if let Some(artifacts) = self.capabilities().artifacts {
             erased.artifacts = artifacts.erase_artifacts(app_name, user_id).await?;
@@ -80,7 +82,9 @@ impl SessionService {
         let mut found = self.lifecycle("count a user's data")?.count_user_data(app_name, user_id).await?;
         if let Some(memory) = self.capabilities().memory {
             let owner = MemoryOwner::new(app_name, user_id)?;
-            found.memories = memory.count_memories(&owner, i64::MIN).await?;
+            let bank = crate::memory::bank::user_only_owner(app_name, user_id);
+            found.memories =
+                memory.count_memories(&owner, i64::MIN).await? + memory.count_memories(&bank, i64::MIN).await?;
         }
         if let Some(artifacts) = self.capabilities().artifacts {
             found.artifacts = artifacts.count_artifacts(app_name, user_id).await?;

@@ -117,6 +117,17 @@ pub trait MemoryStore: Send + Sync {
     /// A page of the owner's live memories.
     async fn list_memories(&self, list: &MemoryList) -> Result<Vec<Memory>>;
 
+    /// The live memories of `app` with this id, of every user and source, with their owners, in
+    /// (user, source) order, at most `limit`: a memory named by its id alone (Memory Bank's
+    /// names) found without knowing whose it is.
+    async fn find_memories(
+        &self,
+        app: &str,
+        id: &str,
+        now_micros: i64,
+        limit: usize,
+    ) -> Result<Vec<(MemoryOwner, Memory)>>;
+
     /// Removes the owner's memories with this id (from every source) and, if there were any,
     /// remembers the id as deleted, so putting it again leaves it out. Returns how many.
     async fn delete_memory(&self, owner: &MemoryOwner, id: &str) -> Result<usize>;

@@ -38,6 +38,11 @@ impl GoogleError {
         Self { status: StatusCode::CONFLICT, code: "ABORTED", message: message.into() }
     }
 
+    /// 400 `FAILED_PRECONDITION`: the server is not set up for the call.
+    pub(crate) fn failed_precondition(message: impl Into<String>) -> Self {
+        Self { status: StatusCode::BAD_REQUEST, code: "FAILED_PRECONDITION", message: message.into() }
+    }
+
     /// 409 `ALREADY_EXISTS`.
     pub(crate) fn already_exists(message: impl Into<String>) -> Self {
         Self { status: StatusCode::CONFLICT, code: "ALREADY_EXISTS", message: message.into() }

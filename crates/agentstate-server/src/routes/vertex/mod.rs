@@ -17,6 +17,7 @@
 
 mod api;
 mod error;
+pub(crate) mod memories;
 mod request;
 mod resource;
 
@@ -64,7 +65,7 @@ pub(crate) struct CreateQuery {
     session_id: Option<String>,
 }
 
-fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, GoogleError> {
+pub(super) fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, GoogleError> {
     query.map(|Query(q)| q).map_err(|e| GoogleError::invalid(e.body_text()))
 }
 
@@ -82,12 +83,7 @@ impl FromRequestParts<AppState> for Call {
     type Rejection = GoogleError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, GoogleError> {
-        let Path(mut params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
-            .await
-            .map_err(|e| GoogleError::invalid(e.body_text()))?;
-        let Extension(permit) = Extension::<Permit>::from_request_parts(parts, state)
-            .await
-            .map_err(|e| GoogleError::invalid(e.body_text()))?;
+        let (mut params, permit) = params_and_permit(parts, state).await?;
         Ok(Self {
             engine: Engine::from_params(&params)?,
             session: params.remove("session").unwrap_or_default(),
@@ -96,6 +92,19 @@ impl FromRequestParts<AppState> for Call {
             headers: parts.headers.clone(),
         })
     }
+}
+
+/// A request's path parameters and the permit its authentication left.
+pub(super) async fn params_and_permit(
+    parts: &mut Parts,
+    state: &AppState,
+) -> Result<(HashMap<String, String>, Permit), GoogleError> {
+    let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
+        .await
+        .map_err(|e| GoogleError::invalid(e.body_text()))?;
+    let Extension(permit) =
+        Extension::<Permit>::from_request_parts(parts, state).await.map_err(|e| GoogleError::invalid(e.body_text()))?;
+    Ok((params, permit))
 }
 
 impl Call {

@@ -13,19 +13,19 @@ use agentstate::Timestamp;
 use agentstate::wire::{self, engine};
 
 /// `field` of `object` under its camelCase or snake_case name.
-fn take(object: &mut Map<String, Value>, camel: &str) -> Option<Value> {
+pub(super) fn take(object: &mut Map<String, Value>, camel: &str) -> Option<Value> {
     let snake = wire::to_snake(camel);
     object.remove(camel).or_else(|| object.remove(&snake)).filter(|v| !v.is_null())
 }
 
-fn string(value: Value, field: &str) -> Result<String, GoogleError> {
+pub(super) fn string(value: Value, field: &str) -> Result<String, GoogleError> {
     match value {
         Value::String(s) => Ok(s),
         other => Err(GoogleError::invalid(format!("{field} must be a string, not {other}"))),
     }
 }
 
-fn object(value: Value, field: &str) -> Result<Map<String, Value>, GoogleError> {
+pub(super) fn object(value: Value, field: &str) -> Result<Map<String, Value>, GoogleError> {
     match value {
         Value::Object(map) => Ok(map),
         other => Err(GoogleError::invalid(format!("{field} must be an object, not {other}"))),
@@ -184,7 +184,7 @@ fn set_expiry(patch: &mut SessionPatch, expiry: Expiry) -> Result<(), GoogleErro
 }
 
 /// A protobuf JSON duration (see [`crate::expiry::parse_duration`]).
-fn duration(text: &str, field: &str) -> Result<Duration, GoogleError> {
+pub(super) fn duration(text: &str, field: &str) -> Result<Duration, GoogleError> {
     crate::expiry::parse_duration(text, field).map_err(GoogleError::invalid)
 }
 

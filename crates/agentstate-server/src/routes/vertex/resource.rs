@@ -68,6 +68,16 @@ impl Engine {
         format!("{parent}/operations/{}", operation_id())
     }
 
+    /// `…/memories/{id}`.
+    pub(crate) fn memory_name(&self, id: &str) -> String {
+        format!("{}/memories/{id}", self.prefix)
+    }
+
+    /// The name of a fresh operation on the memory `id`.
+    pub(crate) fn memory_operation_name(&self, id: &str) -> String {
+        format!("{}/operations/{}", self.memory_name(id), operation_id())
+    }
+
     /// The name of a fresh operation with nothing to answer (a delete).
     pub(crate) fn empty_operation_name(&self) -> String {
         let parent = self.location.as_deref().unwrap_or(&self.prefix);
@@ -127,6 +137,11 @@ impl Engine {
 fn operation_id() -> u64 {
     let random = uuid::Uuid::new_v4().as_u128();
     u64::try_from(random % 9_000_000_000_000_000_000).unwrap_or(0) + 1_000_000_000_000_000_000
+}
+
+/// A fresh memory id, as the real service makes them: 19 decimal digits.
+pub(crate) fn new_memory_id() -> String {
+    operation_id().to_string()
 }
 
 /// A fresh session id, as the real service makes them: 19 decimal digits.

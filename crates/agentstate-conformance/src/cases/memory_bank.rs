@@ -1,0 +1,99 @@
+//! Memory Bank on the memory store: memories named by engine and id alone, found in their scope
+//! (the store's `find_memories`), kept apart by scope, updated, expired, deleted and erased.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use agentstate::ErrorKind;
+use agentstate::memory::{BankMemory, MemoryOptions, MemoryOwner, Scope};
+
+use super::Svc;
+use super::memory::{memory_of, said};
+use crate::unique;
+
+fn scope(pairs: &[(&str, &str)]) -> Scope {
+    Scope::new(pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect::<BTreeMap<_, _>>()).unwrap()
+}
+
+pub(crate) async fn memory_bank_names_find_their_scope(svc: Svc) {
+    let Some(memory) = memory_of(&svc).await else { return };
+    let (engine, other) = (unique("bank"), unique("bank-other"));
+    let alice = scope(&[("app_name", &engine), ("user_id", "alice")]);
+    let bob_alone = scope(&[("user_id", "bob")]);
+
+    let mut first = BankMemory::new("m1", alice.clone(), "alice likes green tea");
+    first.metadata.insert("source".into(), serde_json::json!("chat"));
+    let stored = memory.bank_create(&engine, first).await.unwrap();
+    assert!(stored.create_micros > 0 && stored.update_micros == stored.create_micros);
+    memory.bank_create(&engine, BankMemory::new("m2", bob_alone.clone(), "bob likes black coffee")).await.unwrap();
+
+    let got = memory.bank_get(&engine, "m1").await.unwrap().unwrap();
+    assert_eq!((got.scope, got.fact.as_str()), (alice.clone(), "alice likes green tea"));
+    assert_eq!(got.metadata.get("source"), Some(&serde_json::json!("chat")));
+    assert_eq!(memory.bank_get(&engine, "m2").await.unwrap().unwrap().scope, bob_alone);
+    assert!(memory.bank_get(&other, "m1").await.unwrap().is_none(), "another engine's names are its own");
+    assert!(memory.bank_get(&engine, "m3").await.unwrap().is_none());
+    let taken = memory.bank_create(&engine, BankMemory::new("m1", bob_alone.clone(), "another fact")).await;
+    assert_eq!(taken.unwrap_err().kind(), ErrorKind::AlreadyExists, "ids are distinct per engine");
+    let empty = memory.bank_create(&engine, BankMemory::new("m9", alice.clone(), "  ")).await;
+    assert_eq!(empty.unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert!(memory.bank_get(&engine, "m9").await.unwrap().is_none(), "nothing written");
+
+    // The ADK-form scope is the app's user: ADK's memory services read the same memories.
+    let owner = MemoryOwner::new(&engine, "alice").unwrap();
+    let found = memory.search(&owner, "green tea", None).await.unwrap();
+    assert_eq!(found.iter().map(|m| m.text()).collect::<Vec<_>>(), ["alice likes green tea"]);
+    assert_eq!(found[0].custom_metadata.len(), 1, "agentstate's own fields stay hidden: {found:?}");
+    // And a memory ADK's services wrote there is a Memory Bank memory of that scope.
+    memory
+        .add_events(&owner, Some("s1"), &[said("user", "alice flies to lisbon")], &MemoryOptions::default())
+        .await
+        .unwrap();
+    let searched = memory.bank_search(&engine, &alice, "lisbon", 3).await.unwrap();
+    assert_eq!(searched.iter().map(|m| m.fact.as_str()).collect::<Vec<_>>(), ["alice flies to lisbon"]);
+    assert!(memory.bank_search(&engine, &scope(&[("user_id", "alice")]), "tea", 3).await.unwrap().is_empty());
+    let coffee = memory.bank_search(&engine, &bob_alone, "coffee", 3).await.unwrap();
+    assert_eq!(coffee.iter().map(|m| (m.id.as_str(), &m.scope)).collect::<Vec<_>>(), [("m2", &bob_alone)]);
+
+    // Updates keep the create time and move the update time with the fact.
+    svc.clock().advance(Duration::from_secs(5));
+    let mut changed = memory.bank_get(&engine, "m1").await.unwrap().unwrap();
+    changed.fact = "alice likes oolong tea".into();
+    let updated = memory.bank_update(&engine, changed).await.unwrap().unwrap();
+    assert_eq!(updated.create_micros, stored.create_micros);
+    assert_eq!(updated.update_micros, stored.create_micros + 5_000_000);
+    assert_eq!(memory.bank_get(&engine, "m1").await.unwrap().unwrap().fact, "alice likes oolong tea");
+    assert!(memory.search(&owner, "green", None).await.unwrap().is_empty(), "re-indexed");
+
+    // Every memory of the engine, a page at a time, each once.
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let page = memory.bank_list_engine(&engine, after, 1).await.unwrap();
+        seen.extend(page.memories.into_iter().map(|m| m.fact));
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, ["alice flies to lisbon", "alice likes oolong tea", "bob likes black coffee"]);
+
+    // Expiry and deletion.
+    let mut brief = BankMemory::new("m4", alice.clone(), "alice is in porto today");
+    brief.expire_micros = Some(svc.service().now_micros() + 60_000_000);
+    memory.bank_create(&engine, brief).await.unwrap();
+    assert!(memory.bank_get(&engine, "m4").await.unwrap().is_some());
+    svc.clock().advance(Duration::from_secs(61));
+    assert!(memory.bank_get(&engine, "m4").await.unwrap().is_none(), "expired");
+    assert!(memory.bank_delete(&engine, "m1").await.unwrap());
+    assert!(!memory.bank_delete(&engine, "m1").await.unwrap());
+    assert!(memory.bank_get(&engine, "m1").await.unwrap().is_none());
+
+    // Erasing a user removes the scope of the user alone too.
+    if svc.capabilities().lifecycle.is_some() {
+        svc.erase_user(&engine, "bob").await.unwrap();
+        assert!(memory.bank_get(&engine, "m2").await.unwrap().is_none(), "{{user_id: bob}} erased with bob");
+        memory.bank_create(&engine, BankMemory::new("m2", bob_alone, "bob starts again")).await.unwrap();
+    }
+}

@@ -1,0 +1,157 @@
+"""Drives Memory Bank through ADK for Python's own VertexAiMemoryBankService and the
+google-cloud-agentplatform client it uses, pointed at an agentstate server, and prints what they
+returned (JSON, last line) for the Rust test to check. Usage: memory_bank_client.py BASE_URL ENGINE TOKEN
+
+Also reads the same memories through agentstate's own AgentstateMemoryService (the ADK-form
+scope {app_name: ENGINE, user_id} is that app's user).
+"""
+import asyncio
+import json
+import sys
+import warnings
+
+warnings.filterwarnings("ignore")
+
+import google.oauth2.credentials  # noqa: E402
+from google.adk.dependencies._agentplatform import agentplatform  # noqa: E402
+from google.adk.memory import VertexAiMemoryBankService  # noqa: E402
+from google.adk.memory.memory_entry import MemoryEntry  # noqa: E402
+from google.genai import types  # noqa: E402
+
+from agentstate_adk import AgentstateMemoryService  # noqa: E402
+
+BASE_URL, ENGINE, TOKEN = sys.argv[1], sys.argv[2], sys.argv[3]
+
+
+def client():
+    return agentplatform.Client(
+        project="my-project",
+        location="us-central1",
+        credentials=google.oauth2.credentials.Credentials(token=TOKEN),
+        http_options=types.HttpOptions(base_url=BASE_URL),
+    )
+
+
+class Local(VertexAiMemoryBankService):
+    def _build_api_client(self):
+        return client().aio
+
+
+def entry(text, **kwargs):
+    return MemoryEntry(content=types.Content(role="user", parts=[types.Part(text=text)]), **kwargs)
+
+
+def error_of(e):
+    return {"code": getattr(e, "code", None), "status": getattr(e, "status", None), "message": getattr(e, "message", str(e))}
+
+
+async def main():
+    out = {}
+    bank = Local(project="my-project", location="us-central1", agent_engine_id=ENGINE)
+    sdk = client()  # kept: its async client closes with it
+    memories = sdk.aio.memory_banks.memories
+    engine_name = f"projects/my-project/locations/us-central1/reasoningEngines/{ENGINE}"
+
+    # ADK's add_memory: memories.create, one per entry (an id of the caller's, metadata).
+    await bank.add_memory(
+        app_name=ENGINE,
+        user_id="alice",
+        memories=[
+            entry("Alice prefers window seats on long flights", id="seat-pref"),
+            entry("Alice is allergic to peanuts", custom_metadata={"source": "chat", "confidence": 0.9}),
+        ],
+    )
+    await bank.add_memory(app_name=ENGINE, user_id="bob", memories=[entry("Bob prefers aisle seats")])
+    # ADK's add_memory with consolidation: memories.generate from direct memories.
+    await bank.add_memory(
+        app_name=ENGINE,
+        user_id="alice",
+        memories=[entry("Alice flies to Lisbon every spring")],
+        custom_metadata={"enable_consolidation": True},
+    )
+
+    # ADK's search_memory: memories.retrieve by similarity, scoped exactly.
+    found = await bank.search_memory(app_name=ENGINE, user_id="alice", query="which seats does she prefer")
+    out["search_alice"] = [
+        {"text": m.content.parts[0].text, "author": m.author, "has_time": bool(m.timestamp), "meta": m.custom_metadata}
+        for m in found.memories
+    ]
+    found = await bank.search_memory(app_name=ENGINE, user_id="bob", query="peanuts seats")
+    out["search_bob"] = [m.content.parts[0].text for m in found.memories]
+    found = await bank.search_memory(app_name=ENGINE, user_id="alice", query="peanuts")
+    out["search_peanuts"] = [(m.content.parts[0].text, m.custom_metadata) for m in found.memories]
+
+    # The client's own calls: get, patch, list, simple retrieval, delete.
+    got = await memories.get(name=f"{engine_name}/memories/seat-pref")
+    out["get"] = {"name": got.name, "fact": got.fact, "scope": got.scope, "has_times": bool(got.create_time and got.update_time)}
+    # (the client has no public update in 2.6: its request method, as a caller of the API sends it)
+    op = await memories._update(
+        name=f"{engine_name}/memories/seat-pref",
+        fact="Alice prefers aisle seats now",
+        scope={"app_name": ENGINE, "user_id": "alice"},
+        config={"update_mask": "fact"},
+    )
+    out["patched"] = {"done": op.done, "fact": (await memories.get(name=f"{engine_name}/memories/seat-pref")).fact}
+    listed = [m async for m in await memories.list(name=engine_name, config={"page_size": 2})]
+    out["listed"] = sorted(m.fact for m in listed)
+    simple = await memories.retrieve(
+        name=engine_name,
+        scope={"app_name": ENGINE, "user_id": "alice"},
+        simple_retrieval_params={"page_size": 10},
+    )
+    out["simple_alice"] = sorted([r.memory.fact async for r in simple])
+    other_scope = await memories.create(
+        name=engine_name, fact="Carol likes jazz", scope={"user_id": "carol"}, config={"wait_for_completion": True}
+    )
+    out["other_scope"] = other_scope.response.scope
+    exact = await memories.retrieve(
+        name=engine_name, scope={"user_id": "alice"}, similarity_search_params={"search_query": "seats"}
+    )
+    out["exact_scope"] = [r.memory.fact async for r in exact]
+    ttl = await memories.create(
+        name=engine_name,
+        fact="Alice is in Lisbon this week",
+        scope={"app_name": ENGINE, "user_id": "alice"},
+        config={"ttl": "3600s", "wait_for_completion": True},
+    )
+    out["ttl_has_expiry"] = ttl.response.expire_time is not None
+    deleted = await memories.delete(name=f"{engine_name}/memories/seat-pref")
+    out["deleted_done"] = deleted.done
+    try:
+        await memories.get(name=f"{engine_name}/memories/seat-pref")
+        out["deleted_get"] = "found"
+    except Exception as e:  # noqa: BLE001
+        out["deleted_get"] = error_of(e)
+
+    # Bad input, as Google answers it.
+    bad = {}
+    for label, kwargs in {
+        "empty_fact": {"fact": "", "scope": {"user_id": "alice"}},
+        "no_scope": {"fact": "x y", "scope": {}},
+        "long_fact": {"fact": "word " * 5000, "scope": {"user_id": "alice"}},
+    }.items():
+        try:
+            await memories.create(name=engine_name, config={"wait_for_completion": False}, **kwargs)
+            bad[label] = "stored"
+        except Exception as e:  # noqa: BLE001
+            bad[label] = error_of(e)
+    try:
+        await memories.generate(
+            name=engine_name,
+            direct_contents_source={"events": [{"content": {"role": "user", "parts": [{"text": "I love tea"}]}}]},
+            scope={"user_id": "alice"},
+            config={"wait_for_completion": False},
+        )
+        bad["generate_contents"] = "accepted"
+    except Exception as e:  # noqa: BLE001
+        bad["generate_contents"] = error_of(e)
+    out["bad"] = bad
+
+    # agentstate's own memory service reads the same memories of the app's user.
+    own = AgentstateMemoryService(BASE_URL, token=TOKEN)
+    found = await own.search_memory(app_name=ENGINE, user_id="alice", query="Lisbon spring")
+    out["own_search"] = sorted(m.content.parts[0].text for m in found.memories)
+    print(json.dumps(out, default=str))
+
+
+asyncio.run(main())
