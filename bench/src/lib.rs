@@ -13,6 +13,7 @@
 //! soak run.
 
 pub mod databases;
+pub mod words;
 
 use std::path::PathBuf;
 use std::time::Duration;

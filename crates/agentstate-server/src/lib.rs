@@ -29,9 +29,12 @@ pub mod grpc;
 mod jwt;
 mod limits;
 mod listen;
+#[cfg(feature = "agents")]
+pub mod memory_model;
 mod metrics;
 pub mod openapi;
 mod routes;
+mod running;
 mod state;
 mod telemetry;
 mod tls;

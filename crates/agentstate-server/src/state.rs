@@ -31,6 +31,7 @@ pub struct AppState {
     metrics: Arc<Metrics>,
     sweep: Sweep,
     ui_secret: Arc<str>,
+    running: Arc<crate::running::Running>,
     #[cfg(feature = "agents")]
     runners: Arc<std::collections::BTreeMap<String, agentstate_runtime::Runner>>,
 }
@@ -56,6 +57,7 @@ impl AppState {
             metrics: Arc::default(),
             sweep: Sweep::default(),
             ui_secret: uuid::Uuid::new_v4().simple().to_string().into(),
+            running: Arc::default(),
             #[cfg(feature = "agents")]
             runners: Arc::default(),
         }
@@ -66,6 +68,11 @@ impl AppState {
     pub fn with_sweep(mut self, sweep: Sweep) -> Self {
         self.sweep = sweep;
         self
+    }
+
+    /// The long-running operations going in the background (Memory Bank's generation).
+    pub(crate) fn running(&self) -> &crate::running::Running {
+        &self.running
     }
 
     /// The secret the inspector's forms carry (against requests forged by other sites).
@@ -145,6 +152,14 @@ impl AppState {
     #[must_use]
     pub fn with_embedders(self, embedders: agentstate::memory::Embedders) -> Self {
         let memory = self.memory.clone().with_embedders(embedders);
+        self.with_memory(memory)
+    }
+
+    /// The models that write Memory Bank's memories from conversations, per app (see
+    /// [`agentstate::memory::generate`]).
+    #[must_use]
+    pub fn with_fact_models(self, models: agentstate::memory::FactModels) -> Self {
+        let memory = self.memory.clone().with_fact_models(models);
         self.with_memory(memory)
     }
 

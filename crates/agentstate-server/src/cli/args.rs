@@ -151,7 +151,15 @@ pub(crate) struct ServeArgs {
     /// GEMINI_BASE_URL). Repeatable.
     #[cfg(feature = "agents")]
     #[arg(long = "embeddings", env = "AGENTSTATE_EMBEDDINGS", value_delimiter = ',', value_parser = embedding_spec)]
-    pub(crate) embeddings: Vec<EmbeddingSpec>,
+    pub(crate) embeddings: Vec<ProviderSpec>,
+    /// Generate an app's Memory Bank memories from conversations (Agent Engine's
+    /// `memories:generate` and `:ingestEvents`) with this model: `APP=PROVIDER:MODEL[@BASE_URL]`,
+    /// `*` for every app (the engine id is the app). PROVIDER is `openai` (any OpenAI-compatible
+    /// `/chat/completions` server: OpenAI, vLLM, Ollama, llama.cpp; the key in OPENAI_API_KEY) or
+    /// `gemini` (GEMINI_API_KEY). Repeatable.
+    #[cfg(feature = "agents")]
+    #[arg(long = "memory-model", env = "AGENTSTATE_MEMORY_MODELS", value_delimiter = ',', value_parser = memory_model_spec)]
+    pub(crate) memory_models: Vec<ProviderSpec>,
     /// What a run does while another run of its session still goes (a user sending a second
     /// message before the first is answered): `enqueue` (waits its turn), `reject` (409 at once)
     /// or `interrupt` (the running one stops at its next event, its turn marked interrupted).
@@ -427,10 +435,10 @@ pub(crate) enum SessionsCommand {
     },
 }
 
-/// One `--embeddings` entry.
+/// One `--embeddings` or `--memory-model` entry.
 #[cfg(feature = "agents")]
 #[derive(Debug, Clone)]
-pub(crate) struct EmbeddingSpec {
+pub(crate) struct ProviderSpec {
     /// `None`: every app.
     pub(crate) app: Option<String>,
     /// `openai` or `gemini`.
@@ -440,8 +448,20 @@ pub(crate) struct EmbeddingSpec {
 }
 
 #[cfg(feature = "agents")]
-fn embedding_spec(text: &str) -> Result<EmbeddingSpec, String> {
-    let example = "e.g. support_bot=openai:text-embedding-3-small or *=gemini:gemini-embedding-001";
+fn embedding_spec(text: &str) -> Result<ProviderSpec, String> {
+    provider_spec(text, "e.g. support_bot=openai:text-embedding-3-small or *=gemini:gemini-embedding-001")
+}
+
+#[cfg(feature = "agents")]
+fn memory_model_spec(text: &str) -> Result<ProviderSpec, String> {
+    provider_spec(
+        text,
+        "e.g. 4242=openai:gpt-4o-mini, *=openai:llama3.2@http://127.0.0.1:11434/v1 or *=gemini:gemini-2.5-flash",
+    )
+}
+
+#[cfg(feature = "agents")]
+fn provider_spec(text: &str, example: &str) -> Result<ProviderSpec, String> {
     let (app, rest) =
         text.split_once('=').ok_or_else(|| format!("{text:?}: expected APP=PROVIDER:MODEL, {example}"))?;
     let (provider, model) =
@@ -466,5 +486,5 @@ fn embedding_spec(text: &str) -> Result<EmbeddingSpec, String> {
             Some(app.to_owned())
         }
     };
-    Ok(EmbeddingSpec { app, provider: provider.to_owned(), model: model.to_owned(), base_url })
+    Ok(ProviderSpec { app, provider: provider.to_owned(), model: model.to_owned(), base_url })
 }

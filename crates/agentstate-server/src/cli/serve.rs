@@ -128,7 +128,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_sweep(args.sweep())
         .with_memory_ttls(args.memory_ttls());
     #[cfg(feature = "agents")]
-    let state = serve_agents(state, &args.agents)?.with_embedders(embedders(&args.embeddings)?);
+    let state = serve_agents(state, &args.agents)?
+        .with_embedders(embedders(&args.embeddings)?)
+        .with_fact_models(fact_models(&args.memory_models)?);
     #[cfg(feature = "agents")]
     let state = args.run_concurrency(state)?;
     let listener =
@@ -180,7 +182,7 @@ fn serve_agents(mut state: AppState, specs: &[String]) -> anyhow::Result<AppStat
 
 /// The embedding providers of `--embeddings`, their keys from the environment.
 #[cfg(feature = "agents")]
-fn embedders(specs: &[super::args::EmbeddingSpec]) -> anyhow::Result<agentstate::memory::Embedders> {
+fn embedders(specs: &[super::args::ProviderSpec]) -> anyhow::Result<agentstate::memory::Embedders> {
     use agentstate_runtime::providers::{GeminiEmbeddings, OpenAiEmbeddings};
     let env = |name: &str| std::env::var(name).ok();
     let mut embedders = agentstate::memory::Embedders::new();
@@ -209,6 +211,40 @@ fn embedders(specs: &[super::args::EmbeddingSpec]) -> anyhow::Result<agentstate:
         };
     }
     Ok(embedders)
+}
+
+/// The models of `--memory-model`, their keys from the environment.
+#[cfg(feature = "agents")]
+fn fact_models(specs: &[super::args::ProviderSpec]) -> anyhow::Result<agentstate::memory::FactModels> {
+    use agentstate_runtime::providers::{Gemini, OpenAiCompatible};
+    let env = |name: &str| std::env::var(name).ok();
+    let mut models = agentstate::memory::FactModels::new();
+    for spec in specs {
+        let model: std::sync::Arc<dyn agentstate_runtime::model::Model> = match spec.provider.as_str() {
+            "gemini" => {
+                let gemini = Gemini::from_lookup(&spec.model, env)?;
+                std::sync::Arc::new(match &spec.base_url {
+                    Some(url) => gemini.base_url(url),
+                    None => gemini,
+                })
+            }
+            _ => std::sync::Arc::new(match &spec.base_url {
+                Some(url) => match env("OPENAI_API_KEY").filter(|k| !k.is_empty()) {
+                    Some(key) => OpenAiCompatible::new(&spec.model, url).api_key(key),
+                    None => OpenAiCompatible::new(&spec.model, url),
+                },
+                None => OpenAiCompatible::from_lookup(&spec.model, env)?,
+            }),
+        };
+        let app = spec.app.as_deref().unwrap_or("every app");
+        tracing::info!(app, provider = %spec.provider, model = %spec.model, "Memory Bank generation");
+        let model = agentstate_server::memory_model::fact_model(model);
+        models = match &spec.app {
+            Some(app) => models.app(app, model),
+            None => models.every_app(model),
+        };
+    }
+    Ok(models)
 }
 
 /// Resolves on ctrl-c or SIGTERM; in-flight requests then finish before the server exits.

@@ -225,7 +225,7 @@ routes! {
     get "/{version}/reasoningEngines/{engine}/sessions/{session}/operations/{operation}" => vertex::operation, EngineUser,
         "Agent Engine (short form): an operation on a session", None, [200 "The operation" "VertexOperation"];
     get "/{version}/projects/{project}/locations/{location}/operations/{operation}" => vertex::operation, EngineUser,
-        "Agent Engine: an operation (always done)", None, [200 "The operation" "VertexOperation"];
+        "Agent Engine: an operation (done, but a Memory Bank generation while it runs)", None, [200 "The operation" "VertexOperation"];
     get "/{version}/reasoningEngines/{engine}/operations/{operation}" => vertex::operation, EngineUser,
         "Agent Engine (short form): an operation", None, [200 "The operation" "VertexOperation"];
     post "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/memories" => vertex::memories::create, EngineUser,
@@ -267,17 +267,23 @@ routes! {
         "Memory Bank (short form): a scope's memories (exact match): nearest a query (`similaritySearchParams {searchQuery, topK}`, 3 by default; by meaning with the app's embeddings, else by words) or a page (`simpleRetrievalParams {pageSize, pageToken}`)", Some("VertexRetrieveMemories"),
         [200 "The memories retrieved" "VertexRetrievedMemories", 400 "Bad scope, parameters or token" "GoogleError", 403 "The token does not cover the scope's user" "GoogleError"];
     post "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/memories:generate" => vertex::memories::generate, EngineUser,
-        "Memory Bank: store up to 5 facts of `directMemoriesSource` in a scope; from contents or a session it needs a model (`FAILED_PRECONDITION`)", Some("VertexGenerateMemories"),
-        [200 "A done operation listing the memories generated" "VertexOperation", 400 "Bad body, or FAILED_PRECONDITION: extraction needs a model" "GoogleError"];
+        "Memory Bank: store up to 5 facts of `directMemoriesSource` in a scope (a done operation), or, with the engine's --memory-model, extract and consolidate the facts of `directContentsSource` or `vertexSessionSource` in the background (an operation to poll)", Some("VertexGenerateMemories"),
+        [200 "A done operation listing the memories stored, or a running one (from conversations)" "VertexOperation",
+         400 "Bad body, or FAILED_PRECONDITION: the engine has no --memory-model" "GoogleError",
+         403 "The token does not cover the scope's user" "GoogleError", 404 "No such session (vertexSessionSource)" "GoogleError"];
     post "/{version}/reasoningEngines/{engine}/memories:generate" => vertex::memories::generate, EngineUser,
-        "Memory Bank (short form): store up to 5 facts of `directMemoriesSource` in a scope; from contents or a session it needs a model (`FAILED_PRECONDITION`)", Some("VertexGenerateMemories"),
-        [200 "A done operation listing the memories generated" "VertexOperation", 400 "Bad body, or FAILED_PRECONDITION: extraction needs a model" "GoogleError"];
+        "Memory Bank (short form): store up to 5 facts of `directMemoriesSource` in a scope (a done operation), or, with the engine's --memory-model, extract and consolidate the facts of `directContentsSource` or `vertexSessionSource` in the background (an operation to poll)", Some("VertexGenerateMemories"),
+        [200 "A done operation listing the memories stored, or a running one (from conversations)" "VertexOperation",
+         400 "Bad body, or FAILED_PRECONDITION: the engine has no --memory-model" "GoogleError",
+         403 "The token does not cover the scope's user" "GoogleError", 404 "No such session (vertexSessionSource)" "GoogleError"];
     post "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/memories:ingestEvents" => vertex::memories::ingest_events, EngineUser,
-        "Memory Bank: events to extract memories from: needs a model (`FAILED_PRECONDITION`)", Some("VertexIngestEvents"),
-        [400 "FAILED_PRECONDITION: extraction needs a model, or a bad scope" "GoogleError"];
+        "Memory Bank: events whose facts the engine's --memory-model extracts and consolidates in the background (an operation to poll)", Some("VertexIngestEvents"),
+        [200 "A running operation" "VertexOperation", 400 "A bad scope or events, or FAILED_PRECONDITION: the engine has no --memory-model" "GoogleError",
+         403 "The token does not cover the scope's user" "GoogleError"];
     post "/{version}/reasoningEngines/{engine}/memories:ingestEvents" => vertex::memories::ingest_events, EngineUser,
-        "Memory Bank (short form): events to extract memories from: needs a model (`FAILED_PRECONDITION`)", Some("VertexIngestEvents"),
-        [400 "FAILED_PRECONDITION: extraction needs a model, or a bad scope" "GoogleError"];
+        "Memory Bank (short form): events whose facts the engine's --memory-model extracts and consolidates in the background (an operation to poll)", Some("VertexIngestEvents"),
+        [200 "A running operation" "VertexOperation", 400 "A bad scope or events, or FAILED_PRECONDITION: the engine has no --memory-model" "GoogleError",
+         403 "The token does not cover the scope's user" "GoogleError"];
     get "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/memories/{memory}/operations/{operation}" => vertex::memories::operation, EngineUser,
         "Memory Bank: an operation on a memory (always done; holding the memory while it exists)", None,
         [200 "The operation" "VertexOperation"];

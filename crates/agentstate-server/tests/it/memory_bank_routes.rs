@@ -1,7 +1,10 @@
 //! Memory Bank's routes through the router: both path forms, paging, scopes and tokens, bad input
 //! refused as Google refuses it with nothing written, and erasure.
 
+use std::sync::Arc;
+
 use agentstate::SessionService;
+use agentstate::memory::{FactModel, FactModels};
 use agentstate_server::{AppState, Tokens, app};
 use axum::Router;
 use serde_json::{Value, json};
@@ -160,12 +163,30 @@ async fn bad_input_is_refused_and_writes_nothing() {
     assert!(generated.iter().all(|g| g["action"] == "CREATED"), "{op}");
 }
 
+/// A fact model that finds one fact in any conversation.
+struct OneFact;
+
+#[async_trait::async_trait]
+impl FactModel for OneFact {
+    fn name(&self) -> &str {
+        "one-fact"
+    }
+
+    async fn answer(&self, _instruction: &str, _input: &str) -> agentstate::Result<String> {
+        Ok(r#"{"facts": ["The user likes tea."]}"#.to_owned())
+    }
+}
+
 #[tokio::test]
 async fn tokens_reach_the_scopes_of_their_users_only() {
     let tokens = r#"{"tokens": [
         {"token": "alice-token-0123456789", "apps": ["77"], "users": ["alice"]},
+        {"token": "bob-token-0123456789", "apps": ["77"], "users": ["bob"]},
         {"token": "admin-token-0123456789", "apps": ["77"]}]}"#;
-    let r = app(AppState::new(SessionService::in_memory()).with_tokens(Tokens::parse(tokens).unwrap()));
+    let state = AppState::new(SessionService::in_memory())
+        .with_tokens(Tokens::parse(tokens).unwrap())
+        .with_fact_models(FactModels::new().every_app(Arc::new(OneFact)));
+    let r = app(state);
     let alice = [("authorization", "Bearer alice-token-0123456789")];
     let admin = [("authorization", "Bearer admin-token-0123456789")];
     let mine = json!({"fact": "alice fact", "scope": {"app_name": "77", "user_id": "alice"}});
@@ -185,6 +206,25 @@ async fn tokens_reach_the_scopes_of_their_users_only() {
     assert_eq!((status.as_u16(), listed["memories"].as_array().unwrap().len()), (200, 2));
     let (status, _) = call(&r, "GET", "/v1beta1/reasoningEngines/78/memories", None, &admin).await;
     assert_eq!(status, 403, "another engine");
+
+    // A generation's operation answers its scope's user only.
+    let said = json!({"events": [{"content": {"role": "user", "parts": [{"text": "I like tea"}]}}]});
+    let body = json!({"scope": {"user_id": "alice"}, "directContentsSource": said});
+    let (status, op) = call(&r, "POST", &format!("{E}/memories:generate"), Some(body), &alice).await;
+    assert_eq!(status, 200, "{op}");
+    let path = format!("/v1beta1/{}", op["name"].as_str().unwrap());
+    let (status, _) = call(&r, "GET", &path, None, &[("authorization", "Bearer bob-token-0123456789")]).await;
+    assert_eq!(status, 403, "another user's generation");
+    for _ in 0..100 {
+        let (status, polled) = call(&r, "GET", &path, None, &alice).await;
+        assert_eq!(status, 200);
+        if polled["done"] == true {
+            assert_eq!(polled["response"]["generatedMemories"][0]["action"], "CREATED", "{polled}");
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("the generation did not finish");
 }
 
 #[tokio::test]

@@ -135,17 +135,86 @@ async def main():
             bad[label] = "stored"
         except Exception as e:  # noqa: BLE001
             bad[label] = error_of(e)
+    # A model answer that is not the JSON asked for: the operation fails (the client raises).
     try:
         await memories.generate(
             name=engine_name,
-            direct_contents_source={"events": [{"content": {"role": "user", "parts": [{"text": "I love tea"}]}}]},
+            direct_contents_source={"events": [{"content": {"role": "user", "parts": [{"text": "break it"}]}}]},
             scope={"user_id": "alice"},
-            config={"wait_for_completion": False},
+            config={"wait_for_completion": True},
         )
-        bad["generate_contents"] = "accepted"
+        bad["generate_malformed"] = "accepted"
     except Exception as e:  # noqa: BLE001
-        bad["generate_contents"] = error_of(e)
+        bad["generate_malformed"] = str(e)
     out["bad"] = bad
+
+    # Memories the server's model generates (a mock of the extraction contract): ADK's
+    # add_session_to_memory ingests in the background (poll until the fact is there); its
+    # add_events_to_memory with generate-only options (ttl, and waiting) polls the operation.
+    from google.adk.events import Event
+    from google.adk.sessions import Session
+
+    said = Event(author="user", invocation_id="i1", content=types.Content(role="user", parts=[types.Part(text="I live in Lisbon")]))
+    session = Session(id="s1", app_name=ENGINE, user_id="dora", events=[said])
+    await bank.add_session_to_memory(session)
+    out["ingested"] = []
+    for _ in range(100):
+        found = await bank.search_memory(app_name=ENGINE, user_id="dora", query="Lisbon")
+        out["ingested"] = [m.content.parts[0].text for m in found.memories]
+        if out["ingested"]:
+            break
+        await asyncio.sleep(0.1)
+    allergy = Event(author="user", invocation_id="i2", content=types.Content(role="user", parts=[types.Part(text="peanuts make me ill")]))
+    await bank.add_events_to_memory(app_name=ENGINE, user_id="dora", events=[allergy], custom_metadata={"ttl": "3600s", "wait_for_completion": True})
+    found = await bank.search_memory(app_name=ENGINE, user_id="dora", query="allergic peanuts")
+    out["generated"] = [m.content.parts[0].text for m in found.memories]
+
+    # ADK's Runner with load_memory: a fact the model extracted from one session, recalled in
+    # the next.
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.agents import LlmAgent
+    from google.adk.runners import Runner
+    from google.adk.sessions import InMemorySessionService
+    from google.adk.tools import load_memory
+
+    class Recaller(BaseLlm):
+        model: str = "recaller"
+
+        async def generate_content_async(self, llm_request, stream=False):
+            last = llm_request.contents[-1]
+            responses = [p.function_response for p in last.parts or [] if p.function_response]
+            if responses:
+                found = responses[0].response["result"].memories
+                recalled = " | ".join(p.text for m in found for p in m.content.parts if p.text)
+                yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text=f"I recall: {recalled}")]))
+            elif any(p.text and p.text.startswith("remember") for p in last.parts or []):
+                yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text="Noted.")]))
+            else:
+                query = "".join(p.text or "" for p in last.parts or [])
+                call = types.FunctionCall(name="load_memory", args={"query": query})
+                yield LlmResponse(content=types.Content(role="model", parts=[types.Part(function_call=call)]))
+
+    sessions = InMemorySessionService()
+    agent = LlmAgent(name="recaller", model=Recaller(), tools=[load_memory])
+    runner = Runner(app_name=ENGINE, agent=agent, session_service=sessions, memory_service=bank)
+
+    async def turn(session_id, text):
+        message = types.Content(role="user", parts=[types.Part(text=text)])
+        answers = []
+        async for event in runner.run_async(user_id="erin", session_id=session_id, new_message=message):
+            answers += [p.text for p in (event.content.parts if event.content else []) if p.text]
+        return answers
+
+    first = await sessions.create_session(app_name=ENGINE, user_id="erin")
+    await turn(first.id, "remember: I live in Lisbon")
+    await bank.add_session_to_memory(await sessions.get_session(app_name=ENGINE, user_id="erin", session_id=first.id))
+    for _ in range(100):
+        if (await bank.search_memory(app_name=ENGINE, user_id="erin", query="Lisbon")).memories:
+            break
+        await asyncio.sleep(0.1)
+    second = await sessions.create_session(app_name=ENGINE, user_id="erin")
+    out["recalled"] = await turn(second.id, "Lisbon?")
 
     # agentstate's own memory service reads the same memories of the app's user.
     own = AgentstateMemoryService(BASE_URL, token=TOKEN)

@@ -7,6 +7,8 @@
 
 pub mod bank;
 pub mod embed;
+mod fact_model;
+pub mod generate;
 pub mod model;
 mod search;
 mod service;
@@ -15,6 +17,8 @@ pub mod words;
 
 pub use bank::{BankMemory, BankPage, EngineCursor, EnginePage, Scope};
 pub use embed::{Embedder, Embedders, Purpose, SearchMode};
+pub use fact_model::{FactModel, FactModels};
+pub use generate::{Action, GenerateOptions, Generated, Turn};
 pub use model::{Memory, MemoryOwner, text_of};
 pub use search::SearchOptions;
 pub use service::{

@@ -107,6 +107,7 @@ pub struct MemoryService {
     limits: MemoryLimits,
     pub(super) embedders: Embedders,
     ttls: MemoryTtls,
+    pub(super) fact_models: super::fact_model::FactModels,
 }
 
 /// How long memories written without a time to live of their own (neither
@@ -147,7 +148,13 @@ impl MemoryTtls {
 impl MemoryService {
     /// Memory on the store of `sessions`, with the default limits.
     pub fn new(sessions: SessionService) -> Self {
-        Self { sessions, limits: MemoryLimits::default(), embedders: Embedders::default(), ttls: MemoryTtls::default() }
+        Self {
+            sessions,
+            limits: MemoryLimits::default(),
+            embedders: Embedders::default(),
+            ttls: MemoryTtls::default(),
+            fact_models: super::fact_model::FactModels::default(),
+        }
     }
 
     /// With default times to live: a memory written without one expires after its app's.

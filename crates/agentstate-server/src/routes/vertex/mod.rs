@@ -198,8 +198,9 @@ pub(crate) async fn events(call: Call, page_query: Result<Query<Page>, QueryReje
     Ok(Json(call.caller().events(&call.session, query(page_query)?).await?))
 }
 
-/// `GET …/operations/{id}`: every operation is done when it is answered; one under a session
-/// holds the session (if it still exists).
+/// `GET …/operations/{id}`: a Memory Bank generation running in this process, while it runs and
+/// once it ended (the caller's token must cover its scope); every other operation is done when
+/// it is answered, one under a session holding the session (if it still exists).
 pub(crate) async fn operation(
     State(state): State<AppState>,
     Path(params): Path<HashMap<String, String>>,
@@ -211,6 +212,13 @@ pub(crate) async fn operation(
         return Err(GoogleError::not_found("no such API version; this server answers v1 and v1beta1"));
     };
     let name = uri.path().trim_start_matches('/').trim_start_matches(version).trim_start_matches('/').to_owned();
+    if let Some(running) = state.running().get(&name) {
+        match &running.user {
+            Some(user) => permit.check(&running.app, user)?,
+            None => permit.check_every_user(&running.app)?,
+        }
+        return Ok(Json(running.done.unwrap_or_else(|| json!({"name": name, "done": false}))));
+    }
     if let (Some(id), Ok(engine)) = (params.get("session"), Engine::from_params(&params))
         && let Some(session) = (Caller { state: &state, engine: &engine, permit: &permit, headers: &headers })
             .operation_session(id)

@@ -1,0 +1,360 @@
+//! Memory Bank's generation: facts extracted from a conversation by a model the operator
+//! chooses ([`FactModel`](super::FactModel)), then consolidated with the scope's memories by a second call.
+//!
+//! The contract, both calls JSON only (a code fence around it is tolerated):
+//! - **Extraction.** The model gets [`EXTRACTION_INSTRUCTION`] (the topics filled in) and the
+//!   conversation (`user: …` / `model: …` lines) and answers `{"facts": ["…", …]}`: each fact one
+//!   short standalone sentence.
+//! - **Consolidation**, when the scope holds memories near the new facts (the 3 nearest of each,
+//!   at most 20): it gets [`CONSOLIDATION_INSTRUCTION`] and `{"existing": [{"id", "fact"}, …],
+//!   "new": ["…", …]}` and answers `{"actions": [{"action": "CREATED", "fact"} | {"action":
+//!   "UPDATED", "id", "fact"} | {"action": "DELETED", "id"}, …]}`, naming only ids it was given.
+//!
+//! An answer that is not that JSON fails the generation with a clear error and writes nothing:
+//! every answer is checked before the first write.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use super::bank::{BankMemory, MAX_FACT_BYTES, Scope};
+use super::fact_model::FactModels;
+use super::service::MemoryService;
+use crate::error::{Error, Result};
+
+/// One turn of a conversation to extract from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    /// `user` or `model`.
+    pub role: String,
+    /// What was said.
+    pub text: String,
+}
+
+/// What a generation did to a memory, as Memory Bank names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// A new memory.
+    Created,
+    /// A memory whose fact changed.
+    Updated,
+    /// A memory removed.
+    Deleted,
+}
+
+impl Action {
+    /// Memory Bank's name of it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Created => "CREATED",
+            Self::Updated => "UPDATED",
+            Self::Deleted => "DELETED",
+        }
+    }
+}
+
+/// A memory a generation wrote, and how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generated {
+    /// The memory (as it was, for a deletion).
+    pub memory: BankMemory,
+    /// What was done.
+    pub action: Action,
+}
+
+/// Memory Bank's managed topics, by their API names, with what each asks the model to keep.
+pub const MANAGED_TOPICS: [(&str, &str); 4] = [
+    (
+        "USER_PERSONAL_INFO",
+        "personal information about the user: names, relationships, places, dates that matter to them",
+    ),
+    ("USER_PREFERENCES", "the user's preferences: likes, dislikes, preferred styles and ways of doing things"),
+    ("KEY_CONVERSATION_DETAILS", "key events, milestones and decisions of the conversation"),
+    ("EXPLICIT_INSTRUCTIONS", "what the user explicitly asks to be remembered or forgotten"),
+];
+
+/// The extraction call's instruction; `{topics}` is replaced by the topics, one a line.
+pub const EXTRACTION_INSTRUCTION: &str = "You extract memories from a conversation between a user \
+and an AI agent, to be recalled in later conversations. Keep only what belongs to these topics:\n\
+{topics}\n\
+Write each memory as one short, standalone fact in the third person (\"The user prefers window \
+seats.\"), in the language of the conversation; never invent what was not said. Answer with JSON \
+only, exactly {\"facts\": [\"...\", \"...\"]}; answer {\"facts\": []} when nothing is worth \
+remembering.";
+
+/// The consolidation call's instruction.
+pub const CONSOLIDATION_INSTRUCTION: &str = "You keep a user's memories consistent. You are given \
+existing memories (id and fact) and new facts. For each new fact: if no memory holds it, create \
+it; if it changes or refines a memory, update that memory with the merged fact; if it contradicts a \
+memory, delete that memory and create the new fact; if a memory already says it, do nothing. \
+Answer with JSON only, exactly {\"actions\": [{\"action\": \"CREATED\", \"fact\": \"...\"}, \
+{\"action\": \"UPDATED\", \"id\": \"...\", \"fact\": \"...\"}, {\"action\": \"DELETED\", \"id\": \
+\"...\"}]}, naming only the ids given; answer {\"actions\": []} when nothing changes.";
+
+/// How a generation writes what it creates.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GenerateOptions {
+    /// The topics to keep (Memory Bank's `allowed_topics`; see [`topic_lines`]); all managed
+    /// topics when empty.
+    pub topics: Vec<Value>,
+    /// When created memories expire; `None`: the app's default.
+    pub expire_micros: Option<i64>,
+    /// Metadata of created memories, and which of its keys are times.
+    pub metadata: serde_json::Map<String, Value>,
+    /// The keys of `metadata` that are times.
+    pub timestamp_keys: Vec<String>,
+}
+
+/// Nearest memories read per new fact for consolidation, and at most in all.
+const NEAREST: usize = 3;
+const MAX_EXISTING: usize = 20;
+
+/// The topics' lines of the extraction instruction: Memory Bank's managed topics by name
+/// (`{"managedMemoryTopic": "USER_PREFERENCES"}`), custom ones by label and description
+/// (`{"customMemoryTopic": {"label", "description"}}`); all managed topics when none are given.
+pub fn topic_lines(topics: &[Value]) -> Result<Vec<String>> {
+    if topics.is_empty() {
+        return Ok(MANAGED_TOPICS.iter().map(|(_, what)| format!("- {what}")).collect());
+    }
+    let managed = |name: &str| MANAGED_TOPICS.iter().find(|(n, _)| *n == name).map(|(_, what)| format!("- {what}"));
+    topics
+        .iter()
+        .map(|topic| {
+            let field = |camel: &str, snake: &str| topic.get(camel).or_else(|| topic.get(snake));
+            if let Some(name) = field("managedMemoryTopic", "managed_memory_topic").and_then(Value::as_str) {
+                let names = MANAGED_TOPICS.map(|(n, _)| n).join(", ");
+                return managed(name).ok_or_else(|| {
+                    Error::invalid("topics", format!("unknown managed topic {name:?}; one of {names}"))
+                });
+            }
+            let custom = field("customMemoryTopic", "custom_memory_topic")
+                .ok_or_else(|| Error::invalid("topics", format!("{topic} is neither a managed nor a custom topic")))?;
+            let text = |key: &str| custom.get(key).and_then(Value::as_str).filter(|t| !t.trim().is_empty());
+            match (text("label"), text("description")) {
+                (Some(label), Some(description)) => Ok(format!("- {label}: {description}")),
+                (Some(label), None) => Ok(format!("- {label}")),
+                _ => Err(Error::invalid("topics", format!("custom topic {custom} needs a label"))),
+            }
+        })
+        .collect()
+}
+
+/// The JSON object of a model's answer (inside a code fence, if it wrote one).
+fn answer_json(answer: &str) -> Result<serde_json::Map<String, Value>> {
+    let text = answer.trim();
+    let text = text
+        .strip_prefix("```json")
+        .or_else(|| text.strip_prefix("```"))
+        .and_then(|t| t.trim_end().strip_suffix("```"))
+        .unwrap_or(text)
+        .trim();
+    match serde_json::from_str(text) {
+        Ok(Value::Object(map)) => Ok(map),
+        _ => Err(malformed("it is not a JSON object", answer)),
+    }
+}
+
+fn malformed(why: &str, answer: &str) -> Error {
+    let shown: String = answer.chars().take(200).collect();
+    let message = format!("the memory model's answer is not the JSON asked for ({why}): {shown:?}");
+    Error::backend(message.clone(), false, message)
+}
+
+fn fact_text(value: &Value, answer: &str) -> Result<String> {
+    match value.as_str().map(str::trim) {
+        Some(fact) if !fact.is_empty() && fact.len() <= MAX_FACT_BYTES => Ok(fact.to_owned()),
+        Some(fact) if !fact.is_empty() => Err(malformed(&format!("a fact over {MAX_FACT_BYTES} bytes"), answer)),
+        _ => Err(malformed("a fact that is not a non-empty string", answer)),
+    }
+}
+
+/// The facts of an extraction answer.
+pub fn parse_facts(answer: &str) -> Result<Vec<String>> {
+    let mut map = answer_json(answer)?;
+    let Some(Value::Array(facts)) = map.remove("facts") else {
+        return Err(malformed("no \"facts\" list", answer));
+    };
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for fact in &facts {
+        let fact = fact_text(fact, answer)?;
+        if seen.insert(fact.clone()) {
+            out.push(fact);
+        }
+    }
+    Ok(out)
+}
+
+/// One action of a consolidation answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Planned {
+    /// A new memory with this fact.
+    Create(String),
+    /// The memory with this id gets this fact.
+    Update(String, String),
+    /// The memory with this id goes.
+    Delete(String),
+}
+
+/// The actions of a consolidation answer, on the memories `ids` only.
+pub fn parse_actions(answer: &str, ids: &BTreeSet<String>) -> Result<Vec<Planned>> {
+    let mut map = answer_json(answer)?;
+    let Some(Value::Array(actions)) = map.remove("actions") else {
+        return Err(malformed("no \"actions\" list", answer));
+    };
+    let mut touched = BTreeSet::new();
+    let mut out = Vec::new();
+    for action in &actions {
+        let id = || -> Result<String> {
+            let id = action.get("id").and_then(Value::as_str).unwrap_or_default();
+            if !ids.contains(id) {
+                return Err(malformed(&format!("an id it was not given: {id:?}"), answer));
+            }
+            Ok(id.to_owned())
+        };
+        let planned = match action.get("action").and_then(Value::as_str) {
+            Some("CREATED") => Planned::Create(fact_text(action.get("fact").unwrap_or(&Value::Null), answer)?),
+            Some("UPDATED") => Planned::Update(id()?, fact_text(action.get("fact").unwrap_or(&Value::Null), answer)?),
+            Some("DELETED") => Planned::Delete(id()?),
+            _ => return Err(malformed("an action that is not CREATED, UPDATED or DELETED", answer)),
+        };
+        if let Planned::Update(id, _) | Planned::Delete(id) = &planned
+            && !touched.insert(id.clone())
+        {
+            return Err(malformed(&format!("two actions on {id:?}"), answer));
+        }
+        out.push(planned);
+    }
+    Ok(out)
+}
+
+impl MemoryService {
+    /// With `models` writing Memory Bank's memories from conversations.
+    pub fn with_fact_models(mut self, models: FactModels) -> Self {
+        self.fact_models = models;
+        self
+    }
+
+    /// Whether `app` has a fact model.
+    pub fn has_fact_model(&self, app: &str) -> bool {
+        self.fact_models.of(app).is_some()
+    }
+
+    /// Memory Bank's generation from a conversation (see the module): the facts the app's model
+    /// extracts, consolidated with the scope's memories of `engine`, created as `options` says.
+    /// `new_id` names each new memory. Without a model for the app,
+    /// `Unsupported`; a model answer that is not the JSON asked for writes nothing.
+    pub async fn bank_generate(
+        &self,
+        engine: &str,
+        scope: &Scope,
+        turns: &[Turn],
+        options: &GenerateOptions,
+        new_id: &(dyn Fn() -> String + Send + Sync),
+    ) -> Result<Vec<Generated>> {
+        let Some(model) = self.fact_models.of(engine).cloned() else {
+            return Err(Error::Unsupported {
+                operation: "generate memories from conversations",
+                capability: "a memory model (serve --memory-model)",
+            });
+        };
+        let topics = topic_lines(&options.topics)?.join("\n");
+        let conversation: Vec<String> =
+            turns.iter().filter(|t| !t.text.trim().is_empty()).map(|t| format!("{}: {}", t.role, t.text)).collect();
+        if conversation.is_empty() {
+            return Ok(Vec::new());
+        }
+        let instruction = EXTRACTION_INSTRUCTION.replace("{topics}", &topics);
+        let facts = parse_facts(&model.answer(&instruction, &conversation.join("\n")).await?)?;
+        if facts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut existing: Vec<BankMemory> = Vec::new();
+        for fact in &facts {
+            for near in self.bank_search(engine, scope, fact, NEAREST).await? {
+                if existing.len() < MAX_EXISTING && !existing.iter().any(|m| m.id == near.id) {
+                    existing.push(near);
+                }
+            }
+        }
+        let planned = if existing.is_empty() {
+            facts.into_iter().map(Planned::Create).collect()
+        } else {
+            let given: Vec<Value> = existing.iter().map(|m| json!({"id": m.id, "fact": m.fact})).collect();
+            let input = json!({"existing": given, "new": facts}).to_string();
+            let ids = existing.iter().map(|m| m.id.clone()).collect();
+            parse_actions(&model.answer(CONSOLIDATION_INSTRUCTION, &input).await?, &ids)?
+        };
+        let mut done = Vec::with_capacity(planned.len());
+        for plan in planned {
+            let held = |id: &str| existing.iter().find(|m| m.id == id).cloned();
+            match plan {
+                Planned::Create(fact) => {
+                    let mut memory = BankMemory::new(new_id(), scope.clone(), fact);
+                    memory.expire_micros = options.expire_micros;
+                    memory.metadata.clone_from(&options.metadata);
+                    memory.timestamp_keys.clone_from(&options.timestamp_keys);
+                    let memory = self.bank_create(engine, memory).await?;
+                    done.push(Generated { memory, action: Action::Created });
+                }
+                Planned::Update(id, fact) => {
+                    let Some(mut memory) = held(&id) else { continue };
+                    memory.fact = fact;
+                    if let Some(memory) = self.bank_update(engine, memory).await? {
+                        done.push(Generated { memory, action: Action::Updated });
+                    }
+                }
+                Planned::Delete(id) => {
+                    let Some(memory) = held(&id) else { continue };
+                    if self.bank_delete(engine, &id).await? {
+                        done.push(Generated { memory, action: Action::Deleted });
+                    }
+                }
+            }
+        }
+        Ok(done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_read_strictly_fences_aside() {
+        assert_eq!(parse_facts(r#"{"facts": ["a b", "a b", " c "]}"#).unwrap(), ["a b", "c"]);
+        assert_eq!(parse_facts("```json\n{\"facts\": []}\n```").unwrap(), Vec::<String>::new());
+        for bad in ["facts: a", r#"{"facts": "a"}"#, r#"{"facts": [1]}"#, r#"{"facts": [""]}"#, r#"["a"]"#] {
+            let error = parse_facts(bad).unwrap_err().to_string();
+            assert!(error.contains("not the JSON asked for"), "{bad}: {error}");
+        }
+        let ids: BTreeSet<String> = ["m1".to_owned(), "m2".to_owned()].into();
+        let answer = r#"{"actions": [{"action": "CREATED", "fact": "x y"}, {"action": "UPDATED", "id": "m1", "fact": "z"},
+                                   {"action": "DELETED", "id": "m2"}]}"#;
+        assert_eq!(
+            parse_actions(answer, &ids).unwrap(),
+            [Planned::Create("x y".into()), Planned::Update("m1".into(), "z".into()), Planned::Delete("m2".into())]
+        );
+        for bad in [
+            r#"{"actions": [{"action": "DELETED", "id": "m9"}]}"#,
+            r#"{"actions": [{"action": "MERGED", "id": "m1"}]}"#,
+            r#"{"actions": [{"action": "DELETED", "id": "m1"}, {"action": "UPDATED", "id": "m1", "fact": "q"}]}"#,
+        ] {
+            assert!(parse_actions(bad, &ids).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn topics_are_managed_by_name_or_custom_by_label() {
+        assert_eq!(topic_lines(&[]).unwrap().len(), 4);
+        let lines = topic_lines(&[
+            json!({"managedMemoryTopic": "USER_PREFERENCES"}),
+            json!({"custom_memory_topic": {"label": "travel", "description": "trips the user plans"}}),
+        ])
+        .unwrap();
+        assert_eq!(lines[1], "- travel: trips the user plans");
+        assert!(lines[0].contains("preferences"));
+        assert!(topic_lines(&[json!({"managedMemoryTopic": "SECRETS"})]).is_err());
+        assert!(topic_lines(&[json!({"colour": 1})]).is_err());
+    }
+}
