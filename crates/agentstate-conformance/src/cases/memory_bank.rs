@@ -51,6 +51,14 @@ pub(crate) async fn memory_bank_names_find_their_scope(svc: Svc) {
         .unwrap();
     let searched = memory.bank_search(&engine, &alice, "lisbon", 3).await.unwrap();
     assert_eq!(searched.iter().map(|m| m.fact.as_str()).collect::<Vec<_>>(), ["alice flies to lisbon"]);
+    // It is updated in place, in its session.
+    let mut moved = searched[0].clone();
+    moved.fact = "alice flies to porto".into();
+    assert!(memory.bank_update(&engine, moved).await.unwrap().is_some(), "a memory of a session is updated");
+    let listed = memory.list(&owner, None, 10).await.unwrap().memories;
+    let texts: Vec<(String, Option<String>)> = listed.iter().map(|m| (m.text(), m.session_id.clone())).collect();
+    assert!(texts.contains(&("alice flies to porto".to_owned(), Some("s1".to_owned()))), "{texts:?}");
+    assert_eq!(listed.len(), 2, "rewritten, not added: {texts:?}");
     assert!(memory.bank_search(&engine, &scope(&[("user_id", "alice")]), "tea", 3).await.unwrap().is_empty());
     let coffee = memory.bank_search(&engine, &bob_alone, "coffee", 3).await.unwrap();
     assert_eq!(coffee.iter().map(|m| (m.id.as_str(), &m.scope)).collect::<Vec<_>>(), [("m2", &bob_alone)]);
@@ -77,7 +85,7 @@ pub(crate) async fn memory_bank_names_find_their_scope(svc: Svc) {
         }
     }
     seen.sort();
-    assert_eq!(seen, ["alice flies to lisbon", "alice likes oolong tea", "bob likes black coffee"]);
+    assert_eq!(seen, ["alice flies to porto", "alice likes oolong tea", "bob likes black coffee"]);
 
     // Expiry and deletion.
     let mut brief = BankMemory::new("m4", alice.clone(), "alice is in porto today");

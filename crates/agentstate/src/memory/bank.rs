@@ -109,6 +109,8 @@ pub struct BankMemory {
     pub update_micros: i64,
     /// When it expires, epoch microseconds; `None`: never.
     pub expire_micros: Option<i64>,
+    /// The session it came from, for a memory ADK's memory services wrote (kept on updates).
+    source: Option<String>,
 }
 
 impl BankMemory {
@@ -126,6 +128,7 @@ impl BankMemory {
             create_micros: 0,
             update_micros: 0,
             expire_micros: None,
+            source: None,
         }
     }
 
@@ -162,7 +165,7 @@ impl BankMemory {
         custom_metadata.insert(BANK_KEY.to_owned(), Value::Object(own));
         Memory {
             id: self.id,
-            session_id: None,
+            session_id: self.source,
             content: Content::text("user", self.fact),
             custom_metadata,
             author: Some("user".to_owned()),
@@ -200,6 +203,7 @@ impl BankMemory {
             topics: own.get("topics").and_then(Value::as_array).cloned().unwrap_or_default(),
             update_micros: own.get("update").and_then(Value::as_i64).unwrap_or(memory.create_micros),
             id: memory.id,
+            source: memory.session_id,
             metadata: memory.custom_metadata,
             create_micros: memory.create_micros,
             expire_micros: memory.expire_micros,
@@ -307,9 +311,11 @@ impl MemoryService {
             memory.update_micros = self.sessions.now_micros();
         }
         memory.create_micros = before.create_micros;
+        memory.source = before.source;
         let owner = memory.scope.owner(engine);
         let indexed = indexed_one(self, &owner, memory.clone().into_memory()).await?;
-        let put = MemoryPut { owner, source: None, mode: PutMode::Rewrite, memories: vec![indexed] };
+        let source = memory.source.clone();
+        let put = MemoryPut { owner, source, mode: PutMode::Rewrite, memories: vec![indexed] };
         let span = tracing::info_span!("bank_update", app = engine);
         let rewritten = store.put_memories(&put).instrument(span).await?;
         Ok((rewritten > 0).then_some(memory))
