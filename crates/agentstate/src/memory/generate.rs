@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use super::bank::{BankMemory, MAX_FACT_BYTES, Scope};
 use super::fact_model::FactModels;
 use super::service::MemoryService;
+use super::words::words;
 use crate::error::{Error, Result};
 
 /// One turn of a conversation to extract from.
@@ -162,9 +163,11 @@ fn malformed(why: &str, answer: &str) -> Error {
 
 fn fact_text(value: &Value, answer: &str) -> Result<String> {
     match value.as_str().map(str::trim) {
-        Some(fact) if !fact.is_empty() && fact.len() <= MAX_FACT_BYTES => Ok(fact.to_owned()),
-        Some(fact) if !fact.is_empty() => Err(malformed(&format!("a fact over {MAX_FACT_BYTES} bytes"), answer)),
-        _ => Err(malformed("a fact that is not a non-empty string", answer)),
+        Some(fact) if fact.len() > MAX_FACT_BYTES => {
+            Err(malformed(&format!("a fact over {MAX_FACT_BYTES} bytes"), answer))
+        }
+        Some(fact) if !words(fact).is_empty() => Ok(fact.to_owned()),
+        _ => Err(malformed("a fact that is not a string with words", answer)),
     }
 }
 
@@ -324,7 +327,14 @@ mod tests {
     fn answers_are_read_strictly_fences_aside() {
         assert_eq!(parse_facts(r#"{"facts": ["a b", "a b", " c "]}"#).unwrap(), ["a b", "c"]);
         assert_eq!(parse_facts("```json\n{\"facts\": []}\n```").unwrap(), Vec::<String>::new());
-        for bad in ["facts: a", r#"{"facts": "a"}"#, r#"{"facts": [1]}"#, r#"{"facts": [""]}"#, r#"["a"]"#] {
+        for bad in [
+            "facts: a",
+            r#"{"facts": "a"}"#,
+            r#"{"facts": [1]}"#,
+            r#"{"facts": [""]}"#,
+            r#"{"facts": ["..."]}"#,
+            r#"["a"]"#,
+        ] {
             let error = parse_facts(bad).unwrap_err().to_string();
             assert!(error.contains("not the JSON asked for"), "{bad}: {error}");
         }
