@@ -7,9 +7,9 @@
 //! Memories are written directly (create, patch, delete, `generate` from direct memories), or
 //! generated from conversations (`generate` from contents or a session, `ingestEvents`) by the
 //! engine's model ([`agentstate::memory::generate`]) in the background, behind an operation to
-//! poll ([`crate::running::Running`]); without a model, those answer `FAILED_PRECONDITION`. Every other
-//! operation is done when it is answered. Bodies are read as protobuf's JSON mapping reads
-//! them: every field in camelCase or snake_case, unknown fields refused.
+//! poll ([`crate::running::Running`]); without a model, those answer `FAILED_PRECONDITION`.
+//! Every other operation is done when it is answered. Bodies are read as protobuf's JSON mapping
+//! reads them: every field in camelCase or snake_case, unknown fields refused.
 
 use std::collections::{BTreeMap, HashMap};
 
