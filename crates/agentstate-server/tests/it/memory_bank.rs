@@ -309,6 +309,11 @@ async fn serve_generates_memories_from_conversations_with_a_model() {
                        "content": {"role": "user", "parts": [{"text": "I am allergic to peanuts"}]}});
     let response = client.post(format!("{engine}/sessions/trip:appendEvent")).json(&event).send().await.unwrap();
     assert_eq!(response.status(), 200);
+    // Events before the start time are left out.
+    let late = json!({"session": "reasoningEngines/4242/sessions/trip", "startTime": "2100-01-01T00:00:00Z"});
+    let (_, operation) = post("memories:generate", json!({"vertexSessionSource": late})).await;
+    let finished = done(&client, &base, &operation).await;
+    assert_eq!(finished["response"]["generatedMemories"], json!([]), "{finished}");
     let source = json!({"session": "reasoningEngines/4242/sessions/trip"});
     let (status, operation) = post("memories:generate", json!({"vertexSessionSource": source})).await;
     assert_eq!(status, 200, "{operation}");

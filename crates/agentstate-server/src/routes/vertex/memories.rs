@@ -518,12 +518,19 @@ fn turns_of_contents(source: Value) -> Result<Vec<Turn>, GoogleError> {
     Ok(turns)
 }
 
-/// The turns of a session of the engine (`vertex_session_source {session}`), which the caller's
-/// token must cover, and the session's user.
+/// The turns of a session of the engine (`vertex_session_source {session, start_time?,
+/// end_time?}`: its events at or after the start and before the end), which the caller's token
+/// must cover, and the session's user.
 async fn turns_of_session(call: &MemoryCall, source: Value) -> Result<(Vec<Turn>, String), GoogleError> {
     let mut source = object(source, "vertex_session_source")?;
     let name = take(&mut source, "session").map(|v| string(v, "vertex_session_source.session")).transpose()?;
     let name = name.ok_or_else(|| GoogleError::invalid("vertex_session_source.session is required"))?;
+    let mut bound = |field: &str| -> Result<Option<i64>, GoogleError> {
+        let text = take(&mut source, field).map(|v| string(v, field)).transpose()?;
+        text.map(|t| resource::parse_rfc3339(&t, field)).transpose()
+    };
+    let (start, end) = (bound("startTime")?, bound("endTime")?);
+    refuse_unknown(&source, "vertex_session_source")?;
     let Some((_, id)) = name.rsplit_once("/sessions/") else {
         return Err(GoogleError::invalid(format!("{name:?} is not a session name (…/reasoningEngines/E/sessions/S)")));
     };
@@ -532,9 +539,11 @@ async fn turns_of_session(call: &MemoryCall, source: Value) -> Result<(Vec<Turn>
     let key = caller.resolve(id).await?;
     let session = call.state.service().get_session(&key, agentstate::GetSessionConfig::default()).await?;
     let session = session.ok_or_else(|| super::api::not_found(&call.engine, id))?;
+    let within = |micros: i64| start.is_none_or(|s| micros >= s) && end.is_none_or(|e| micros < e);
     let turns = session
         .events()
         .iter()
+        .filter(|event| within(event.time().micros()))
         .filter_map(|event| event.content.as_ref().map(|c| (event, c)))
         .map(|(event, content)| {
             let role = if event.author == "user" { "user" } else { "model" };
