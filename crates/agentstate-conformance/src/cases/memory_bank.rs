@@ -97,6 +97,8 @@ pub(crate) async fn memory_bank_names_find_their_scope(svc: Svc) {
     assert!(memory.bank_delete(&engine, "m1").await.unwrap());
     assert!(!memory.bank_delete(&engine, "m1").await.unwrap());
     assert!(memory.bank_get(&engine, "m1").await.unwrap().is_none());
+    let again = memory.bank_create(&engine, BankMemory::new("m1", alice.clone(), "alice likes mint tea")).await;
+    assert_eq!(again.unwrap_err().kind(), ErrorKind::InvalidArgument, "a deleted id is not taken again");
 
     // Erasing a user removes the scope of the user alone too.
     if svc.capabilities().lifecycle.is_some() {

@@ -270,7 +270,8 @@ pub struct BankPage {
 impl MemoryService {
     /// Stores a new Memory Bank memory of `engine`, created now (its `update` too), expiring
     /// at its `expire_micros` or after the app's default time to live. Ids are distinct per
-    /// engine: an id any scope of the engine holds is refused with `AlreadyExists`.
+    /// engine: an id any scope of the engine holds is refused with `AlreadyExists`, the id of a
+    /// memory the scope deleted with `InvalidArgument` (as ADK's memory services leave it out).
     pub async fn bank_create(&self, engine: &str, mut memory: BankMemory) -> Result<BankMemory> {
         memory.validate()?;
         let store = self.store("create a memory")?;
@@ -289,7 +290,9 @@ impl MemoryService {
         let span = tracing::info_span!("bank_create", app = engine);
         if store.put_memories(&put).instrument(span).await? == 0 {
             // The owner deleted this id before: ADK's services leave such a memory out.
-            return Err(Error::AlreadyExists { session_id: memory.id });
+            let message =
+                format!("{} was the id of a deleted memory of this scope; ids are not taken again", memory.id);
+            return Err(Error::invalid("memory_id", message));
         }
         Ok(memory)
     }
