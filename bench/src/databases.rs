@@ -31,6 +31,21 @@ impl Backend {
     }
 }
 
+/// A store to measure: the in-memory store for `None` (the floor), else a new database of the
+/// backend (a SQLite file goes in `dir`), returned to remove once measured.
+pub async fn store_of(
+    backend: Option<Backend>,
+    dir: &Path,
+) -> anyhow::Result<(std::sync::Arc<dyn agentstate::store::SessionStore>, Option<Database>)> {
+    match backend {
+        None => Ok((std::sync::Arc::new(agentstate::InMemoryStore::new()), None)),
+        Some(backend) => {
+            let database = Database::create(backend, dir).await?;
+            Ok((agentstate_backends::open(&database.url).await?, Some(database)))
+        }
+    }
+}
+
 /// A backend's throwaway database.
 pub struct Database {
     /// Its kind.

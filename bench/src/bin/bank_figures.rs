@@ -9,13 +9,11 @@
 //! retrievals of a 100-memory page, over HTTP and in process (p50, p99); then 400 `generate` calls
 //! of 5 direct facts each against as many `bank_create`s in process (facts a second).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentstate::memory::{BankMemory, MemoryOptions, MemoryOwner, MemoryService, Scope};
-use agentstate::store::SessionStore;
 use agentstate::{Content, Event, SessionService};
-use agentstate_bench::databases::{Backend, Database};
+use agentstate_bench::databases::Backend;
 use agentstate_bench::words::Words;
 use agentstate_server::{AppState, Connections, app};
 use clap::Parser;
@@ -84,13 +82,7 @@ async fn main() -> anyhow::Result<()> {
     let mut writes = Vec::new();
     for &count in &args.memories {
         for backend in std::iter::once(None).chain(args.backend.iter().copied().map(Some)) {
-            let (store, database): (Arc<dyn SessionStore>, Option<Database>) = match backend {
-                None => (Arc::new(agentstate::InMemoryStore::new()), None),
-                Some(backend) => {
-                    let database = Database::create(backend, &dir).await?;
-                    (agentstate_backends::open(&database.url).await?, Some(database))
-                }
-            };
+            let (store, database) = agentstate_bench::databases::store_of(backend, &dir).await?;
             let service = SessionService::shared(store);
             let memory = MemoryService::new(service.clone());
             let owner = MemoryOwner::new(ENGINE, USER)?;

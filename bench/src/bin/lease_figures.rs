@@ -8,12 +8,11 @@
 //! round trips (acquire, then release), and prints their medians and p99s and the lease's share
 //! of a run. The in-memory store always runs first.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentstate::store::{LeaseRequest, SessionStore};
+use agentstate::store::LeaseRequest;
 use agentstate::{Content, CreateSession, SessionKey, SessionService};
-use agentstate_bench::databases::{Backend, Database};
+use agentstate_bench::databases::Backend;
 use agentstate_runtime::model::LlmResponse;
 use agentstate_runtime::testing::ScriptedModel;
 use agentstate_runtime::{LlmAgent, Runner};
@@ -87,13 +86,7 @@ async fn main() -> anyhow::Result<()> {
     println!("| backend | run p50 | run p99 | lease p50 (take + give back) | lease p99 | lease / run (p50) |");
     println!("|---|---|---|---|---|---|");
     for backend in std::iter::once(None).chain(args.backend.iter().copied().map(Some)) {
-        let (store, database): (Arc<dyn SessionStore>, Option<Database>) = match backend {
-            None => (Arc::new(agentstate::InMemoryStore::new()), None),
-            Some(backend) => {
-                let database = Database::create(backend, &dir).await?;
-                (agentstate_backends::open(&database.url).await?, Some(database))
-            }
-        };
+        let (store, database) = agentstate_bench::databases::store_of(backend, &dir).await?;
         let (runs, leases) = measure(SessionService::shared(store), args.runs).await?;
         let (run_p50, lease_p50) = (percentile(&runs, 0.5), percentile(&leases, 0.5));
         println!(

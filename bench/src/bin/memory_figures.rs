@@ -15,9 +15,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use agentstate::memory::{MemoryOptions, MemoryOwner, MemoryService};
-use agentstate::store::SessionStore;
 use agentstate::{Content, Event, SessionService};
-use agentstate_bench::databases::{Backend, Database};
+use agentstate_bench::databases::Backend;
 use agentstate_bench::words::Words;
 use clap::Parser;
 
@@ -137,14 +136,7 @@ async fn main() -> anyhow::Result<()> {
         for spread in [false, true].into_iter().filter(|&spread| !spread || count <= args.spread_up_to) {
             let mut floor = None;
             for backend in std::iter::once(None).chain(args.backend.iter().copied().map(Some)) {
-                let (store, database): (std::sync::Arc<dyn SessionStore>, Option<Database>) = match backend {
-                    None => (std::sync::Arc::new(agentstate::InMemoryStore::new()), None),
-                    Some(backend) => {
-                        let database = Database::create(backend, &dir).await?;
-                        let store = agentstate_backends::open(&database.url).await?;
-                        (store, Some(database))
-                    }
-                };
+                let (store, database) = agentstate_bench::databases::store_of(backend, &dir).await?;
                 let memory = MemoryService::new(SessionService::shared(store));
                 let owner = MemoryOwner::new("bench", "u0")?;
                 if spread {
