@@ -106,6 +106,17 @@ pub struct GenerateOptions {
     pub timestamp_keys: Vec<String>,
 }
 
+impl GenerateOptions {
+    /// A new memory of `scope` with `fact`, written as these options say.
+    pub fn new_memory(&self, id: String, scope: Scope, fact: String) -> BankMemory {
+        let mut memory = BankMemory::new(id, scope, fact);
+        memory.expire_micros = self.expire_micros;
+        memory.metadata.clone_from(&self.metadata);
+        memory.timestamp_keys.clone_from(&self.timestamp_keys);
+        memory
+    }
+}
+
 /// Nearest memories read per new fact for consolidation, and at most in all.
 const NEAREST: usize = 3;
 const MAX_EXISTING: usize = 20;
@@ -293,11 +304,7 @@ impl MemoryService {
             let held = |id: &str| existing.iter().find(|m| m.id == id).cloned();
             match plan {
                 Planned::Create(fact) => {
-                    let mut memory = BankMemory::new(new_id(), scope.clone(), fact);
-                    memory.expire_micros = options.expire_micros;
-                    memory.metadata.clone_from(&options.metadata);
-                    memory.timestamp_keys.clone_from(&options.timestamp_keys);
-                    let memory = self.bank_create(engine, memory).await?;
+                    let memory = self.bank_create(engine, options.new_memory(new_id(), scope.clone(), fact)).await?;
                     done.push(Generated { memory, action: Action::Created });
                 }
                 Planned::Update(id, fact) => {
