@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use agentstate::memory::{BankMemory, MemoryOptions, MemoryOwner, MemoryService, Scope};
+use agentstate::memory::{BankMemory, MemoryOptions, MemoryOwner, MemoryService, RevisionOptions, Scope};
 use agentstate::{Content, Event, SessionService};
 use agentstate_bench::databases::Backend;
 use agentstate_bench::words::Words;
@@ -144,10 +144,13 @@ async fn main() -> anyhow::Result<()> {
                     post(&client, &format!("{base}/memories:generate"), &body).await?;
                 }
                 let over_http = (args.generates * 5) as f64 / started.elapsed().as_secs_f64();
+                let none = RevisionOptions::default();
                 let started = Instant::now();
                 for g in 0..args.generates * 5 {
                     let fact = format!("local fact {g} {}", words.sentence(8));
-                    memory.bank_create(ENGINE, BankMemory::new(format!("local-{g}"), scope.clone(), fact)).await?;
+                    memory
+                        .bank_create(ENGINE, BankMemory::new(format!("local-{g}"), scope.clone(), fact), &none)
+                        .await?;
                 }
                 let in_process = (args.generates * 5) as f64 / started.elapsed().as_secs_f64();
                 writes.push(format!("| {name} | {over_http:.0} | {in_process:.0} | {:.2}× |", in_process / over_http));

@@ -1,11 +1,12 @@
 //! Memory Bank on the memory store: memories named by engine and id alone, found in their scope
-//! (the store's `find_memories`), kept apart by scope, updated, expired, deleted and erased.
+//! (the store's `find_memories`), kept apart by scope, updated with their revisions kept and
+//! rolled back, expired, deleted and erased.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use agentstate::ErrorKind;
-use agentstate::memory::{BankMemory, MemoryOptions, MemoryOwner, Scope};
+use agentstate::memory::{BankMemory, MemoryOptions, MemoryOwner, RevisionOptions, Scope};
 
 use super::Svc;
 use super::memory::{memory_of, said};
@@ -23,9 +24,14 @@ pub(crate) async fn memory_bank_names_find_their_scope(svc: Svc) {
 
     let mut first = BankMemory::new("m1", alice.clone(), "alice likes green tea");
     first.metadata.insert("source".into(), serde_json::json!("chat"));
-    let stored = memory.bank_create(&engine, first).await.unwrap();
+    let none = RevisionOptions::default();
+    let labelled = RevisionOptions { labels: [("author".to_owned(), "user".to_owned())].into(), ..Default::default() };
+    let stored = memory.bank_create(&engine, first, &labelled).await.unwrap();
     assert!(stored.create_micros > 0 && stored.update_micros == stored.create_micros);
-    memory.bank_create(&engine, BankMemory::new("m2", bob_alone.clone(), "bob likes black coffee")).await.unwrap();
+    memory
+        .bank_create(&engine, BankMemory::new("m2", bob_alone.clone(), "bob likes black coffee"), &none)
+        .await
+        .unwrap();
 
     let got = memory.bank_get(&engine, "m1").await.unwrap().unwrap();
     assert_eq!((got.scope, got.fact.as_str()), (alice.clone(), "alice likes green tea"));
@@ -33,9 +39,9 @@ pub(crate) async fn memory_bank_names_find_their_scope(svc: Svc) {
     assert_eq!(memory.bank_get(&engine, "m2").await.unwrap().unwrap().scope, bob_alone);
     assert!(memory.bank_get(&other, "m1").await.unwrap().is_none(), "another engine's names are its own");
     assert!(memory.bank_get(&engine, "m3").await.unwrap().is_none());
-    let taken = memory.bank_create(&engine, BankMemory::new("m1", bob_alone.clone(), "another fact")).await;
+    let taken = memory.bank_create(&engine, BankMemory::new("m1", bob_alone.clone(), "another fact"), &none).await;
     assert_eq!(taken.unwrap_err().kind(), ErrorKind::AlreadyExists, "ids are distinct per engine");
-    let empty = memory.bank_create(&engine, BankMemory::new("m9", alice.clone(), "  ")).await;
+    let empty = memory.bank_create(&engine, BankMemory::new("m9", alice.clone(), "  "), &none).await;
     assert_eq!(empty.unwrap_err().kind(), ErrorKind::InvalidArgument);
     assert!(memory.bank_get(&engine, "m9").await.unwrap().is_none(), "nothing written");
 
@@ -54,7 +60,10 @@ pub(crate) async fn memory_bank_names_find_their_scope(svc: Svc) {
     // It is updated in place, in its session.
     let mut moved = searched[0].clone();
     moved.fact = "alice flies to porto".into();
-    assert!(memory.bank_update(&engine, moved).await.unwrap().is_some(), "a memory of a session is updated");
+    assert!(
+        memory.bank_update(&engine, &searched[0], moved, &none).await.unwrap().is_some(),
+        "a memory of a session is updated"
+    );
     let listed = memory.list(&owner, None, 10).await.unwrap().memories;
     let texts: Vec<(String, Option<String>)> = listed.iter().map(|m| (m.text(), m.session_id.clone())).collect();
     assert!(texts.contains(&("alice flies to porto".to_owned(), Some("s1".to_owned()))), "{texts:?}");
@@ -63,15 +72,56 @@ pub(crate) async fn memory_bank_names_find_their_scope(svc: Svc) {
     let coffee = memory.bank_search(&engine, &bob_alone, "coffee", 3).await.unwrap();
     assert_eq!(coffee.iter().map(|m| (m.id.as_str(), &m.scope)).collect::<Vec<_>>(), [("m2", &bob_alone)]);
 
-    // Updates keep the create time and move the update time with the fact.
+    // Updates keep the create time and move the update time with the fact; every write keeps
+    // a revision, in the memory's own record.
     svc.clock().advance(Duration::from_secs(5));
-    let mut changed = memory.bank_get(&engine, "m1").await.unwrap().unwrap();
+    let before = memory.bank_get(&engine, "m1").await.unwrap().unwrap();
+    let revisions: Vec<_> = before.revisions().iter().map(|r| (r.id.as_str(), r.fact.as_str())).collect();
+    assert_eq!(revisions, [("1", "alice likes green tea")]);
+    assert_eq!(before.revisions()[0].labels.get("author").map(String::as_str), Some("user"));
+    let mut changed = before.clone();
     changed.fact = "alice likes oolong tea".into();
-    let updated = memory.bank_update(&engine, changed).await.unwrap().unwrap();
+    let extracted = RevisionOptions { extracted: vec!["alice now drinks oolong".into()], ..Default::default() };
+    let updated = memory.bank_update(&engine, &before, changed, &extracted).await.unwrap().unwrap();
     assert_eq!(updated.create_micros, stored.create_micros);
     assert_eq!(updated.update_micros, stored.create_micros + 5_000_000);
-    assert_eq!(memory.bank_get(&engine, "m1").await.unwrap().unwrap().fact, "alice likes oolong tea");
+    let got = memory.bank_get(&engine, "m1").await.unwrap().unwrap();
+    assert_eq!(got.fact, "alice likes oolong tea");
     assert!(memory.search(&owner, "green", None).await.unwrap().is_empty(), "re-indexed");
+    let revisions: Vec<_> = got.revisions().iter().map(|r| (r.id.as_str(), r.fact.as_str())).collect();
+    assert_eq!(revisions, [("1", "alice likes green tea"), ("2", "alice likes oolong tea")]);
+    assert_eq!(got.revisions()[1].extracted, ["alice now drinks oolong"]);
+    assert_eq!(got.revisions()[1].create_micros, updated.update_micros);
+    // A rollback sets the fact back and is a revision of its own; the revisions are not
+    // found by search.
+    let rolled = memory.bank_rollback(&engine, &got, "1").await.unwrap().unwrap();
+    assert_eq!(rolled.fact, "alice likes green tea");
+    let got = memory.bank_get(&engine, "m1").await.unwrap().unwrap();
+    let ids: Vec<_> = got.revisions().iter().map(|r| r.id.as_str()).collect();
+    assert_eq!((got.fact.as_str(), ids), ("alice likes green tea", vec!["1", "2", "3"]));
+    assert!(memory.search(&owner, "oolong", None).await.unwrap().is_empty(), "revisions are not searched");
+    let unknown = memory.bank_rollback(&engine, &got, "9").await;
+    assert_eq!(unknown.unwrap_err().kind(), ErrorKind::InvalidArgument);
+    // A write may keep no revision, and a revision may expire before its memory.
+    let mut quiet = got.clone();
+    quiet.fact = "alice likes oolong tea".into();
+    let off = RevisionOptions { disabled: true, ..Default::default() };
+    memory.bank_update(&engine, &got, quiet, &off).await.unwrap().unwrap();
+    let got = memory.bank_get(&engine, "m1").await.unwrap().unwrap();
+    assert_eq!((got.fact.as_str(), got.revisions().len()), ("alice likes oolong tea", 3));
+    let brief_revision =
+        RevisionOptions { expire_micros: Some(svc.service().now_micros() + 1_000_000), ..Default::default() };
+    let mut again = got.clone();
+    again.description = Some("tea".into());
+    memory.bank_update(&engine, &got, again, &brief_revision).await.unwrap().unwrap();
+    svc.clock().advance(Duration::from_secs(2));
+    let got = memory.bank_get(&engine, "m1").await.unwrap().unwrap();
+    let mut later = got.clone();
+    later.description = Some("oolong".into());
+    memory.bank_update(&engine, &got, later, &none).await.unwrap().unwrap();
+    let got = memory.bank_get(&engine, "m1").await.unwrap().unwrap();
+    let ids: Vec<_> = got.revisions().iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["1", "2", "3", "5"], "the expired revision is dropped, its id not taken again");
 
     // Every memory of the engine, a page at a time, each once.
     let mut seen = Vec::new();
@@ -90,20 +140,21 @@ pub(crate) async fn memory_bank_names_find_their_scope(svc: Svc) {
     // Expiry and deletion.
     let mut brief = BankMemory::new("m4", alice.clone(), "alice is in porto today");
     brief.expire_micros = Some(svc.service().now_micros() + 60_000_000);
-    memory.bank_create(&engine, brief).await.unwrap();
+    memory.bank_create(&engine, brief, &none).await.unwrap();
     assert!(memory.bank_get(&engine, "m4").await.unwrap().is_some());
     svc.clock().advance(Duration::from_secs(61));
     assert!(memory.bank_get(&engine, "m4").await.unwrap().is_none(), "expired");
-    assert!(memory.bank_delete(&engine, "m1").await.unwrap());
-    assert!(!memory.bank_delete(&engine, "m1").await.unwrap());
+    let m1 = memory.bank_get(&engine, "m1").await.unwrap().unwrap();
+    assert!(memory.bank_delete(&engine, &m1).await.unwrap());
+    assert!(!memory.bank_delete(&engine, &m1).await.unwrap());
     assert!(memory.bank_get(&engine, "m1").await.unwrap().is_none());
-    let again = memory.bank_create(&engine, BankMemory::new("m1", alice.clone(), "alice likes mint tea")).await;
+    let again = memory.bank_create(&engine, BankMemory::new("m1", alice.clone(), "alice likes mint tea"), &none).await;
     assert_eq!(again.unwrap_err().kind(), ErrorKind::InvalidArgument, "a deleted id is not taken again");
 
     // Erasing a user removes the scope of the user alone too.
     if svc.capabilities().lifecycle.is_some() {
         svc.erase_user(&engine, "bob").await.unwrap();
         assert!(memory.bank_get(&engine, "m2").await.unwrap().is_none(), "{{user_id: bob}} erased with bob");
-        memory.bank_create(&engine, BankMemory::new("m2", bob_alone, "bob starts again")).await.unwrap();
+        memory.bank_create(&engine, BankMemory::new("m2", bob_alone, "bob starts again"), &none).await.unwrap();
     }
 }

@@ -106,6 +106,15 @@ fn parameters(op: &Operation) -> Vec<Value> {
         params.push(query("orderBy", json!({"type": "string"}), "Not supported: must be empty"));
         params.push(query("pageSize", json!({"type": "integer", "default": 100}), "Page size, clamped to 1–100"));
         params.push(query("pageToken", json!({"type": "string"}), "nextPageToken of the previous page"));
+    } else if vertex && path.ends_with("/revisions") {
+        params.push(query(
+            "filter",
+            json!({"type": "string"}),
+            "labels.KEY=\"VALUE\" terms joined by AND; empty: every revision",
+        ));
+        params.push(query("orderBy", json!({"type": "string"}), "Not supported: must be empty (newest first)"));
+        params.push(query("pageSize", json!({"type": "integer", "default": 100}), "Page size, clamped to 1–100"));
+        params.push(query("pageToken", json!({"type": "string"}), "nextPageToken of the previous page"));
     } else if vertex && path.ends_with("/memories") {
         params.push(query("memoryId", json!({"type": "string"}), "The id; generated (19 digits) if absent"));
     } else if vertex && path.ends_with("{memory}") && op.method == "patch" {

@@ -201,8 +201,28 @@ fn memory_bank_schemas() -> Value {
             "metadata": {"type": "object", "additionalProperties": {"type": "object", "description": "One of stringValue, doubleValue, boolValue, timestampValue"}},
             "ttl": {"type": "string", "description": "Seconds from now, e.g. \"7200s\"; not with expireTime (written, not answered)"},
             "createTime": {"type": "string", "format": "date-time"}, "updateTime": {"type": "string", "format": "date-time"},
-            "expireTime": {"type": "string", "format": "date-time"}},
-            "description": "Field names in camelCase or snake_case; revision options are accepted and not kept"},
+            "expireTime": {"type": "string", "format": "date-time"},
+            "revisionLabels": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Labels of this write's revision (written, not answered)"},
+            "revisionTtl": {"type": "string", "description": "How long this write's revision is kept, e.g. \"86400s\"; not with revisionExpireTime (written, not answered)"},
+            "revisionExpireTime": {"type": "string", "format": "date-time", "description": "When this write's revision expires (written, not answered)"},
+            "disableMemoryRevisions": {"type": "boolean", "description": "Keep no revision of this write (written, not answered)"}},
+            "description": "Field names in camelCase or snake_case"},
+        "VertexMemoryRevision": {"type": "object", "properties": {
+            "name": {"type": "string", "description": "…/memories/{id}/revisions/{revision}; revisions are numbered 1, 2, … in the order written"},
+            "fact": {"type": "string", "description": "The memory's fact after the write"},
+            "createTime": {"type": "string", "format": "date-time"},
+            "expireTime": {"type": "string", "format": "date-time", "description": "The revision's own, else the memory's"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "extractedMemories": {"type": "array", "items": {"type": "object", "properties": {"fact": {"type": "string"}}}, "description": "What a generation extracted before consolidating"}}},
+        "VertexMemoryRevisionList": {"type": "object", "properties": {
+            "memoryRevisions": {"type": "array", "items": {"$ref": "#/components/schemas/VertexMemoryRevision"}},
+            "nextPageToken": {"type": "string"}}},
+        "VertexRollbackMemory": {"type": "object", "required": ["targetRevisionId"], "properties": {
+            "targetRevisionId": {"type": "string"}}},
+        "VertexRetrieveProfiles": {"type": "object", "required": ["scope"], "properties": {
+            "scope": {"type": "object", "additionalProperties": {"type": "string"}}}},
+        "VertexProfiles": {"type": "object", "properties": {
+            "profiles": {"type": "object", "description": "By schema id; empty: this server keeps no structured memory schemas"}}},
         "VertexMemoryList": {"type": "object", "properties": {
             "memories": {"type": "array", "items": {"$ref": "#/components/schemas/VertexMemory"}},
             "nextPageToken": {"type": "string"}}},
@@ -213,7 +233,8 @@ fn memory_bank_schemas() -> Value {
             "description": "Nested field names in camelCase or snake_case"},
         "VertexRetrievedMemories": {"type": "object", "properties": {
             "retrievedMemories": {"type": "array", "items": {"type": "object", "properties": {
-                "memory": {"$ref": "#/components/schemas/VertexMemory"}}}},
+                "memory": {"$ref": "#/components/schemas/VertexMemory"},
+                "distance": {"type": "number", "description": "Similarity search only, smaller nearer: 1 - cosine similarity with embeddings, else the share of the query's words the memory lacks"}}}},
             "nextPageToken": {"type": "string", "description": "Simple retrieval only"}}},
         "VertexGenerateMemories": {"type": "object", "required": ["scope"], "properties": {
             "scope": {"type": "object", "additionalProperties": {"type": "string"}},

@@ -290,6 +290,30 @@ routes! {
     get "/{version}/reasoningEngines/{engine}/memories/{memory}/operations/{operation}" => vertex::memories::operation, EngineUser,
         "Memory Bank (short form): an operation on a memory (always done; holding the memory while it exists)", None,
         [200 "The operation" "VertexOperation"];
+    get "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/memories/{memory}/revisions" => vertex::memories::revisions, EngineUser,
+        "Memory Bank: a memory's revisions, newest first (`pageSize` up to 100, `pageToken`, `filter=labels.KEY=\"VALUE\"` terms joined by AND)", None,
+        [200 "A page of revisions" "VertexMemoryRevisionList", 400 "A malformed name, a bad filter or token" "GoogleError", 404 "No such memory" "GoogleError"];
+    get "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/memories/{memory}/revisions/{revision}" => vertex::memories::revision, EngineUser,
+        "Memory Bank: a revision of a memory", None,
+        [200 "The revision" "VertexMemoryRevision", 400 "A malformed name" "GoogleError", 404 "No such memory or revision" "GoogleError"];
+    post "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/memories/{memory}" => vertex::memories::rollback, EngineUser,
+        "Memory Bank: `{memory}:rollback {targetRevisionId}`, set a memory's fact back to a revision's (a new revision); a done operation", Some("VertexRollbackMemory"),
+        [200 "A done operation" "VertexOperation", 400 "A malformed name or body" "GoogleError", 404 "No such memory or revision" "GoogleError"];
+    post "/{version}/projects/{project}/locations/{location}/reasoningEngines/{engine}/memories:retrieveProfiles" => vertex::memories::retrieve_profiles, EngineUser,
+        "Memory Bank: a scope's structured profiles, one per schema of the engine's structured memory configuration (none are kept here: `{\"profiles\": {}}`)", Some("VertexRetrieveProfiles"),
+        [200 "The profiles" "VertexProfiles", 400 "A bad scope" "GoogleError", 403 "The token does not cover the scope's user" "GoogleError"];
+    get "/{version}/reasoningEngines/{engine}/memories/{memory}/revisions" => vertex::memories::revisions, EngineUser,
+        "Memory Bank (short form): a memory's revisions, newest first (`pageSize` up to 100, `pageToken`, `filter=labels.KEY=\"VALUE\"` terms joined by AND)", None,
+        [200 "A page of revisions" "VertexMemoryRevisionList", 400 "A malformed name, a bad filter or token" "GoogleError", 404 "No such memory" "GoogleError"];
+    get "/{version}/reasoningEngines/{engine}/memories/{memory}/revisions/{revision}" => vertex::memories::revision, EngineUser,
+        "Memory Bank (short form): a revision of a memory", None,
+        [200 "The revision" "VertexMemoryRevision", 400 "A malformed name" "GoogleError", 404 "No such memory or revision" "GoogleError"];
+    post "/{version}/reasoningEngines/{engine}/memories/{memory}" => vertex::memories::rollback, EngineUser,
+        "Memory Bank (short form): `{memory}:rollback {targetRevisionId}`, set a memory's fact back to a revision's (a new revision); a done operation", Some("VertexRollbackMemory"),
+        [200 "A done operation" "VertexOperation", 400 "A malformed name or body" "GoogleError", 404 "No such memory or revision" "GoogleError"];
+    post "/{version}/reasoningEngines/{engine}/memories:retrieveProfiles" => vertex::memories::retrieve_profiles, EngineUser,
+        "Memory Bank (short form): a scope's structured profiles, one per schema of the engine's structured memory configuration (none are kept here: `{\"profiles\": {}}`)", Some("VertexRetrieveProfiles"),
+        [200 "The profiles" "VertexProfiles", 400 "A bad scope" "GoogleError", 403 "The token does not cover the scope's user" "GoogleError"];
     patch "/apps/{app_name}/users/{user_id}/memory" => memory::add_session, PathAppUser,
         "Add a stored session to memory (`{\"sessionId\"}`), as `adk api_server` does: its events with text replace what it added before",
         Some("UpdateMemoryRequest"),

@@ -1,7 +1,9 @@
 //! The inspector's memory page: a user's long-term memories, oldest first a page at a time, or
-//! those a search finds (as `load_memory` would).
+//! those a search finds (as `load_memory` would); in the listing, each with its Memory Bank
+//! revisions.
 
-use agentstate::memory::{Memory, MemoryOwner};
+use agentstate::Timestamp;
+use agentstate::memory::{Memory, MemoryOwner, Revision};
 use agentstate::store::MemoryCursor;
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
@@ -18,18 +20,42 @@ pub(crate) struct MemoryQuery {
     after: Option<String>,
 }
 
-fn rows(memories: &[Memory]) -> Markup {
+fn rows(memories: &[Memory], revisions: &[Vec<Revision>]) -> Markup {
     html! {
         table.memories {
-            thead { tr { th { "memory" } th { "author" } th { "said" } th { "session" } th { "text" } } }
+            thead { tr { th { "memory" } th { "author" } th { "said" } th { "session" } th { "text" } th { "revisions" } } }
             tbody {
-                @for m in memories {
+                @for (i, m) in memories.iter().enumerate() {
                     tr {
                         td { code { (m.id) } }
                         td { (m.author.as_deref().unwrap_or("")) }
                         td { time { (m.timestamp.as_deref().unwrap_or("")) } }
                         td { (m.session_id.as_deref().unwrap_or("—")) }
                         td.preview { (m.text()) }
+                        td { (revision_list(revisions.get(i).map_or(&[][..], Vec::as_slice))) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A memory's revisions, newest first, folded.
+fn revision_list(revisions: &[Revision]) -> Markup {
+    html! {
+        @if revisions.is_empty() { "—" }
+        @else {
+            details.revisions {
+                summary { (revisions.len()) @if revisions.len() == 1 { " revision" } @else { " revisions" } }
+                ol reversed {
+                    @for r in revisions.iter().rev() {
+                        li {
+                            code { (r.id) } " "
+                            time { (Timestamp::from_micros(r.create_micros).rfc3339()) } " "
+                            span.preview { (r.fact) }
+                            @for (key, value) in &r.labels { " " span.label { (key) "=" (value) } }
+                            @if !r.extracted.is_empty() { " — extracted: " (r.extracted.join("; ")) }
+                        }
                     }
                 }
             }
@@ -54,15 +80,15 @@ pub(crate) async fn memories(
         let found = memory.search(&owner, q, Some(50)).await.map_err(|e| backend(&state, &e))?;
         html! {
             p { (found.len()) " found, those sharing the most words first." }
-            (rows(&found))
+            (rows(&found, &[]))
         }
     } else {
         let after = query.after.as_deref().map(MemoryCursor::from_page_token).transpose();
-        let page = memory.list(&owner, after.map_err(|e| backend(&state, &e))?, LIST_PAGE).await;
-        let page = page.map_err(|e| backend(&state, &e))?;
+        let listed = memory.list_with_revisions(&owner, after.map_err(|e| backend(&state, &e))?, LIST_PAGE).await;
+        let (page, revisions) = listed.map_err(|e| backend(&state, &e))?;
         html! {
             @if page.memories.is_empty() { p.empty { "No memories." } }
-            @else { (rows(&page.memories)) }
+            @else { (rows(&page.memories, &revisions)) }
             @if let Some(next) = &page.next {
                 p.pager { a href=(format!("{here}?after={}", next.to_page_token())) { "next page →" } }
             }

@@ -238,6 +238,25 @@ async fn the_inspector_shows_and_searches_a_users_memories() {
     assert_eq!(status, StatusCode::BAD_REQUEST);
 }
 
+/// A Memory Bank memory of a user's scope is listed with its revisions, newest first.
+#[tokio::test]
+async fn the_inspector_shows_a_memorys_revisions() {
+    let r = app(AppState::new(SessionService::in_memory()));
+    let create = r#"{"fact": "likes <b>green</b> tea", "scope": {"app_name": "shop", "user_id": "ann"},
+                     "revisionLabels": {"author": "user"}}"#;
+    let path = "/v1beta1/reasoningEngines/shop/memories?memoryId=tea";
+    assert_eq!(send(&r, Method::POST, path, create, &[JSON]).await.0, StatusCode::OK);
+    let patch = r#"{"fact": "likes oolong tea"}"#;
+    let path = "/v1beta1/reasoningEngines/shop/memories/tea?updateMask=fact";
+    assert_eq!(send(&r, Method::PATCH, path, patch, &[JSON]).await.0, StatusCode::OK);
+    let (status, page, _) = send(&r, Method::GET, "/ui/apps/shop/users/ann/memories", "", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("2 revisions"), "{page}");
+    let (newest, oldest) = (page.find("likes oolong tea</span>").unwrap(), page.find("&lt;b&gt;green").unwrap());
+    assert!(newest < oldest, "newest first: {page}");
+    assert!(page.contains("author=user") && !page.contains("<b>green"), "labels shown, facts escaped: {page}");
+}
+
 #[tokio::test]
 async fn a_sessions_artifacts_are_listed_with_their_versions_and_shown_inline() {
     let r = app(AppState::new(SessionService::in_memory()));

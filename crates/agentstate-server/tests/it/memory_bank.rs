@@ -56,6 +56,27 @@ fn check(run: &Value) {
     assert_eq!(got["has_times"], true);
     assert_eq!(run["patched"], json!({"done": true, "fact": "Alice prefers aisle seats now"}));
     assert_eq!(
+        run["revisions"],
+        json!([
+            ["2", "Alice prefers aisle seats now", true],
+            ["1", "Alice prefers window seats on long flights", true]
+        ]),
+        "{run}"
+    );
+    assert_eq!(run["first_revision"], "Alice prefers window seats on long flights");
+    assert_eq!(run["rolled_back"], json!({"done": true, "fact": "Alice prefers window seats on long flights"}));
+    assert_eq!(run["revisions_after_rollback"], json!(["3", "2", "1"]), "paged one at a time: {run}");
+    assert_eq!(
+        run["labelled"],
+        json!([["Erin keeps a diary", {"why": "she said so"}]]),
+        "revision labels, filtered: {run}"
+    );
+    assert_eq!(run["revision_ttl"], 3600.0, "{run}");
+    let distances = run["distances"].as_array().unwrap();
+    assert_eq!(distances[0], json!(["Alice is allergic to peanuts", 0.0]), "{run}");
+    assert!(distances.iter().all(|d| (0.0..=1.0).contains(&d[1].as_f64().unwrap())), "{run}");
+    assert_eq!((&run["profiles"], &run["adk_profiles"]), (&json!({}), &json!([])));
+    assert_eq!(
         run["listed"],
         json!([
             "Alice flies to Lisbon every spring",
@@ -269,10 +290,29 @@ async fn serve_generates_memories_from_conversations_with_a_model() {
     let (_, operation) =
         post("memories:generate", json!({"scope": scope, "directContentsSource": said("We moved to Porto")})).await;
     let finished = done(&client, &base, &operation).await;
-    assert_eq!(finished["response"]["generatedMemories"][0]["action"], "UPDATED", "{finished}");
+    let updated = &finished["response"]["generatedMemories"][0];
+    assert_eq!(updated["action"], "UPDATED", "{finished}");
     assert_eq!(
         facts(client.clone(), engine.clone()).await,
         ["The user is allergic to peanuts.", "The user lives in Porto."]
+    );
+    // Its revisions: what it was, and what it became with the fact extracted; the previous
+    // revision named by the generation undoes it.
+    let name = updated["memory"]["name"].as_str().unwrap();
+    let previous = updated["previousRevision"].as_str().unwrap();
+    assert_eq!(previous, format!("{name}/revisions/1"), "{finished}");
+    let revisions: Value =
+        client.get(format!("{base}/v1beta1/{name}/revisions")).send().await.unwrap().json().await.unwrap();
+    let revisions = revisions["memoryRevisions"].as_array().unwrap();
+    assert_eq!(revisions[0]["fact"], "The user lives in Porto.");
+    assert_eq!(revisions[0]["extractedMemories"], json!([{"fact": "The user lives in Porto."}]), "{revisions:?}");
+    assert_eq!(revisions[1]["fact"], "The user lives in Lisbon.");
+    let undo = json!({"targetRevisionId": "1"});
+    let rolled = client.post(format!("{base}/v1beta1/{name}:rollback")).json(&undo).send().await.unwrap();
+    assert_eq!(rolled.status(), 200);
+    assert_eq!(
+        facts(client.clone(), engine.clone()).await,
+        ["The user is allergic to peanuts.", "The user lives in Lisbon."]
     );
 
     // A model answer that is not the JSON asked for: the operation fails, nothing is written.

@@ -115,6 +115,104 @@ async fn simple_retrieval_pages_and_similarity_answers_one_page() {
     let body = json!({"scope": {"user_id": "bob"}, "similarity_search_params": {"search_query": "tea"}});
     let (_, found) = call(&r, "POST", &format!("{E}/memories:retrieve"), Some(body), &[]).await;
     assert_eq!(found["retrievedMemories"].as_array().unwrap().len(), 3, "top_k is 3 by default");
+
+    // Without embeddings, the distance is the share of the query's words a memory lacks.
+    let body =
+        json!({"scope": {"user_id": "bob"}, "similaritySearchParams": {"searchQuery": "number 3 tea", "topK": 2}});
+    let (_, found) = call(&r, "POST", &format!("{E}/memories:retrieve"), Some(body), &[]).await;
+    let found = found["retrievedMemories"].as_array().unwrap();
+    assert_eq!(found[0]["memory"]["fact"], "fact number 3 about tea");
+    assert_eq!(found[0]["distance"], 0.0);
+    let second = found[1]["distance"].as_f64().unwrap();
+    assert!((second - 1.0 / 3.0).abs() < 1e-9, "{found:?}");
+}
+
+#[tokio::test]
+async fn every_write_keeps_a_revision_and_a_rollback_restores_one() {
+    let r = router();
+    let body = json!({"fact": "likes green tea", "scope": {"user_id": "dana"},
+                      "revisionLabels": {"author": "user", "timestamp": "2026-11-29T10:00:00"}});
+    let id = id_of(&create(&r, body).await);
+    let path = format!("{E}/memories/{id}");
+    for (fact, label) in [("likes oolong tea", "a"), ("likes black tea", "b"), ("likes mint tea", "a")] {
+        let body = json!({"fact": fact, "revision_labels": {"step": label}, "revision_ttl": "3600s"});
+        let (status, op) = call(&r, "PATCH", &format!("{path}?updateMask=fact"), Some(body), &[]).await;
+        assert_eq!(status, 200, "{op}");
+    }
+    let (status, page) = call(&r, "GET", &format!("{FULL}/memories/{id}/revisions?pageSize=3"), None, &[]).await;
+    assert_eq!(status, 200, "{page}");
+    let revisions = page["memoryRevisions"].as_array().unwrap();
+    let facts: Vec<&str> = revisions.iter().map(|r| r["fact"].as_str().unwrap()).collect();
+    assert_eq!(facts, ["likes mint tea", "likes black tea", "likes oolong tea"], "newest first");
+    assert_eq!(revisions[0]["name"], format!("projects/p/locations/l/reasoningEngines/77/memories/{id}/revisions/4"));
+    assert_eq!(revisions[0]["labels"], json!({"step": "a"}));
+    assert!(revisions[0]["expireTime"].is_string() && revisions[0]["createTime"].is_string());
+    let token = page["nextPageToken"].as_str().unwrap();
+    let (_, rest) =
+        call(&r, "GET", &format!("{E}/memories/{id}/revisions?pageSize=3&pageToken={token}"), None, &[]).await;
+    assert_eq!(rest["memoryRevisions"][0]["labels"], json!({"author": "user", "timestamp": "2026-11-29T10:00:00"}));
+    assert!(rest.get("nextPageToken").is_none(), "{rest}");
+    let filter = "labels.step%3D%22a%22";
+    let (_, some) = call(&r, "GET", &format!("{E}/memories/{id}/revisions?filter={filter}"), None, &[]).await;
+    let facts: Vec<&str> =
+        some["memoryRevisions"].as_array().unwrap().iter().map(|r| r["fact"].as_str().unwrap()).collect();
+    assert_eq!(facts, ["likes mint tea", "likes oolong tea"]);
+
+    let (status, one) = call(&r, "GET", &format!("{E}/memories/{id}/revisions/2"), None, &[]).await;
+    assert_eq!((status.as_u16(), &one["fact"]), (200, &json!("likes oolong tea")), "{one}");
+    let (status, error) = call(&r, "GET", &format!("{E}/memories/{id}/revisions/9"), None, &[]).await;
+    assert_eq!((status.as_u16(), &error["error"]["status"]), (404, &json!("NOT_FOUND")), "{error}");
+
+    let (status, op) =
+        call(&r, "POST", &format!("{path}:rollback"), Some(json!({"target_revision_id": "2"})), &[]).await;
+    assert_eq!((status.as_u16(), &op["done"]), (200, &json!(true)), "{op}");
+    let (_, got) = call(&r, "GET", &path, None, &[]).await;
+    assert_eq!(got["fact"], "likes oolong tea");
+    let (_, page) = call(&r, "GET", &format!("{E}/memories/{id}/revisions?pageSize=1"), None, &[]).await;
+    assert_eq!(page["memoryRevisions"][0]["name"], format!("reasoningEngines/77/memories/{id}/revisions/5"));
+    for (body, status) in
+        [(json!({"targetRevisionId": "9"}), 404), (json!({}), 400), (json!({"targetRevisionId": "1", "x": 1}), 400)]
+    {
+        let (got, error) = call(&r, "POST", &format!("{path}:rollback"), Some(body.clone()), &[]).await;
+        assert_eq!(got.as_u16(), status, "{body}: {error}");
+    }
+    let (status, _) = call(&r, "POST", &format!("{path}:undo"), Some(json!({})), &[]).await;
+    assert_eq!(status, 404);
+    let (status, error) =
+        call(&r, "GET", &format!("{E}/memories/{id}/revisions?filter=fact%3D%22x%22"), None, &[]).await;
+    assert_eq!((status.as_u16(), &error["error"]["status"]), (400, &json!("INVALID_ARGUMENT")), "{error}");
+    let (status, error) = call(&r, "GET", &format!("{E}/memories/{id}/revisions?pageToken=abc"), None, &[]).await;
+    assert_eq!(status, 400, "{error}");
+
+    // A write may keep no revision; bad revision options write nothing.
+    let body = json!({"fact": "likes no tea", "disableMemoryRevisions": true});
+    let (status, _) = call(&r, "PATCH", &format!("{path}?updateMask=fact"), Some(body), &[]).await;
+    assert_eq!(status, 200);
+    let (_, page) = call(&r, "GET", &format!("{E}/memories/{id}/revisions"), None, &[]).await;
+    assert_eq!(page["memoryRevisions"].as_array().unwrap().len(), 5);
+    for bad in [
+        json!({"fact": "x y", "revisionLabels": {"k": 1}}),
+        json!({"fact": "x y", "revisionTtl": "soon"}),
+        json!({"fact": "x y", "revisionTtl": "60s", "revisionExpireTime": "2030-01-01T00:00:00Z"}),
+        json!({"fact": "x y", "disableMemoryRevisions": "yes"}),
+    ] {
+        let (status, error) = call(&r, "PATCH", &format!("{path}?updateMask=fact"), Some(bad.clone()), &[]).await;
+        assert_eq!(status, 400, "{bad}: {error}");
+    }
+    let (_, got) = call(&r, "GET", &path, None, &[]).await;
+    assert_eq!(got["fact"], "likes no tea", "nothing written");
+
+    // Deleting a memory deletes its revisions.
+    call(&r, "DELETE", &path, None, &[]).await;
+    let (status, _) = call(&r, "GET", &format!("{E}/memories/{id}/revisions"), None, &[]).await;
+    assert_eq!(status, 404);
+
+    // Profiles: this server keeps no structured memory schemas.
+    let body = json!({"scope": {"user_id": "dana"}});
+    let (status, profiles) = call(&r, "POST", &format!("{E}/memories:retrieveProfiles"), Some(body), &[]).await;
+    assert_eq!((status.as_u16(), profiles), (200, json!({"profiles": {}})));
+    let (status, _) = call(&r, "POST", &format!("{E}/memories:retrieveProfiles"), Some(json!({})), &[]).await;
+    assert_eq!(status, 400);
 }
 
 #[tokio::test]

@@ -92,6 +92,45 @@ async def main():
         config={"update_mask": "fact"},
     )
     out["patched"] = {"done": op.done, "fact": (await memories.get(name=f"{engine_name}/memories/seat-pref")).fact}
+    # Revisions: one a write, newest first; a rollback sets the fact back (a revision too).
+    seat = f"{engine_name}/memories/seat-pref"
+    revisions = [r async for r in await memories.revisions.list(name=seat)]
+    out["revisions"] = [(r.name.rsplit("/", 1)[1], r.fact, bool(r.create_time)) for r in revisions]
+    first = await memories.revisions.get(name=revisions[-1].name)
+    out["first_revision"] = first.fact
+    rolled = await memories.rollback(name=seat, target_revision_id="1", config={"wait_for_completion": True})
+    out["rolled_back"] = {"done": rolled.done, "fact": (await memories.get(name=seat)).fact}
+    revisions = [r async for r in await memories.revisions.list(name=seat, config={"page_size": 1})]
+    out["revisions_after_rollback"] = [r.name.rsplit("/", 1)[1] for r in revisions]
+    await memories._update(
+        name=seat,
+        fact="Alice prefers aisle seats now",
+        scope={"app_name": ENGINE, "user_id": "alice"},
+        config={"update_mask": "fact", "revision_ttl": "3600s"},
+    )
+    newest = [r async for r in await memories.revisions.list(name=seat, config={"page_size": 1})][0]
+    out["revision_ttl"] = newest.expire_time is not None and (newest.expire_time - newest.create_time).total_seconds()
+    labelled = await memories.generate(
+        name=engine_name,
+        direct_memories_source={"direct_memories": [{"fact": "Erin keeps a diary"}]},
+        scope={"app_name": ENGINE, "user_id": "erin"},
+        config={"revision_labels": {"why": "she said so"}, "wait_for_completion": True},
+    )
+    labelled = labelled.response.generated_memories[0].memory.name
+    matching = [r async for r in await memories.revisions.list(name=labelled, config={"filter": 'labels.why="she said so"'})]
+    other = [r async for r in await memories.revisions.list(name=labelled, config={"filter": 'labels.why="no"'})]
+    out["labelled"] = [(r.fact, r.labels) for r in matching] + [r.fact for r in other]
+    await memories.delete(name=labelled)
+    # Distances of a similarity search, and profiles (none: no structured memory schemas here).
+    nearest = await memories.retrieve(
+        name=engine_name,
+        scope={"app_name": ENGINE, "user_id": "alice"},
+        similarity_search_params={"search_query": "peanuts allergic", "top_k": 2},
+    )
+    out["distances"] = [(r.memory.fact, r.distance) async for r in nearest]
+    profiles = await memories.retrieve_profiles(name=engine_name, scope={"app_name": ENGINE, "user_id": "alice"})
+    out["profiles"] = profiles.profiles or {}
+    out["adk_profiles"] = [p.model_dump() for p in await bank.retrieve_profiles(app_name=ENGINE, user_id="alice")]
     listed = [m async for m in await memories.list(name=engine_name, config={"page_size": 2})]
     out["listed"] = sorted(m.fact for m in listed)
     simple = await memories.retrieve(

@@ -7,6 +7,11 @@
 //! the runtime's `load_memory` read for that app and user, and those `erase-user` removes. Any
 //! other scope is an owner of the engine whose user is a digest of the scope (starting with a
 //! space, which no user id may): exact by construction, and never a real user's.
+//!
+//! Every write keeps a [`Revision`] (unless asked not to): the fact as written, with its labels
+//! and what a generation extracted, inside the memory's own record. A memory's revisions are
+//! therefore read, encrypted, expired, erased and deleted with it, and a write and its revision
+//! are one atomic put; at most [`MAX_REVISIONS`] are kept, the oldest dropped first.
 
 use std::collections::BTreeMap;
 
@@ -14,9 +19,10 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
+use super::embed::{cosine, vector_of};
 use super::model::{BANK_KEY, Memory, MemoryOwner, text_of};
 use super::service::{MemoryService, indexed_one};
-use super::words::words;
+use super::words::{matched, words};
 use crate::content::Content;
 use crate::error::{Error, Result};
 use crate::key::validate_id;
@@ -28,6 +34,12 @@ pub const MAX_SCOPE_KEYS: usize = 10;
 
 /// The largest fact, in bytes.
 pub const MAX_FACT_BYTES: usize = 16 * 1024;
+
+/// The most revisions a memory keeps: a write that would keep more drops the oldest.
+pub const MAX_REVISIONS: usize = 100;
+
+/// The most labels a revision has.
+pub const MAX_REVISION_LABELS: usize = 64;
 
 /// A Memory Bank scope: string keys and values, matched exactly.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +123,112 @@ pub struct BankMemory {
     pub expire_micros: Option<i64>,
     /// The session it came from, for a memory ADK's memory services wrote (kept on updates).
     source: Option<String>,
+    /// Its revisions, oldest first.
+    revisions: Vec<Revision>,
+    /// The number of the last revision written (revision ids are never taken again).
+    last_revision: u64,
+}
+
+/// A memory as one write left it (Memory Bank's memory revision).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Revision {
+    /// Its id, the last segment of its name: `1`, `2`, … in the order written.
+    pub id: String,
+    /// The memory's fact after the write.
+    pub fact: String,
+    /// When it was written, epoch microseconds.
+    pub create_micros: i64,
+    /// When it expires, epoch microseconds; `None`: with the memory.
+    pub expire_micros: Option<i64>,
+    /// The write's labels.
+    pub labels: BTreeMap<String, String>,
+    /// The facts a generation extracted before consolidating them into this one.
+    pub extracted: Vec<String>,
+}
+
+/// How a write keeps a revision of what it writes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RevisionOptions {
+    /// Keep none (Memory Bank's `disable_memory_revisions`).
+    pub disabled: bool,
+    /// Its labels (`revision_labels`).
+    pub labels: BTreeMap<String, String>,
+    /// When it expires (`revision_expire_time`); with neither this nor `ttl_micros`, with the
+    /// memory.
+    pub expire_micros: Option<i64>,
+    /// How long after it is written it expires (`revision_ttl`).
+    pub ttl_micros: Option<i64>,
+    /// What a generation extracted.
+    pub extracted: Vec<String>,
+}
+
+impl RevisionOptions {
+    /// Checks the labels: at most [`MAX_REVISION_LABELS`], keys 1 to 128 characters, values
+    /// at most 1024.
+    pub fn validate(&self) -> Result<()> {
+        if self.labels.len() > MAX_REVISION_LABELS {
+            let n = self.labels.len();
+            return Err(Error::invalid(
+                "revision_labels",
+                format!("has {n}; at most {MAX_REVISION_LABELS} are allowed"),
+            ));
+        }
+        for (key, value) in &self.labels {
+            if key.is_empty() || key.chars().count() > 128 {
+                return Err(Error::invalid("revision_labels", format!("key {key:?} must be 1 to 128 characters")));
+            }
+            if value.chars().count() > 1024 {
+                return Err(Error::invalid("revision_labels", format!("{key:?} is over 1024 characters")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The revisions kept in a memory's own Memory Bank fields.
+fn revisions_in(own: &Map<String, Value>) -> Vec<Revision> {
+    let items = own.get("revisions").and_then(Value::as_array);
+    items.map(|items| items.iter().filter_map(Revision::from_json).collect()).unwrap_or_default()
+}
+
+impl Revision {
+    fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        out.insert("id".into(), json!(self.id));
+        out.insert("fact".into(), json!(self.fact));
+        out.insert("create".into(), json!(self.create_micros));
+        if let Some(expire) = self.expire_micros {
+            out.insert("expire".into(), json!(expire));
+        }
+        if !self.labels.is_empty() {
+            out.insert("labels".into(), json!(self.labels));
+        }
+        if !self.extracted.is_empty() {
+            out.insert("extracted".into(), json!(self.extracted));
+        }
+        Value::Object(out)
+    }
+
+    fn from_json(value: &Value) -> Option<Self> {
+        let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+        let strings = |key: &str| -> Vec<String> {
+            value
+                .get(key)
+                .and_then(Value::as_array)
+                .map_or_else(Vec::new, |items| items.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        };
+        let labels = value.get("labels").and_then(Value::as_object).map_or_else(BTreeMap::new, |labels| {
+            labels.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect()
+        });
+        Some(Self {
+            id: text("id")?,
+            fact: text("fact")?,
+            create_micros: value.get("create")?.as_i64()?,
+            expire_micros: value.get("expire").and_then(Value::as_i64),
+            labels,
+            extracted: strings("extracted"),
+        })
+    }
 }
 
 impl BankMemory {
@@ -129,7 +247,38 @@ impl BankMemory {
             update_micros: 0,
             expire_micros: None,
             source: None,
+            revisions: Vec::new(),
+            last_revision: 0,
         }
+    }
+
+    /// Its live revisions, oldest first.
+    pub fn revisions(&self) -> &[Revision] {
+        &self.revisions
+    }
+
+    /// Its revision with this id.
+    pub fn revision(&self, id: &str) -> Option<&Revision> {
+        self.revisions.iter().find(|r| r.id == id)
+    }
+
+    /// Keeps a revision of the memory as it is now (unless `options` disable it), dropping
+    /// those expired at `now` and the oldest beyond [`MAX_REVISIONS`].
+    fn revise(&mut self, options: &RevisionOptions, now: i64) {
+        self.revisions.retain(|r| r.expire_micros.is_none_or(|e| e > now));
+        if !options.disabled {
+            self.last_revision += 1;
+            self.revisions.push(Revision {
+                id: self.last_revision.to_string(),
+                fact: self.fact.clone(),
+                create_micros: now,
+                expire_micros: options.expire_micros.or(options.ttl_micros.map(|ttl| now.saturating_add(ttl))),
+                labels: options.labels.clone(),
+                extracted: options.extracted.clone(),
+            });
+        }
+        let over = self.revisions.len().saturating_sub(MAX_REVISIONS);
+        self.revisions.drain(..over);
     }
 
     /// Checks the fact and the metadata.
@@ -161,6 +310,10 @@ impl BankMemory {
         }
         if !self.topics.is_empty() {
             own.insert("topics".into(), Value::Array(self.topics));
+        }
+        if self.last_revision > 0 {
+            own.insert("revised".into(), json!(self.last_revision));
+            own.insert("revisions".into(), self.revisions.iter().map(Revision::to_json).collect());
         }
         custom_metadata.insert(BANK_KEY.to_owned(), Value::Object(own));
         Memory {
@@ -202,6 +355,8 @@ impl BankMemory {
             description: text("description"),
             topics: own.get("topics").and_then(Value::as_array).cloned().unwrap_or_default(),
             update_micros: own.get("update").and_then(Value::as_i64).unwrap_or(memory.create_micros),
+            revisions: revisions_in(&own),
+            last_revision: own.get("revised").and_then(Value::as_u64).unwrap_or(0),
             id: memory.id,
             source: memory.session_id,
             metadata: memory.custom_metadata,
@@ -258,6 +413,26 @@ pub struct EnginePage {
     pub next: Option<EngineCursor>,
 }
 
+/// A memory a similarity search found, and how far from the query it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Retrieved {
+    /// The memory.
+    pub memory: BankMemory,
+    /// Its distance from the query, smaller nearer: `1 - cosine similarity` of the two
+    /// embeddings (0 to 2) when the app has embeddings and the memory a vector of its model,
+    /// else the share of the query's words the memory lacks (0 to 1).
+    pub distance: f64,
+}
+
+/// The share of the query's words `text` lacks.
+fn word_distance(query_words: &std::collections::BTreeSet<String>, text: &str) -> f64 {
+    if query_words.is_empty() {
+        return 1.0;
+    }
+    let lacking = query_words.len().saturating_sub(matched(query_words, text));
+    lacking as f64 / query_words.len() as f64
+}
+
 /// A page of a scope's memories and where the next starts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BankPage {
@@ -269,11 +444,18 @@ pub struct BankPage {
 
 impl MemoryService {
     /// Stores a new Memory Bank memory of `engine`, created now (its `update` too), expiring
-    /// at its `expire_micros` or after the app's default time to live. Ids are distinct per
-    /// engine: an id any scope of the engine holds is refused with `AlreadyExists`, the id of a
-    /// memory the scope deleted with `InvalidArgument` (as ADK's memory services leave it out).
-    pub async fn bank_create(&self, engine: &str, mut memory: BankMemory) -> Result<BankMemory> {
+    /// at its `expire_micros` or after the app's default time to live, with its first revision
+    /// (as `revision` says). Ids are distinct per engine: an id any scope of the engine holds is
+    /// refused with `AlreadyExists`, the id of a memory the scope deleted with `InvalidArgument`
+    /// (as ADK's memory services leave it out).
+    pub async fn bank_create(
+        &self,
+        engine: &str,
+        mut memory: BankMemory,
+        revision: &RevisionOptions,
+    ) -> Result<BankMemory> {
         memory.validate()?;
+        revision.validate()?;
         let store = self.store("create a memory")?;
         let owner = memory.scope.owner(engine);
         if self.bank_get(engine, &memory.id).await?.is_some() {
@@ -285,6 +467,7 @@ impl MemoryService {
         if memory.expire_micros.is_none() {
             memory.expire_micros = self.default_expiry(owner.app_name(), now);
         }
+        memory.revise(revision, now);
         let indexed = indexed_one(self, &owner, memory.clone().into_memory()).await?;
         let put = MemoryPut { owner, source: None, mode: PutMode::Add, memories: vec![indexed] };
         let span = tracing::info_span!("bank_create", app = engine);
@@ -304,41 +487,94 @@ impl MemoryService {
         Ok(found.into_iter().next().map(|(owner, memory)| BankMemory::from_memory(&owner, memory)))
     }
 
-    /// Rewrites a stored memory (its scope and id unchanged), its `update` time now when its
-    /// fact changed. Answers it as stored, or `None` if it is gone.
-    pub async fn bank_update(&self, engine: &str, mut memory: BankMemory) -> Result<Option<BankMemory>> {
-        memory.validate()?;
-        let store = self.store("update a memory")?;
-        let Some(before) = self.bank_get(engine, &memory.id).await? else { return Ok(None) };
-        if before.fact != memory.fact {
-            memory.update_micros = self.sessions.now_micros();
+    /// Rewrites `before` (as read) as `after` (its scope and id unchanged), its `update` time
+    /// now when its fact changed, keeping a revision as `revision` says. Answers it as stored,
+    /// or `None` if it is gone.
+    pub async fn bank_update(
+        &self,
+        engine: &str,
+        before: &BankMemory,
+        mut after: BankMemory,
+        revision: &RevisionOptions,
+    ) -> Result<Option<BankMemory>> {
+        after.validate()?;
+        revision.validate()?;
+        if after.id != before.id || after.scope != before.scope {
+            return Err(Error::invalid("memory", "an update keeps the memory's id and scope"));
         }
-        memory.create_micros = before.create_micros;
-        memory.source = before.source;
-        let owner = memory.scope.owner(engine);
-        let indexed = indexed_one(self, &owner, memory.clone().into_memory()).await?;
-        let source = memory.source.clone();
+        let store = self.store("update a memory")?;
+        let now = self.sessions.now_micros();
+        after.update_micros = if before.fact == after.fact { before.update_micros } else { now };
+        after.create_micros = before.create_micros;
+        after.source.clone_from(&before.source);
+        after.revisions.clone_from(&before.revisions);
+        after.last_revision = before.last_revision;
+        after.revise(revision, now);
+        let owner = after.scope.owner(engine);
+        let indexed = indexed_one(self, &owner, after.clone().into_memory()).await?;
+        let source = after.source.clone();
         let put = MemoryPut { owner, source, mode: PutMode::Rewrite, memories: vec![indexed] };
         let span = tracing::info_span!("bank_update", app = engine);
         let rewritten = store.put_memories(&put).instrument(span).await?;
-        Ok((rewritten > 0).then_some(memory))
+        Ok((rewritten > 0).then_some(after))
     }
 
-    /// Deletes the memory of `engine` with this id; answers whether there was one.
-    pub async fn bank_delete(&self, engine: &str, id: &str) -> Result<bool> {
+    /// Sets the memory's fact back to that of its revision `revision_id`, keeping a new
+    /// revision. Answers it as stored, or `None` if it is gone; an unknown revision is
+    /// `InvalidArgument`.
+    pub async fn bank_rollback(
+        &self,
+        engine: &str,
+        memory: &BankMemory,
+        revision_id: &str,
+    ) -> Result<Option<BankMemory>> {
+        let Some(target) = memory.revision(revision_id) else {
+            let message = format!("memory {} has no revision {revision_id:?}", memory.id);
+            return Err(Error::invalid("target_revision_id", message));
+        };
+        let mut after = memory.clone();
+        after.fact.clone_from(&target.fact);
+        self.bank_update(engine, memory, after, &RevisionOptions::default()).await
+    }
+
+    /// Deletes the memory (and its revisions); answers whether it was still there.
+    pub async fn bank_delete(&self, engine: &str, memory: &BankMemory) -> Result<bool> {
         let store = self.store("delete a memory")?;
-        let Some(memory) = self.bank_get(engine, id).await? else { return Ok(false) };
         let owner = memory.scope.owner(engine);
-        Ok(store.delete_memory(&owner, id).await? > 0)
+        Ok(store.delete_memory(&owner, &memory.id).await? > 0)
     }
 
     /// The scope's memories of `engine` nearest `query` (as [`search`](Self::search) ranks
     /// them), at most `limit`.
     pub async fn bank_search(&self, engine: &str, scope: &Scope, query: &str, limit: usize) -> Result<Vec<BankMemory>> {
+        Ok(self.bank_retrieve(engine, scope, query, limit).await?.into_iter().map(|r| r.memory).collect())
+    }
+
+    /// [`bank_search`](Self::bank_search) with each memory's distance from the query.
+    pub async fn bank_retrieve(
+        &self,
+        engine: &str,
+        scope: &Scope,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<Retrieved>> {
         let owner = scope.owner(engine);
         let options = super::SearchOptions { limit: Some(limit), ..Default::default() };
-        let found = self.search_kept(&owner, query, &options).await?;
-        Ok(found.into_iter().map(|m| BankMemory::from_memory(&owner, m)).filter(|m| &m.scope == scope).collect())
+        let found = self.search_found(&owner, query, &options).await?;
+        let query_words = words(query);
+        let mut retrieved = Vec::with_capacity(found.memories.len());
+        for memory in found.memories {
+            let by_meaning = found.query.as_ref().and_then(|(model, query_vector)| {
+                let vector = vector_of(&memory.custom_metadata, model).filter(|v| v.len() == query_vector.len())?;
+                Some(1.0 - f64::from(cosine(query_vector, &vector)))
+            });
+            let distance = by_meaning.unwrap_or_else(|| word_distance(&query_words, &memory.text()));
+            let memory = BankMemory::from_memory(&owner, memory);
+            if &memory.scope == scope {
+                retrieved.push(Retrieved { memory, distance });
+            }
+        }
+        Ok(retrieved)
     }
 
     /// A page of every memory of `engine`, of every scope: an owner's oldest first, owners in
@@ -393,6 +629,24 @@ impl MemoryService {
         let after = MemoryOwner::from_storage(engine, user);
         let next = store.memory_owners(Some(&after), 1).await?;
         Ok(next.into_iter().find(|owner| owner.app_name() == engine).map(|owner| owner.user_id().to_owned()))
+    }
+
+    /// [`list`](Self::list) with each memory's Memory Bank revisions, oldest first (none for a
+    /// memory no Memory Bank write kept one of): what the inspector shows.
+    pub async fn list_with_revisions(
+        &self,
+        owner: &MemoryOwner,
+        after: Option<MemoryCursor>,
+        limit: usize,
+    ) -> Result<(super::MemoryPage, Vec<Vec<Revision>>)> {
+        let mut page = self.list_kept(owner, after, limit).await?;
+        let revisions = page
+            .memories
+            .iter()
+            .map(|m| m.custom_metadata.get(BANK_KEY).and_then(Value::as_object).map(revisions_in).unwrap_or_default())
+            .collect();
+        page.memories = page.memories.into_iter().map(super::service::shown).collect();
+        Ok((page, revisions))
     }
 
     /// A page of the scope's memories of `engine`, oldest first.

@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use super::bank::{BankMemory, MAX_FACT_BYTES, Scope};
+use super::bank::{BankMemory, MAX_FACT_BYTES, RevisionOptions, Scope};
 use super::fact_model::FactModels;
 use super::service::MemoryService;
 use super::words::words;
@@ -61,6 +61,8 @@ pub struct Generated {
     pub memory: BankMemory,
     /// What was done.
     pub action: Action,
+    /// For an update, the id of the revision it replaced (a rollback to it undoes the update).
+    pub previous_revision: Option<String>,
 }
 
 /// Memory Bank's managed topics, by their API names, with what each asks the model to keep.
@@ -104,6 +106,8 @@ pub struct GenerateOptions {
     pub metadata: serde_json::Map<String, Value>,
     /// The keys of `metadata` that are times.
     pub timestamp_keys: Vec<String>,
+    /// How the revisions of what it writes are kept (the extracted facts are added to them).
+    pub revision: RevisionOptions,
 }
 
 impl GenerateOptions {
@@ -292,32 +296,40 @@ impl MemoryService {
             }
         }
         let planned = if existing.is_empty() {
-            facts.into_iter().map(Planned::Create).collect()
+            facts.iter().cloned().map(Planned::Create).collect()
         } else {
             let given: Vec<Value> = existing.iter().map(|m| json!({"id": m.id, "fact": m.fact})).collect();
             let input = json!({"existing": given, "new": facts}).to_string();
             let ids = existing.iter().map(|m| m.id.clone()).collect();
             parse_actions(&model.answer(CONSOLIDATION_INSTRUCTION, &input).await?, &ids)?
         };
+        let revision = RevisionOptions { extracted: facts.clone(), ..options.revision.clone() };
         let mut done = Vec::with_capacity(planned.len());
         for plan in planned {
-            let held = |id: &str| existing.iter().find(|m| m.id == id).cloned();
+            let held = |id: &str| existing.iter().find(|m| m.id == id);
             match plan {
                 Planned::Create(fact) => {
-                    let memory = self.bank_create(engine, options.new_memory(new_id(), scope.clone(), fact)).await?;
-                    done.push(Generated { memory, action: Action::Created });
+                    let memory = options.new_memory(new_id(), scope.clone(), fact);
+                    let memory = self.bank_create(engine, memory, &revision).await?;
+                    done.push(Generated { memory, action: Action::Created, previous_revision: None });
                 }
                 Planned::Update(id, fact) => {
-                    let Some(mut memory) = held(&id) else { continue };
-                    memory.fact = fact;
-                    if let Some(memory) = self.bank_update(engine, memory).await? {
-                        done.push(Generated { memory, action: Action::Updated });
+                    let Some(before) = held(&id) else { continue };
+                    let mut after = before.clone();
+                    after.fact = fact;
+                    if let Some(memory) = self.bank_update(engine, before, after, &revision).await? {
+                        let previous_revision = before.revisions().last().map(|r| r.id.clone());
+                        done.push(Generated { memory, action: Action::Updated, previous_revision });
                     }
                 }
                 Planned::Delete(id) => {
                     let Some(memory) = held(&id) else { continue };
-                    if self.bank_delete(engine, &id).await? {
-                        done.push(Generated { memory, action: Action::Deleted });
+                    if self.bank_delete(engine, memory).await? {
+                        done.push(Generated {
+                            memory: memory.clone(),
+                            action: Action::Deleted,
+                            previous_revision: None,
+                        });
                     }
                 }
             }

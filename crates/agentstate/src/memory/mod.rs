@@ -15,7 +15,7 @@ mod service;
 pub mod terms;
 pub mod words;
 
-pub use bank::{BankMemory, BankPage, EngineCursor, EnginePage, Scope};
+pub use bank::{BankMemory, BankPage, EngineCursor, EnginePage, Retrieved, Revision, RevisionOptions, Scope};
 pub use embed::{Embedder, Embedders, Purpose, SearchMode};
 pub use fact_model::{FactModel, FactModels};
 pub use generate::{Action, GenerateOptions, Generated, Turn};

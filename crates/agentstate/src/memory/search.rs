@@ -25,6 +25,14 @@ pub struct SearchOptions {
     pub min_similarity: Option<f32>,
 }
 
+/// What a search found, as kept.
+pub(super) struct Found {
+    /// The memories, best first.
+    pub(super) memories: Vec<Memory>,
+    /// The embedding model and the query's vector, when the query was embedded.
+    pub(super) query: Option<(String, Vec<f32>)>,
+}
+
 /// The most candidates one text search asks the store for.
 const MAX_CANDIDATES: usize = 10_000;
 /// Memories read per page by a scan of vectors.
@@ -37,17 +45,17 @@ impl MemoryService {
     /// embedder for the app (else `Unsupported`); a hybrid search whose query embedding fails
     /// answers the text ranking alone (and logs why), a semantic one fails.
     pub async fn search_with(&self, owner: &MemoryOwner, query: &str, options: &SearchOptions) -> Result<Vec<Memory>> {
-        Ok(self.search_kept(owner, query, options).await?.into_iter().map(shown).collect())
+        Ok(self.search_found(owner, query, options).await?.memories.into_iter().map(shown).collect())
     }
 
     /// [`search_with`](Self::search_with), the memories as kept (with agentstate's own
-    /// metadata).
-    pub(super) async fn search_kept(
+    /// metadata), and the query's embedding if it was embedded.
+    pub(super) async fn search_found(
         &self,
         owner: &MemoryOwner,
         query: &str,
         options: &SearchOptions,
-    ) -> Result<Vec<Memory>> {
+    ) -> Result<Found> {
         let store = self.store("search memory")?;
         let limit = page_limit(options.limit.unwrap_or(DEFAULT_SEARCH_LIMIT))?;
         if query.trim().is_empty() {
@@ -74,16 +82,19 @@ impl MemoryService {
         } else {
             self.text_ranked(store, owner, &query_words, limit).instrument(span.clone()).await?
         };
-        let semantic = match embedder {
-            None => Vec::new(),
+        let (semantic, query_vector) = match embedder {
+            None => (Vec::new(), None),
             Some(embedder) => {
                 let ranked = self.semantic_ranked(store, owner, embedder, query, limit, options.min_similarity);
                 match ranked.instrument(span).await {
                     Err(error) if mode == SearchMode::Hybrid => {
                         tracing::warn!(app = owner.app_name(), %error, "searching by words alone: the query embedding failed");
-                        Vec::new()
+                        (Vec::new(), None)
                     }
-                    ranked => ranked?,
+                    ranked => {
+                        let (ranked, vector) = ranked?;
+                        (ranked, Some((embedder.model().to_owned(), vector)))
+                    }
                 }
             }
         };
@@ -93,7 +104,7 @@ impl MemoryService {
             _ => text,
         };
         found.truncate(limit);
-        Ok(found)
+        Ok(Found { memories: found, query: query_vector })
     }
 
     /// The owner's memories sharing words with the query, those sharing the most first. The
@@ -136,7 +147,7 @@ impl MemoryService {
     }
 
     /// The owner's memories nearest the query in meaning: a scan of their vectors (those of the
-    /// embedder's model), most similar first.
+    /// embedder's model), most similar first; and the query's vector.
     async fn semantic_ranked(
         &self,
         store: &dyn MemoryStore,
@@ -145,7 +156,7 @@ impl MemoryService {
         query: &str,
         limit: usize,
         min_similarity: Option<f32>,
-    ) -> Result<Vec<Memory>> {
+    ) -> Result<(Vec<Memory>, Vec<f32>)> {
         let asked = [query.to_owned()];
         let query_vector = embedder.embed(&asked, Purpose::Query).await?.into_iter().next().unwrap_or_default();
         let model = embedder.model();
@@ -171,7 +182,7 @@ impl MemoryService {
             }
         }
         keep_best(&mut best, limit);
-        Ok(best.into_iter().map(|(_, memory)| memory).collect())
+        Ok((best.into_iter().map(|(_, memory)| memory).collect(), query_vector))
     }
 }
 

@@ -391,12 +391,23 @@ impl MemoryService {
 
     /// A page of the owner's memories, oldest first.
     pub async fn list(&self, owner: &MemoryOwner, after: Option<MemoryCursor>, limit: usize) -> Result<MemoryPage> {
+        let page = self.list_kept(owner, after, limit).await?;
+        Ok(MemoryPage { memories: page.memories.into_iter().map(shown).collect(), next: page.next })
+    }
+
+    /// [`list`](Self::list), the memories as kept (with agentstate's own metadata).
+    pub(super) async fn list_kept(
+        &self,
+        owner: &MemoryOwner,
+        after: Option<MemoryCursor>,
+        limit: usize,
+    ) -> Result<MemoryPage> {
         let store = self.store("list memories")?;
         let limit = page_limit(limit)?;
         let list = MemoryList { owner: owner.clone(), after, limit, now_micros: self.sessions.now_micros() };
         let memories = store.list_memories(&list).instrument(tracing::info_span!("list_memories")).await?;
         let next = if memories.len() == limit { memories.last().map(MemoryCursor::of) } else { None };
-        Ok(MemoryPage { memories: memories.into_iter().map(shown).collect(), next })
+        Ok(MemoryPage { memories, next })
     }
 
     /// How many live memories the owner has.

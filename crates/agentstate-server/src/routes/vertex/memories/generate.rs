@@ -7,7 +7,7 @@ use axum::Json;
 use serde_json::json;
 
 use super::{
-    MAX_DIRECT_MEMORIES, MemoryCall, REVISION_FIELDS, Reply, expiry_of, metadata_of, refuse_unknown, scope_of, store,
+    MAX_DIRECT_MEMORIES, MemoryCall, Reply, expiry_of, metadata_of, refuse_unknown, revision_of, scope_of, store,
 };
 use crate::limits::Body;
 use crate::routes::vertex::error::GoogleError;
@@ -103,7 +103,14 @@ fn start_generation(call: &MemoryCall, scope: Scope, turns: Vec<Turn>, options: 
             Ok(generated) => {
                 let listed: Vec<Value> = generated
                     .iter()
-                    .map(|g| json!({"memory": {"name": format!("{prefix}{}", g.memory.id)}, "action": g.action.as_str()}))
+                    .map(|g| {
+                        let name = format!("{prefix}{}", g.memory.id);
+                        let mut one = json!({"memory": {"name": name}, "action": g.action.as_str()});
+                        if let Some(previous) = &g.previous_revision {
+                            one["previousRevision"] = json!(format!("{name}/revisions/{previous}"));
+                        }
+                        one
+                    })
                     .collect();
                 tracing::info!(engine, memories = listed.len(), "memories generated");
                 let response = json!({
@@ -128,7 +135,8 @@ fn start_generation(call: &MemoryCall, scope: Scope, turns: Vec<Turn>, options: 
     json!({"name": name, "done": false})
 }
 
-/// The options of a generation from a body: `allowed_topics`, `ttl`, `metadata`.
+/// The options of a generation from a body: `allowed_topics`, `ttl`, `metadata`, and how
+/// revisions are kept.
 fn generate_options(call: &MemoryCall, body: &mut Map<String, Value>) -> Result<GenerateOptions, GoogleError> {
     let mut options = GenerateOptions::default();
     if let Some(topics) = take(body, "allowedTopics") {
@@ -146,12 +154,13 @@ fn generate_options(call: &MemoryCall, body: &mut Map<String, Value>) -> Result<
         ttl.insert("ttl".into(), value);
     }
     options.expire_micros = expiry_of(&mut ttl, call.state.service().now_micros())?;
+    options.revision = revision_of(body)?;
     Ok(options)
 }
 
-/// Fields of a generation this server reads and leaves aside (consolidation always runs; no
-/// revisions are kept).
-const GENERATE_ASIDE: [&str; 3] = ["disableConsolidation", "metadataMergeStrategy", "disableMemoryRevisions"];
+/// Fields of a generation this server reads and leaves aside (consolidation always runs; the
+/// metadata given is that of created memories).
+const GENERATE_ASIDE: [&str; 2] = ["disableConsolidation", "metadataMergeStrategy"];
 
 /// `POST …/memories:generate`: from `directMemoriesSource {directMemories [{fact}]}` (at most 5),
 /// each fact stored as a memory of the scope, a done operation listing them (`CREATED`); from
@@ -168,7 +177,7 @@ pub(crate) async fn generate(call: MemoryCall, Body(bytes): Body) -> Reply {
             "give exactly one of direct_memories_source, direct_contents_source or vertex_session_source",
         ));
     }
-    for field in REVISION_FIELDS.into_iter().chain(GENERATE_ASIDE) {
+    for field in GENERATE_ASIDE {
         take(&mut body, field);
     }
     if let Some(direct) = direct {
@@ -222,7 +231,7 @@ async fn generate_direct(call: MemoryCall, mut body: Map<String, Value>, source:
     }
     let mut generated = Vec::with_capacity(memories.len());
     for memory in memories {
-        let stored = store(&call, memory).await?;
+        let stored = store(&call, memory, &options.revision).await?;
         generated.push(json!({"memory": {"name": call.engine.memory_name(&stored.id)}, "action": "CREATED"}));
     }
     let response = json!({

@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use agentstate::memory::{BankMemory, EngineCursor, MemoryService, Scope};
+use agentstate::memory::{BankMemory, EngineCursor, MemoryService, Revision, RevisionOptions, Scope};
 use agentstate::store::MemoryCursor;
 use agentstate::{Map, Timestamp, Value};
 use axum::extract::rejection::QueryRejection;
@@ -32,8 +32,10 @@ use crate::limits::{Body, check_path_safe};
 use crate::state::AppState;
 
 mod generate;
+mod revisions;
 
 pub(crate) use generate::{generate, ingest_events};
+pub(crate) use revisions::{retrieve_profiles, revision, revisions, rollback};
 
 type Reply = Result<Json<Value>, GoogleError>;
 
@@ -52,6 +54,7 @@ pub(crate) struct MemoryCall {
     engine: Engine,
     permit: Permit,
     memory: String,
+    revision: Option<String>,
 }
 
 impl FromRequestParts<AppState> for MemoryCall {
@@ -66,7 +69,8 @@ impl FromRequestParts<AppState> for MemoryCall {
 impl MemoryCall {
     fn new(state: AppState, mut params: HashMap<String, String>, permit: Permit) -> Result<Self, GoogleError> {
         let memory = params.remove("memory").unwrap_or_default();
-        Ok(Self { engine: Engine::from_params(&params)?, state, permit, memory })
+        let revision = params.remove("revision");
+        Ok(Self { engine: Engine::from_params(&params)?, state, permit, memory, revision })
     }
 
     fn service(&self) -> &MemoryService {
@@ -124,6 +128,25 @@ impl MemoryCall {
                 .map(|(key, value)| (key.clone(), typed_value(value, memory.timestamp_keys.contains(key))))
                 .collect();
             out.insert("metadata".into(), Value::Object(typed));
+        }
+        Value::Object(out)
+    }
+
+    /// A revision of `memory` as the API shows it.
+    fn revision_json(&self, memory: &BankMemory, revision: &Revision) -> Value {
+        let mut out = Map::new();
+        out.insert("name".into(), json!(format!("{}/revisions/{}", self.engine.memory_name(&memory.id), revision.id)));
+        out.insert("createTime".into(), json!(Timestamp::from_micros(revision.create_micros).rfc3339()));
+        if let Some(expire) = revision.expire_micros.or(memory.expire_micros) {
+            out.insert("expireTime".into(), json!(Timestamp::from_micros(expire).rfc3339()));
+        }
+        out.insert("fact".into(), json!(revision.fact));
+        if !revision.labels.is_empty() {
+            out.insert("labels".into(), json!(revision.labels));
+        }
+        if !revision.extracted.is_empty() {
+            let extracted: Vec<Value> = revision.extracted.iter().map(|fact| json!({"fact": fact})).collect();
+            out.insert("extractedMemories".into(), Value::Array(extracted));
         }
         Value::Object(out)
     }
@@ -210,21 +233,63 @@ fn metadata_of(value: Value) -> Result<(Map<String, Value>, Vec<String>), Google
 
 /// When a memory written now expires: `expireTime`, else `ttl`, else not (the app's default).
 fn expiry_of(body: &mut Map<String, Value>, now_micros: i64) -> Result<Option<i64>, GoogleError> {
-    let expire = take(body, "expireTime").map(|v| string(v, "expireTime")).transpose()?;
-    let ttl = take(body, "ttl").map(|v| string(v, "ttl")).transpose()?;
+    Ok(match expiry_in(body, ["expireTime", "ttl"])? {
+        Some(Expiry::At(micros)) => Some(micros),
+        Some(Expiry::After(ttl)) => Some(now_micros.saturating_add(ttl)),
+        None => None,
+    })
+}
+
+/// An expiry as a request gives it.
+enum Expiry {
+    /// At this time, epoch microseconds.
+    At(i64),
+    /// This many microseconds after the write.
+    After(i64),
+}
+
+/// The body's expiry, by time (`fields[0]`) or time to live (`fields[1]`, a protobuf
+/// duration), if it has either.
+fn expiry_in(body: &mut Map<String, Value>, fields: [&str; 2]) -> Result<Option<Expiry>, GoogleError> {
+    let [at, ttl_field] = fields;
+    let expire = take(body, at).map(|v| string(v, at)).transpose()?;
+    let ttl = take(body, ttl_field).map(|v| string(v, ttl_field)).transpose()?;
     match (expire, ttl) {
-        (Some(_), Some(_)) => Err(GoogleError::invalid("give ttl or expireTime, not both")),
-        (Some(time), None) => Ok(Some(resource::parse_rfc3339(&time, "expireTime")?)),
+        (Some(_), Some(_)) => Err(GoogleError::invalid(format!("give {ttl_field} or {at}, not both"))),
+        (Some(time), None) => Ok(Some(Expiry::At(resource::parse_rfc3339(&time, at)?))),
         (None, Some(ttl)) => {
-            let micros = i64::try_from(duration(&ttl, "ttl")?.as_micros()).unwrap_or(i64::MAX);
-            Ok(Some(now_micros.saturating_add(micros)))
+            Ok(Some(Expiry::After(i64::try_from(duration(&ttl, ttl_field)?.as_micros()).unwrap_or(i64::MAX))))
         }
         (None, None) => Ok(None),
     }
 }
 
-/// Fields about revisions, which this server does not keep: read and left aside.
+/// The fields of a write that say how its revision is kept.
 const REVISION_FIELDS: [&str; 4] = ["revisionExpireTime", "revisionTtl", "disableMemoryRevisions", "revisionLabels"];
+
+/// How a write keeps its revision: `revisionLabels`, `revisionExpireTime` or `revisionTtl`,
+/// `disableMemoryRevisions`.
+fn revision_of(body: &mut Map<String, Value>) -> Result<RevisionOptions, GoogleError> {
+    let mut revision = RevisionOptions::default();
+    if let Some(disabled) = take(body, "disableMemoryRevisions") {
+        revision.disabled = disabled.as_bool().ok_or_else(|| {
+            GoogleError::invalid(format!("disable_memory_revisions must be a boolean, not {disabled}"))
+        })?;
+    }
+    if let Some(labels) = take(body, "revisionLabels") {
+        for (key, value) in object(labels, "revision_labels")? {
+            let value = string(value, &format!("revision_labels.{key}"))?;
+            revision.labels.insert(key, value);
+        }
+    }
+    match expiry_in(body, ["revisionExpireTime", "revisionTtl"])? {
+        Some(Expiry::At(micros)) => revision.expire_micros = Some(micros),
+        Some(Expiry::After(ttl)) => revision.ttl_micros = Some(ttl),
+        None => {}
+    }
+    revision.validate()?;
+    Ok(revision)
+}
 
 /// Sets the memory's optional fields the body has.
 fn set_fields(memory: &mut BankMemory, body: &mut Map<String, Value>) -> Result<(), GoogleError> {
@@ -242,9 +307,6 @@ fn set_fields(memory: &mut BankMemory, body: &mut Map<String, Value>) -> Result<
     }
     if let Some(metadata) = take(body, "metadata") {
         (memory.metadata, memory.timestamp_keys) = metadata_of(metadata)?;
-    }
-    for field in REVISION_FIELDS {
-        take(body, field);
     }
     Ok(())
 }
@@ -280,8 +342,9 @@ pub(crate) async fn create(
     };
     let mut body = request::body(&bytes)?;
     let memory = new_memory(&call, id, &mut body)?;
+    let revision = revision_of(&mut body)?;
     refuse_unknown(&body, "memory")?;
-    let stored = store(&call, memory).await?;
+    let stored = store(&call, memory, &revision).await?;
     Ok(Json(call.memory_operation(&stored)))
 }
 
@@ -299,9 +362,9 @@ fn new_memory(call: &MemoryCall, id: String, body: &mut Map<String, Value>) -> R
     Ok(memory)
 }
 
-async fn store(call: &MemoryCall, memory: BankMemory) -> Result<BankMemory, GoogleError> {
+async fn store(call: &MemoryCall, memory: BankMemory, revision: &RevisionOptions) -> Result<BankMemory, GoogleError> {
     let id = memory.id.clone();
-    match call.service().bank_create(&call.engine.app, memory).await {
+    match call.service().bank_create(&call.engine.app, memory, revision).await {
         Err(agentstate::Error::AlreadyExists { .. }) => {
             Err(GoogleError::already_exists(format!("Memory {} already exists.", call.engine.memory_name(&id))))
         }
@@ -330,14 +393,17 @@ pub(crate) async fn patch(
     Body(bytes): Body,
 ) -> Reply {
     let mask = query(patch_query)?.update_mask;
-    let mut memory = call.named().await?;
+    let before = call.named().await?;
+    let mut memory = before.clone();
     let mut body = request::body(&bytes)?;
     body.remove("name");
+    let now = call.state.service().now_micros();
+    // Not fields of the memory: they say how this write's revision is kept, masked or not.
+    let revision = revision_of(&mut body)?;
     let fields: Vec<String> = match mask.as_deref().filter(|m| !m.trim().is_empty()) {
         Some(mask) => mask.split(',').map(|f| agentstate::wire::to_camel(f.trim())).collect(),
         None => body.keys().map(|k| agentstate::wire::to_camel(k)).collect(),
     };
-    let now = call.state.service().now_micros();
     for field in &fields {
         match field.as_str() {
             "fact" => {
@@ -373,9 +439,7 @@ pub(crate) async fn patch(
                     return Err(GoogleError::invalid("scope cannot be updated"));
                 }
             }
-            other if REVISION_FIELDS.contains(&other) => {
-                take(&mut body, other);
-            }
+            other if REVISION_FIELDS.contains(&other) => {}
             other => {
                 return Err(GoogleError::invalid(format!(
                     "{other:?} cannot be updated; update_mask takes fact, display_name, description, topics, \
@@ -387,7 +451,7 @@ pub(crate) async fn patch(
     // Fields the mask leaves out are not updated.
     body.clear();
     let id = memory.id.clone();
-    match call.service().bank_update(&call.engine.app, memory).await? {
+    match call.service().bank_update(&call.engine.app, &before, memory, &revision).await? {
         Some(updated) => Ok(Json(call.memory_operation(&updated))),
         None => Err(GoogleError::not_found(format!("Memory {} not found.", call.engine.memory_name(&id)))),
     }
@@ -396,7 +460,7 @@ pub(crate) async fn patch(
 /// `DELETE …/memories/{id}`: a done operation.
 pub(crate) async fn delete(call: MemoryCall) -> Reply {
     let memory = call.named().await?;
-    if !call.service().bank_delete(&call.engine.app, &memory.id).await? {
+    if !call.service().bank_delete(&call.engine.app, &memory).await? {
         return Err(call.not_found());
     }
     Ok(Json(json!({
@@ -463,8 +527,9 @@ pub(crate) async fn retrieve(call: MemoryCall, Body(bytes): Body) -> Reply {
                 }
             };
             refuse_unknown(&params, "similarity_search_params")?;
-            let found = call.service().bank_search(app, &scope, &query, top_k).await?;
-            let retrieved: Vec<Value> = found.iter().map(|m| json!({"memory": call.memory_json(m)})).collect();
+            let found = call.service().bank_retrieve(app, &scope, &query, top_k).await?;
+            let retrieved: Vec<Value> =
+                found.iter().map(|r| json!({"memory": call.memory_json(&r.memory), "distance": r.distance})).collect();
             Ok(Json(json!({"retrievedMemories": retrieved})))
         }
         (None, params) => {
