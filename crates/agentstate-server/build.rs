@@ -7,7 +7,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     }
     println!("cargo:rerun-if-changed=proto");
-    let files = ["google/cloud/aiplatform/v1beta1/session_service.proto", "google/longrunning/operations.proto"];
+    let files = [
+        "google/cloud/aiplatform/v1beta1/session_service.proto",
+        "google/cloud/aiplatform/v1beta1/memory_bank_service.proto",
+        "google/longrunning/operations.proto",
+    ];
     let descriptors = protox::compile(files, ["proto"])?;
     let bytes = prost::Message::encode_to_vec(&descriptors);
     tonic_prost_build::configure()

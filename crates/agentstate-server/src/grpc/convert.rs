@@ -28,6 +28,7 @@ impl From<GoogleError> for Status {
             "INVALID_ARGUMENT" => Code::InvalidArgument,
             "NOT_FOUND" => Code::NotFound,
             "ALREADY_EXISTS" => Code::AlreadyExists,
+            "FAILED_PRECONDITION" => Code::FailedPrecondition,
             "PERMISSION_DENIED" => Code::PermissionDenied,
             "UNAUTHENTICATED" => Code::Unauthenticated,
             "ABORTED" => Code::Aborted,
@@ -110,6 +111,17 @@ impl Nulls for api::SessionEvent {
     }
 }
 
+/// Memory Bank's messages hold no structs.
+macro_rules! no_structs {
+    ($($message:ty),*) => {$(
+        impl Nulls for $message {
+            fn nulls(&mut self) {}
+        }
+    )*};
+}
+
+no_structs!(api::Memory, api::ListMemoriesResponse, api::RetrieveMemoriesResponse, api::GenerateMemoriesResponse);
+
 impl Nulls for api::ListSessionsResponse {
     fn nulls(&mut self) {
         self.sessions.iter_mut().for_each(Nulls::nulls);
@@ -153,12 +165,13 @@ fn large_integers_as_doubles(value: &mut Value) {
 }
 
 /// A resource name: `projects/P/locations/L/reasoningEngines/E` or `reasoningEngines/E`, then
-/// `/sessions/S` and `/operations/N` as the call expects; or a location's operation
-/// (`projects/P/locations/L/operations/N`), which names no engine.
+/// `/sessions/S` or `/memories/M`, and `/operations/N`, as the call expects; or a location's
+/// operation (`projects/P/locations/L/operations/N`), which names no engine.
 #[derive(Debug)]
 pub(super) struct Name {
     pub(super) engine: Option<Engine>,
     pub(super) session: Option<String>,
+    pub(super) memory: Option<String>,
     pub(super) operation: Option<String>,
 }
 
@@ -168,7 +181,8 @@ impl Name {
         let malformed = || {
             Status::invalid_argument(format!(
                 "{field} {name:?} is not a resource name: expected \
-                 projects/{{project}}/locations/{{location}}/reasoningEngines/{{engine}}[/sessions/{{session}}]"
+                 projects/{{project}}/locations/{{location}}/reasoningEngines/{{engine}}[/sessions/{{session}} \
+                 or /memories/{{memory}}]"
             ))
         };
         let segments: Vec<&str> = name.split('/').collect();
@@ -192,22 +206,23 @@ impl Name {
             ["operations", _] if params.contains_key("location") => (None, rest),
             _ => return Err(malformed()),
         };
-        let (session, rest) = match rest {
-            ["sessions", session, rest @ ..] => (Some((*session).to_owned()), rest),
-            rest => (None, rest),
+        let (session, memory, rest) = match rest {
+            ["sessions", session, rest @ ..] => (Some((*session).to_owned()), None, rest),
+            ["memories", memory, rest @ ..] => (None, Some((*memory).to_owned()), rest),
+            rest => (None, None, rest),
         };
         let operation = match rest {
             [] => None,
             ["operations", operation] => Some((*operation).to_owned()),
             _ => return Err(malformed()),
         };
-        Ok(Self { engine, session, operation })
+        Ok(Self { engine, session, memory, operation })
     }
 
     /// An engine's name (a list's or a create's parent).
     pub(super) fn engine(name: &str, field: &str) -> Result<Engine, Status> {
         match Self::parse(name, field)? {
-            Self { engine: Some(engine), session: None, operation: None } => Ok(engine),
+            Self { engine: Some(engine), session: None, memory: None, operation: None } => Ok(engine),
             _ => Err(Status::invalid_argument(format!(
                 "{field} {name:?} is not an engine: expected projects/{{project}}/locations/{{location}}/reasoningEngines/{{engine}}"
             ))),
@@ -217,10 +232,23 @@ impl Name {
     /// A session's name: its engine and id.
     pub(super) fn session(name: &str, field: &str) -> Result<(Engine, String), Status> {
         match Self::parse(name, field)? {
-            Self { engine: Some(engine), session: Some(session), operation: None } => Ok((engine, session)),
+            Self { engine: Some(engine), session: Some(session), memory: None, operation: None } => {
+                Ok((engine, session))
+            }
             _ => Err(Status::invalid_argument(format!(
                 "{field} {name:?} is not a session: expected \
                  projects/{{project}}/locations/{{location}}/reasoningEngines/{{engine}}/sessions/{{session}}"
+            ))),
+        }
+    }
+
+    /// A memory's name: its engine and id.
+    pub(super) fn memory(name: &str, field: &str) -> Result<(Engine, String), Status> {
+        match Self::parse(name, field)? {
+            Self { engine: Some(engine), session: None, memory: Some(memory), operation: None } => Ok((engine, memory)),
+            _ => Err(Status::invalid_argument(format!(
+                "{field} {name:?} is not a memory: expected \
+                 projects/{{project}}/locations/{{location}}/reasoningEngines/{{engine}}/memories/{{memory}}"
             ))),
         }
     }
@@ -288,5 +316,10 @@ mod tests {
         }
         assert_eq!(Name::engine("reasoningEngines/e/sessions/s", "parent").unwrap_err().code(), Code::InvalidArgument);
         assert_eq!(Name::session("reasoningEngines/e", "name").unwrap_err().code(), Code::InvalidArgument);
+        let (engine, memory) = Name::memory("projects/p/locations/l/reasoningEngines/e/memories/m", "name").unwrap();
+        assert_eq!((engine.app.as_str(), memory.as_str()), ("e", "m"));
+        let n = Name::parse("reasoningEngines/e/memories/m/operations/3", "name").unwrap();
+        assert_eq!((n.memory.as_deref(), n.operation.as_deref()), (Some("m"), Some("3")));
+        assert_eq!(Name::memory("reasoningEngines/e/sessions/s", "name").unwrap_err().code(), Code::InvalidArgument);
     }
 }

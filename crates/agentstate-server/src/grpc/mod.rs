@@ -1,5 +1,5 @@
-//! The Agent Engine Sessions API over gRPC: `google.cloud.aiplatform.v1beta1.SessionService`
-//! and `google.longrunning.Operations`, on the address the REST API listens on (HTTP/2, told
+//! The Agent Engine Sessions API over gRPC: `google.cloud.aiplatform.v1beta1.SessionService`,
+//! its Memory Bank (`MemoryBankService`) and `google.longrunning.Operations`, on the address the REST API listens on (HTTP/2, told
 //! apart by its `application/grpc` content type), as Google's endpoint serves both. A client
 //! generated from Google's protos (ADK for Go's `SessionClient`, Python's
 //! `aiplatform_v1beta1.SessionServiceClient`) needs only the address.
@@ -11,6 +11,7 @@
 //! Who may call each method is in [`METHODS`] (and in `/openapi.json` under `x-grpc`).
 
 mod convert;
+mod memory_bank;
 mod operations;
 mod sessions;
 
@@ -31,7 +32,7 @@ pub mod proto {
         pub mod cloud {
             /// `google.cloud.aiplatform.*`.
             pub mod aiplatform {
-                /// `google.cloud.aiplatform.v1beta1`: the Sessions API.
+                /// `google.cloud.aiplatform.v1beta1`: the Sessions and Memory Bank APIs.
                 pub mod v1beta1 {
                     include!(concat!(env!("OUT_DIR"), "/google.cloud.aiplatform.v1beta1.rs"));
                     include!(concat!(env!("OUT_DIR"), "/google.cloud.aiplatform.v1beta1.serde.rs"));
@@ -52,6 +53,12 @@ pub mod proto {
 /// Who may call a method, when access tokens are configured: a token for the engine (the app)
 /// in the resource name, and the user of the session (or the one a create or a list names).
 const ENGINE_USER: &str = "a token for the engine (app) in the resource name and the session's user";
+/// Who may call a Memory Bank method on a scope: a token for the engine and the scope's
+/// `user_id` (every user's, for a scope without one).
+const SCOPE_USER: &str =
+    "a token for the engine (app) in the resource name and the scope's user_id (every user, without one)";
+/// Who may list an engine's memories: a token for the engine and every user.
+const EVERY_USER: &str = "a token for the engine (app) in the resource name and every user";
 /// Any valid token: agentstate keeps no operations to list, cancel or delete.
 const ANY_TOKEN: &str = "any valid token";
 
@@ -64,6 +71,13 @@ pub const METHODS: &[(&str, &str)] = &[
     ("google.cloud.aiplatform.v1beta1.SessionService/DeleteSession", ENGINE_USER),
     ("google.cloud.aiplatform.v1beta1.SessionService/AppendEvent", ENGINE_USER),
     ("google.cloud.aiplatform.v1beta1.SessionService/ListEvents", ENGINE_USER),
+    ("google.cloud.aiplatform.v1beta1.MemoryBankService/CreateMemory", SCOPE_USER),
+    ("google.cloud.aiplatform.v1beta1.MemoryBankService/GetMemory", SCOPE_USER),
+    ("google.cloud.aiplatform.v1beta1.MemoryBankService/UpdateMemory", SCOPE_USER),
+    ("google.cloud.aiplatform.v1beta1.MemoryBankService/ListMemories", EVERY_USER),
+    ("google.cloud.aiplatform.v1beta1.MemoryBankService/DeleteMemory", SCOPE_USER),
+    ("google.cloud.aiplatform.v1beta1.MemoryBankService/GenerateMemories", SCOPE_USER),
+    ("google.cloud.aiplatform.v1beta1.MemoryBankService/RetrieveMemories", SCOPE_USER),
     ("google.longrunning.Operations/GetOperation", ENGINE_USER),
     ("google.longrunning.Operations/WaitOperation", ENGINE_USER),
     ("google.longrunning.Operations/ListOperations", ANY_TOKEN),
@@ -88,10 +102,16 @@ pub(crate) fn beside(rest: Router, state: AppState) -> Router {
         sessions::Sessions::new(state.clone()),
     )
     .max_decoding_message_size(limit);
+    let memory_bank =
+        proto::google::cloud::aiplatform::v1beta1::memory_bank_service_server::MemoryBankServiceServer::new(
+            memory_bank::MemoryBank::new(state.clone()),
+        )
+        .max_decoding_message_size(limit);
     let operations =
         proto::google::longrunning::operations_server::OperationsServer::new(operations::Operations::new(state))
             .max_decoding_message_size(limit);
     let grpc = tonic::service::Routes::new(sessions)
+        .add_service(memory_bank)
         .add_service(operations)
         .into_axum_router()
         .layer(axum::middleware::map_response(oversized_is_resource_exhausted));

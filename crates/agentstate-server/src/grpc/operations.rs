@@ -1,13 +1,17 @@
-//! `google.longrunning.Operations`: agentstate's operations are done when they are answered, so
-//! asking about one answers it again: a session's with the session (while it exists), any
-//! other with `google.protobuf.Empty`. Never done without a result, which clients' waits refuse.
+//! `google.longrunning.Operations`: agentstate's operations are done when they are answered, but
+//! a Memory Bank generation, which runs in the background (running, then done with the memories
+//! or an error); so asking about one answers it again: a session's with the session (while it
+//! exists), a memory's with the memory (while it exists), any other with
+//! `google.protobuf.Empty`. Never done without a result, which clients' waits refuse.
 
 use tonic::{Request, Response, Status};
 
 use super::convert::{Name, admit, authenticate};
+use super::memory_bank::operation_of;
 use super::proto::google::longrunning as lro;
 use super::sessions::{counted, empty_operation, session_message, session_operation};
-use crate::routes::vertex::Caller;
+use crate::routes::vertex::memories::{self, MemoryCall};
+use crate::routes::vertex::{Caller, GoogleError};
 use crate::state::AppState;
 
 /// The service, over the server's state.
@@ -40,7 +44,26 @@ impl Operations {
         if parsed.operation.is_none() {
             return Err(Status::invalid_argument(format!("name {name:?} is not an operation")));
         }
-        if let (Some(engine), Some(id)) = (&parsed.engine, &parsed.session) {
+        if let Some(running) = self.state.running().get(&name) {
+            match &running.user {
+                Some(user) => permit.check(&running.app, user),
+                None => permit.check_every_user(&running.app),
+            }
+            .map_err(GoogleError::from)?;
+            let Some(done) = running.done else {
+                return Ok(lro::Operation { name, metadata: None, done: false, result: None });
+            };
+            return operation_of(done);
+        }
+        if let (Some(engine), Some(id)) = (&parsed.engine, &parsed.memory) {
+            admit(&permit, engine)?;
+            let call = MemoryCall::of(self.state.clone(), engine.clone(), permit, id.clone());
+            if let Ok(memory) = memories::get(call).await {
+                let mut memory = memory.0;
+                memory["@type"] = serde_json::json!(super::memory_bank::MEMORY_TYPE);
+                return operation_of(serde_json::json!({"name": name, "done": true, "response": memory}));
+            }
+        } else if let (Some(engine), Some(id)) = (&parsed.engine, &parsed.session) {
             admit(&permit, engine)?;
             let caller = Caller { state: &self.state, engine, permit: &permit, headers: &headers };
             if let Some(session) = caller.operation_session(id).await? {

@@ -12,6 +12,7 @@ use tonic::Code;
 use tonic::transport::Channel;
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/grpc/go_scenario.py");
+const MEMORY_BANK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/grpc/memory_bank_scenario.py");
 const TOKEN: &str = "grpc-client-token-0123456789";
 
 /// The server of the managed-service tests (REST and gRPC on one port): its `host:port`.
@@ -326,4 +327,120 @@ async fn a_page_size_left_out_is_googles_default_over_grpc_and_the_whole_history
     let over_rest = rest(&address, &format!("/v1beta1/{name}/events")).await;
     assert_eq!(over_rest["sessionEvents"].as_array().map(Vec::len), Some(130));
     assert!(over_rest.get("nextPageToken").is_none(), "{over_rest}");
+}
+
+/// Memory Bank over gRPC: Google's own client runs the same calls over gRPC and over REST and
+/// must see the same (operations polled through `google.longrunning.Operations` on the one,
+/// the REST operation route on the other); with tokens, a call without one is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn googles_memory_bank_client_sees_the_same_over_grpc_and_rest() {
+    let tokens = format!(r#"{{"tokens": [{{"token": "{TOKEN}", "apps": ["201", "202"]}}]}}"#);
+    let address = start(Some(&tokens));
+    let (a, b) = (address.clone(), address.clone());
+    let run = |address: String, transport: &'static str, engine: &'static str| {
+        tokio::task::spawn_blocking(move || {
+            crate::vertex::run_script(MEMORY_BANK, &[&address, transport, engine], Some(TOKEN))
+        })
+    };
+    let grpc = run(a, "grpc", "201").await.unwrap();
+    let over_rest = run(b, "rest", "202").await.unwrap();
+    for (step, theirs) in over_rest.as_object().unwrap() {
+        assert_eq!(&grpc[step], theirs, "step {step}: gRPC (left) vs REST");
+    }
+    assert_eq!(grpc.as_object().unwrap().len(), over_rest.as_object().unwrap().len() + 1, "and no_token over gRPC");
+    // The spot checks the comparison stands on.
+    assert_eq!((&grpc["create_operation_shape"], &grpc["generated_id"]), (&json!(true), &json!(true)), "{grpc}");
+    let created = &grpc["created"];
+    assert_eq!(
+        created["name"], "projects/demo/locations/us-central1/reasoningEngines/ENGINE/memories/tea",
+        "{created}"
+    );
+    assert_eq!(created["scope"], json!({"app_name": "ENGINE", "user_id": "alice"}));
+    assert_eq!(created["topics"], json!([{"managedMemoryTopic": "USER_PREFERENCES"}]));
+    assert_eq!(created["metadata"]["n"], json!({"doubleValue": 2.5}));
+    assert_eq!(created["expireTime"], "T", "a time to live sets the expiry: {created}");
+    assert_eq!(
+        (&grpc["updated"]["fact"], &grpc["updated"]["displayName"]),
+        (&json!("Alice likes oolong tea"), &json!("tea"))
+    );
+    let generated = grpc["generated"]["generatedMemories"].as_array().unwrap();
+    assert_eq!(generated.iter().map(|g| g["action"].as_str().unwrap()).collect::<Vec<_>>(), ["CREATED", "CREATED"]);
+    assert_eq!(
+        grpc["listed"],
+        json!(["Alice flies to Lisbon", "Alice has a cat", "Alice likes oolong tea", "Bob likes coffee"])
+    );
+    assert_eq!(grpc["near"][0], json!(["Alice likes oolong tea", 0.0]), "{grpc}");
+    assert_eq!(grpc["simple"], json!(["Alice flies to Lisbon", "Alice has a cat", "Alice likes oolong tea"]));
+    assert_eq!(grpc["bob_only"], json!(["Bob likes coffee"]));
+    assert_eq!(grpc["deleted"], true);
+    for (step, code) in [
+        ("get_deleted", 404),
+        ("empty_fact", 400),
+        ("no_scope", 400),
+        ("taken_id", 409),
+        ("deleted_id", 400),
+        ("malformed_name", 400),
+        ("no_model", 400),
+        ("no_token", 401),
+    ] {
+        assert_eq!(grpc[step]["error"], code, "{step}: {}", grpc[step]);
+    }
+    assert!(grpc["no_model"]["message"].as_str().unwrap().contains("--memory-model"), "{grpc}");
+}
+
+/// A generation from conversations over gRPC: a running operation, polled through
+/// `google.longrunning.Operations` until done with the memories the engine's model extracted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_generation_runs_behind_an_operation_polled_over_grpc() {
+    use agentstate_server::grpc::proto::google::cloud::aiplatform::v1beta1::memory_bank_service_client::MemoryBankServiceClient;
+    use prost::Message;
+    let dir = std::env::temp_dir().join("agentstate-tests").join(agentstate::Event::new_id());
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = crate::memory_bank::serve_store(format!("sqlite://{}/bank.db", dir.display()), "303");
+    let channel = Channel::from_shared(base).unwrap().connect().await.unwrap();
+    let authorized = |mut request: tonic::metadata::MetadataMap| {
+        request.insert("authorization", format!("Bearer {}", crate::memory_bank::TOKEN).parse().unwrap());
+        request
+    };
+    let parent = "projects/p/locations/l/reasoningEngines/303";
+    let said = api::Content {
+        role: "user".into(),
+        parts: vec![api::Part { data: Some(api::part::Data::Text("I live in Lisbon".into())), ..Default::default() }],
+    };
+    let source = api::generate_memories_request::DirectContentsSource {
+        events: vec![api::generate_memories_request::direct_contents_source::Event { content: Some(said) }],
+    };
+    let mut request = tonic::Request::new(api::GenerateMemoriesRequest {
+        parent: parent.into(),
+        source: Some(api::generate_memories_request::Source::DirectContentsSource(source)),
+        scope: [("app_name".to_owned(), "303".to_owned()), ("user_id".to_owned(), "ana".to_owned())].into(),
+        ..Default::default()
+    });
+    *request.metadata_mut() = authorized(request.metadata().clone());
+    let started = MemoryBankServiceClient::new(channel.clone()).generate_memories(request).await.unwrap().into_inner();
+    assert!(started.name.starts_with("projects/p/locations/l/operations/"), "{started:?}");
+    let mut operations = lro::operations_client::OperationsClient::new(channel);
+    let mut done = None;
+    for _ in 0..300 {
+        let mut poll = tonic::Request::new(lro::GetOperationRequest { name: started.name.clone() });
+        *poll.metadata_mut() = authorized(poll.metadata().clone());
+        let operation = operations.get_operation(poll).await.unwrap().into_inner();
+        if operation.done {
+            done = Some(operation);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let Some(lro::operation::Result::Response(any)) = done.expect("done in 30 s").result else { panic!("no response") };
+    assert_eq!(any.type_url, "type.googleapis.com/google.cloud.aiplatform.v1beta1.GenerateMemoriesResponse");
+    let generated = api::GenerateMemoriesResponse::decode(any.value).unwrap();
+    let memory = generated.generated_memories[0].memory.clone().unwrap();
+    assert!(memory.name.starts_with(&format!("{parent}/memories/")), "{generated:?}");
+    assert_eq!(
+        generated.generated_memories[0].action(),
+        api::generate_memories_response::generated_memory::Action::Created
+    );
+    // Without the token, the operation is not answered.
+    let refused = operations.get_operation(lro::GetOperationRequest { name: started.name }).await.unwrap_err();
+    assert_eq!(refused.code(), Code::Unauthenticated);
 }

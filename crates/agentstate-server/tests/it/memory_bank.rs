@@ -11,12 +11,12 @@ use serde_json::{Value, json};
 use crate::vertex::run_script;
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vertex/memory_bank_client.py");
-const TOKEN: &str = "memory-bank-token-0123456789";
+pub(crate) const TOKEN: &str = "memory-bank-token-0123456789";
 
 /// Serves the API over the store at `url`, to a token for `engine`, on a free loopback port, on
 /// a thread of its own, for the rest of the test run, with a mock fact model ([`FactRules`]);
 /// its base URL.
-fn serve_store(url: String, engine: &str) -> String {
+pub(crate) fn serve_store(url: String, engine: &str) -> String {
     let tokens = format!(r#"{{"tokens": [{{"token": "{TOKEN}", "apps": ["{engine}"]}}]}}"#);
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

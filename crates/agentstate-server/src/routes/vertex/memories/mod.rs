@@ -67,6 +67,13 @@ impl FromRequestParts<AppState> for MemoryCall {
 }
 
 impl MemoryCall {
+    /// A call on `engine` (and the memory `memory`, if not empty) for the holder of `permit`:
+    /// what the gRPC surface calls the REST one with.
+    #[cfg(feature = "grpc")]
+    pub(crate) fn of(state: AppState, engine: Engine, permit: Permit, memory: String) -> Self {
+        Self { state, engine, permit, memory, revision: None }
+    }
+
     fn new(state: AppState, mut params: HashMap<String, String>, permit: Permit) -> Result<Self, GoogleError> {
         let memory = params.remove("memory").unwrap_or_default();
         let revision = params.remove("revision");
@@ -322,7 +329,7 @@ fn refuse_unknown(body: &Map<String, Value>, of: &str) -> Result<(), GoogleError
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct CreateQuery {
-    memory_id: Option<String>,
+    pub(crate) memory_id: Option<String>,
 }
 
 /// `POST …/memories[?memoryId=ID]`: stores a memory `{fact, scope, …}`; a done operation holding
@@ -382,7 +389,7 @@ pub(crate) async fn get(call: MemoryCall) -> Reply {
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct PatchQuery {
-    update_mask: Option<String>,
+    pub(crate) update_mask: Option<String>,
 }
 
 /// `PATCH …/memories/{id}[?updateMask=fact,display_name,…]`: sets the fields the mask names
