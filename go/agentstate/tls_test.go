@@ -1,19 +1,8 @@
 package agentstate_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
-	"net"
-	"os"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"golang.org/x/oauth2"
 	"google.golang.org/api/option"
@@ -35,7 +24,7 @@ func TestTLSWithGooglesOwnOptions(t *testing.T) {
 	if testserver.External() {
 		t.Skip("starts a TLS server of its own")
 	}
-	ca, cert, key := certificates(t, t.TempDir())
+	ca, cert, key := testserver.Certificates(t, t.TempDir())
 	srv := testserver.Start(t, "sqlite", testserver.SQLite(t), "--tls-cert", cert, "--tls-key", key)
 	connect := func(token string) session.Service {
 		tls, err := credentials.NewClientTLSFromFile(ca, "")
@@ -72,50 +61,4 @@ func TestTLSWithGooglesOwnOptions(t *testing.T) {
 	if status.Code(errors.Unwrap(errors.Unwrap(err))) != codes.Unauthenticated && status.Code(err) != codes.Unauthenticated {
 		t.Errorf("a wrong token over TLS: %v, want UNAUTHENTICATED", err)
 	}
-}
-
-// certificates writes a CA and a P-256 certificate for 127.0.0.1 it signed (PKCS#8 key) into
-// dir: the paths of the CA, the certificate and the key.
-func certificates(t *testing.T, dir string) (caPath, certPath, keyPath string) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	caTemplate := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "agentstate test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leafTemplate := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leafTemplate, caTemplate, &leafKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(leafKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, kind string, der []byte) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	return write("ca.pem", "CERTIFICATE", caDER), write("server.pem", "CERTIFICATE", leafDER), write("server.key", "PRIVATE KEY", keyDER)
 }

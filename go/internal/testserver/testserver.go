@@ -11,11 +11,18 @@ package testserver
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,9 +91,23 @@ func Start(t *testing.T, backend, db string, extra ...string) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := start(t, backend, db, []string{"AGENTSTATE_TOKENS=" + string(tokens)}, extra)
+	srv.Token = Token
+	return srv
+}
+
+// StartOpen is [Start] without tokens (every caller may do everything) and with env added to
+// the server's environment.
+func StartOpen(t *testing.T, backend, db string, env []string, extra ...string) *Server {
+	t.Helper()
+	return start(t, backend, db, env, extra)
+}
+
+func start(t *testing.T, backend, db string, env, extra []string) *Server {
+	t.Helper()
 	args := append([]string{"serve", "--db", db, "--addr", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(Binary(t), args...)
-	cmd.Env = append(withoutAgentstate(os.Environ()), "AGENTSTATE_TOKENS="+string(tokens), "RUST_LOG=info")
+	cmd.Env = append(append(withoutAgentstate(os.Environ()), env...), "RUST_LOG=info")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +140,7 @@ func Start(t *testing.T, backend, db string, extra ...string) *Server {
 	}()
 	select {
 	case addr := <-found:
-		return &Server{Backend: backend, Addr: addr, Token: Token, DB: db}
+		return &Server{Backend: backend, Addr: addr, DB: db}
 	case <-time.After(60 * time.Second):
 		t.Fatalf("agentstate serve --db %s did not report its address in 60 s:\n%s", backend, log.String())
 		return nil
@@ -200,4 +221,50 @@ func Redis(t testing.TB) string {
 		separator = "&"
 	}
 	return url + separator + "prefix=" + prefix
+}
+
+// Certificates writes a CA and a P-256 certificate it signed (PKCS#8 key) for 127.0.0.1,
+// localhost and the other names given into dir: the paths of the CA, the certificate and the key.
+func Certificates(t testing.TB, dir string, names ...string) (caPath, certPath, keyPath string) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	caTemplate := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "agentstate test CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leafTemplate := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: append([]string{"localhost"}, names...),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leafTemplate, caTemplate, &leafKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(leafKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, kind string, der []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	return write("ca.pem", "CERTIFICATE", caDER), write("server.pem", "CERTIFICATE", leafDER), write("server.key", "PRIVATE KEY", keyDER)
 }

@@ -1,7 +1,8 @@
 //! ADK for Go against this build of `agentstate serve` (`go/`, module
 //! `github.com/agentstate/agentstate/go`): `go test`, which runs ADK for Go's published session
 //! suite through its Agent Engine client, its Runner against its in-memory service, 16 concurrent
-//! Runners, and ADK for Go's database service beside agentstate, on SQLite, PostgreSQL and Redis.
+//! Runners, and ADK for Go's database service beside agentstate, on SQLite, PostgreSQL and Redis;
+//! and ADK for Go's Memory Bank service through an HTTPS proxy (`go/memorybank`).
 //! The modules come from go.sum (`.ci/setup-go` downloads them ahead).
 
 use std::path::Path;
@@ -21,5 +22,6 @@ fn adk_for_go_passes_its_suites_against_the_server() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "go test ./... (go/) failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains("--- PASS: TestADKGoSessionSuite"), "{stdout}");
+    assert!(stdout.contains("--- PASS: TestADKGoMemoryBankServiceOnAgentstate"), "{stdout}");
     assert!(!stdout.contains("--- SKIP"), "no test may be skipped here:\n{stdout}");
 }
