@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use agentstate::memory::FactModels;
+use agentstate::memory::{Embedders, FactModels};
+use agentstate_runtime::providers::OpenAiEmbeddings;
 use agentstate_server::{AppState, Connections, Tokens, app};
 use serde_json::{Value, json};
 
@@ -13,11 +14,18 @@ use crate::vertex::run_script;
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vertex/memory_bank_client.py");
 pub(crate) const TOKEN: &str = "memory-bank-token-0123456789";
 
-/// Serves the API over the store at `url`, to a token for `engine`, on a free loopback port, on
-/// a thread of its own, for the rest of the test run, with a mock fact model ([`FactRules`]);
-/// its base URL.
+/// The engine beside `engine` whose memories are searched by meaning.
+fn meaning_engine(engine: &str) -> String {
+    format!("{engine}-meaning")
+}
+
+/// Serves the API over the store at `url`, to a token for `engine` (and its
+/// [`meaning_engine`]), on a free loopback port, on a thread of its own, for the rest of the test
+/// run, with a mock fact model ([`FactRules`]) and, for the meaning engine, a mock embedding
+/// provider ([`TopicVectors`](crate::memory_embeddings::TopicVectors)); its base URL.
 pub(crate) fn serve_store(url: String, engine: &str) -> String {
-    let tokens = format!(r#"{{"tokens": [{{"token": "{TOKEN}", "apps": ["{engine}"]}}]}}"#);
+    let meaning = meaning_engine(engine);
+    let tokens = format!(r#"{{"tokens": [{{"token": "{TOKEN}", "apps": ["{engine}", "{meaning}"]}}]}}"#);
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
@@ -25,10 +33,23 @@ pub(crate) fn serve_store(url: String, engine: &str) -> String {
             let (_provider, model_url) = fact_model_server().await;
             let model = agentstate_runtime::providers::OpenAiCompatible::new("mock", &model_url);
             let models = FactModels::new().every_app(agentstate_server::memory_model::fact_model(Arc::new(model)));
+            // Held, as the model's mock is, for as long as the server runs.
+            let vectors = wiremock::MockServer::start().await;
+            wiremock::Mock::given(wiremock::matchers::path("/v1/embeddings"))
+                .respond_with(crate::memory_embeddings::TopicVectors(&[
+                    &["seat", "aisle", "window"],
+                    &["peanut", "nut", "allerg"],
+                    &["lisbon", "porto", "flies", "trip"],
+                ]))
+                .mount(&vectors)
+                .await;
+            let embedder = OpenAiEmbeddings::new("topics", &format!("{}/v1", vectors.uri()));
+            let embedders = Embedders::new().app(&meaning, Arc::new(embedder));
             let store = agentstate_backends::open(&url).await.unwrap();
             let state = AppState::new(agentstate::SessionService::new(store))
                 .with_tokens(Tokens::parse(&tokens).unwrap())
-                .with_fact_models(models);
+                .with_fact_models(models)
+                .with_embedders(embedders);
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             sender.send(listener.local_addr().unwrap()).unwrap();
             let forever = std::future::pending();
@@ -119,6 +140,16 @@ fn check(run: &Value) {
         json!(["Alice flies to Lisbon every spring", "Alice is in Lisbon this week"]),
         "{run}"
     );
+
+    // By meaning (the meaning engine's embeddings): a query sharing no word with the fact finds
+    // it, nearest first, at a cosine distance.
+    let meaning = &run["by_meaning"];
+    assert_eq!(meaning["found"][0], "Alice is allergic to peanuts", "{meaning}");
+    assert_eq!(meaning["by_words_alone"], json!([]), "no word shared: {meaning}");
+    let distances = meaning["distances"].as_array().unwrap();
+    assert_eq!(distances[0][0], "Alice is allergic to peanuts");
+    assert!(distances[0][1].as_f64().unwrap() < 1e-3, "the same topic, nearly the same direction: {meaning}");
+    assert!(distances[1][1].as_f64().unwrap() > 0.5, "another topic, far: {meaning}");
 }
 
 fn run_engine(run: &Value) -> String {
@@ -127,7 +158,7 @@ fn run_engine(run: &Value) -> String {
 
 fn reference(url: String, engine: &str) {
     let base = serve_store(url, engine);
-    check(&run_script(SCRIPT, &[&base, engine, TOKEN], None));
+    check(&run_script(SCRIPT, &[&base, engine, TOKEN, &meaning_engine(engine)], None));
 }
 
 #[test]

@@ -3,13 +3,12 @@
 
 use serde_json::{Value, json};
 
-/// A mock OpenAI-compatible `/embeddings` server: a deterministic vector per text (one
-/// dimension per topic, synonyms sharing it).
-struct TopicVectors;
+/// A mock OpenAI-compatible `/embeddings` server: a deterministic vector per text, one dimension
+/// per topic (its words counted in the text, synonyms sharing it), and a small constant one.
+pub(crate) struct TopicVectors(pub(crate) &'static [&'static [&'static str]]);
 
 impl wiremock::Respond for TopicVectors {
     fn respond(&self, request: &wiremock::Request) -> wiremock::ResponseTemplate {
-        let topics: [&[&str]; 2] = [&["car", "automobile", "vehicle"], &["tea", "matcha"]];
         let body: Value = serde_json::from_slice(&request.body).unwrap();
         let data: Vec<Value> = body["input"]
             .as_array()
@@ -19,7 +18,7 @@ impl wiremock::Respond for TopicVectors {
             .map(|(i, text)| {
                 let text = text.as_str().unwrap().to_lowercase();
                 let mut v: Vec<f32> =
-                    topics.iter().map(|ws| ws.iter().filter(|w| text.contains(*w)).count() as f32).collect();
+                    self.0.iter().map(|ws| ws.iter().filter(|w| text.contains(*w)).count() as f32).collect();
                 v.push(0.05);
                 json!({"index": i, "embedding": v})
             })
@@ -35,7 +34,7 @@ async fn serve_searches_by_meaning_with_an_embedding_provider() {
     let provider = wiremock::MockServer::start().await;
     wiremock::Mock::given(wiremock::matchers::path("/v1/embeddings"))
         .and(wiremock::matchers::header("authorization", "Bearer sk-mock"))
-        .respond_with(TopicVectors)
+        .respond_with(TopicVectors(&[&["car", "automobile", "vehicle"], &["tea", "matcha"]]))
         .mount(&provider)
         .await;
     let spec = format!("cars=openai:topics@{}/v1", provider.uri());

@@ -1,6 +1,7 @@
 """Drives Memory Bank through ADK for Python's own VertexAiMemoryBankService and the
 google-cloud-agentplatform client it uses, pointed at an agentstate server, and prints what they
 returned (JSON, last line) for the Rust test to check. Usage: memory_bank_client.py BASE_URL ENGINE TOKEN
+MEANING_ENGINE (an engine whose memories the server searches by meaning, with embeddings)
 
 Also reads the same memories through agentstate's own AgentstateMemoryService (the ADK-form
 scope {app_name: ENGINE, user_id} is that app's user).
@@ -20,7 +21,7 @@ from google.genai import types  # noqa: E402
 
 from agentstate_adk import AgentstateMemoryService  # noqa: E402
 
-BASE_URL, ENGINE, TOKEN = sys.argv[1], sys.argv[2], sys.argv[3]
+BASE_URL, ENGINE, TOKEN, MEANING = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 
 
 def client():
@@ -259,6 +260,23 @@ async def main():
     own = AgentstateMemoryService(BASE_URL, token=TOKEN)
     found = await own.search_memory(app_name=ENGINE, user_id="alice", query="Lisbon spring")
     out["own_search"] = sorted(m.content.parts[0].text for m in found.memories)
+
+    # By meaning: an engine with embeddings; ADK's search_memory and the client's retrieve.
+    meaning = Local(project="my-project", location="us-central1", agent_engine_id=MEANING)
+    facts = ["Alice is allergic to peanuts", "Alice prefers aisle seats", "Alice flies to Porto"]
+    await meaning.add_memory(app_name=MEANING, user_id="alice", memories=[entry(f) for f in facts])
+    found = await meaning.search_memory(app_name=MEANING, user_id="alice", query="nut allergy")
+    meaning_name = f"projects/my-project/locations/us-central1/reasoningEngines/{MEANING}"
+    scope = {"app_name": MEANING, "user_id": "alice"}
+    words_alone = await memories.retrieve(
+        name=engine_name, scope={"app_name": ENGINE, "user_id": "alice"}, similarity_search_params={"search_query": "nut allergy"}
+    )
+    nearest = await memories.retrieve(name=meaning_name, scope=scope, similarity_search_params={"search_query": "nut allergy"})
+    out["by_meaning"] = {
+        "found": [m.content.parts[0].text for m in found.memories],
+        "by_words_alone": [r.memory.fact async for r in words_alone],
+        "distances": [(r.memory.fact, r.distance) async for r in nearest],
+    }
     print(json.dumps(out, default=str))
 
 
