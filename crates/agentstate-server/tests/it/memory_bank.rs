@@ -346,6 +346,25 @@ async fn serve_generates_memories_from_conversations_with_a_model() {
         ["The user is allergic to peanuts.", "The user lives in Lisbon."]
     );
 
+    // Direct facts are consolidated too (in the background), unless asked not to be (at once).
+    let direct = json!({"directMemories": [{"fact": "The user lives in Braga."}]});
+    let (_, operation) = post("memories:generate", json!({"scope": scope, "directMemoriesSource": direct})).await;
+    assert_eq!(operation["done"], false, "{operation}");
+    let finished = done(&client, &base, &operation).await;
+    assert_eq!(finished["response"]["generatedMemories"][0]["action"], "UPDATED", "{finished}");
+    assert_eq!(
+        facts(client.clone(), engine.clone()).await,
+        ["The user is allergic to peanuts.", "The user lives in Braga."]
+    );
+    let direct = json!({"directMemories": [{"fact": "The user lives in Faro."}]});
+    let body = json!({"scope": scope, "directMemoriesSource": direct, "disableConsolidation": true});
+    let (status, operation) = post("memories:generate", body).await;
+    assert_eq!((status, &operation["done"]), (200, &json!(true)), "{operation}");
+    assert_eq!(operation["response"]["generatedMemories"][0]["action"], "CREATED");
+    assert_eq!(facts(client.clone(), engine.clone()).await.len(), 3, "created beside the Braga one");
+    let faro = operation["response"]["generatedMemories"][0]["memory"]["name"].as_str().unwrap();
+    client.delete(format!("{base}/v1beta1/{faro}")).send().await.unwrap();
+
     // A model answer that is not the JSON asked for: the operation fails, nothing is written.
     let (_, operation) =
         post("memories:generate", json!({"scope": scope, "directContentsSource": said("break it, and I like jazz")}))

@@ -70,6 +70,16 @@ async def main():
         memories=[entry("Alice flies to Lisbon every spring")],
         custom_metadata={"enable_consolidation": True},
     )
+    # (consolidated by the engine's model in the background: ADK does not wait for it)
+    for _ in range(100):
+        listed = await memories.retrieve(
+            name=f"projects/my-project/locations/us-central1/reasoningEngines/{ENGINE}",
+            scope={"app_name": ENGINE, "user_id": "alice"},
+            simple_retrieval_params={"page_size": 10},
+        )
+        if "Alice flies to Lisbon every spring" in [r.memory.fact async for r in listed]:
+            break
+        await asyncio.sleep(0.1)
 
     # ADK's search_memory: memories.retrieve by similarity, scoped exactly.
     found = await bank.search_memory(app_name=ENGINE, user_id="alice", query="which seats does she prefer")

@@ -10,6 +10,9 @@
 //!   "new": ["…", …]}` and answers `{"actions": [{"action": "CREATED", "fact"} | {"action":
 //!   "UPDATED", "id", "fact"} | {"action": "DELETED", "id"}, …]}`, naming only ids it was given.
 //!
+//! Facts given directly (Memory Bank's direct memories) go through consolidation alone
+//! ([`MemoryService::bank_consolidate`]); `disable_consolidation` creates every fact as it is.
+//!
 //! An answer that is not that JSON fails the generation with a clear error and writes nothing:
 //! every answer is checked before the first write.
 
@@ -108,6 +111,9 @@ pub struct GenerateOptions {
     pub timestamp_keys: Vec<String>,
     /// How the revisions of what it writes are kept (the extracted facts are added to them).
     pub revision: RevisionOptions,
+    /// Create every fact, without reading the scope's memories near it (Memory Bank's
+    /// `disable_consolidation`).
+    pub disable_consolidation: bool,
 }
 
 impl GenerateOptions {
@@ -260,8 +266,6 @@ impl MemoryService {
 
     /// Memory Bank's generation from a conversation (see the module): the facts the app's model
     /// extracts, consolidated with the scope's memories of `engine`, created as `options` says.
-    /// `new_id` names each new memory. Without a model for the app,
-    /// `Unsupported`; a model answer that is not the JSON asked for writes nothing.
     pub async fn bank_generate(
         &self,
         engine: &str,
@@ -270,12 +274,7 @@ impl MemoryService {
         options: &GenerateOptions,
         new_id: &(dyn Fn() -> String + Send + Sync),
     ) -> Result<Vec<Generated>> {
-        let Some(model) = self.fact_models.of(engine).cloned() else {
-            return Err(Error::Unsupported {
-                operation: "generate memories from conversations",
-                capability: "a memory model (serve --memory-model)",
-            });
-        };
+        let model = self.fact_model(engine, "generate memories from conversations")?;
         let topics = topic_lines(&options.topics)?.join("\n");
         let conversation: Vec<String> =
             turns.iter().filter(|t| !t.text.trim().is_empty()).map(|t| format!("{}: {}", t.role, t.text)).collect();
@@ -284,20 +283,57 @@ impl MemoryService {
         }
         let instruction = EXTRACTION_INSTRUCTION.replace("{topics}", &topics);
         let facts = parse_facts(&model.answer(&instruction, &conversation.join("\n")).await?)?;
+        self.consolidate(engine, scope, facts, options, new_id).await
+    }
+
+    /// Memory Bank's generation from facts given (`direct_memories_source`): consolidated with
+    /// the scope's memories of `engine` by the app's model (the second call of the module), or,
+    /// with `options.disable_consolidation`, each created.
+    pub async fn bank_consolidate(
+        &self,
+        engine: &str,
+        scope: &Scope,
+        facts: Vec<String>,
+        options: &GenerateOptions,
+        new_id: &(dyn Fn() -> String + Send + Sync),
+    ) -> Result<Vec<Generated>> {
+        self.consolidate(engine, scope, facts, options, new_id).await
+    }
+
+    fn fact_model(&self, engine: &str, operation: &'static str) -> Result<std::sync::Arc<dyn super::FactModel>> {
+        self.fact_models
+            .of(engine)
+            .cloned()
+            .ok_or(Error::Unsupported { operation, capability: "a memory model (serve --memory-model)" })
+    }
+
+    /// Consolidates `facts` with the scope's memories near them (unless `options` disable it, or
+    /// there are none) and writes what the model decided.
+    async fn consolidate(
+        &self,
+        engine: &str,
+        scope: &Scope,
+        facts: Vec<String>,
+        options: &GenerateOptions,
+        new_id: &(dyn Fn() -> String + Send + Sync),
+    ) -> Result<Vec<Generated>> {
         if facts.is_empty() {
             return Ok(Vec::new());
         }
         let mut existing: Vec<BankMemory> = Vec::new();
-        for fact in &facts {
-            for near in self.bank_search(engine, scope, fact, NEAREST).await? {
-                if existing.len() < MAX_EXISTING && !existing.iter().any(|m| m.id == near.id) {
-                    existing.push(near);
+        if !options.disable_consolidation {
+            for fact in &facts {
+                for near in self.bank_search(engine, scope, fact, NEAREST).await? {
+                    if existing.len() < MAX_EXISTING && !existing.iter().any(|m| m.id == near.id) {
+                        existing.push(near);
+                    }
                 }
             }
         }
         let planned = if existing.is_empty() {
             facts.iter().cloned().map(Planned::Create).collect()
         } else {
+            let model = self.fact_model(engine, "consolidate memories")?;
             let given: Vec<Value> = existing.iter().map(|m| json!({"id": m.id, "fact": m.fact})).collect();
             let input = json!({"existing": given, "new": facts}).to_string();
             let ids = existing.iter().map(|m| m.id.clone()).collect();

@@ -89,8 +89,16 @@ async fn turns_of_session(call: &MemoryCall, source: Value) -> Result<(Vec<Turn>
     Ok((turns, key.user_id().to_owned()))
 }
 
-/// Starts a generation from a conversation in the background; the operation that polls it.
-fn start_generation(call: &MemoryCall, scope: Scope, turns: Vec<Turn>, options: GenerateOptions) -> Value {
+/// What a generation in the background starts from.
+enum Input {
+    /// A conversation, whose facts the model extracts.
+    Conversation(Vec<Turn>),
+    /// Facts given, consolidated as they are.
+    Facts(Vec<String>),
+}
+
+/// Starts a generation in the background; the operation that polls it.
+fn start_generation(call: &MemoryCall, scope: Scope, input: Input, options: GenerateOptions) -> Value {
     let name = call.engine.empty_operation_name();
     let state = call.state.clone();
     let (engine, version) = (call.engine.app.clone(), call.engine.version);
@@ -98,7 +106,12 @@ fn start_generation(call: &MemoryCall, scope: Scope, turns: Vec<Turn>, options: 
     state.running().start(&name, &engine, scope.entries().get("user_id").map(String::as_str));
     let operation = name.clone();
     tokio::spawn(async move {
-        let generated = state.memory().bank_generate(&engine, &scope, &turns, &options, &resource::new_memory_id).await;
+        let memory = state.memory();
+        let new_id = &resource::new_memory_id;
+        let generated = match input {
+            Input::Conversation(turns) => memory.bank_generate(&engine, &scope, &turns, &options, new_id).await,
+            Input::Facts(facts) => memory.bank_consolidate(&engine, &scope, facts, &options, new_id).await,
+        };
         let done = match generated {
             Ok(generated) => {
                 let listed: Vec<Value> = generated
@@ -135,8 +148,8 @@ fn start_generation(call: &MemoryCall, scope: Scope, turns: Vec<Turn>, options: 
     json!({"name": name, "done": false})
 }
 
-/// The options of a generation from a body: `allowed_topics`, `ttl`, `metadata`, and how
-/// revisions are kept.
+/// The options of a generation from a body: `allowed_topics`, `ttl`, `metadata`,
+/// `disable_consolidation`, and how revisions are kept.
 fn generate_options(call: &MemoryCall, body: &mut Map<String, Value>) -> Result<GenerateOptions, GoogleError> {
     let mut options = GenerateOptions::default();
     if let Some(topics) = take(body, "allowedTopics") {
@@ -155,15 +168,22 @@ fn generate_options(call: &MemoryCall, body: &mut Map<String, Value>) -> Result<
     }
     options.expire_micros = expiry_of(&mut ttl, call.state.service().now_micros())?;
     options.revision = revision_of(body)?;
+    if let Some(disable) = take(body, "disableConsolidation") {
+        options.disable_consolidation = disable
+            .as_bool()
+            .ok_or_else(|| GoogleError::invalid(format!("disable_consolidation must be a boolean, not {disable}")))?;
+    }
     Ok(options)
 }
 
-/// Fields of a generation this server reads and leaves aside (consolidation always runs; the
-/// metadata given is that of created memories).
-const GENERATE_ASIDE: [&str; 2] = ["disableConsolidation", "metadataMergeStrategy"];
+/// Fields of a generation this server reads and leaves aside (the metadata given is that of
+/// created memories; an updated memory keeps its own).
+const GENERATE_ASIDE: [&str; 1] = ["metadataMergeStrategy"];
 
 /// `POST …/memories:generate`: from `directMemoriesSource {directMemories [{fact}]}` (at most 5),
-/// each fact stored as a memory of the scope, a done operation listing them (`CREATED`); from
+/// the facts consolidated with the scope's memories by the engine's model in the background (an
+/// operation to poll), or, without a model or with `disableConsolidation`, each stored as a
+/// memory of the scope at once (a done operation listing them, `CREATED`); from
 /// `directContentsSource {events [{content}]}` or `vertexSessionSource {session}`, the engine's
 /// model extracts facts and consolidates them with the scope's memories in the background, an
 /// operation to poll (without a model, `FAILED_PRECONDITION`).
@@ -199,7 +219,7 @@ pub(crate) async fn generate(call: MemoryCall, Body(bytes): Body) -> Reply {
     };
     refuse_unknown(&body, "generate")?;
     call.check_scope(&scope)?;
-    Ok(Json(start_generation(&call, scope, turns, options)))
+    Ok(Json(start_generation(&call, scope, Input::Conversation(turns), options)))
 }
 
 async fn generate_direct(call: MemoryCall, mut body: Map<String, Value>, source: Value) -> Reply {
@@ -228,6 +248,10 @@ async fn generate_direct(call: MemoryCall, mut body: Map<String, Value>, source:
         let memory = options.new_memory(resource::new_memory_id(), scope.clone(), fact);
         memory.validate()?;
         memories.push(memory);
+    }
+    if !options.disable_consolidation && call.service().has_fact_model(&call.engine.app) {
+        let facts = memories.into_iter().map(|m| m.fact).collect();
+        return Ok(Json(start_generation(&call, scope, Input::Facts(facts), options)));
     }
     let mut generated = Vec::with_capacity(memories.len());
     for memory in memories {
@@ -258,5 +282,5 @@ pub(crate) async fn ingest_events(call: MemoryCall, Body(bytes): Body) -> Reply 
         take(&mut body, field);
     }
     refuse_unknown(&body, "ingest_events")?;
-    Ok(Json(start_generation(&call, scope, turns, GenerateOptions::default())))
+    Ok(Json(start_generation(&call, scope, Input::Conversation(turns), GenerateOptions::default())))
 }
