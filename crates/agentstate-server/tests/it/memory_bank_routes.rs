@@ -338,3 +338,75 @@ async fn erasing_a_user_removes_their_memory_bank_memories() {
     let facts: Vec<&str> = listed["memories"].as_array().unwrap().iter().map(|m| m["fact"].as_str().unwrap()).collect();
     assert_eq!(facts, ["bob stays"]);
 }
+
+/// A fact model whose consolidation updates the first memory it is given with every new fact
+/// (and creates them when it is given none).
+struct UpdatesFirst;
+
+#[async_trait::async_trait]
+impl FactModel for UpdatesFirst {
+    fn name(&self) -> &str {
+        "updates-first"
+    }
+
+    async fn answer(&self, instruction: &str, input: &str) -> agentstate::Result<String> {
+        if instruction.starts_with("You extract memories") {
+            return Ok(r#"{"facts": ["The user likes green tea."]}"#.to_owned());
+        }
+        let given: Value = serde_json::from_str(input).unwrap();
+        let fact = &given["new"][0];
+        let action = match given["existing"][0]["id"].as_str() {
+            Some(id) => json!({"action": "UPDATED", "id": id, "fact": fact}),
+            None => json!({"action": "CREATED", "fact": fact}),
+        };
+        Ok(json!({"actions": [action]}).to_string())
+    }
+}
+
+/// `metadataMergeStrategy`: how a generation's metadata applies to the memory it updates.
+#[tokio::test]
+async fn a_generation_merges_overwrites_or_requires_the_metadata() {
+    let state = AppState::new(SessionService::in_memory())
+        .with_fact_models(FactModels::new().every_app(Arc::new(UpdatesFirst)));
+    let r = app(state);
+    let scope = json!({"user_id": "una"});
+    let memory = create(
+        &r,
+        json!({"fact": "The user likes tea.", "scope": scope,
+               "metadata": {"src": {"stringValue": "a"}, "keep": {"doubleValue": 1}}}),
+    )
+    .await;
+    let path = format!("{E}/memories/{}", id_of(&memory));
+    let generate = |strategy: &str, src: &str| {
+        json!({"scope": scope, "metadataMergeStrategy": strategy, "metadata": {"src": {"stringValue": src}},
+               "directContentsSource": {"events": [{"content": {"role": "user", "parts": [{"text": "green tea"}]}}]}})
+    };
+    let run = |body: Value| {
+        let r = r.clone();
+        async move {
+            let (status, op) = call(&r, "POST", &format!("{E}/memories:generate"), Some(body), &[]).await;
+            assert_eq!(status, 200, "{op}");
+            let name = op["name"].as_str().unwrap().to_owned();
+            for _ in 0..200 {
+                let (_, polled) = call(&r, "GET", &format!("/v1beta1/{name}"), None, &[]).await;
+                if polled["done"] == true {
+                    return polled["response"]["generatedMemories"][0]["action"].as_str().unwrap().to_owned();
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            panic!("{name} not done");
+        }
+    };
+    assert_eq!(run(generate("MERGE", "b")).await, "UPDATED");
+    let (_, got) = call(&r, "GET", &path, None, &[]).await;
+    assert_eq!(got["metadata"], json!({"src": {"stringValue": "b"}, "keep": {"doubleValue": 1}}), "merged: {got}");
+    assert_eq!(run(generate("overwrite", "c")).await, "UPDATED");
+    let (_, got) = call(&r, "GET", &path, None, &[]).await;
+    assert_eq!(got["metadata"], json!({"src": {"stringValue": "c"}}), "overwritten: {got}");
+    assert_eq!(run(generate("REQUIRE_EXACT_MATCH", "z")).await, "CREATED", "another metadata: not eligible");
+    let (_, got) = call(&r, "GET", &path, None, &[]).await;
+    assert_eq!(got["metadata"], json!({"src": {"stringValue": "c"}}), "left as it was: {got}");
+    assert_eq!(run(generate("REQUIRE_EXACT_MATCH", "c")).await, "UPDATED", "the same metadata: eligible");
+    let (status, error) = call(&r, "POST", &format!("{E}/memories:generate"), Some(generate("APPEND", "d")), &[]).await;
+    assert_eq!((status.as_u16(), &error["error"]["status"]), (400, &json!("INVALID_ARGUMENT")), "{error}");
+}

@@ -114,6 +114,57 @@ pub struct GenerateOptions {
     /// Create every fact, without reading the scope's memories near it (Memory Bank's
     /// `disable_consolidation`).
     pub disable_consolidation: bool,
+    /// How `metadata` applies to the memories consolidation updates.
+    pub metadata_merge: MetadataMerge,
+}
+
+/// How a generation's metadata applies to the memories its consolidation updates (Memory Bank's
+/// `metadata_merge_strategy`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MetadataMerge {
+    /// The memory keeps its metadata, the generation's added over it (a key in both takes the
+    /// generation's value). The default.
+    #[default]
+    Merge,
+    /// The memory's metadata becomes the generation's.
+    Overwrite,
+    /// Only memories whose metadata is exactly the generation's are consolidated with; the
+    /// others are left as they are.
+    RequireExactMatch,
+}
+
+impl MetadataMerge {
+    /// The strategy Memory Bank names so (any case); `METADATA_MERGE_STRATEGY_UNSPECIFIED` is
+    /// the default.
+    pub fn parse(name: &str) -> Result<Self> {
+        match name.to_ascii_uppercase().as_str() {
+            "MERGE" | "METADATA_MERGE_STRATEGY_UNSPECIFIED" | "" => Ok(Self::Merge),
+            "OVERWRITE" => Ok(Self::Overwrite),
+            "REQUIRE_EXACT_MATCH" => Ok(Self::RequireExactMatch),
+            other => Err(Error::invalid(
+                "metadata_merge_strategy",
+                format!("{other:?} is not one of MERGE, OVERWRITE, REQUIRE_EXACT_MATCH"),
+            )),
+        }
+    }
+
+    /// `memory`'s metadata once a generation with `options` updated it.
+    fn apply(self, memory: &mut BankMemory, options: &GenerateOptions) {
+        match self {
+            Self::Merge => {
+                for (key, value) in &options.metadata {
+                    memory.metadata.insert(key.clone(), value.clone());
+                    memory.timestamp_keys.retain(|k| k != key);
+                }
+                memory.timestamp_keys.extend(options.timestamp_keys.iter().cloned());
+            }
+            Self::Overwrite => {
+                memory.metadata.clone_from(&options.metadata);
+                memory.timestamp_keys.clone_from(&options.timestamp_keys);
+            }
+            Self::RequireExactMatch => {}
+        }
+    }
 }
 
 impl GenerateOptions {
@@ -322,9 +373,12 @@ impl MemoryService {
         }
         let mut existing: Vec<BankMemory> = Vec::new();
         if !options.disable_consolidation {
+            let eligible = |m: &BankMemory| {
+                options.metadata_merge != MetadataMerge::RequireExactMatch || m.metadata == options.metadata
+            };
             for fact in &facts {
                 for near in self.bank_search(engine, scope, fact, NEAREST).await? {
-                    if existing.len() < MAX_EXISTING && !existing.iter().any(|m| m.id == near.id) {
+                    if existing.len() < MAX_EXISTING && eligible(&near) && !existing.iter().any(|m| m.id == near.id) {
                         existing.push(near);
                     }
                 }
@@ -353,6 +407,7 @@ impl MemoryService {
                     let Some(before) = held(&id) else { continue };
                     let mut after = before.clone();
                     after.fact = fact;
+                    options.metadata_merge.apply(&mut after, options);
                     if let Some(memory) = self.bank_update(engine, before, after, &revision).await? {
                         let previous_revision = before.revisions().last().map(|r| r.id.clone());
                         done.push(Generated { memory, action: Action::Updated, previous_revision });
@@ -407,6 +462,37 @@ mod tests {
         ] {
             assert!(parse_actions(bad, &ids).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn metadata_merges_as_the_strategy_says() {
+        let scope = Scope::new([("user_id".to_owned(), "u".to_owned())].into()).unwrap();
+        let mut memory = BankMemory::new("m", scope, "x y");
+        memory.metadata = json!({"a": 1, "b": "old", "at": "2026-01-01T00:00:00Z"}).as_object().unwrap().clone();
+        memory.timestamp_keys = vec!["at".into()];
+        let options = GenerateOptions {
+            metadata: json!({"b": "new", "c": true}).as_object().unwrap().clone(),
+            ..Default::default()
+        };
+        let mut merged = memory.clone();
+        MetadataMerge::Merge.apply(&mut merged, &options);
+        assert_eq!(
+            Value::Object(merged.metadata),
+            json!({"a": 1, "b": "new", "at": "2026-01-01T00:00:00Z", "c": true})
+        );
+        assert_eq!(merged.timestamp_keys, ["at"]);
+        let mut overwritten = memory.clone();
+        MetadataMerge::Overwrite.apply(&mut overwritten, &options);
+        assert_eq!(
+            (Value::Object(overwritten.metadata), overwritten.timestamp_keys.len()),
+            (json!({"b": "new", "c": true}), 0)
+        );
+        let mut kept = memory.clone();
+        MetadataMerge::RequireExactMatch.apply(&mut kept, &options);
+        assert_eq!(kept, memory);
+        assert_eq!(MetadataMerge::parse("overwrite").unwrap(), MetadataMerge::Overwrite);
+        assert_eq!(MetadataMerge::parse("METADATA_MERGE_STRATEGY_UNSPECIFIED").unwrap(), MetadataMerge::Merge);
+        assert!(MetadataMerge::parse("APPEND").is_err());
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub mod words;
 pub use bank::{BankMemory, BankPage, EngineCursor, EnginePage, Retrieved, Revision, RevisionOptions, Scope};
 pub use embed::{Embedder, Embedders, Purpose, SearchMode};
 pub use fact_model::{FactModel, FactModels};
-pub use generate::{Action, GenerateOptions, Generated, Turn};
+pub use generate::{Action, GenerateOptions, Generated, MetadataMerge, Turn};
 pub use model::{Memory, MemoryOwner, text_of};
 pub use search::SearchOptions;
 pub use service::{

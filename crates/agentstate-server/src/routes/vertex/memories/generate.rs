@@ -1,5 +1,6 @@
-//! Memory Bank's generation: `memories:generate` (from direct memories at once; from contents or
-//! a session, by the engine's model in the background) and `memories:ingestEvents`.
+//! Memory Bank's generation: `memories:generate` (from direct memories, contents or a session,
+//! by the engine's model in the background; direct memories at once without one) and
+//! `memories:ingestEvents`.
 
 use agentstate::memory::{GenerateOptions, Scope, Turn};
 use agentstate::{Map, Value};
@@ -149,7 +150,7 @@ fn start_generation(call: &MemoryCall, scope: Scope, input: Input, options: Gene
 }
 
 /// The options of a generation from a body: `allowed_topics`, `ttl`, `metadata`,
-/// `disable_consolidation`, and how revisions are kept.
+/// `metadata_merge_strategy`, `disable_consolidation`, and how revisions are kept.
 fn generate_options(call: &MemoryCall, body: &mut Map<String, Value>) -> Result<GenerateOptions, GoogleError> {
     let mut options = GenerateOptions::default();
     if let Some(topics) = take(body, "allowedTopics") {
@@ -168,6 +169,10 @@ fn generate_options(call: &MemoryCall, body: &mut Map<String, Value>) -> Result<
     }
     options.expire_micros = expiry_of(&mut ttl, call.state.service().now_micros())?;
     options.revision = revision_of(body)?;
+    if let Some(strategy) = take(body, "metadataMergeStrategy") {
+        let name = string(strategy, "metadata_merge_strategy")?;
+        options.metadata_merge = agentstate::memory::MetadataMerge::parse(&name)?;
+    }
     if let Some(disable) = take(body, "disableConsolidation") {
         options.disable_consolidation = disable
             .as_bool()
@@ -175,10 +180,6 @@ fn generate_options(call: &MemoryCall, body: &mut Map<String, Value>) -> Result<
     }
     Ok(options)
 }
-
-/// Fields of a generation this server reads and leaves aside (the metadata given is that of
-/// created memories; an updated memory keeps its own).
-const GENERATE_ASIDE: [&str; 1] = ["metadataMergeStrategy"];
 
 /// `POST …/memories:generate`: from `directMemoriesSource {directMemories [{fact}]}` (at most 5),
 /// the facts consolidated with the scope's memories by the engine's model in the background (an
@@ -196,9 +197,6 @@ pub(crate) async fn generate(call: MemoryCall, Body(bytes): Body) -> Reply {
         return Err(GoogleError::invalid(
             "give exactly one of direct_memories_source, direct_contents_source or vertex_session_source",
         ));
-    }
-    for field in GENERATE_ASIDE {
-        take(&mut body, field);
     }
     if let Some(direct) = direct {
         return generate_direct(call, body, direct).await;
@@ -265,10 +263,10 @@ async fn generate_direct(call: MemoryCall, mut body: Map<String, Value>, source:
     Ok(Json(json!({"name": call.engine.empty_operation_name(), "done": true, "response": response})))
 }
 
-/// `POST …/memories:ingestEvents {scope, directContentsSource {events}, streamId?, …}`: the
-/// events' facts extracted and consolidated in the background at once (no buffering by stream:
-/// `streamId`, `forceFlush` and `generationTriggerConfig` are read and left aside); an
-/// operation to poll. Without a model, `FAILED_PRECONDITION`.
+/// `POST …/memories:ingestEvents {scope, directContentsSource {events}, streamId?, metadata?,
+/// revision options?, …}`: the events' facts extracted and consolidated in the background at
+/// once (no buffering by stream: `streamId`, `forceFlush` and `generationTriggerConfig` are read
+/// and left aside); an operation to poll. Without a model, `FAILED_PRECONDITION`.
 pub(crate) async fn ingest_events(call: MemoryCall, Body(bytes): Body) -> Reply {
     let mut body = request::body(&bytes)?;
     let scope = scope_of(&mut body)?;
@@ -281,6 +279,7 @@ pub(crate) async fn ingest_events(call: MemoryCall, Body(bytes): Body) -> Reply 
     for field in ["streamId", "forceFlush", "generationTriggerConfig", "config"] {
         take(&mut body, field);
     }
+    let options = generate_options(&call, &mut body)?;
     refuse_unknown(&body, "ingest_events")?;
-    Ok(Json(start_generation(&call, scope, Input::Conversation(turns), GenerateOptions::default())))
+    Ok(Json(start_generation(&call, scope, Input::Conversation(turns), options)))
 }
