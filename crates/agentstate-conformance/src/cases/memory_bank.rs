@@ -151,10 +151,17 @@ pub(crate) async fn memory_bank_names_find_their_scope(svc: Svc) {
     let again = memory.bank_create(&engine, BankMemory::new("m1", alice.clone(), "alice likes mint tea"), &none).await;
     assert_eq!(again.unwrap_err().kind(), ErrorKind::InvalidArgument, "a deleted id is not taken again");
 
-    // Erasing a user removes the scope of the user alone too.
+    // Erasing a user removes every scope naming the user too, and only those.
     if svc.capabilities().lifecycle.is_some() {
-        svc.erase_user(&engine, "bob").await.unwrap();
+        let bob_topic = scope(&[("user_id", "bob"), ("topic", "coffee")]);
+        memory.bank_create(&engine, BankMemory::new("m5", bob_topic, "bob grinds his own beans"), &none).await.unwrap();
+        let carol = scope(&[("user_id", "carol"), ("topic", "coffee")]);
+        memory.bank_create(&engine, BankMemory::new("m6", carol, "carol likes tea"), &none).await.unwrap();
+        assert_eq!(svc.count_user_data(&engine, "bob").await.unwrap().memories, 2);
+        assert_eq!(svc.erase_user(&engine, "bob").await.unwrap().memories, 2);
         assert!(memory.bank_get(&engine, "m2").await.unwrap().is_none(), "{{user_id: bob}} erased with bob");
+        assert!(memory.bank_get(&engine, "m5").await.unwrap().is_none(), "{{user_id: bob, topic}} erased with bob");
+        assert!(memory.bank_get(&engine, "m6").await.unwrap().is_some(), "carol's kept");
         memory.bank_create(&engine, BankMemory::new("m2", bob_alone, "bob starts again"), &none).await.unwrap();
     }
 }

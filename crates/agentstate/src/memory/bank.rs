@@ -26,11 +26,14 @@ use super::words::{matched, words};
 use crate::content::Content;
 use crate::error::{Error, Result};
 use crate::key::validate_id;
-use crate::store::{MemoryCursor, MemoryList, MemoryPut, PutMode};
+use crate::store::{MemoryCursor, MemoryList, MemoryPut, MemoryStore, PutMode};
 use crate::time::Timestamp;
 
 /// The most keys a scope may have.
 pub const MAX_SCOPE_KEYS: usize = 10;
+
+/// How the user of a scope's digest owner starts (no user id may start with whitespace).
+const DIGEST_PREFIX: &str = " scope:";
 
 /// The largest fact, in bytes.
 pub const MAX_FACT_BYTES: usize = 16 * 1024;
@@ -86,14 +89,42 @@ impl Scope {
         let canonical = serde_json::to_string(&self.0).unwrap_or_default();
         let digest = Sha256::digest(canonical.as_bytes());
         let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
-        format!(" scope:{hex}")
+        format!("{DIGEST_PREFIX}{hex}")
     }
 }
 
-/// The owner of the scope `{user_id: user}` in `app`: the other scope of a user `erase-user`
-/// removes.
+/// The owner of the scope `{user_id: user}` in `app`.
 pub fn user_only_owner(app: &str, user: &str) -> MemoryOwner {
     Scope(BTreeMap::from([("user_id".to_owned(), user.to_owned())])).owner(app)
+}
+
+/// The digest owners of `app` whose scope's `user_id` is `user` (`{user_id: user}`, and any
+/// other scope naming that user): the memories of a user `erase-user` removes beside the user's
+/// own. Digest users start with a space, so they sort before every user id: the walk reads the
+/// app's digest owners only, one memory of each (an owner's memories share its scope).
+pub(crate) async fn scopes_of_user(store: &dyn MemoryStore, app: &str, user: &str) -> Result<Vec<MemoryOwner>> {
+    const PAGE: usize = 100;
+    let mut after = MemoryOwner::from_storage(app, DIGEST_PREFIX);
+    let mut found = Vec::new();
+    loop {
+        let owners = store.memory_owners(Some(&after), PAGE).await?;
+        let full = owners.len() == PAGE;
+        for owner in owners {
+            if owner.app_name() != app || !owner.user_id().starts_with(DIGEST_PREFIX) {
+                return Ok(found);
+            }
+            let list = MemoryList { owner: owner.clone(), after: None, limit: 1, now_micros: i64::MIN };
+            let scope =
+                store.list_memories(&list).await?.into_iter().next().map(|m| BankMemory::from_memory(&owner, m).scope);
+            if scope.is_some_and(|s| s.0.get("user_id").is_some_and(|u| u == user)) {
+                found.push(owner.clone());
+            }
+            after = owner;
+        }
+        if !full {
+            return Ok(found);
+        }
+    }
 }
 
 /// A Memory Bank memory.

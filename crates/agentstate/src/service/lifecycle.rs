@@ -55,10 +55,13 @@ impl SessionService {
         let span = tracing::info_span!("erase_user", app = app_name);
         let mut erased = lifecycle.erase_user(app_name, user_id).instrument(span).await?;
         if let Some(memory) = self.capabilities().memory {
-            let owner = MemoryOwner::new(app_name, user_id)?;
-            // And Memory Bank's scope of the user alone (`{user_id}`; see `memory::bank`).
-            let bank = crate::memory::bank::user_only_owner(app_name, user_id);
-            erased.memories = memory.erase_memories(&owner).await? + memory.erase_memories(&bank).await?;
+            // The user's memories, and Memory Bank's scopes naming the user (see `memory::bank`).
+            let mut owners = vec![MemoryOwner::new(app_name, user_id)?];
+            owners.extend(crate::memory::bank::scopes_of_user(memory, app_name, user_id).await?);
+            erased.memories = 0;
+            for owner in &owners {
+                erased.memories += memory.erase_memories(owner).await?;
+            }
         }
         if let Some(artifacts) = self.capabilities().artifacts {
             erased.artifacts = artifacts.erase_artifacts(app_name, user_id).await?;
@@ -81,10 +84,12 @@ impl SessionService {
         validate_id("user_id", user_id)?;
         let mut found = self.lifecycle("count a user's data")?.count_user_data(app_name, user_id).await?;
         if let Some(memory) = self.capabilities().memory {
-            let owner = MemoryOwner::new(app_name, user_id)?;
-            let bank = crate::memory::bank::user_only_owner(app_name, user_id);
-            found.memories =
-                memory.count_memories(&owner, i64::MIN).await? + memory.count_memories(&bank, i64::MIN).await?;
+            let mut owners = vec![MemoryOwner::new(app_name, user_id)?];
+            owners.extend(crate::memory::bank::scopes_of_user(memory, app_name, user_id).await?);
+            found.memories = 0;
+            for owner in &owners {
+                found.memories += memory.count_memories(owner, i64::MIN).await?;
+            }
         }
         if let Some(artifacts) = self.capabilities().artifacts {
             found.artifacts = artifacts.count_artifacts(app_name, user_id).await?;
