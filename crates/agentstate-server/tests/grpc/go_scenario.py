@@ -18,34 +18,15 @@ import threading
 
 import grpc
 from google.api_core import exceptions
-from google.auth.credentials import AnonymousCredentials
 from google.cloud import aiplatform_v1beta1 as v
 from google.cloud.aiplatform_v1beta1.services.session_service import transports
-from google.oauth2.credentials import Credentials
 from google.protobuf import json_format, timestamp_pb2
+
+from grpc_token import bearer, cleartext_channel
 
 address, transport_name, engine = sys.argv[1], sys.argv[2], sys.argv[3]
 token = sys.argv[4] if len(sys.argv) > 4 else None
 PARENT = f"projects/demo/locations/us-central1/reasoningEngines/{engine}"
-
-
-class Details(grpc.ClientCallDetails):
-    """A call's details with other metadata."""
-
-    def __init__(self, method, timeout, metadata, credentials, wait_for_ready, compression):
-        self.method, self.timeout, self.metadata = method, timeout, metadata
-        self.credentials, self.wait_for_ready, self.compression = credentials, wait_for_ready, compression
-
-
-class WithToken(grpc.UnaryUnaryClientInterceptor):
-    """Adds `authorization: Bearer …` to every call (call credentials would need TLS)."""
-
-    def __init__(self, value):
-        self.value = value
-
-    def intercept_unary_unary(self, continuation, d, request):
-        metadata = list(d.metadata or []) + [("authorization", f"Bearer {self.value}")]
-        return continuation(Details(d.method, d.timeout, metadata, d.credentials, d.wait_for_ready, d.compression), request)
 
 
 def client(with_token=True):
@@ -59,16 +40,13 @@ def client(with_token=True):
     if transport_name == "rests":
         # requests (under google-auth's session) trusts the CA bundle this variable names.
         os.environ["REQUESTS_CA_BUNDLE"] = os.environ["AGENTSTATE_TEST_CA"]
-        credentials = Credentials(token) if token and with_token else AnonymousCredentials()
+        credentials = bearer(token if with_token else None)
         rest = transports.SessionServiceRestTransport(host=address, url_scheme="https", credentials=credentials)
         return v.SessionServiceClient(transport=rest)
+    sent = token if with_token else None
     if transport_name == "grpc":
-        channel = grpc.insecure_channel(address)
-        if token and with_token:
-            channel = grpc.intercept_channel(channel, WithToken(token))
-        return v.SessionServiceClient(transport=transports.SessionServiceGrpcTransport(channel=channel))
-    credentials = Credentials(token) if token and with_token else AnonymousCredentials()
-    rest = transports.SessionServiceRestTransport(host=address, url_scheme="http", credentials=credentials)
+        return v.SessionServiceClient(transport=transports.SessionServiceGrpcTransport(channel=cleartext_channel(address, sent)))
+    rest = transports.SessionServiceRestTransport(host=address, url_scheme="http", credentials=bearer(sent))
     return v.SessionServiceClient(transport=rest)
 
 

@@ -334,21 +334,7 @@ impl MemoryService {
         }
         let instruction = EXTRACTION_INSTRUCTION.replace("{topics}", &topics);
         let facts = parse_facts(&model.answer(&instruction, &conversation.join("\n")).await?)?;
-        self.consolidate(engine, scope, facts, options, new_id).await
-    }
-
-    /// Memory Bank's generation from facts given (`direct_memories_source`): consolidated with
-    /// the scope's memories of `engine` by the app's model (the second call of the module), or,
-    /// with `options.disable_consolidation`, each created.
-    pub async fn bank_consolidate(
-        &self,
-        engine: &str,
-        scope: &Scope,
-        facts: Vec<String>,
-        options: &GenerateOptions,
-        new_id: &(dyn Fn() -> String + Send + Sync),
-    ) -> Result<Vec<Generated>> {
-        self.consolidate(engine, scope, facts, options, new_id).await
+        self.bank_consolidate(engine, scope, facts, options, new_id).await
     }
 
     fn fact_model(&self, engine: &str, operation: &'static str) -> Result<std::sync::Arc<dyn super::FactModel>> {
@@ -358,9 +344,11 @@ impl MemoryService {
             .ok_or(Error::Unsupported { operation, capability: "a memory model (serve --memory-model)" })
     }
 
-    /// Consolidates `facts` with the scope's memories near them (unless `options` disable it, or
-    /// there are none) and writes what the model decided.
-    async fn consolidate(
+    /// Memory Bank's generation from facts given (`direct_memories_source`, or those a
+    /// conversation yielded): consolidated with the scope's memories of `engine` near them by the
+    /// app's model (the second call of the module), what it decided written; each fact created
+    /// when there are none near, or with `options.disable_consolidation`.
+    pub async fn bank_consolidate(
         &self,
         engine: &str,
         scope: &Scope,
