@@ -235,6 +235,16 @@ async fn bad_input_is_refused_and_writes_nothing() {
     }
     let (status, error) = call(&r, "GET", &format!("{E}/memories/bad%0Aname"), None, &[]).await;
     assert_eq!((status.as_u16(), &error["error"]["status"]), (400, &json!("INVALID_ARGUMENT")), "{error}");
+    for (filter, says) in [
+        (json!({"filter": "fact=\"x\""}), "filter is not supported"),
+        (json!({"filterGroups": [{"filters": [{"key": "author"}]}]}), "filter_groups is not supported"),
+    ] {
+        let mut body = json!({"scope": scope, "similaritySearchParams": {"searchQuery": "x"}});
+        body.as_object_mut().unwrap().extend(filter.as_object().unwrap().clone());
+        let (status, error) = call(&r, "POST", &format!("{E}/memories:retrieve"), Some(body), &[]).await;
+        assert_eq!(status, 400, "{error}");
+        assert!(error["error"]["message"].as_str().unwrap().contains(says), "{error}");
+    }
     let facts: Vec<Value> = (0..6).map(|i| json!({"fact": format!("fact {i}")})).collect();
     let body = json!({"scope": scope, "directMemoriesSource": {"directMemories": facts}});
     let (status, error) = call(&r, "POST", &format!("{E}/memories:generate"), Some(body), &[]).await;

@@ -514,6 +514,9 @@ pub(crate) async fn retrieve(call: MemoryCall, Body(bytes): Body) -> Reply {
     take(&mut body, "filter")
         .filter(|f| f.as_str().is_some_and(|f| !f.trim().is_empty()))
         .map_or(Ok(()), |_| Err(GoogleError::invalid("filter is not supported on retrieval here")))?;
+    take(&mut body, "filterGroups")
+        .filter(|groups| groups.as_array().is_none_or(|g| !g.is_empty()))
+        .map_or(Ok(()), |_| Err(GoogleError::invalid("filter_groups is not supported on retrieval here")))?;
     refuse_unknown(&body, "retrieve")?;
     let app = &call.engine.app;
     match (similarity, simple) {
