@@ -11,7 +11,8 @@
 //! Every write keeps a [`Revision`] (unless asked not to): the fact as written, with its labels
 //! and what a generation extracted, inside the memory's own record. A memory's revisions are
 //! therefore read, encrypted, expired, erased and deleted with it, and a write and its revision
-//! are one atomic put; at most [`MAX_REVISIONS`] are kept, the oldest dropped first.
+//! are one atomic put; at most [`MAX_REVISIONS`] are kept, and [`MAX_REVISION_BYTES`] of their
+//! facts, the oldest dropped first.
 
 use std::collections::BTreeMap;
 
@@ -40,6 +41,10 @@ pub const MAX_FACT_BYTES: usize = 16 * 1024;
 
 /// The most revisions a memory keeps: a write that would keep more drops the oldest.
 pub const MAX_REVISIONS: usize = 100;
+
+/// The most bytes of facts a memory's revisions keep (its record is read by every search that
+/// finds it): a write that would keep more drops the oldest, never the newest.
+pub const MAX_REVISION_BYTES: usize = 64 * 1024;
 
 /// The most labels a revision has.
 pub const MAX_REVISION_LABELS: usize = 64;
@@ -294,7 +299,7 @@ impl BankMemory {
     }
 
     /// Keeps a revision of the memory as it is now (unless `options` disable it), dropping
-    /// those expired at `now` and the oldest beyond [`MAX_REVISIONS`].
+    /// those expired at `now` and the oldest beyond [`MAX_REVISIONS`] or [`MAX_REVISION_BYTES`].
     fn revise(&mut self, options: &RevisionOptions, now: i64) {
         self.revisions.retain(|r| r.expire_micros.is_none_or(|e| e > now));
         if !options.disabled {
@@ -308,7 +313,16 @@ impl BankMemory {
                 extracted: options.extracted.clone(),
             });
         }
-        let over = self.revisions.len().saturating_sub(MAX_REVISIONS);
+        let mut kept_bytes = 0;
+        let mut keep = 0;
+        for revision in self.revisions.iter().rev() {
+            kept_bytes += revision.fact.len();
+            if keep > 0 && (keep == MAX_REVISIONS || kept_bytes > MAX_REVISION_BYTES) {
+                break;
+            }
+            keep += 1;
+        }
+        let over = self.revisions.len() - keep;
         self.revisions.drain(..over);
     }
 
@@ -727,6 +741,26 @@ mod tests {
         assert_ne!(other_app, user_only);
         assert!(Scope::new(BTreeMap::new()).is_err());
         assert!(Scope::new(BTreeMap::from([("user_id".to_owned(), String::new())])).is_err());
+    }
+
+    #[test]
+    fn revisions_are_bounded_in_number_and_in_bytes_oldest_first() {
+        let mut memory = BankMemory::new("7", scope(&[("user_id", "alice")]), "short fact");
+        for now in 0..150 {
+            memory.revise(&RevisionOptions::default(), now);
+        }
+        let ids: Vec<u64> = memory.revisions().iter().map(|r| r.id.parse().unwrap()).collect();
+        assert_eq!((ids.len(), ids[0], ids[99]), (MAX_REVISIONS, 51, 150), "the newest 100");
+        memory.fact = "x".repeat(MAX_FACT_BYTES);
+        for now in 150..160 {
+            memory.revise(&RevisionOptions::default(), now);
+        }
+        let bytes: usize = memory.revisions().iter().map(|r| r.fact.len()).sum();
+        assert_eq!(memory.revisions().len(), MAX_REVISION_BYTES / MAX_FACT_BYTES, "{bytes} bytes");
+        assert_eq!(memory.revisions().last().map(|r| r.id.as_str()), Some("160"));
+        memory.fact = "y".repeat(MAX_REVISION_BYTES);
+        memory.revise(&RevisionOptions::default(), 161);
+        assert_eq!(memory.revisions().len(), 1, "the newest is always kept");
     }
 
     #[test]
