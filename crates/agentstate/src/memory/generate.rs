@@ -317,6 +317,8 @@ impl MemoryService {
 
     /// Memory Bank's generation from a conversation (see the module): the facts the app's model
     /// extracts, consolidated with the scope's memories of `engine`, created as `options` says.
+    /// `new_id` names each new memory. Without a model for the app, `Unsupported`; a model answer
+    /// that is not the JSON asked for writes nothing.
     pub async fn bank_generate(
         &self,
         engine: &str,

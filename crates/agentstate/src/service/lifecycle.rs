@@ -10,7 +10,6 @@ use super::{Retention, SessionService};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::key::{SessionKey, validate_id};
-use crate::memory::model::MemoryOwner;
 use crate::session::SessionAttributes;
 use crate::store::replay::Replay;
 use crate::store::{
@@ -56,10 +55,8 @@ impl SessionService {
         let mut erased = lifecycle.erase_user(app_name, user_id).instrument(span).await?;
         if let Some(memory) = self.capabilities().memory {
             // The user's memories, and Memory Bank's scopes naming the user (see `memory::bank`).
-            let mut owners = vec![MemoryOwner::new(app_name, user_id)?];
-            owners.extend(crate::memory::bank::scopes_of_user(memory, app_name, user_id).await?);
             erased.memories = 0;
-            for owner in &owners {
+            for owner in &crate::memory::bank::owners_of_user(memory, app_name, user_id).await? {
                 erased.memories += memory.erase_memories(owner).await?;
             }
         }
@@ -84,10 +81,8 @@ impl SessionService {
         validate_id("user_id", user_id)?;
         let mut found = self.lifecycle("count a user's data")?.count_user_data(app_name, user_id).await?;
         if let Some(memory) = self.capabilities().memory {
-            let mut owners = vec![MemoryOwner::new(app_name, user_id)?];
-            owners.extend(crate::memory::bank::scopes_of_user(memory, app_name, user_id).await?);
             found.memories = 0;
-            for owner in &owners {
+            for owner in &crate::memory::bank::owners_of_user(memory, app_name, user_id).await? {
                 found.memories += memory.count_memories(owner, i64::MIN).await?;
             }
         }

@@ -14,10 +14,7 @@
 //! are one atomic put; at most [`MAX_REVISIONS`] are kept, and [`MAX_REVISION_BYTES`] of their
 //! facts, the oldest dropped first.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
 use super::embed::{cosine, vector_of};
@@ -27,110 +24,19 @@ use super::words::{matched, words};
 use crate::content::Content;
 use crate::error::{Error, Result};
 use crate::key::validate_id;
-use crate::store::{MemoryCursor, MemoryList, MemoryPut, MemoryStore, PutMode};
+use crate::store::{MemoryCursor, MemoryList, MemoryPut, PutMode};
 use crate::time::Timestamp;
 
-/// The most keys a scope may have.
-pub const MAX_SCOPE_KEYS: usize = 10;
+mod revision;
+mod scope;
 
-/// How the user of a scope's digest owner starts (no user id may start with whitespace).
-const DIGEST_PREFIX: &str = " scope:";
+use revision::revisions_in;
+pub use revision::{MAX_REVISION_BYTES, MAX_REVISION_LABELS, MAX_REVISIONS, Revision, RevisionOptions};
+pub(crate) use scope::owners_of_user;
+pub use scope::{MAX_SCOPE_KEYS, Scope, user_only_owner};
 
 /// The largest fact, in bytes.
 pub const MAX_FACT_BYTES: usize = 16 * 1024;
-
-/// The most revisions a memory keeps: a write that would keep more drops the oldest.
-pub const MAX_REVISIONS: usize = 100;
-
-/// The most bytes of facts a memory's revisions keep (its record is read by every search that
-/// finds it): a write that would keep more drops the oldest, never the newest.
-pub const MAX_REVISION_BYTES: usize = 64 * 1024;
-
-/// The most labels a revision has.
-pub const MAX_REVISION_LABELS: usize = 64;
-
-/// A Memory Bank scope: string keys and values, matched exactly.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Scope(BTreeMap<String, String>);
-
-impl Scope {
-    /// Validates a scope: 1 to [`MAX_SCOPE_KEYS`] keys, keys and values printable, non-empty,
-    /// at most 128 characters.
-    pub fn new(entries: BTreeMap<String, String>) -> Result<Self> {
-        if entries.is_empty() {
-            return Err(Error::invalid("scope", "must have at least one key, such as user_id"));
-        }
-        if entries.len() > MAX_SCOPE_KEYS {
-            let n = entries.len();
-            return Err(Error::invalid("scope", format!("has {n} keys; at most {MAX_SCOPE_KEYS} are allowed")));
-        }
-        for (key, value) in &entries {
-            validate_id("scope key", key)?;
-            validate_id("scope value", value).map_err(|e| Error::invalid("scope", format!("{key:?}: {e}")))?;
-        }
-        Ok(Self(entries))
-    }
-
-    /// The scope ADK sends for an app's user: `{app_name, user_id}`.
-    pub fn of_user(app: &str, user: &str) -> Self {
-        Self(BTreeMap::from([("app_name".to_owned(), app.to_owned()), ("user_id".to_owned(), user.to_owned())]))
-    }
-
-    /// Its keys and values.
-    pub fn entries(&self) -> &BTreeMap<String, String> {
-        &self.0
-    }
-
-    /// The owner its memories of `engine` are kept under (see the module).
-    pub fn owner(&self, engine: &str) -> MemoryOwner {
-        let app = self.0.get("app_name").map(String::as_str);
-        match (self.0.len(), app, self.0.get("user_id")) {
-            (2, Some(app), Some(user)) if app == engine => MemoryOwner::from_storage(engine, user),
-            _ => MemoryOwner::from_storage(engine, self.digest()),
-        }
-    }
-
-    fn digest(&self) -> String {
-        let canonical = serde_json::to_string(&self.0).unwrap_or_default();
-        let digest = Sha256::digest(canonical.as_bytes());
-        let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
-        format!("{DIGEST_PREFIX}{hex}")
-    }
-}
-
-/// The owner of the scope `{user_id: user}` in `app`.
-pub fn user_only_owner(app: &str, user: &str) -> MemoryOwner {
-    Scope(BTreeMap::from([("user_id".to_owned(), user.to_owned())])).owner(app)
-}
-
-/// The digest owners of `app` whose scope's `user_id` is `user` (`{user_id: user}`, and any
-/// other scope naming that user): the memories of a user `erase-user` removes beside the user's
-/// own. Digest users start with a space, so they sort before every user id: the walk reads the
-/// app's digest owners only, one memory of each (an owner's memories share its scope).
-pub(crate) async fn scopes_of_user(store: &dyn MemoryStore, app: &str, user: &str) -> Result<Vec<MemoryOwner>> {
-    const PAGE: usize = 100;
-    let mut after = MemoryOwner::from_storage(app, DIGEST_PREFIX);
-    let mut found = Vec::new();
-    loop {
-        let owners = store.memory_owners(Some(&after), PAGE).await?;
-        let full = owners.len() == PAGE;
-        for owner in owners {
-            if owner.app_name() != app || !owner.user_id().starts_with(DIGEST_PREFIX) {
-                return Ok(found);
-            }
-            let list = MemoryList { owner: owner.clone(), after: None, limit: 1, now_micros: i64::MIN };
-            let scope =
-                store.list_memories(&list).await?.into_iter().next().map(|m| BankMemory::from_memory(&owner, m).scope);
-            if scope.is_some_and(|s| s.0.get("user_id").is_some_and(|u| u == user)) {
-                found.push(owner.clone());
-            }
-            after = owner;
-        }
-        if !full {
-            return Ok(found);
-        }
-    }
-}
 
 /// A Memory Bank memory.
 #[derive(Debug, Clone, PartialEq)]
@@ -163,108 +69,6 @@ pub struct BankMemory {
     revisions: Vec<Revision>,
     /// The number of the last revision written (revision ids are never taken again).
     last_revision: u64,
-}
-
-/// A memory as one write left it (Memory Bank's memory revision).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Revision {
-    /// Its id, the last segment of its name: `1`, `2`, … in the order written.
-    pub id: String,
-    /// The memory's fact after the write.
-    pub fact: String,
-    /// When it was written, epoch microseconds.
-    pub create_micros: i64,
-    /// When it expires, epoch microseconds; `None`: with the memory.
-    pub expire_micros: Option<i64>,
-    /// The write's labels.
-    pub labels: BTreeMap<String, String>,
-    /// The facts a generation extracted before consolidating them into this one.
-    pub extracted: Vec<String>,
-}
-
-/// How a write keeps a revision of what it writes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RevisionOptions {
-    /// Keep none (Memory Bank's `disable_memory_revisions`).
-    pub disabled: bool,
-    /// Its labels (`revision_labels`).
-    pub labels: BTreeMap<String, String>,
-    /// When it expires (`revision_expire_time`); with neither this nor `ttl_micros`, with the
-    /// memory.
-    pub expire_micros: Option<i64>,
-    /// How long after it is written it expires (`revision_ttl`).
-    pub ttl_micros: Option<i64>,
-    /// What a generation extracted.
-    pub extracted: Vec<String>,
-}
-
-impl RevisionOptions {
-    /// Checks the labels: at most [`MAX_REVISION_LABELS`], keys 1 to 128 characters, values
-    /// at most 1024.
-    pub fn validate(&self) -> Result<()> {
-        if self.labels.len() > MAX_REVISION_LABELS {
-            let n = self.labels.len();
-            return Err(Error::invalid(
-                "revision_labels",
-                format!("has {n}; at most {MAX_REVISION_LABELS} are allowed"),
-            ));
-        }
-        for (key, value) in &self.labels {
-            if key.is_empty() || key.chars().count() > 128 {
-                return Err(Error::invalid("revision_labels", format!("key {key:?} must be 1 to 128 characters")));
-            }
-            if value.chars().count() > 1024 {
-                return Err(Error::invalid("revision_labels", format!("{key:?} is over 1024 characters")));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The revisions kept in a memory's own Memory Bank fields.
-fn revisions_in(own: &Map<String, Value>) -> Vec<Revision> {
-    let items = own.get("revisions").and_then(Value::as_array);
-    items.map(|items| items.iter().filter_map(Revision::from_json).collect()).unwrap_or_default()
-}
-
-impl Revision {
-    fn to_json(&self) -> Value {
-        let mut out = Map::new();
-        out.insert("id".into(), json!(self.id));
-        out.insert("fact".into(), json!(self.fact));
-        out.insert("create".into(), json!(self.create_micros));
-        if let Some(expire) = self.expire_micros {
-            out.insert("expire".into(), json!(expire));
-        }
-        if !self.labels.is_empty() {
-            out.insert("labels".into(), json!(self.labels));
-        }
-        if !self.extracted.is_empty() {
-            out.insert("extracted".into(), json!(self.extracted));
-        }
-        Value::Object(out)
-    }
-
-    fn from_json(value: &Value) -> Option<Self> {
-        let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
-        let strings = |key: &str| -> Vec<String> {
-            value
-                .get(key)
-                .and_then(Value::as_array)
-                .map_or_else(Vec::new, |items| items.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-        };
-        let labels = value.get("labels").and_then(Value::as_object).map_or_else(BTreeMap::new, |labels| {
-            labels.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect()
-        });
-        Some(Self {
-            id: text("id")?,
-            fact: text("fact")?,
-            create_micros: value.get("create")?.as_i64()?,
-            expire_micros: value.get("expire").and_then(Value::as_i64),
-            labels,
-            extracted: strings("extracted"),
-        })
-    }
 }
 
 impl BankMemory {
@@ -718,6 +522,8 @@ impl MemoryService {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
 
     fn scope(pairs: &[(&str, &str)]) -> Scope {
