@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::content::{Content, FunctionCall, FunctionResponse, Part};
+use crate::store::StoredEvent;
 use serde_json::json;
 
 fn at(invocation: &str, time: f64) -> Event {
