@@ -48,6 +48,7 @@ pub mod reference;
 mod rekey;
 
 pub use alternating::Alternating;
+pub use cases::check_store_answers_views;
 pub use harness::{Harness, REFRESH_TTL, Stack, StoreFuture, TEST_KEYS};
 pub use model::{check_against_model, check_against_model_lacking};
 pub use rekey::check_rekey;

@@ -25,3 +25,12 @@ fn rekey_reencrypts_everything() {
         .await;
     });
 }
+
+#[test]
+fn the_store_answers_compacted_views() {
+    agentstate_conformance::run(
+        store,
+        agentstate_conformance::Stack::Plain,
+        agentstate_conformance::check_store_answers_views,
+    );
+}

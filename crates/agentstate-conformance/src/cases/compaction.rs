@@ -38,7 +38,20 @@ async fn view(svc: &Svc, s: &Session, config: GetSessionConfig) -> Vec<String> {
         None => ids(&stored.session),
     };
     assert_eq!(stored_ids, ids(&loaded), "stored and decoded reads answer the same view");
+    if config.num_recent_events.is_none() && config.after_timestamp.is_none() {
+        assert_eq!(store_view(svc, s, config).await.unwrap_or_else(|| ids(&loaded)), ids(&loaded));
+    }
     ids(&loaded)
+}
+
+/// The view as the store answers it, when it answers views itself (`None` when it answered every
+/// event for the service to narrow).
+async fn store_view(svc: &Svc, s: &Session, config: GetSessionConfig) -> Option<Vec<String>> {
+    use agentstate::store::{EventWindow, SessionRead};
+
+    let read = SessionRead { view: config.view, ..SessionRead::decoded(EventWindow::ALL, svc.now_micros()) };
+    let loaded = svc.store().get(s.key(), &read).await.unwrap().unwrap();
+    (loaded.view == config.view).then(|| ids(&loaded.session))
 }
 
 /// The compacted view answers what ADK for Python reads of a compacted history: the summaries
@@ -71,6 +84,19 @@ pub(super) async fn compacted_views_answer_what_adk_reads(svc: Svc) {
         ["b1", "b2", "s1", "c1", "c2", "s3", "d1", "d2", "e1"],
         "everything from the resumed invocation on"
     );
+}
+
+/// The store answers the compacted view itself (from what it keeps of each event, reading only
+/// the events the view keeps), equal to the view of the whole history: for the stores that do,
+/// so that a long conversation's view costs what it answers.
+pub async fn check_store_answers_views(svc: Svc) {
+    let (s, _) = summarised(&svc).await;
+    for overlap in [0, 1, 2] {
+        let config = GetSessionConfig::compacted(overlap);
+        let answered = store_view(&svc, &s, config).await;
+        assert!(answered.is_some(), "{}: the store read every event for the view", svc.store().system());
+        assert_eq!(answered, Some(view(&svc, &s, config).await));
+    }
 }
 
 /// A fork's view is the view of its history; a rewind's view keeps the rewind and the first

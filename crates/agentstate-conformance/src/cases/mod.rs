@@ -7,6 +7,8 @@
 mod append;
 mod artifact;
 mod compaction;
+
+pub use compaction::check_store_answers_views;
 mod concurrency;
 mod create;
 mod delete;

@@ -77,6 +77,29 @@ async fn sql_stores_read_events_raw_as_their_stored_text() {
     }
 }
 
+/// SQLite, PostgreSQL and MySQL answer the compacted view themselves (see
+/// `agentstate_conformance::check_store_answers_views`).
+#[test]
+fn sql_stores_answer_compacted_views() {
+    for dialect in ["sqlite", "postgres", "mysql"] {
+        let open = move |_clock| async move {
+            let url = match dialect {
+                "sqlite" => file_url(),
+                "postgres" => crate::servers::postgres_url().await,
+                _ => crate::servers::mysql_url().await,
+            };
+            let store: std::sync::Arc<dyn agentstate::store::SessionStore> =
+                std::sync::Arc::new(agentstate_sql::SqlStore::connect(&url).await.unwrap());
+            store
+        };
+        agentstate_conformance::run(
+            open,
+            agentstate_conformance::Stack::Plain,
+            agentstate_conformance::check_store_answers_views,
+        );
+    }
+}
+
 /// The compacted view reads each event's kept facts, and the text of an event without them (one
 /// another program wrote, or one rewritten): the same view either way, on SQLite, PostgreSQL and
 /// MySQL.

@@ -1,8 +1,10 @@
 //! [`InMemoryStore`]: the reference store, with every capability. Nothing survives a restart.
 //!
 //! Layout: app → (app state, users); user → (user state, sessions); session → (state, events,
-//! event-id index, history snapshots). Appends are O(1) amortised (the id index replaces the
-//! reference's scan of the history), and a windowed read costs O(log history + returned events).
+//! event-id index, each event's compaction facts, history snapshots). Appends are O(1) amortised
+//! (the id index replaces the reference's scan of the history), a windowed read costs O(log
+//! history + returned events), and the compacted view reads the kept facts and hands out only
+//! the events it keeps.
 //!
 //! One `std::sync::RwLock` guards the whole tree. Every critical section is short, synchronous
 //! and never held across an `.await` (clippy's `await_holding_lock` is denied), so a std lock is
@@ -18,6 +20,7 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
+use crate::compaction::{self, Facts};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::key::SessionKey;
@@ -67,6 +70,8 @@ struct Entry {
     attributes: Option<Arc<SessionAttributes>>,
     /// In storage order; times strictly increase.
     events: Vec<Arc<Event>>,
+    /// What the compacted view needs to know of each event, position for position.
+    facts: Vec<Facts>,
     index_of_id: HashMap<String, usize>,
     last_update_micros: i64,
     /// History snapshots by position (see [`crate::history`]).
@@ -157,6 +162,7 @@ impl SessionStore for InMemoryStore {
             create_time_micros,
             attributes: (!attributes.is_empty()).then(|| Arc::new(attributes)),
             events: Vec::new(),
+            facts: Vec::new(),
             index_of_id: HashMap::new(),
             last_update_micros: create_time_micros,
             snapshots: history_start.map(|start| (EventCursor::CREATION, start)).into_iter().collect(),
@@ -175,8 +181,15 @@ impl SessionStore for InMemoryStore {
         let Some(entry) = live(&apps, key, read.now_micros) else { return Ok(None) };
         let app = &apps[key.app_name()];
         let user = &app.users[key.user_id()];
-        let session = handle(key.clone(), app, user, entry, read.window.slice(&entry.events));
-        Ok(Some(LoadedSession::decoded(session)))
+        let Some(overlap) = read.compacted() else {
+            let session = handle(key.clone(), app, user, entry, read.window.slice(&entry.events));
+            return Ok(Some(LoadedSession::decoded(session)));
+        };
+        // The view from the facts kept at each append: only its events are handed out.
+        let kept: Vec<Arc<Event>> =
+            compaction::view(&entry.facts, overlap).into_iter().map(|i| Arc::clone(&entry.events[i])).collect();
+        let session = handle(key.clone(), app, user, entry, &kept);
+        Ok(Some(LoadedSession { view: read.view, ..LoadedSession::decoded(session) }))
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
@@ -252,6 +265,7 @@ impl SessionStore for InMemoryStore {
         apply_changes(&mut entry.state, &delta.session, &deleted.session);
         entry.index_of_id.insert(event.id.clone(), entry.events.len());
         entry.events.push(Arc::clone(event));
+        entry.facts.push(Facts::of(event));
         entry.last_update_micros = commit.timestamp_micros;
         if let (Some(to), Some(expire)) = (commit.extend_expiry_to, entry.expire_micros())
             && to > expire
@@ -341,6 +355,7 @@ impl HistoryStore for InMemoryStore {
         let dropped = crate::store::EventWindow { recent: None, since_micros: Some(cut_micros) }.slice(&entry.events);
         let dropped = entry.events.len() - dropped.len();
         entry.events.drain(..dropped);
+        entry.facts.drain(..dropped);
         entry.index_of_id = entry.events.iter().enumerate().map(|(i, e)| (e.id.clone(), i)).collect();
         entry.snapshots.retain(|at, _| at.timestamp_micros >= cut_micros);
         entry.snapshots.insert(boundary.at.clone(), boundary.state.clone());
@@ -463,6 +478,7 @@ impl AdminStore for InMemoryStore {
         let Some(&i) = entry.index_of_id.get(&event.id) else { return Ok(false) };
         let timestamp = entry.events[i].timestamp;
         entry.events[i] = Arc::new(Event { timestamp, ..event.clone() });
+        entry.facts[i] = Facts::of(&entry.events[i]);
         Ok(true)
     }
 
