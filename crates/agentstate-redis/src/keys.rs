@@ -10,6 +10,8 @@
 //! {prefix}{app}:e:{user}:{session}  zset   event id, scored by its time (µs)
 //! {prefix}{app}:d:{user}:{session}  hash   event id → event JSON
 //! {prefix}{app}:i:{user}:{session}  hash   invocation id → its first event's id
+//! {prefix}{app}:f:{user}:{session}  hash   event id → what the compacted view needs of it:
+//!                                    `[invocation id, facts]` (see `agentstate::compaction`)
 //! {prefix}{app}:h:{user}:{session}  zset   history snapshot (event id; '' at creation) by time
 //! {prefix}{app}:hd:{user}:{session} hash   history snapshot → state JSON
 //! {prefix}{app}:sessions            zset   "{user}\0{session}" by last update (µs)
@@ -148,6 +150,7 @@ impl AppKeys {
             times: key("e"),
             data: key("d"),
             invocations: key("i"),
+            facts: key("f"),
             snapshots: key("h"),
             snapshot_states: key("hd"),
             app_state: self.app_state(),
@@ -241,6 +244,7 @@ pub(crate) struct SessionKeys {
     pub(crate) times: String,
     pub(crate) data: String,
     pub(crate) invocations: String,
+    pub(crate) facts: String,
     pub(crate) snapshots: String,
     pub(crate) snapshot_states: String,
     pub(crate) app_state: String,
@@ -286,8 +290,17 @@ impl SessionKeys {
     }
 
     /// The keys that hold the session itself (not the lists it is in).
-    pub(crate) fn own(&self) -> [&str; 7] {
-        [&self.meta, &self.state, &self.times, &self.data, &self.invocations, &self.snapshots, &self.snapshot_states]
+    pub(crate) fn own(&self) -> [&str; 8] {
+        [
+            &self.meta,
+            &self.state,
+            &self.times,
+            &self.data,
+            &self.invocations,
+            &self.snapshots,
+            &self.snapshot_states,
+            &self.facts,
+        ]
     }
 }
 

@@ -17,7 +17,7 @@ macro_rules! scripts {
 scripts! {
     CREATE = "create", COMMIT = "commit", GET = "get", EVENTS = "events", SNAPSHOT = "snapshot",
     PUT_SNAPSHOTS = "put_snapshots", SWEEP = "sweep", ERASE = "erase", DROP = "drop",
-    SWAP = "swap", REWRITE = "rewrite", ATTRIBUTES = "attributes",
+    SWAP = "swap", REWRITE = "rewrite", ATTRIBUTES = "attributes", VIEW = "view",
 }
 
 /// The run lease scripts, each its own file alone.

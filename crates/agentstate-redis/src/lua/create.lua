@@ -3,7 +3,7 @@
 -- KEYS: 1 meta, 2 state, 3 app, 4 user, 5 sessions, 6 user's sessions, 7 users with this id,
 --       8 snapshot positions, 9 snapshot states, 10 expiring sessions, 11 the app's users,
 --       12 event times, 13 event data, 14 first event of each invocation, 15 sessions by creation,
---       16 user's sessions by creation
+--       16 user's sessions by creation, 17 event facts
 -- ARGV: 1 create time (µs), 2 list member, 3 session id, 4 user id, 5 creation snapshot ('' none),
 --       6 display name ('' none), 7 labels JSON ('' none), 8 expire time ('' none),
 --       9 session fields, 10 app fields, 11 user fields (counts of pairs), then the pairs.
@@ -15,7 +15,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   if not expire or tonumber(expire) > tonumber(ARGV[1]) then
     return 'exists'
   end
-  redis.call('DEL', KEYS[1], KEYS[2], KEYS[8], KEYS[9], KEYS[12], KEYS[13], KEYS[14])
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[8], KEYS[9], KEYS[12], KEYS[13], KEYS[14], KEYS[17])
   redis.call('ZREM', KEYS[10], ARGV[2])
 end
 local function hset_pairs(key, from, count)

@@ -1,16 +1,16 @@
 -- Removes one session (deleted, or of a user being erased) with its list entries; answers {1 if
 -- it was there, how many events it had}.
 -- KEYS: 1 meta, 2 state, 3 event times, 4 event data, 5 invocations, 6 snapshot positions,
---       7 snapshot states, 8 sessions, 9 user's sessions, 10 users with this id, 11 expiring,
---       12 sessions by creation, 13 user's sessions by creation
+--       7 snapshot states, 8 event facts, 9 sessions, 10 user's sessions, 11 users with this id,
+--       12 expiring, 13 sessions by creation, 14 user's sessions by creation
 -- ARGV: 1 list member, 2 session id, 3 user id
 local existed = redis.call('EXISTS', KEYS[1])
 local events = redis.call('ZCARD', KEYS[3])
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
-redis.call('ZREM', KEYS[8], ARGV[1])
-redis.call('ZREM', KEYS[9], ARGV[2])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
+redis.call('ZREM', KEYS[9], ARGV[1])
+redis.call('ZREM', KEYS[10], ARGV[2])
+redis.call('ZREM', KEYS[13], ARGV[1])
+redis.call('ZREM', KEYS[14], ARGV[2])
+redis.call('SREM', KEYS[11], ARGV[3])
 redis.call('ZREM', KEYS[12], ARGV[1])
-redis.call('ZREM', KEYS[13], ARGV[2])
-redis.call('SREM', KEYS[10], ARGV[3])
-redis.call('ZREM', KEYS[11], ARGV[1])
 return {existed, events}

@@ -72,6 +72,7 @@ impl HistoryStore for RedisStore {
             .key(&keys.data)
             .key(&keys.snapshots)
             .key(&keys.snapshot_states)
+            .key(&keys.facts)
             .arg(cut_micros)
             .arg(boundary.at.timestamp_micros)
             .arg(Value::Object(boundary.state.clone()).to_string())
@@ -276,10 +277,13 @@ impl AdminStore for RedisStore {
     }
 
     async fn rewrite_event(&self, key: &SessionKey, event: &Event) -> Result<bool> {
+        let keys = self.keys(key);
         let done: i64 = scripts::REWRITE
-            .key(self.keys(key).data)
+            .key(keys.data)
+            .key(keys.facts)
             .arg(&event.id)
             .arg(event_json(event)?)
+            .arg(super::facts_value(event))
             .invoke_async(&mut self.connection())
             .await
             .map_err(|e| backend("rewrite an event", e))?;

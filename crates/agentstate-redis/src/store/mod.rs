@@ -10,6 +10,7 @@ mod lease;
 mod list;
 mod memory;
 
+use agentstate::compaction::{self, Facts};
 use agentstate::store::{
     Capabilities, CommitOutcome, EventCommit, EventQuery, EventSelect, ListQuery, LoadedSession, NewSession,
     SessionRead, SessionStore, StateOwner, merge_scopes,
@@ -76,6 +77,28 @@ fn state(reply: Reply, what: &dyn Fn() -> String) -> Result<Map<String, Value>> 
         map.insert(key.to_owned(), value);
     }
     Ok(map)
+}
+
+/// What the compacted view keeps of an event: `[invocation id, facts]` (see `keys.rs`).
+fn facts_value(event: &Event) -> String {
+    let invocation = serde_json::to_string(&event.invocation_id).unwrap_or_default();
+    format!("[{invocation},{}]", Facts::of(event).to_text())
+}
+
+/// The facts of an event as `get.lua` answers them (its id and time from the times it lists): the
+/// kept `[invocation id, facts]`, or the event's own JSON where none were kept.
+fn facts_of(id: &Reply, micros: &Reply, value: &Reply, key: &SessionKey) -> Result<Facts> {
+    let bad = || corrupt(format!("session {key}: an event's facts are unreadable"));
+    let id = text(id).ok_or_else(bad)?.to_owned();
+    let micros = integer(micros).ok_or_else(bad)?;
+    let value = bytes(value).ok_or_else(bad)?;
+    if value.first() == Some(&b'[') {
+        let (invocation, kept): (String, &serde_json::value::RawValue) =
+            serde_json::from_slice(value).map_err(|_| bad())?;
+        return Facts::from_text(id, invocation, micros, kept.get()).ok_or_else(bad);
+    }
+    let event = decode_event(&Reply::BulkString(value.to_vec()), key)?;
+    Ok(Facts { micros, ..Facts::of(&event) })
 }
 
 /// A stored event's JSON → the event.
@@ -190,6 +213,73 @@ impl RedisStore {
         SessionKeys::of(&self.prefix, key)
     }
 
+    /// `get.lua` with its keys.
+    fn get_script(&self, key: &SessionKey) -> redis::ScriptInvocation<'static> {
+        let keys = self.keys(key);
+        let mut invocation = scripts::GET.prepare_invoke();
+        invocation
+            .key(&keys.meta)
+            .key(&keys.state)
+            .key(&keys.app_state)
+            .key(&keys.user_state)
+            .key(&keys.times)
+            .key(&keys.data)
+            .key(&keys.facts);
+        invocation
+    }
+
+    /// The compacted view with this `overlap`, in two steps: the session, its states and every
+    /// event's facts at one point in time (no event text but that of events without facts); the
+    /// view computed from them; then only the view's events, if the session has not moved on in
+    /// between. `Ok(None)`: it has (an append, or retention), read again; `Ok(Some(None))`: there
+    /// is no such session.
+    async fn compacted_view(
+        &self,
+        key: &SessionKey,
+        read: &SessionRead,
+        overlap: usize,
+    ) -> Result<Option<Option<LoadedSession>>> {
+        let reply: Reply = self
+            .get_script(key)
+            .arg("")
+            .arg("")
+            .arg(expiry_arg(read.now_micros))
+            .arg("facts")
+            .invoke_async(&mut self.connection())
+            .await
+            .map_err(|e| backend("get", e))?;
+        if reply == Reply::Nil {
+            return Ok(Some(None));
+        }
+        let mut parts = array(reply).into_iter();
+        let mut next = || parts.next().unwrap_or(Reply::Nil);
+        let what = || format!("session {key}");
+        let meta = meta(next(), key)?;
+        let (session, app, user) = (state(next(), &what)?, state(next(), &what)?, state(next(), &what)?);
+        let (times, values) = (array(next()), array(next()));
+        let facts = times
+            .chunks_exact(2)
+            .zip(&values)
+            .map(|(at, value)| facts_of(&at[0], &at[1], value, key))
+            .collect::<Result<Vec<_>>>()?;
+        let kept = compaction::view(&facts, overlap);
+
+        let keys = self.keys(key);
+        let mut invocation = scripts::VIEW.prepare_invoke();
+        invocation.key(&keys.meta).key(&keys.data).arg(meta.update);
+        for &i in &kept {
+            invocation.arg(&facts[i].id);
+        }
+        let reply: Reply = invocation.invoke_async(&mut self.connection()).await.map_err(|e| backend("get", e))?;
+        let found = array(reply);
+        if found.len() != kept.len() {
+            return Ok(None);
+        }
+        let events = found.iter().map(|e| decode_event(e, key)).collect::<Result<Vec<_>>>()?;
+        let loaded = LoadedSession::decoded(handle(key.clone(), meta, &session, &app, &user, events));
+        Ok(Some(Some(LoadedSession { view: read.view, ..loaded })))
+    }
+
     /// Adds `app` to a registry of apps. The registries live outside every app's slot, so they
     /// are written apart from the app's scripts, one command each (a cluster refuses a pipeline
     /// across slots).
@@ -263,6 +353,7 @@ impl SessionStore for RedisStore {
             .key(&keys.invocations)
             .key(&keys.created)
             .key(&keys.user_created)
+            .key(&keys.facts)
             .arg(create_time_micros)
             .arg(&keys.member)
             .arg(key.session_id())
@@ -299,15 +390,18 @@ impl SessionStore for RedisStore {
     }
 
     async fn get(&self, key: &SessionKey, read: &SessionRead) -> Result<Option<LoadedSession>> {
-        let keys = self.keys(key);
+        if let Some(overlap) = read.compacted() {
+            for _ in 0..LIST_ATTEMPTS {
+                if let Some(answer) = self.compacted_view(key, read, overlap).await? {
+                    return Ok(answer);
+                }
+            }
+            // Appends kept moving the session between the two steps: read it whole, for the
+            // service to narrow.
+        }
         let window = read.window;
-        let reply: Reply = scripts::GET
-            .key(&keys.meta)
-            .key(&keys.state)
-            .key(&keys.app_state)
-            .key(&keys.user_state)
-            .key(&keys.times)
-            .key(&keys.data)
+        let reply: Reply = self
+            .get_script(key)
             .arg(window.recent.map(|n| n.to_string()).unwrap_or_default())
             .arg(window.since_micros.map(|t| t.to_string()).unwrap_or_default())
             .arg(expiry_arg(read.now_micros))
@@ -373,6 +467,7 @@ impl SessionStore for RedisStore {
             .key(&keys.snapshots)
             .key(&keys.snapshot_states)
             .key(&keys.expiring)
+            .key(&keys.facts)
             .arg(&event.id)
             .arg(json)
             .arg(commit.timestamp_micros)
@@ -386,7 +481,8 @@ impl SessionStore for RedisStore {
         }
         invocation
             .arg(expiry_arg(commit.now_micros))
-            .arg(commit.extend_expiry_to.map(|t| t.to_string()).unwrap_or_default());
+            .arg(commit.extend_expiry_to.map(|t| t.to_string()).unwrap_or_default())
+            .arg(facts_value(event));
         for (set, removed) in scopes {
             push_pairs(&mut invocation, set);
             for k in removed {
