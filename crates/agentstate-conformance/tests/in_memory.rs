@@ -28,9 +28,7 @@ fn rekey_reencrypts_everything() {
 
 #[test]
 fn the_store_answers_compacted_views() {
-    agentstate_conformance::run(
-        store,
-        agentstate_conformance::Stack::Plain,
-        agentstate_conformance::check_store_answers_views,
-    );
+    for stack in [agentstate_conformance::Stack::Plain, agentstate_conformance::Stack::Encrypted] {
+        agentstate_conformance::run(store, stack, agentstate_conformance::check_store_answers_views);
+    }
 }

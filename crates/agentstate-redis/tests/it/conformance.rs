@@ -30,15 +30,13 @@ mod two_instances {
     agentstate_conformance::session_store_tests!(super::two_instances, lacks: [], model_cases: 24);
 }
 
-/// Redis answers the compacted view itself, from each event's facts (see
+/// Redis answers the compacted view itself, plain and encrypted, from each event's facts (see
 /// `agentstate_conformance::check_store_answers_views`).
 #[test]
 fn redis_answers_compacted_views() {
-    agentstate_conformance::run(
-        store,
-        agentstate_conformance::Stack::Plain,
-        agentstate_conformance::check_store_answers_views,
-    );
+    for stack in [agentstate_conformance::Stack::Plain, agentstate_conformance::Stack::Encrypted] {
+        agentstate_conformance::run(store, stack, agentstate_conformance::check_store_answers_views);
+    }
 }
 
 /// The view reads each event's kept facts, and the text of an event without them (written before

@@ -77,7 +77,7 @@ async fn sql_stores_read_events_raw_as_their_stored_text() {
     }
 }
 
-/// SQLite, PostgreSQL and MySQL answer the compacted view themselves (see
+/// SQLite, PostgreSQL and MySQL answer the compacted view themselves, plain and encrypted (see
 /// `agentstate_conformance::check_store_answers_views`).
 #[test]
 fn sql_stores_answer_compacted_views() {
@@ -92,11 +92,9 @@ fn sql_stores_answer_compacted_views() {
                 std::sync::Arc::new(agentstate_sql::SqlStore::connect(&url).await.unwrap());
             store
         };
-        agentstate_conformance::run(
-            open,
-            agentstate_conformance::Stack::Plain,
-            agentstate_conformance::check_store_answers_views,
-        );
+        for stack in [agentstate_conformance::Stack::Plain, agentstate_conformance::Stack::Encrypted] {
+            agentstate_conformance::run(open, stack, agentstate_conformance::check_store_answers_views);
+        }
     }
 }
 

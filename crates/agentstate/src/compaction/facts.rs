@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{COMPACTION_KEY, Range};
+use super::{COMPACTION_KEY, FACTS_KEY, Range, SEALED_KEY};
 use crate::event::Event;
 use crate::history::RewindFacts;
 use crate::store::StoredEvent;
@@ -41,11 +41,23 @@ pub struct Facts {
     pub long_running: Vec<String>,
     /// Whether it saved artifacts (`actions.artifact_delta`).
     pub artifacts: bool,
+    /// Its parts are sealed and it carries no facts ([`FACTS_KEY`]: encrypted before facts were
+    /// carried), so what it holds is unknown: the view of a history with such an event is the
+    /// whole history.
+    pub opaque: bool,
 }
 
 impl Facts {
-    /// The facts of a decoded event.
+    /// The facts of a decoded event (of a sealed one, those it carries).
     pub fn of(event: &Event) -> Self {
+        if event.extra.contains_key(SEALED_KEY) {
+            let carried = event.extra.get(FACTS_KEY).and_then(Value::as_str);
+            let (id, invocation_id, micros) = (event.id.clone(), event.invocation_id.clone(), event.time().micros());
+            return carried.and_then(|text| Self::from_text(id, invocation_id, micros, text)).unwrap_or_else(|| Self {
+                opaque: true,
+                ..Self::of(&Event { extra: serde_json::Map::new(), ..event.clone() })
+            });
+        }
         let parts = event.content.as_ref().map(|c| c.parts()).unwrap_or_default();
         let ids = |id: Option<&Option<String>>| id.and_then(|id| id.clone()).filter(|id| !id.is_empty());
         Self {
@@ -66,7 +78,19 @@ impl Facts {
             responses: parts.iter().filter_map(|p| ids(p.function_response.as_ref().map(|r| &r.id))).collect(),
             long_running: event.long_running_tool_ids.clone().unwrap_or_default(),
             artifacts: !event.actions.artifact_delta.is_empty(),
+            opaque: false,
         }
+    }
+
+    /// These facts with every call id (calls, responses, long-running calls) replaced by
+    /// `digest` of it: what an encrypted store carries in the clear ([`FACTS_KEY`]).
+    pub fn with_call_ids(mut self, digest: impl Fn(&str) -> String) -> Self {
+        for ids in [&mut self.calls, &mut self.responses, &mut self.long_running] {
+            for id in ids.iter_mut() {
+                *id = digest(id);
+            }
+        }
+        self
     }
 
     /// The facts of a stored event: those a store kept beside it ([`to_text`](Self::to_text)),
@@ -88,6 +112,15 @@ impl Facts {
     pub fn of_stored(stored: &StoredEvent) -> Self {
         let light =
             stored.data.as_deref().and_then(|text| serde_json::from_str::<Light>(text).ok()).unwrap_or_default();
+        if light.sealed.is_some() {
+            let (id, invocation_id, micros) =
+                (stored.id.clone(), stored.invocation_id.clone(), stored.timestamp_micros);
+            let carried = light.facts.as_deref().and_then(|text| Self::from_text(id, invocation_id, micros, text));
+            return carried.unwrap_or_else(|| Self {
+                opaque: true,
+                ..Self::of_stored(&StoredEvent { data: None, ..stored.clone() })
+            });
+        }
         let mut calls = Vec::new();
         let mut responses = Vec::new();
         for part in light.content.map(|c| c.parts).unwrap_or_default() {
@@ -111,6 +144,7 @@ impl Facts {
             responses,
             long_running: light.long_running_tool_ids.unwrap_or_default(),
             artifacts: light.actions.artifact_delta.is_some_and(|delta| !delta.is_empty()),
+            opaque: false,
         }
     }
 
@@ -129,6 +163,7 @@ impl Facts {
             responses: self.responses.clone(),
             long_running: self.long_running.clone(),
             artifacts: self.artifacts,
+            opaque: self.opaque,
         };
         serde_json::to_string(&kept).unwrap_or_default()
     }
@@ -156,6 +191,7 @@ impl Facts {
             responses: kept.responses,
             long_running: kept.long_running,
             artifacts: kept.artifacts,
+            opaque: kept.opaque,
         })
     }
 
@@ -235,6 +271,8 @@ struct Kept {
     long_running: Vec<String>,
     #[serde(rename = "a", default, skip_serializing_if = "is_false")]
     artifacts: bool,
+    #[serde(rename = "o", default, skip_serializing_if = "is_false")]
+    opaque: bool,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
@@ -260,6 +298,12 @@ struct Light {
     is_compacted: Option<Value>,
     #[serde(alias = "endTime")]
     end_time: Option<Value>,
+    /// [`SEALED_KEY`]: an encrypted store's event.
+    #[serde(rename = "agentstate_sealed")]
+    sealed: Option<serde::de::IgnoredAny>,
+    /// [`FACTS_KEY`]: the facts a sealed event carries.
+    #[serde(rename = "agentstate_facts")]
+    facts: Option<String>,
 }
 
 #[derive(Default, Deserialize)]

@@ -39,6 +39,13 @@ pub use view::{Coverage, Summary, summaries, surviving, view};
 /// Where a compaction lives: `actions.compaction`.
 pub const COMPACTION_KEY: &str = "compaction";
 
+/// Where an encrypted store's event carries what the view needs of it ([`Facts`], compact JSON
+/// with call ids as digests), since its content, which the facts come from, is sealed.
+pub const FACTS_KEY: &str = "agentstate_facts";
+
+/// Where an encrypted store's event carries its sealed parts.
+pub(crate) const SEALED_KEY: &str = "agentstate_sealed";
+
 /// The overlap ADK's interval trigger is most often configured with, and the view's default.
 pub const DEFAULT_OVERLAP: usize = 1;
 

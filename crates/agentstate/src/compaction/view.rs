@@ -83,6 +83,9 @@ pub fn summaries(events: &[Facts]) -> Vec<Summary> {
 /// The positions (storage order) of `events` the compacted view with this `overlap` keeps,
 /// ascending (see the [module docs](self)).
 pub fn view(events: &[Facts], overlap: usize) -> Vec<usize> {
+    if events.iter().any(|e| e.opaque) {
+        return (0..events.len()).collect();
+    }
     let Rewound { live, anchors } = rewound::<Facts, _>(events);
     let mut keep = vec![false; events.len()];
     for &i in &anchors {

@@ -59,7 +59,10 @@ use crate::store::{ENCRYPTION_METADATA, SessionStore};
 /// The envelope's prefix: format 1.
 const PREFIX: &str = "$as1$";
 /// The field of a stored event that holds its sealed parts.
-const SEALED: &str = "agentstate_sealed";
+const SEALED: &str = crate::compaction::SEALED_KEY;
+/// The store's record that every sealed event in it carries its facts (`"1"`), so that it may
+/// answer the compacted view: set when encryption starts on a store, or a re-encryption ends.
+const VIEWS_METADATA: &str = "agentstate_encryption_views";
 /// The associated data of each key's check value (which seals nothing).
 const CHECK_AAD: &[u8] = b"agentstate encryption key check";
 /// The cipher, as the store's record names it.

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::{EncryptedStore, KeyRing, PREFIX, SEALED};
+use crate::compaction::FACTS_KEY;
 use crate::error::{Error, Result};
 use crate::key::SessionKey;
 use crate::store::{
@@ -21,7 +22,8 @@ pub struct Rekeyed {
     pub sessions: usize,
     /// State values re-encrypted (app, user and session state).
     pub values: usize,
-    /// Events re-encrypted.
+    /// Events re-encrypted (or sealed again to carry the facts the compacted view reads, when an
+    /// older release sealed them).
     pub events: usize,
     /// History snapshots re-encrypted.
     pub snapshots: usize,
@@ -86,6 +88,8 @@ impl<S: SessionStore> EncryptedStore<S> {
             done.apps += 1;
             progress(&done);
         }
+        // Every event seen: each sealed one now carries its facts.
+        self.views_complete(admin).await?;
         if self.inner().capabilities().memory.is_some() {
             let mut after: Option<crate::memory::MemoryOwner> = None;
             loop {
@@ -130,8 +134,10 @@ impl<S: SessionStore> EncryptedStore<S> {
             let full = page.len() == EVENT_PAGE;
             for stored in page {
                 after = Some(EventCursor::of(&stored));
+                // Sealed with another key, not sealed, or sealed without the facts the
+                // compacted view reads (by an older release).
                 let stale = match stored.extra.get(SEALED) {
-                    Some(Value::String(sealed)) => keys.is_stale(sealed),
+                    Some(Value::String(sealed)) => keys.is_stale(sealed) || !stored.extra.contains_key(FACTS_KEY),
                     _ => true,
                 };
                 if stale {

@@ -3,7 +3,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{KeyRing, SEALED, Unsealed};
+use base64::Engine;
+
+use super::{BASE64, KeyRing, SEALED, Unsealed};
+use crate::compaction::{FACTS_KEY, Facts};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::key::SessionKey;
@@ -28,6 +31,16 @@ pub(super) fn scope_aad(app: &str, user: &str, session: &str, flat_key: &str) ->
 
 fn event_aad(key: &SessionKey, event_id: &str, part: &str) -> Vec<u8> {
     format!("e\0{}\0{}\0{event_id}\0{part}", key.app_name(), key.user_id()).into_bytes()
+}
+
+/// A function call id as a sealed event's facts carry it in the clear: SHA-256 of the id bound
+/// like an event's parts (app, user), 16 bytes in base64. Equal ids give equal digests (the
+/// compacted view matches calls with their responses), across key rotations; the id is not
+/// readable from it.
+fn call_digest(key: &SessionKey, call_id: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(event_aad(key, call_id, "call"));
+    BASE64.encode(&digest[..16])
 }
 
 /// Where a stored value of `owner` under `key` (without its scope's prefix) is bound, and the
@@ -124,6 +137,9 @@ impl KeyRing {
         stored.set_time(event.time());
         stored.actions.rewind_before_invocation_id = event.actions.rewind_before_invocation_id.clone();
         stored.extra.insert(SEALED.to_owned(), Value::String(sealed));
+        // What the compacted view needs, which it could not read from the sealed parts.
+        let facts = Facts::of(event).with_call_ids(|id| call_digest(key, id));
+        stored.extra.insert(FACTS_KEY.to_owned(), Value::String(facts.to_text()));
         Ok(stored)
     }
 

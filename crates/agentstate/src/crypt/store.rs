@@ -9,11 +9,12 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 
-use super::{CHECK_AAD, CryptError, KeyRing, MARKER_CIPHER, MAX_KEYS, PREFIX, parse_marker};
-use crate::compaction::EventView;
+use super::{CHECK_AAD, CryptError, KeyRing, MARKER_CIPHER, MAX_KEYS, PREFIX, SEALED, VIEWS_METADATA, parse_marker};
+use crate::compaction::{EventView, FACTS_KEY};
 use crate::error::{ConflictKind, Error, Result};
 use crate::event::Event;
 use crate::key::SessionKey;
@@ -30,6 +31,9 @@ use serde_json::{Map, Value};
 pub struct EncryptedStore<S> {
     inner: S,
     keys: KeyRing,
+    /// Whether every sealed event in the store carries its facts ([`VIEWS_METADATA`]): the store
+    /// may then answer compacted views itself.
+    views: AtomicBool,
 }
 
 impl<S> fmt::Debug for EncryptedStore<S> {
@@ -55,6 +59,14 @@ impl<S: SessionStore> EncryptedStore<S> {
         }
         let admin = admin_of(&inner)?;
         let marker = admin.metadata(ENCRYPTION_METADATA).await?;
+        // A store new to encryption holds no sealed event without facts, nor ever will.
+        let views = match &marker {
+            None => {
+                admin.set_metadata(VIEWS_METADATA, "1").await?;
+                true
+            }
+            Some(_) => admin.metadata(VIEWS_METADATA).await?.as_deref() == Some("1"),
+        };
         let recorded = match &marker {
             Some(text) => parse_marker(text)
                 .ok_or_else(|| CryptError::Store("the store's encryption record is unreadable".to_owned()))?,
@@ -104,7 +116,15 @@ impl<S: SessionStore> EncryptedStore<S> {
             }
             admin.set_metadata(ENCRYPTION_METADATA, &text).await?;
         }
-        Ok(Self { inner, keys })
+        Ok(Self { inner, keys, views: AtomicBool::new(views) })
+    }
+
+    /// Records that every sealed event now carries its facts (a re-encryption gave them to
+    /// those that had none): from now on the store may answer compacted views.
+    pub(super) async fn views_complete(&self, admin: &dyn crate::store::AdminStore) -> Result<()> {
+        admin.set_metadata(VIEWS_METADATA, "1").await?;
+        self.views.store(true, Ordering::Relaxed);
+        Ok(())
     }
 
     /// The wrapped store.
@@ -130,11 +150,19 @@ impl<S: SessionStore> SessionStore for EncryptedStore<S> {
     }
 
     async fn get(&self, key: &SessionKey, read: &SessionRead) -> Result<Option<LoadedSession>> {
-        // Stored text is ciphertext: always read decoded, and open. Every event, for a view: the
-        // facts a store keeps of sealed events do not say what their sealed parts hold.
-        let decoded = SessionRead { form: EventForm::Decoded, view: EventView::Whole, ..*read };
+        // Stored text is ciphertext: always read decoded, and open. A view from the facts sealed
+        // events carry, when every one carries them; else every event, for the service to narrow.
+        let view = if self.views.load(Ordering::Relaxed) { read.view } else { EventView::Whole };
+        let decoded = SessionRead { form: EventForm::Decoded, view, ..*read };
         let Some(loaded) = self.inner.get(key, &decoded).await? else { return Ok(None) };
-        Ok(Some(LoadedSession::decoded(self.keys.open_session(&loaded.session)?)))
+        // A sealed event without facts after all (written by an older release beside this one)
+        // makes the store's view every event: the service narrows it.
+        let opaque = |e: &Event| e.extra.contains_key(SEALED) && !e.extra.contains_key(FACTS_KEY);
+        let view = match loaded.view {
+            EventView::Compacted { .. } if loaded.session.events().iter().any(opaque) => EventView::Whole,
+            view => view,
+        };
+        Ok(Some(LoadedSession { view, ..LoadedSession::decoded(self.keys.open_session(&loaded.session)?) }))
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
@@ -384,6 +412,83 @@ mod tests {
         let error = refuse_if_encrypted(store.as_ref()).await.unwrap_err().to_string();
         assert!(error.contains("this database is encrypted"), "{error}");
         assert!(refuse_if_encrypted(&InMemoryStore::new()).await.is_ok());
+    }
+
+    /// Sealed events carry the facts the compacted view reads, call ids as digests; a store new
+    /// to encryption answers views itself. One whose sealed events an older release wrote (no
+    /// facts) reads every event for the service to narrow, until a re-encryption gives them facts.
+    #[tokio::test]
+    async fn sealed_events_carry_the_facts_views_read() {
+        use crate::compaction::{COMPACTION_KEY, FACTS_KEY};
+        use crate::store::EventWindow;
+
+        let store = shared();
+        let service = wrapped(&store, K1).await.unwrap();
+        let mut session = service.create_session(CreateSession::new("app", "alice").id("s")).await.unwrap();
+        let call = json!({"function_call": {"id": "secret-call", "name": "lookup", "args": {}}});
+        let answer = json!({"function_response": {"id": "secret-call", "name": "lookup", "response": {}}});
+        for (n, part) in [json!({"text": "before"}), call, answer].into_iter().enumerate() {
+            let mut event = Event::new(format!("i{n}")).author("agent");
+            event.content = Some(serde_json::from_value(json!({"role": "model", "parts": [part]})).unwrap());
+            service.append_event(&mut session, event).await.unwrap();
+        }
+        let times: Vec<f64> = session.events().iter().map(|e| e.timestamp).collect();
+        let mut summary = Event::new("summary").author("user");
+        summary.actions.extra.insert(
+            COMPACTION_KEY.into(),
+            json!({"start_timestamp": times[0], "end_timestamp": times[1], "compacted_content": {"parts": [{"text": "s"}]}}),
+        );
+        service.append_event(&mut session, summary).await.unwrap();
+
+        let raw = store.get(session.key(), &SessionRead::decoded(EventWindow::ALL, i64::MIN)).await.unwrap().unwrap();
+        let carried = raw.session.events()[1].extra[FACTS_KEY].as_str().unwrap().to_owned();
+        assert!(carried.contains("\"fc\"") && !carried.contains("secret-call"), "{carried}");
+        let expected = |svc: &SessionService| {
+            let (svc, key) = (svc.clone(), session.key().clone());
+            async move {
+                let view = svc.get_session(&key, GetSessionConfig::compacted(0)).await.unwrap().unwrap();
+                view.events().iter().map(|e| e.invocation_id.clone()).collect::<Vec<_>>()
+            }
+        };
+        let answered = |svc: &SessionService| {
+            let (svc, key) = (svc.clone(), session.key().clone());
+            async move {
+                let read = SessionRead {
+                    view: EventView::Compacted { overlap: 0 },
+                    ..SessionRead::decoded(EventWindow::ALL, 0)
+                };
+                svc.store().get(&key, &read).await.unwrap().unwrap().view != EventView::Whole
+            }
+        };
+        // i0 is summarised; i1's call too, but its response (i2) is shown: the call comes back,
+        // matched by its digest.
+        assert_eq!(expected(&service).await, ["i1", "i2", "summary"]);
+        assert!(answered(&service).await, "a store new to encryption answers views");
+
+        // As an older release left it: no record of facts, sealed events without them.
+        let admin = store.capabilities().admin.unwrap();
+        admin.set_metadata(super::super::VIEWS_METADATA, "").await.unwrap();
+        for event in raw.session.events() {
+            let mut legacy = Event::clone(event);
+            legacy.extra.remove(FACTS_KEY);
+            assert!(admin.rewrite_event(session.key(), &legacy).await.unwrap());
+        }
+        let service = wrapped(&store, K1).await.unwrap();
+        assert!(!answered(&service).await, "every event read, for the service to narrow");
+        assert_eq!(expected(&service).await, ["i1", "i2", "summary"]);
+        // Even when the record says otherwise, an event without facts makes the view the service's.
+        admin.set_metadata(super::super::VIEWS_METADATA, "1").await.unwrap();
+        let trusting = wrapped(&store, K1).await.unwrap();
+        assert!(!answered(&trusting).await);
+        assert_eq!(expected(&trusting).await, ["i1", "i2", "summary"]);
+
+        admin.set_metadata(super::super::VIEWS_METADATA, "").await.unwrap();
+        let encrypted = EncryptedStore::open(Arc::clone(&store), KeyRing::parse(K1).unwrap()).await.unwrap();
+        let rekeyed = encrypted.rekey(|_| {}).await.unwrap();
+        assert_eq!(rekeyed.events, 4, "each sealed again with its facts");
+        let service = SessionService::new(encrypted);
+        assert!(answered(&service).await, "views answered again after the re-encryption");
+        assert_eq!(expected(&service).await, ["i1", "i2", "summary"]);
     }
 
     #[tokio::test]
