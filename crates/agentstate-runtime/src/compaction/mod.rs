@@ -39,7 +39,7 @@
 //! # Ok(()) }
 //! ```
 
-mod python;
+pub(crate) mod python;
 pub(crate) mod select;
 mod summarizer;
 

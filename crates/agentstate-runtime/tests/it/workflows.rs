@@ -33,7 +33,13 @@ async fn a_sequential_pipeline_passes_temp_results_along() {
         assert_eq!(instruction(&reader_model.requests()[0]), "Review this draft: DRAFT-1");
         // The reader saw the writer's answer as context from another agent.
         let contents = &reader_model.requests()[0].contents;
-        assert_eq!(contents.last().unwrap().joined_text(), "For context:[writer] said: DRAFT-1");
+        let retold = contents.last().unwrap().joined_text();
+        assert!(retold.starts_with("For context: below is a transcript of what another agent did"), "{retold}");
+        assert!(
+            retold
+                .ends_with("[writer] said:\n<<<BEGIN_QUOTED_AGENT_CONTENT>>>\nDRAFT-1\n<<<END_QUOTED_AGENT_CONTENT>>>"),
+            "{retold}"
+        );
 
         let session = stored(&service, "s").await;
         assert_eq!(session.state().get("review"), Some(&json!("fine")), "{name}");
