@@ -9,7 +9,9 @@ by one `agentstate serve` (release build), in the same run.
 
 A fourth service is our package as it parsed before it built sessions without validating them
 again (`Session.model_validate_json` of the answer, the collector on), and a second table puts a
-whole load beside `Session.model_validate_json` of the same bytes.
+whole load beside `Session.model_validate_json` of the same bytes. A fifth is the floor of a
+compacted turn: ADK's own `InMemorySessionService` holding only the events the compacted view
+answers (no store, no network, no parsing: what ADK's `Runner` itself costs over that history).
 
 Each session is turns of 4 events (the user's text, the model's function call, the tool's
 response, the model's text, the model's events with the usage metadata, version and finish reason
@@ -35,7 +37,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).parent / "tests"))
 
-from google.adk.sessions import DatabaseSessionService  # noqa: E402
+from google.adk.events.event import Event  # noqa: E402
+from google.adk.sessions import DatabaseSessionService, InMemorySessionService  # noqa: E402
 from google.adk.sessions.session import Session  # noqa: E402
 from google.genai import types  # noqa: E402
 
@@ -44,6 +47,7 @@ from agentstate_adk import AgentstateSessionService  # noqa: E402
 from test_compaction import runner_of  # noqa: E402
 
 APP, USER = "compacting", "u"
+FLOOR = "ADK InMemorySessionService, the view's events (floor)"
 CONFIG = {"compaction_interval": 10, "overlap_size": 1}
 FILLER = "and a little more about the trip, the dates, the hotel and the budget " * 4
 #: What a Gemini model's event carries besides its content, as ADK stores it.
@@ -103,6 +107,19 @@ def write(url: str, session_id: str, events: list[dict]) -> None:
             client.post(f"/apps/{APP}/users/{USER}/sessions/{session_id}/events", json={"event": event}).raise_for_status()
 
 
+async def in_memory_view(url: str, session_id: str) -> InMemorySessionService:
+    """ADK's in-memory service holding the events the compacted view of `session_id` answers."""
+    service = InMemorySessionService()
+    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+        answer = await client.get(f"/apps/{APP}/users/{USER}/sessions/{session_id}",
+                                  params={"view": "compacted", "overlap": CONFIG["overlap_size"]})
+    answer.raise_for_status()
+    session = await service.create_session(app_name=APP, user_id=USER, session_id=session_id)
+    for event in answer.json()["events"]:
+        await service.append_event(session, Event.model_validate(event))
+    return service
+
+
 async def loads(service, session_id: str) -> tuple[float, int]:
     times, count = [], 0
     for _ in range(5):
@@ -138,6 +155,7 @@ async def main(sizes: list[int]) -> None:
             "agentstate, whole, validated (before)": ValidatingService(server.url),
             "agentstate, whole": AgentstateSessionService(server.url),
             "agentstate, compacted": AgentstateSessionService(server.url, compacted_loads=True, compaction_overlap=1),
+            FLOOR: None,
         }
         parses = []
         print("| events | service | get_session | events loaded | Runner turn |")
@@ -146,7 +164,9 @@ async def main(sizes: list[int]) -> None:
             started = time.perf_counter()
             for n in range(len(services)):
                 write(server.url, f"s{n}-{size}", history(size))
-            print(f"<!-- {size} events written 3 times in {time.perf_counter() - started:.0f} s -->", file=sys.stderr)
+            print(f"<!-- {size} events written {len(services)} times in {time.perf_counter() - started:.0f} s -->",
+                  file=sys.stderr)
+            services[FLOOR] = await in_memory_view(server.url, f"s{len(services) - 1}-{size}")
             for n, (name, service) in enumerate(services.items()):
                 session_id = f"s{n}-{size}"
                 load, count = await loads(service, session_id)

@@ -1,6 +1,7 @@
 //! The compacted view's rules, one by one, on small histories.
 
 use super::*;
+use super::{FACTS_KEY, SEALED_KEY};
 use crate::content::{Content, FunctionCall, FunctionResponse, Part};
 use crate::store::StoredEvent;
 use serde_json::json;
@@ -252,4 +253,49 @@ fn events_that_saved_artifacts_stay_for_rewinds() {
     let facts = Facts::of(&events[1]);
     let text = facts.to_text();
     assert_eq!(Facts::from_text(facts.id.clone(), facts.invocation_id.clone(), facts.micros, &text), Some(facts));
+}
+
+/// A sealed event (an encrypted store's) is known by the facts it carries, from its decoded form
+/// and its stored text alike; one that carries none is opaque, and a history with one is viewed
+/// whole.
+#[test]
+fn sealed_events_are_known_by_the_facts_they_carry() {
+    let mut events = turns(3);
+    events.insert(4, summary("s1", 21.5, 10.0, 21.0));
+    let sealed = |event: &Event, carried: bool| {
+        let mut stored = Event { timestamp: event.timestamp, ..Event::new(&event.invocation_id).author(&event.author) };
+        stored.id = event.id.clone();
+        stored.extra.insert(SEALED_KEY.into(), json!("$as1$k$sealed"));
+        if carried {
+            stored.extra.insert(FACTS_KEY.into(), json!(Facts::of(event).to_text()));
+        }
+        stored
+    };
+    let carrying: Vec<Event> = events.iter().map(|e| sealed(e, true)).collect();
+    let plain: Vec<Facts> = events.iter().map(Facts::of).collect();
+    let decoded: Vec<Facts> = carrying.iter().map(Facts::of).collect();
+    assert_eq!(decoded, plain);
+    let stored: Vec<Facts> = carrying
+        .iter()
+        .map(|e| {
+            let text = serde_json::to_string(e).unwrap();
+            Facts::of_stored(&StoredEvent {
+                id: e.id.clone(),
+                invocation_id: e.invocation_id.clone(),
+                timestamp_micros: e.time().micros(),
+                data: Some(text),
+            })
+        })
+        .collect();
+    assert_eq!(stored, plain);
+    assert!(view(&plain, 0).len() < events.len());
+
+    let mut opaque = carrying;
+    opaque[1] = sealed(&events[1], false);
+    let facts: Vec<Facts> = opaque.iter().map(Facts::of).collect();
+    assert!(facts[1].opaque && !facts[0].opaque);
+    let kept =
+        Facts::from_text(facts[1].id.clone(), facts[1].invocation_id.clone(), facts[1].micros, &facts[1].to_text());
+    assert!(kept.is_some_and(|k| k.opaque), "kept as opaque");
+    assert_eq!(view(&facts, 0), (0..events.len()).collect::<Vec<_>>(), "the whole history");
 }
