@@ -3,7 +3,7 @@ and the whole session, over HTTP, on sessions of `python/long_figures.py`'s hist
 of about 700 bytes an event, a summary of the last 11 invocations every 10).
 
 usage: .venv-adk/bin/python bench/compacted_route.py BIN [BIN ...] [--events 1000,10000] [--runs 30]
-       [--rounds 2] [--db sqlite|memory|redis://127.0.0.1:6379|postgres://…] [--encrypted]
+       [--rounds 2] [--db sqlite|redis://127.0.0.1:6379|postgres://…] [--encrypted]
 
 Each round starts each binary in turn (`agentstate serve` on a throwaway SQLite file, or the
 store `--db` names: a Redis URL gets a fresh key prefix, a PostgreSQL or MySQL URL should name a

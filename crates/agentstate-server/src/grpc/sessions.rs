@@ -186,7 +186,8 @@ impl api::session_service_server::SessionService for Sessions {
             let (permit, engine, id) = self.session_of(&headers, &request.parent, "parent").await?;
             let mut page = page(request.page_size, request.page_token, request.filter, request.order_by);
             page.page_size.get_or_insert(DEFAULT_EVENT_PAGE);
-            from_json(self.caller(&engine, &permit, &headers).events(&id, page).await?)
+            let page = self.caller(&engine, &permit, &headers).events(&id, page).await?;
+            from_json(serde_json::to_value(page).map_err(|e| Status::internal(e.to_string()))?)
         })
         .await
     }

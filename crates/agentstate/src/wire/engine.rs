@@ -223,44 +223,89 @@ pub fn create_body(user: &str, state: Map<String, Value>, attributes: &SessionAt
 /// An event as the API writes it: the typed fields (camelCase) and the whole ADK event as
 /// `rawEvent`, at the time it was appended with, to the nanosecond ([`Event::given_time`]). `state_delta` is the typed
 /// `actions.stateDelta`: what the service merges (the event's own, but for an import, which
-/// records deltas without applying them again).
+/// records deltas without applying them again). As a tree; to write it out, serialize
+/// [`EventResource`]: the same JSON.
 pub fn event_resource(event: &Event, state_delta: &Map<String, Value>) -> Map<String, Value> {
-    let raw = raw_event(event);
-    let mut out = Map::new();
-    out.insert("author".into(), json!(event.author));
-    out.insert("invocationId".into(), json!(event.invocation_id));
-    out.insert("timestamp".into(), json!(event.given_time().rfc3339()));
-    if let Some(content) = raw.get("content") {
-        out.insert("content".into(), content.clone());
+    match serde_json::to_value(EventResource { name: None, event, state_delta }) {
+        Ok(Value::Object(resource)) => resource,
+        _ => Map::new(),
     }
-    let actions = &event.actions;
-    let mut typed = Map::new();
-    typed.insert("stateDelta".into(), Value::Object(state_delta.clone()));
-    typed.insert("artifactDelta".into(), Value::Object(actions.artifact_delta.clone()));
-    if let Some(target) = &actions.transfer_to_agent {
-        typed.insert("transferAgent".into(), json!(target));
+}
+
+/// An event as the API writes it ([`event_resource`]), with its resource `name` first when there
+/// is one, written without building the resource as a tree: the raw event is built once and the
+/// typed fields that repeat it are written from it.
+#[derive(Debug, Clone, Copy)]
+pub struct EventResource<'a> {
+    /// The resource name (`…/sessions/S/events/E`), if the answer carries it.
+    pub name: Option<&'a str>,
+    /// The event.
+    pub event: &'a Event,
+    /// Its typed `actions.stateDelta` (see [`event_resource`]).
+    pub state_delta: &'a Map<String, Value>,
+}
+
+impl serde::Serialize for EventResource<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+
+        /// The typed `actions`, borrowed.
+        struct Typed<'a>(&'a Event, &'a Map<String, Value>, Option<&'a Value>);
+        impl serde::Serialize for Typed<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let Typed(event, state_delta, auth) = *self;
+                let actions = &event.actions;
+                let mut map = serializer.serialize_map(None)?;
+                map.serialize_entry("stateDelta", state_delta)?;
+                map.serialize_entry("artifactDelta", &actions.artifact_delta)?;
+                if let Some(target) = &actions.transfer_to_agent {
+                    map.serialize_entry("transferAgent", target)?;
+                }
+                if let Some(escalate) = actions.escalate {
+                    map.serialize_entry("escalate", &escalate)?;
+                }
+                if let Some(skip) = actions.skip_summarization {
+                    map.serialize_entry("skipSummarization", &skip)?;
+                }
+                if let Some(auth) = auth {
+                    map.serialize_entry("requestedAuthConfigs", auth)?;
+                }
+                map.end()
+            }
+        }
+
+        /// The fields of the raw event the API keeps in `eventMetadata`, borrowed.
+        struct Metadata<'a>(&'a Value);
+        impl serde::Serialize for Metadata<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_map(METADATA.iter().filter_map(|field| Some((*field, self.0.get(*field)?))))
+            }
+        }
+
+        let event = self.event;
+        let raw = raw_event(event);
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(name) = self.name {
+            map.serialize_entry("name", name)?;
+        }
+        map.serialize_entry("author", &event.author)?;
+        map.serialize_entry("invocationId", &event.invocation_id)?;
+        map.serialize_entry("timestamp", &event.given_time().rfc3339())?;
+        if let Some(content) = raw.get("content") {
+            map.serialize_entry("content", content)?;
+        }
+        let auth = raw.get("actions").and_then(|a| a.get("requestedAuthConfigs"));
+        map.serialize_entry("actions", &Typed(event, self.state_delta, auth))?;
+        if let Some(code) = &event.error_code {
+            map.serialize_entry("errorCode", code)?;
+        }
+        if let Some(message) = &event.error_message {
+            map.serialize_entry("errorMessage", message)?;
+        }
+        map.serialize_entry("eventMetadata", &Metadata(&raw))?;
+        map.serialize_entry("rawEvent", &raw)?;
+        map.end()
     }
-    if let Some(escalate) = actions.escalate {
-        typed.insert("escalate".into(), json!(escalate));
-    }
-    if let Some(skip) = actions.skip_summarization {
-        typed.insert("skipSummarization".into(), json!(skip));
-    }
-    if let Some(auth) = raw.get("actions").and_then(|a| a.get("requestedAuthConfigs")) {
-        typed.insert("requestedAuthConfigs".into(), auth.clone());
-    }
-    out.insert("actions".into(), Value::Object(typed));
-    if let Some(code) = &event.error_code {
-        out.insert("errorCode".into(), json!(code));
-    }
-    if let Some(message) = &event.error_message {
-        out.insert("errorMessage".into(), json!(message));
-    }
-    let metadata: Map<String, Value> =
-        METADATA.iter().filter_map(|field| raw.get(*field).map(|v| ((*field).to_owned(), v.clone()))).collect();
-    out.insert("eventMetadata".into(), Value::Object(metadata));
-    out.insert("rawEvent".into(), raw);
-    out
 }
 
 /// The ADK event (camelCase) a client that sends no `rawEvent` means by a resource's typed

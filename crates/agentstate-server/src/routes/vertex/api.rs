@@ -279,7 +279,7 @@ impl Caller<'_> {
     /// the managed service keeps them. Storage orders events by the time it placed them at,
     /// never earlier than the given one, so the store is asked from the range's start and the
     /// rest is decided here (a page may then hold fewer events than its size, as AIP-158 allows).
-    pub(crate) async fn events(&self, id: &str, page: Page) -> Result<Value, GoogleError> {
+    pub(crate) async fn events(&self, id: &str, page: Page) -> Result<resource::EventsPage, GoogleError> {
         let engine = self.engine;
         let range = page.filter.as_deref().map(request::event_filter).transpose()?.unwrap_or_default();
         let newest_first = request::event_order(page.order_by.as_deref())?;
@@ -296,19 +296,13 @@ impl Caller<'_> {
         let next_page_token = loop {
             let listed =
                 self.state.service().list_events(&key, request.clone()).await?.ok_or_else(|| not_found(engine, id))?;
-            events.extend(
-                listed.events.iter().filter(|e| range.contains(e.given_time())).map(|event| engine.event(id, event)),
-            );
+            events.extend(listed.events.into_iter().filter(|e| range.contains(e.given_time())));
             match listed.next_page_token {
                 Some(token) if whole => request.page_token = Some(token),
                 token => break token,
             }
         };
-        let mut body = json!({ "sessionEvents": events });
-        if let Some(token) = next_page_token {
-            body["nextPageToken"] = json!(token);
-        }
-        Ok(body)
+        Ok(engine.events_page(id, events, next_page_token))
     }
 }
 

@@ -194,7 +194,10 @@ pub(crate) async fn append_event(call: Call, Body(bytes): Body) -> Reply {
 
 /// `GET …/sessions/{id}/events[?filter=timestamp>="…"][&orderBy=timestamp desc][&pageSize][&pageToken]`:
 /// the history, oldest first (or newest first), a page at a time.
-pub(crate) async fn events(call: Call, page_query: Result<Query<Page>, QueryRejection>) -> Reply {
+pub(crate) async fn events(
+    call: Call,
+    page_query: Result<Query<Page>, QueryRejection>,
+) -> Result<Json<resource::EventsPage>, GoogleError> {
     Ok(Json(call.caller().events(&call.session, query(page_query)?).await?))
 }
 

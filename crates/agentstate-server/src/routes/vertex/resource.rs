@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use agentstate::{Event, Map, Session, Timestamp, Value};
+use agentstate::{Event, Session, Timestamp, Value};
 use serde_json::json;
 
 use agentstate::wire::engine;
@@ -122,14 +122,68 @@ impl Engine {
     /// An event as the API lists it: its name, the typed fields (camelCase) and the whole ADK
     /// event as `rawEvent`.
     pub(crate) fn event(&self, session_id: &str, event: &Event) -> Value {
-        let mut out = Map::new();
-        out.insert("name".into(), json!(self.event_name(session_id, &event.id)));
-        out.extend(engine::event_resource(event, &event.actions.state_delta));
-        Value::Object(out)
+        let name = self.event_name(session_id, &event.id);
+        let resource = engine::EventResource { name: Some(&name), event, state_delta: &event.actions.state_delta };
+        serde_json::to_value(resource).unwrap_or_default()
+    }
+
+    /// A page of `listEvents` (`{"sessionEvents": […], "nextPageToken"}`), written out without
+    /// building it as a tree.
+    pub(crate) fn events_page(
+        &self,
+        session_id: &str,
+        events: Vec<Event>,
+        next_page_token: Option<String>,
+    ) -> EventsPage {
+        EventsPage { session: self.session_name(session_id), events, next_page_token }
     }
 
     fn event_name(&self, session_id: &str, event_id: &str) -> String {
         format!("{}/events/{event_id}", self.session_name(session_id))
+    }
+}
+
+/// A page of a session's events as `listEvents` answers it ([`Engine::events_page`]).
+#[derive(Debug)]
+pub(crate) struct EventsPage {
+    /// The session's resource name.
+    session: String,
+    events: Vec<Event>,
+    next_page_token: Option<String>,
+}
+
+impl serde::Serialize for EventsPage {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+
+        struct Events<'a>(&'a EventsPage);
+        impl serde::Serialize for Events<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let page = self.0;
+                serializer.collect_seq(page.events.iter().map(|event| {
+                    let name = format!("{}/events/{}", page.session, event.id);
+                    Resource { name, event }
+                }))
+            }
+        }
+        struct Resource<'a> {
+            name: String,
+            event: &'a Event,
+        }
+        impl serde::Serialize for Resource<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let event = self.event;
+                engine::EventResource { name: Some(&self.name), event, state_delta: &event.actions.state_delta }
+                    .serialize(serializer)
+            }
+        }
+
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("sessionEvents", &Events(self))?;
+        if let Some(token) = &self.next_page_token {
+            map.serialize_entry("nextPageToken", token)?;
+        }
+        map.end()
     }
 }
 
