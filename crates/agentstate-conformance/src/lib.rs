@@ -46,6 +46,7 @@ pub mod redis_servers;
 #[cfg(feature = "reference")]
 pub mod reference;
 mod rekey;
+pub mod views;
 
 pub use alternating::Alternating;
 pub use cases::check_store_answers_views;

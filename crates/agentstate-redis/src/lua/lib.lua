@@ -28,3 +28,17 @@ local function expire_with_session(meta, ...)
     end
   end
 end
+
+-- Removes a session: its own keys and its entries in every list. For the scripts invoked with
+-- `SessionKeys::removal`'s keys and first arguments (`erase.lua`, `sweep.lua`): KEYS 1-8 its own
+-- keys, 9 sessions, 10 user's sessions, 11 users with this id, 12 expiring, 13 sessions by
+-- creation, 14 user's sessions by creation; ARGV 1 list member, 2 session id, 3 user id.
+local function remove_session()
+  redis.call('DEL', unpack(KEYS, 1, 8))
+  redis.call('ZREM', KEYS[9], ARGV[1])
+  redis.call('ZREM', KEYS[10], ARGV[2])
+  redis.call('ZREM', KEYS[13], ARGV[1])
+  redis.call('ZREM', KEYS[14], ARGV[2])
+  redis.call('SREM', KEYS[11], ARGV[3])
+  redis.call('ZREM', KEYS[12], ARGV[1])
+end

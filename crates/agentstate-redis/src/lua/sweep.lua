@@ -12,11 +12,5 @@ if redis.call('EXISTS', KEYS[1]) == 1 and (not expire or tonumber(expire) > tonu
   end
   return 0
 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
-redis.call('ZREM', KEYS[9], ARGV[1])
-redis.call('ZREM', KEYS[10], ARGV[2])
-redis.call('ZREM', KEYS[13], ARGV[1])
-redis.call('ZREM', KEYS[14], ARGV[2])
-redis.call('SREM', KEYS[11], ARGV[3])
-redis.call('ZREM', KEYS[12], ARGV[1])
+remove_session()
 return 1

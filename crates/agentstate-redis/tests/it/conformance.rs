@@ -43,48 +43,27 @@ fn redis_answers_compacted_views() {
 /// facts were kept): the same view either way; the facts go with their events (retention, delete).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compacted_views_read_events_without_facts_from_their_text() {
-    use agentstate::{Content, CreateSession, Event, GetSessionConfig, Retention, SessionService};
+    use agentstate::{CreateSession, Event, Retention, SessionService};
+    use agentstate_conformance::views::{compacted_ids, summarised_session};
 
     let prefix = crate::servers::fresh_prefix();
     let svc = SessionService::new(RedisStore::connect(&url_with_prefix(&redis_url(), &prefix)).await.unwrap());
     let mut connection = redis::Client::open(redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap();
     let facts = format!("{prefix}{{app}}:f:u:s");
-    let mut s = svc.create_session(CreateSession::new("app", "u").id("s")).await.unwrap();
-    for n in 0..12 {
-        let event = Event::new(format!("inv-{n}")).author("user").content(Content::text("user", format!("q{n}")));
-        svc.append_event(&mut s, event).await.unwrap();
-    }
-    let times: Vec<f64> = s.events().iter().map(|e| e.timestamp).collect();
-    let mut summary = Event::new("summary").author("user");
-    summary.actions.extra.insert(
-        "compaction".into(),
-        serde_json::json!({"start_timestamp": times[0], "end_timestamp": times[7],
-                           "compacted_content": {"role": "model", "parts": [{"text": "s"}]}}),
-    );
-    svc.append_event(&mut s, summary).await.unwrap();
-    let view = || async {
-        let loaded = svc.get_session(s.key(), GetSessionConfig::compacted(1)).await.unwrap().unwrap();
-        loaded.events().iter().map(|e| e.id.clone()).collect::<Vec<_>>()
-    };
-    let with_facts = view().await;
-    assert!(with_facts.len() < 13, "{with_facts:?}");
+    let mut s = summarised_session(&svc, CreateSession::new("app", "u").id("s")).await;
+    let with_facts = compacted_ids(&svc, s.key()).await;
     let count = |connection: &mut redis::aio::MultiplexedConnection| {
         let mut connection = connection.clone();
         let facts = facts.clone();
         async move { redis::cmd("HLEN").arg(facts).query_async::<i64>(&mut connection).await.unwrap() }
     };
     assert_eq!(count(&mut connection).await, 13, "every append keeps its facts");
-    let some: Vec<&str> = s.events().iter().skip(2).take(4).map(|e| e.id.as_str()).collect();
+    let whole = svc.get_session(s.key(), agentstate::GetSessionConfig::default()).await.unwrap().unwrap();
+    let some: Vec<&str> = whole.events().iter().skip(2).take(4).map(|e| e.id.as_str()).collect();
     let _: i64 = redis::cmd("HDEL").arg(&facts).arg(&some).query_async(&mut connection).await.unwrap();
-    assert_eq!(view().await, with_facts, "some facts");
+    assert_eq!(compacted_ids(&svc, s.key()).await, with_facts, "some facts");
     let _: i64 = redis::cmd("DEL").arg(&facts).query_async(&mut connection).await.unwrap();
-    assert_eq!(view().await, with_facts, "no facts");
-    // The whole history read and filtered agrees.
-    let whole = svc.get_session(s.key(), GetSessionConfig::default()).await.unwrap().unwrap();
-    let all: Vec<_> = whole.events().iter().map(agentstate::compaction::Facts::of).collect();
-    let filtered: Vec<String> =
-        agentstate::compaction::view(&all, 1).into_iter().map(|i| whole.events()[i].id.clone()).collect();
-    assert_eq!(filtered, with_facts);
+    assert_eq!(compacted_ids(&svc, s.key()).await, with_facts, "no facts");
 
     svc.append_event(&mut s, Event::new("inv-last").author("user")).await.unwrap();
     assert_eq!(count(&mut connection).await, 1);

@@ -103,7 +103,8 @@ fn sql_stores_answer_compacted_views() {
 /// MySQL.
 #[tokio::test]
 async fn compacted_views_read_events_without_facts_from_their_text() {
-    use agentstate::{Content, CreateSession, Event, GetSessionConfig, SessionService};
+    use agentstate::{CreateSession, Event, SessionService};
+    use agentstate_conformance::views::{compacted_ids, summarised_session};
 
     let dir = scratch_dir();
     let sqlite = format!("sqlite://{}/sessions.db", dir.display());
@@ -129,40 +130,17 @@ async fn compacted_views_read_events_without_facts_from_their_text() {
             }
         };
         let svc = SessionService::new(agentstate_sql::SqlStore::connect(&url).await.unwrap());
-        let mut s = svc.create_session(CreateSession::new(app.as_str(), "u")).await.unwrap();
-        for n in 0..12 {
-            let event = Event::new(format!("inv-{n}")).author("user").content(Content::text("user", format!("q{n}")));
-            svc.append_event(&mut s, event).await.unwrap();
-        }
-        let times: Vec<f64> = s.events().iter().map(|e| e.timestamp).collect();
-        let mut summary = Event::new("summary").author("user");
-        summary.actions.extra.insert(
-            "compaction".into(),
-            serde_json::json!({"start_timestamp": times[0], "end_timestamp": times[7],
-                               "compacted_content": {"role": "model", "parts": [{"text": "s"}]}}),
-        );
-        svc.append_event(&mut s, summary).await.unwrap();
-        let view = || async {
-            let loaded = svc.get_session(s.key(), GetSessionConfig::compacted(1)).await.unwrap().unwrap();
-            loaded.events().iter().map(|e| e.id.clone()).collect::<Vec<_>>()
-        };
-        let with_facts = view().await;
-        assert!(with_facts.len() < 13, "{url}: {with_facts:?}");
+        let mut s = summarised_session(&svc, CreateSession::new(app.as_str(), "u")).await;
+        let with_facts = compacted_ids(&svc, s.key()).await;
         let count = "SELECT COUNT(*) FROM agentstate_event_facts WHERE app_name = '{app}'";
         assert_eq!(run(count).await, 13, "{url}: every append keeps its facts");
         run("DELETE FROM agentstate_event_facts WHERE app_name = '{app}' AND event_id IN \
              (SELECT id FROM events WHERE app_name = '{app}' AND invocation_id LIKE 'inv-1%')")
         .await;
         assert!(run(count).await < 13, "{url}");
-        assert_eq!(view().await, with_facts, "{url}: some facts");
+        assert_eq!(compacted_ids(&svc, s.key()).await, with_facts, "{url}: some facts");
         run("DELETE FROM agentstate_event_facts WHERE app_name = '{app}'").await;
-        assert_eq!(view().await, with_facts, "{url}: no facts");
-        // The whole history read and filtered agrees.
-        let whole = svc.get_session(s.key(), GetSessionConfig::default()).await.unwrap().unwrap();
-        let facts: Vec<_> = whole.events().iter().map(agentstate::compaction::Facts::of).collect();
-        let filtered: Vec<String> =
-            agentstate::compaction::view(&facts, 1).into_iter().map(|i| whole.events()[i].id.clone()).collect();
-        assert_eq!(filtered, with_facts, "{url}");
+        assert_eq!(compacted_ids(&svc, s.key()).await, with_facts, "{url}: no facts");
         svc.append_event(&mut s, Event::new("inv-last").author("user")).await.unwrap();
         assert_eq!(run(count).await, 1, "{url}");
         svc.delete_session(s.key()).await.unwrap();
