@@ -81,7 +81,7 @@ pub fn summaries(events: &[Facts]) -> Vec<Summary> {
 }
 
 /// The positions (storage order) of `events` the compacted view with this `overlap` keeps,
-/// ascending (see the [module docs](self)).
+/// ascending (see the [module docs](super)).
 pub fn view(events: &[Facts], overlap: usize) -> Vec<usize> {
     if events.iter().any(|e| e.opaque) {
         return (0..events.len()).collect();
