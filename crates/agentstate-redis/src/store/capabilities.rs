@@ -283,7 +283,7 @@ impl AdminStore for RedisStore {
             .key(keys.facts)
             .arg(&event.id)
             .arg(event_json(event)?)
-            .arg(super::facts_value(event))
+            .arg(super::view::facts_value(event))
             .invoke_async(&mut self.connection())
             .await
             .map_err(|e| backend("rewrite an event", e))?;

@@ -1,5 +1,6 @@
 //! The Redis store: each operation one script or one `MULTI` block. The core is here; the
-//! capabilities (history, lifecycle, administration) are in `capabilities`, lists in `list`.
+//! capabilities (history, lifecycle, administration) are in `capabilities`, lists in `list`, the
+//! compacted view in `view`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -9,8 +10,8 @@ mod capabilities;
 mod lease;
 mod list;
 mod memory;
+mod view;
 
-use agentstate::compaction::{self, Facts};
 use agentstate::store::{
     Capabilities, CommitOutcome, EventCommit, EventQuery, EventSelect, ListQuery, LoadedSession, NewSession,
     SessionRead, SessionStore, StateOwner, merge_scopes,
@@ -22,6 +23,7 @@ use redis::{RedisError, Value as Reply};
 use crate::RedisStore;
 use crate::keys::{AppKeys, SessionKeys, apps, expiring_apps};
 use crate::scripts;
+use view::facts_value;
 
 /// How many times a list is read again when a session moved between its two steps.
 const LIST_ATTEMPTS: usize = 5;
@@ -77,28 +79,6 @@ fn state(reply: Reply, what: &dyn Fn() -> String) -> Result<Map<String, Value>> 
         map.insert(key.to_owned(), value);
     }
     Ok(map)
-}
-
-/// What the compacted view keeps of an event: `[invocation id, facts]` (see `keys.rs`).
-fn facts_value(event: &Event) -> String {
-    let invocation = serde_json::to_string(&event.invocation_id).unwrap_or_default();
-    format!("[{invocation},{}]", Facts::of(event).to_text())
-}
-
-/// The facts of an event as `get.lua` answers them (its id and time from the times it lists): the
-/// kept `[invocation id, facts]`, or the event's own JSON where none were kept.
-fn facts_of(id: &Reply, micros: &Reply, value: &Reply, key: &SessionKey) -> Result<Facts> {
-    let bad = || corrupt(format!("session {key}: an event's facts are unreadable"));
-    let id = text(id).ok_or_else(bad)?.to_owned();
-    let micros = integer(micros).ok_or_else(bad)?;
-    let value = bytes(value).ok_or_else(bad)?;
-    if value.first() == Some(&b'[') {
-        let (invocation, kept): (String, &serde_json::value::RawValue) =
-            serde_json::from_slice(value).map_err(|_| bad())?;
-        return Facts::from_text(id, invocation, micros, kept.get()).ok_or_else(bad);
-    }
-    let event = decode_event(&Reply::BulkString(value.to_vec()), key)?;
-    Ok(Facts { micros, ..Facts::of(&event) })
 }
 
 /// A stored event's JSON → the event.
@@ -214,8 +194,7 @@ impl RedisStore {
     }
 
     /// `get.lua` with its keys.
-    fn get_script(&self, key: &SessionKey) -> redis::ScriptInvocation<'static> {
-        let keys = self.keys(key);
+    fn get_script(keys: &SessionKeys) -> redis::ScriptInvocation<'static> {
         let mut invocation = scripts::GET.prepare_invoke();
         invocation
             .key(&keys.meta)
@@ -226,58 +205,6 @@ impl RedisStore {
             .key(&keys.data)
             .key(&keys.facts);
         invocation
-    }
-
-    /// The compacted view with this `overlap`, in two steps: the session, its states and every
-    /// event's facts at one point in time (no event text but that of events without facts); the
-    /// view computed from them; then only the view's events, if the session has not moved on in
-    /// between. `Ok(None)`: it has (an append, or retention), read again; `Ok(Some(None))`: there
-    /// is no such session.
-    async fn compacted_view(
-        &self,
-        key: &SessionKey,
-        read: &SessionRead,
-        overlap: usize,
-    ) -> Result<Option<Option<LoadedSession>>> {
-        let reply: Reply = self
-            .get_script(key)
-            .arg("")
-            .arg("")
-            .arg(expiry_arg(read.now_micros))
-            .arg("facts")
-            .invoke_async(&mut self.connection())
-            .await
-            .map_err(|e| backend("get", e))?;
-        if reply == Reply::Nil {
-            return Ok(Some(None));
-        }
-        let mut parts = array(reply).into_iter();
-        let mut next = || parts.next().unwrap_or(Reply::Nil);
-        let what = || format!("session {key}");
-        let meta = meta(next(), key)?;
-        let (session, app, user) = (state(next(), &what)?, state(next(), &what)?, state(next(), &what)?);
-        let (times, values) = (array(next()), array(next()));
-        let facts = times
-            .chunks_exact(2)
-            .zip(&values)
-            .map(|(at, value)| facts_of(&at[0], &at[1], value, key))
-            .collect::<Result<Vec<_>>>()?;
-        let kept = compaction::view(&facts, overlap);
-
-        let keys = self.keys(key);
-        let mut invocation = scripts::VIEW.prepare_invoke();
-        invocation.key(&keys.meta).key(&keys.data).arg(meta.update);
-        for &i in &kept {
-            invocation.arg(&facts[i].id);
-        }
-        let reply: Reply = invocation.invoke_async(&mut self.connection()).await.map_err(|e| backend("get", e))?;
-        let found = array(reply);
-        if found.len() != kept.len() {
-            return Ok(None);
-        }
-        let events = found.iter().map(|e| decode_event(e, key)).collect::<Result<Vec<_>>>()?;
-        let loaded = LoadedSession::decoded(handle(key.clone(), meta, &session, &app, &user, events));
-        Ok(Some(Some(LoadedSession { view: read.view, ..loaded })))
     }
 
     /// Adds `app` to a registry of apps. The registries live outside every app's slot, so they
@@ -400,8 +327,7 @@ impl SessionStore for RedisStore {
             // service to narrow.
         }
         let window = read.window;
-        let reply: Reply = self
-            .get_script(key)
+        let reply: Reply = Self::get_script(&self.keys(key))
             .arg(window.recent.map(|n| n.to_string()).unwrap_or_default())
             .arg(window.since_micros.map(|t| t.to_string()).unwrap_or_default())
             .arg(expiry_arg(read.now_micros))

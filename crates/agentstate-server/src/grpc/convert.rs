@@ -52,6 +52,15 @@ pub(super) fn to_json<T: Serialize>(message: &T, what: &str) -> Result<Map<Strin
     }
 }
 
+/// A REST answer written by a serializer rather than held as a tree, as the reply message.
+pub(super) fn from_answer<T: DeserializeOwned + Nulls>(answer: &impl Serialize) -> Result<T, Status> {
+    let value = serde_json::to_value(answer).map_err(|e| {
+        tracing::error!(error = %e, "an answer cannot be written as JSON");
+        Status::internal("Internal error")
+    })?;
+    from_json(value)
+}
+
 /// A REST answer as the reply message.
 pub(super) fn from_json<T: DeserializeOwned + Nulls>(mut value: Value) -> Result<T, Status> {
     large_integers_as_doubles(&mut value);

@@ -9,7 +9,7 @@ use axum::http::HeaderMap;
 use prost::Message;
 use tonic::{Request, Response, Status};
 
-use super::convert::{Name, admit, authenticate, from_json, to_json};
+use super::convert::{Name, admit, authenticate, from_answer, from_json, to_json};
 use super::proto::google::cloud::aiplatform::v1beta1 as api;
 use super::proto::google::longrunning::{Operation, operation};
 use crate::auth::Permit;
@@ -186,8 +186,7 @@ impl api::session_service_server::SessionService for Sessions {
             let (permit, engine, id) = self.session_of(&headers, &request.parent, "parent").await?;
             let mut page = page(request.page_size, request.page_token, request.filter, request.order_by);
             page.page_size.get_or_insert(DEFAULT_EVENT_PAGE);
-            let page = self.caller(&engine, &permit, &headers).events(&id, page).await?;
-            from_json(serde_json::to_value(page).map_err(|e| Status::internal(e.to_string()))?)
+            from_answer(&self.caller(&engine, &permit, &headers).events(&id, page).await?)
         })
         .await
     }

@@ -63,6 +63,13 @@ const SEALED: &str = crate::compaction::SEALED_KEY;
 /// The store's record that every sealed event in it carries its facts (`"1"`), so that it may
 /// answer the compacted view: set when encryption starts on a store, or a re-encryption ends.
 const VIEWS_METADATA: &str = "agentstate_encryption_views";
+/// Whether a stored `event` is sealed without the facts the compacted view reads
+/// ([`FACTS_KEY`](crate::compaction::FACTS_KEY)): sealed by a release before sealed events
+/// carried them.
+fn sealed_without_facts(event: &crate::event::Event) -> bool {
+    event.extra.contains_key(SEALED) && !event.extra.contains_key(crate::compaction::FACTS_KEY)
+}
+
 /// The associated data of each key's check value (which seals nothing).
 const CHECK_AAD: &[u8] = b"agentstate encryption key check";
 /// The cipher, as the store's record names it.

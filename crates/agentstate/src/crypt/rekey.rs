@@ -3,8 +3,7 @@
 
 use serde_json::Value;
 
-use super::{EncryptedStore, KeyRing, PREFIX, SEALED};
-use crate::compaction::FACTS_KEY;
+use super::{EncryptedStore, KeyRing, PREFIX, SEALED, sealed_without_facts};
 use crate::error::{Error, Result};
 use crate::key::SessionKey;
 use crate::store::{
@@ -137,7 +136,7 @@ impl<S: SessionStore> EncryptedStore<S> {
                 // Sealed with another key, not sealed, or sealed without the facts the
                 // compacted view reads (by an older release).
                 let stale = match stored.extra.get(SEALED) {
-                    Some(Value::String(sealed)) => keys.is_stale(sealed) || !stored.extra.contains_key(FACTS_KEY),
+                    Some(Value::String(sealed)) => keys.is_stale(sealed) || sealed_without_facts(&stored),
                     _ => true,
                 };
                 if stale {

@@ -13,8 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 
-use super::{CHECK_AAD, CryptError, KeyRing, MARKER_CIPHER, MAX_KEYS, PREFIX, SEALED, VIEWS_METADATA, parse_marker};
-use crate::compaction::{EventView, FACTS_KEY};
+use super::{
+    CHECK_AAD, CryptError, KeyRing, MARKER_CIPHER, MAX_KEYS, PREFIX, VIEWS_METADATA, parse_marker, sealed_without_facts,
+};
+use crate::compaction::EventView;
 use crate::error::{ConflictKind, Error, Result};
 use crate::event::Event;
 use crate::key::SessionKey;
@@ -157,9 +159,8 @@ impl<S: SessionStore> SessionStore for EncryptedStore<S> {
         let Some(loaded) = self.inner.get(key, &decoded).await? else { return Ok(None) };
         // A sealed event without facts after all (written by an older release beside this one)
         // makes the store's view every event: the service narrows it.
-        let opaque = |e: &Event| e.extra.contains_key(SEALED) && !e.extra.contains_key(FACTS_KEY);
         let view = match loaded.view {
-            EventView::Compacted { .. } if loaded.session.events().iter().any(opaque) => EventView::Whole,
+            EventView::Compacted { .. } if loaded.session.events().iter().any(sealed_without_facts) => EventView::Whole,
             view => view,
         };
         Ok(Some(LoadedSession { view, ..LoadedSession::decoded(self.keys.open_session(&loaded.session)?) }))
