@@ -77,7 +77,13 @@ impl crate::store::SharedStateWrite {
 }
 
 pub(crate) fn to_hex(raw: &str) -> String {
-    raw.bytes().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(raw.len() * 2);
+    for b in raw.bytes() {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    out
 }
 
 /// How a list token's list is ordered: its time, and whether newest first.

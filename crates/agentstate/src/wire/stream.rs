@@ -11,6 +11,7 @@ use serde::ser::{
     SerializeTupleStruct, SerializeTupleVariant, Serializer,
 };
 
+use super::engine::Raw;
 use super::{FREE_FORM, INTERNAL_METADATA_PREFIX, MAP_OF_MODELS, camel, snake, snake_eq};
 use crate::{Event, Map, Value};
 
@@ -91,13 +92,13 @@ impl Mode {
 pub(super) type DefaultField = (&'static str, &'static str, fn() -> Value);
 
 /// `value` written in `mode`.
-struct Wire<'a, T: ?Sized>(&'a T, Mode);
+pub(super) struct Wire<'a, T: ?Sized>(pub(super) &'a T, pub(super) Mode);
 
 impl<T: Serialize + ?Sized> Serialize for Wire<'_, T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self.1 {
             Mode::FreeForm => self.0.serialize(serializer),
-            mode => self.0.serialize(Adapter { inner: serializer, mode }),
+            mode => self.0.serialize(Adapter { inner: serializer, mode, raw: None }),
         }
     }
 }
@@ -122,24 +123,36 @@ impl Serialize for CamelEvent<'_> {
     }
 }
 
-struct Adapter<S> {
+/// `value` (an event) written as `rawEvent` shows it: in camelCase as stored, with `raw`'s edits.
+pub(super) fn write_raw<T: Serialize + ?Sized, S: Serializer>(
+    value: &T,
+    raw: &Raw<'_>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    value.serialize(Adapter { inner: serializer, mode: Mode::Model, raw: Some(raw) })
+}
+
+struct Adapter<'r, S> {
     inner: S,
     mode: Mode,
+    /// The edits of `rawEvent`, for the event's own map (never nested ones).
+    raw: Option<&'r Raw<'r>>,
 }
 
 /// A map (or struct) being written: renames keys, tracks the defaults it has seen.
-struct MapAdapter<M> {
+struct MapAdapter<'r, M> {
     inner: M,
     mode: Mode,
+    raw: Option<&'r Raw<'r>>,
     /// The key (as stored) waiting for its value, between serialize_key and serialize_value.
     key: Option<String>,
     /// Which of the mode's defaults appeared.
     seen: [bool; 4],
 }
 
-impl<M: SerializeMap> MapAdapter<M> {
-    fn new(inner: M, mode: Mode) -> Self {
-        Self { inner, mode, key: None, seen: [false; 4] }
+impl<'r, M: SerializeMap> MapAdapter<'r, M> {
+    fn new(inner: M, mode: Mode, raw: Option<&'r Raw<'r>>) -> Self {
+        Self { inner, mode, raw, key: None, seen: [false; 4] }
     }
 
     fn entry<T: Serialize + ?Sized>(&mut self, stored: &str, value: &T) -> Result<(), M::Error> {
@@ -150,6 +163,11 @@ impl<M: SerializeMap> MapAdapter<M> {
             }
         }
         let written = self.mode.written(stored);
+        if let Some(raw) = self.raw
+            && raw.write_entry(&mut self.inner, stored, &written)?
+        {
+            return Ok(());
+        }
         if self.mode == Mode::Event && stored == "custom_metadata" {
             // Internal metadata is stored, never shown; an emptied map is left out.
             let mut meta = serde_json::to_value(value).map_err(ser::Error::custom)?;
@@ -174,12 +192,12 @@ impl<M: SerializeMap> MapAdapter<M> {
     }
 }
 
-impl<M: SerializeMap> SerializeMap for MapAdapter<M> {
+impl<M: SerializeMap> SerializeMap for MapAdapter<'_, M> {
     type Ok = M::Ok;
     type Error = M::Error;
 
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Self::Error> {
-        self.key = Some(key.serialize(KeyText).map_err(ser::Error::custom)?);
+        self.key = Some(key.serialize(KeyText(str::to_owned)).map_err(ser::Error::custom)?);
         Ok(())
     }
 
@@ -193,8 +211,8 @@ impl<M: SerializeMap> SerializeMap for MapAdapter<M> {
         key: &K,
         value: &V,
     ) -> Result<(), Self::Error> {
-        let stored = key.serialize(KeyText).map_err(ser::Error::custom)?;
-        self.entry(&stored, value)
+        // The key is handed over as text where it is, not copied.
+        key.serialize(KeyText(|stored: &str| self.entry(stored, value))).map_err(ser::Error::custom)?
     }
 
     fn end(self) -> Result<Self::Ok, Self::Error> {
@@ -202,7 +220,7 @@ impl<M: SerializeMap> SerializeMap for MapAdapter<M> {
     }
 }
 
-impl<M: SerializeMap> SerializeStruct for MapAdapter<M> {
+impl<M: SerializeMap> SerializeStruct for MapAdapter<'_, M> {
     type Ok = M::Ok;
     type Error = M::Error;
 
@@ -273,15 +291,15 @@ macro_rules! forward {
     )*};
 }
 
-impl<S: Serializer> Serializer for Adapter<S> {
+impl<'r, S: Serializer> Serializer for Adapter<'r, S> {
     type Ok = S::Ok;
     type Error = S::Error;
     type SerializeSeq = SeqAdapter<S::SerializeSeq>;
     type SerializeTuple = SeqAdapter<S::SerializeTuple>;
     type SerializeTupleStruct = SeqAdapter<S::SerializeTupleStruct>;
     type SerializeTupleVariant = SeqAdapter<S::SerializeTupleVariant>;
-    type SerializeMap = MapAdapter<S::SerializeMap>;
-    type SerializeStruct = MapAdapter<S::SerializeMap>;
+    type SerializeMap = MapAdapter<'r, S::SerializeMap>;
+    type SerializeStruct = MapAdapter<'r, S::SerializeMap>;
     type SerializeStructVariant = VariantAdapter<S::SerializeStructVariant>;
 
     forward!(
@@ -338,12 +356,12 @@ impl<S: Serializer> Serializer for Adapter<S> {
     }
 
     fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, Self::Error> {
-        Ok(MapAdapter::new(self.inner.serialize_map(len)?, self.mode))
+        Ok(MapAdapter::new(self.inner.serialize_map(len)?, self.mode, self.raw))
     }
 
     fn serialize_struct(self, _name: &'static str, len: usize) -> Result<Self::SerializeStruct, Self::Error> {
         // A struct is written as a map, so renamed field names need not be `'static`.
-        Ok(MapAdapter::new(self.inner.serialize_map(Some(len))?, self.mode))
+        Ok(MapAdapter::new(self.inner.serialize_map(Some(len))?, self.mode, self.raw))
     }
 
     fn serialize_struct_variant(
@@ -357,8 +375,9 @@ impl<S: Serializer> Serializer for Adapter<S> {
     }
 }
 
-/// Reads a map key as text (JSON keys are strings; numbers and booleans as their text).
-struct KeyText;
+/// Reads a map key as text (JSON keys are strings; numbers and booleans as their text) and
+/// hands it to the function it holds.
+struct KeyText<F>(F);
 
 #[derive(Debug)]
 struct NotText;
@@ -379,22 +398,26 @@ impl ser::Error for NotText {
 
 macro_rules! key_as_text {
     ($($method:ident($ty:ty)),*) => {$(
-        fn $method(self, v: $ty) -> Result<String, NotText> {
-            Ok(v.to_string())
+        fn $method(self, v: $ty) -> Result<R, NotText> {
+            Ok((self.0)(&v.to_string()))
         }
     )*};
 }
 
-impl Serializer for KeyText {
-    type Ok = String;
+impl<R, F: FnOnce(&str) -> R> Serializer for KeyText<F> {
+    type Ok = R;
     type Error = NotText;
-    type SerializeSeq = ser::Impossible<String, NotText>;
-    type SerializeTuple = ser::Impossible<String, NotText>;
-    type SerializeTupleStruct = ser::Impossible<String, NotText>;
-    type SerializeTupleVariant = ser::Impossible<String, NotText>;
-    type SerializeMap = ser::Impossible<String, NotText>;
-    type SerializeStruct = ser::Impossible<String, NotText>;
-    type SerializeStructVariant = ser::Impossible<String, NotText>;
+    type SerializeSeq = ser::Impossible<R, NotText>;
+    type SerializeTuple = ser::Impossible<R, NotText>;
+    type SerializeTupleStruct = ser::Impossible<R, NotText>;
+    type SerializeTupleVariant = ser::Impossible<R, NotText>;
+    type SerializeMap = ser::Impossible<R, NotText>;
+    type SerializeStruct = ser::Impossible<R, NotText>;
+    type SerializeStructVariant = ser::Impossible<R, NotText>;
+
+    fn serialize_str(self, v: &str) -> Result<R, NotText> {
+        Ok((self.0)(v))
+    }
 
     key_as_text!(
         serialize_bool(bool),
@@ -408,35 +431,34 @@ impl Serializer for KeyText {
         serialize_u32(u32),
         serialize_u64(u64),
         serialize_u128(u128),
-        serialize_char(char),
-        serialize_str(&str)
+        serialize_char(char)
     );
 
-    fn serialize_f32(self, _v: f32) -> Result<String, NotText> {
+    fn serialize_f32(self, _v: f32) -> Result<R, NotText> {
         Err(NotText)
     }
-    fn serialize_f64(self, _v: f64) -> Result<String, NotText> {
+    fn serialize_f64(self, _v: f64) -> Result<R, NotText> {
         Err(NotText)
     }
-    fn serialize_bytes(self, _v: &[u8]) -> Result<String, NotText> {
+    fn serialize_bytes(self, _v: &[u8]) -> Result<R, NotText> {
         Err(NotText)
     }
-    fn serialize_none(self) -> Result<String, NotText> {
+    fn serialize_none(self) -> Result<R, NotText> {
         Err(NotText)
     }
-    fn serialize_some<T: Serialize + ?Sized>(self, _v: &T) -> Result<String, NotText> {
+    fn serialize_some<T: Serialize + ?Sized>(self, _v: &T) -> Result<R, NotText> {
         Err(NotText)
     }
-    fn serialize_unit(self) -> Result<String, NotText> {
+    fn serialize_unit(self) -> Result<R, NotText> {
         Err(NotText)
     }
-    fn serialize_unit_struct(self, _name: &'static str) -> Result<String, NotText> {
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<R, NotText> {
         Err(NotText)
     }
-    fn serialize_unit_variant(self, _n: &'static str, _i: u32, variant: &'static str) -> Result<String, NotText> {
-        Ok(variant.to_owned())
+    fn serialize_unit_variant(self, _n: &'static str, _i: u32, variant: &'static str) -> Result<R, NotText> {
+        Ok((self.0)(variant))
     }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _n: &'static str, v: &T) -> Result<String, NotText> {
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _n: &'static str, v: &T) -> Result<R, NotText> {
         v.serialize(self)
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
@@ -445,7 +467,7 @@ impl Serializer for KeyText {
         _i: u32,
         _variant: &'static str,
         _v: &T,
-    ) -> Result<String, NotText> {
+    ) -> Result<R, NotText> {
         Err(NotText)
     }
     fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, NotText> {

@@ -197,8 +197,8 @@ pub(crate) async fn append_event(call: Call, Body(bytes): Body) -> Reply {
 pub(crate) async fn events(
     call: Call,
     page_query: Result<Query<Page>, QueryRejection>,
-) -> Result<Json<resource::EventsPage>, GoogleError> {
-    Ok(Json(call.caller().events(&call.session, query(page_query)?).await?))
+) -> Result<resource::EventsPage, GoogleError> {
+    call.caller().events(&call.session, query(page_query)?).await
 }
 
 /// `GET …/operations/{id}`: a Memory Bank generation running in this process, while it runs and

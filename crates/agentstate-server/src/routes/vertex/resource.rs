@@ -187,6 +187,22 @@ impl serde::Serialize for EventsPage {
     }
 }
 
+impl axum::response::IntoResponse for EventsPage {
+    /// The page written into one buffer sized for it (axum's `Json` grows its buffer as it goes).
+    fn into_response(self) -> axum::response::Response {
+        /// About what one event of a conversation takes as a resource.
+        const EVENT_SIZE_HINT: usize = 768;
+        let mut body = Vec::with_capacity(64 + self.events.len() * EVENT_SIZE_HINT);
+        match serde_json::to_writer(&mut body, &self) {
+            Ok(()) => ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response(),
+            Err(e) => {
+                let e = crate::error::ApiError::Internal(format!("a page of events cannot be written: {e}"));
+                super::GoogleError::from(e).into_response()
+            }
+        }
+    }
+}
+
 /// A fresh operation id: the real service's are decimal numbers.
 fn operation_id() -> u64 {
     let random = uuid::Uuid::new_v4().as_u128();

@@ -21,29 +21,16 @@ use std::sync::Arc;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Map, Value, json};
 
-use super::{event_from_wire, event_to_camel};
-use crate::event::{EXACT_TIME_KEY, Event, GIVEN_TIME_KEY};
+use super::event_from_wire;
+use crate::event::Event;
 use crate::key::SessionKey;
 use crate::session::{Session, SessionAttributes};
 use crate::time::Timestamp;
 
-/// The fields of an event that the API keeps in `eventMetadata` (ADK keeps them on the event).
-const METADATA: [&str; 9] = [
-    "partial",
-    "turnComplete",
-    "interrupted",
-    "branch",
-    "customMetadata",
-    "longRunningToolIds",
-    "groundingMetadata",
-    "inputTranscription",
-    "outputTranscription",
-];
+mod raw;
 
-/// Where an event keeps the time its client wrote into `rawEvent` when it differs from the
-/// event's own (ADK for TypeScript writes milliseconds): ADK's internal metadata, stored and
-/// never shown on the ADK routes, and taken out again when the API echoes `rawEvent`.
-const RAW_TIME_KEY: &str = "__adk_internal_raw_event_timestamp";
+pub(crate) use raw::Raw;
+use raw::{RAW_TIME_KEY, RawEvent};
 
 /// Keeps `sent`, the `timestamp` a client wrote into an event's `rawEvent`, when it is a number
 /// other than the event's time in seconds, so that the API answers `rawEvent` with it as sent.
@@ -60,80 +47,18 @@ pub fn keep_raw_timestamp(event: &mut Event, sent: Option<Value>) {
 
 /// The event as its client wrote it into `rawEvent`: camelCase, its own time (see
 /// [`keep_raw_timestamp`], and [`Event::given_time`] for an event storing placed later) in
-/// place of agentstate's, without agentstate's exact time (the resource's `timestamp` says it).
+/// place of agentstate's, without agentstate's exact time (the resource's `timestamp` says it),
+/// and a summary's bounds as its client reads them back. As a tree; [`EventResource`] writes it
+/// out without one.
 pub fn raw_event(event: &Event) -> Value {
-    raw(event, true)
+    serde_json::to_value(RawEvent(Raw::new(event, true))).unwrap_or(Value::Null)
 }
 
 /// [`raw_event`] for agentstate's client (the `agentstateEvents` extension), which reads events
 /// back as stored: the time an event was given stays beside it, and the resource's `timestamp`
 /// is where the history placed it.
 pub fn stored_raw_event(event: &Event) -> Value {
-    raw(event, false)
-}
-
-fn raw(event: &Event, answer_given_time: bool) -> Value {
-    let mut raw = event_to_camel(event);
-    if answer_given_time {
-        for range in ["/actions/compaction", "/customMetadata/_compaction"] {
-            if let Some(Value::Object(range)) = raw.pointer_mut(range) {
-                bounds_as_clients_round_them(range);
-            }
-        }
-    }
-    let Some(Value::Object(meta)) = raw.get_mut("customMetadata") else { return raw };
-    let sent = meta.shift_remove(RAW_TIME_KEY);
-    let exact = meta.shift_remove(EXACT_TIME_KEY);
-    let given = if answer_given_time { meta.shift_remove(GIVEN_TIME_KEY) } else { None };
-    let emptied = meta.is_empty() && (sent.is_some() || exact.is_some() || given.is_some());
-    if let Value::Object(fields) = &mut raw {
-        if emptied {
-            fields.shift_remove("customMetadata");
-        }
-        if let Some(sent) = sent {
-            fields.insert("timestamp".into(), sent);
-        } else if given.is_some() {
-            fields.insert("timestamp".into(), json!(event.given_time().secs()));
-        }
-    }
-    raw
-}
-
-/// A summary's range (ADK for Python's `actions.compaction`, or the `_compaction` its Agent Engine
-/// client also writes into the metadata) with each bound as that client reads back the event at
-/// the bound. ADK sets the bounds to the times of the first and last events a summary covers, as
-/// they were in memory, finer than a microsecond; the client appends each event at its time
-/// rounded to the microsecond (Python's `datetime.fromtimestamp`: the nearest, ties to even) and
-/// reads times back to the microsecond. Rounded the same way, a bound is again the time of its
-/// event, so the summary covers on reload exactly the events it covered when it was written;
-/// left as sent, a first event rounded down would fall out of its range. Only an event of the
-/// same rounded microsecond as a bound's could come in with it; the store keeps a session's
-/// events in distinct microseconds ([`crate::SessionService::append_event`]).
-fn bounds_as_clients_round_them(range: &mut Map<String, Value>) {
-    for key in ["startTimestamp", "endTimestamp", "start_timestamp", "end_timestamp"] {
-        let Some(secs) = range.get(key).and_then(Value::as_f64) else { continue };
-        let rounded = to_the_microsecond(secs);
-        if rounded != secs {
-            range.insert(key.into(), json!(rounded));
-        }
-    }
-}
-
-/// `secs` rounded to the microsecond as Python's `datetime.fromtimestamp` rounds it (the
-/// fraction times a million, to the nearest, ties to even), as the float Python's
-/// `datetime.timestamp()` answers for the result.
-fn to_the_microsecond(secs: f64) -> f64 {
-    if !secs.is_finite() || secs.abs() >= 1e15 {
-        return secs;
-    }
-    let whole = secs.trunc();
-    let micros = ((secs - whole) * 1e6).round_ties_even();
-    // Below 2^53 microseconds both are exact as integers, and the quotient is correctly rounded.
-    #[allow(clippy::cast_possible_truncation)]
-    let total = whole as i64 * 1_000_000 + micros as i64;
-    #[allow(clippy::cast_precision_loss)]
-    let rounded = total as f64 / 1e6;
-    rounded
+    serde_json::to_value(RawEvent(Raw::new(event, false))).unwrap_or(Value::Null)
 }
 
 /// Epoch microseconds as RFC 3339, UTC, to the microsecond.
@@ -250,10 +175,10 @@ impl serde::Serialize for EventResource<'_> {
         use serde::ser::SerializeMap;
 
         /// The typed `actions`, borrowed.
-        struct Typed<'a>(&'a Event, &'a Map<String, Value>, Option<&'a Value>);
+        struct Typed<'a>(&'a Event, &'a Map<String, Value>, Raw<'a>);
         impl serde::Serialize for Typed<'_> {
             fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                let Typed(event, state_delta, auth) = *self;
+                let Typed(event, state_delta, raw) = *self;
                 let actions = &event.actions;
                 let mut map = serializer.serialize_map(None)?;
                 map.serialize_entry("stateDelta", state_delta)?;
@@ -267,23 +192,53 @@ impl serde::Serialize for EventResource<'_> {
                 if let Some(skip) = actions.skip_summarization {
                     map.serialize_entry("skipSummarization", &skip)?;
                 }
-                if let Some(auth) = auth {
-                    map.serialize_entry("requestedAuthConfigs", auth)?;
+                if let Some(auth) = raw.requested_auth_configs() {
+                    map.serialize_entry("requestedAuthConfigs", &auth)?;
                 }
                 map.end()
             }
         }
 
-        /// The fields of the raw event the API keeps in `eventMetadata`, borrowed.
-        struct Metadata<'a>(&'a Value);
+        /// The fields of the raw event the API keeps in `eventMetadata` (in its order), borrowed.
+        struct Metadata<'a>(Raw<'a>);
         impl serde::Serialize for Metadata<'_> {
             fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.collect_map(METADATA.iter().filter_map(|field| Some((*field, self.0.get(*field)?))))
+                let Metadata(raw) = *self;
+                let event = raw.event();
+                let mut map = serializer.serialize_map(None)?;
+                if let Some(partial) = event.partial {
+                    map.serialize_entry("partial", &partial)?;
+                }
+                if let Some(complete) = event.turn_complete {
+                    map.serialize_entry("turnComplete", &complete)?;
+                }
+                if let Some(interrupted) = raw.unmodelled("interrupted", "interrupted") {
+                    map.serialize_entry("interrupted", &interrupted)?;
+                }
+                if let Some(branch) = &event.branch {
+                    map.serialize_entry("branch", branch)?;
+                }
+                if let Some(meta) = raw.custom_metadata() {
+                    map.serialize_entry("customMetadata", &meta)?;
+                }
+                if let Some(ids) = &event.long_running_tool_ids {
+                    map.serialize_entry("longRunningToolIds", ids)?;
+                }
+                for (snake, camel) in [
+                    ("grounding_metadata", "groundingMetadata"),
+                    ("input_transcription", "inputTranscription"),
+                    ("output_transcription", "outputTranscription"),
+                ] {
+                    if let Some(value) = raw.unmodelled(snake, camel) {
+                        map.serialize_entry(camel, &value)?;
+                    }
+                }
+                map.end()
             }
         }
 
         let event = self.event;
-        let raw = raw_event(event);
+        let raw = Raw::new(event, true);
         let mut map = serializer.serialize_map(None)?;
         if let Some(name) = self.name {
             map.serialize_entry("name", name)?;
@@ -291,19 +246,18 @@ impl serde::Serialize for EventResource<'_> {
         map.serialize_entry("author", &event.author)?;
         map.serialize_entry("invocationId", &event.invocation_id)?;
         map.serialize_entry("timestamp", &event.given_time().rfc3339())?;
-        if let Some(content) = raw.get("content") {
-            map.serialize_entry("content", content)?;
+        if let Some(content) = raw.content() {
+            map.serialize_entry("content", &content)?;
         }
-        let auth = raw.get("actions").and_then(|a| a.get("requestedAuthConfigs"));
-        map.serialize_entry("actions", &Typed(event, self.state_delta, auth))?;
+        map.serialize_entry("actions", &Typed(event, self.state_delta, raw))?;
         if let Some(code) = &event.error_code {
             map.serialize_entry("errorCode", code)?;
         }
         if let Some(message) = &event.error_message {
             map.serialize_entry("errorMessage", message)?;
         }
-        map.serialize_entry("eventMetadata", &Metadata(&raw))?;
-        map.serialize_entry("rawEvent", &raw)?;
+        map.serialize_entry("eventMetadata", &Metadata(raw))?;
+        map.serialize_entry("rawEvent", &RawEvent(raw))?;
         map.end()
     }
 }
@@ -484,7 +438,7 @@ mod tests {
             (1.000_001_5, 1.000_001),
             (1_795_701_059.000_002_4, 1_795_701_059.000_002),
         ] {
-            assert_eq!(to_the_microsecond(t).to_bits(), f64::to_bits(python), "{t}");
+            assert_eq!(raw::to_the_microsecond(t).to_bits(), f64::to_bits(python), "{t}");
         }
         let mut event: Event =
             serde_json::from_value(json!({"author": "u", "timestamp": 9.0, "actions": {"compaction": {
