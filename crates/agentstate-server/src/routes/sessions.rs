@@ -420,7 +420,7 @@ pub(crate) async fn patch(
     State(state): State<AppState>,
     Path((app, user, id)): Path<(String, String, String)>,
     Body(bytes): Body,
-) -> Reply {
+) -> Result<Response, ApiError> {
     let (delta, deleted) = state_patch(&bytes)?;
     let mut event = Event::new(format!("p-{}", uuid::Uuid::new_v4())).author("user");
     event.actions.state_delta = delta;
@@ -440,20 +440,33 @@ pub(crate) async fn patch(
         Error::NotFound { .. } => ApiError::NotFound("Session not found".into()),
         e => e.into(),
     })?;
-    // The session as stored now, plus this request's temp: keys (as the reference shows them).
-    let session = state
+    // The session as stored now, plus this request's temp: keys (as the reference shows them),
+    // written from the stored events' text as `get` writes it.
+    let mut loaded = state
         .service()
-        .get_session(&key, GetSessionConfig::default())
+        .get_session_stored(&key, GetSessionConfig::default())
         .await?
         .ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
-    let mut wire = session_value(&session);
-    if let Some(Value::Object(shown)) = wire.get_mut("state") {
+    let temp_deleted = deleted.iter().filter(|k| k.starts_with("temp:"));
+    if !temp.is_empty() || temp_deleted.clone().next().is_some() {
+        let session = &loaded.session;
+        let mut shown = session.state().all().clone();
         shown.extend(temp);
-        for key in deleted.iter().filter(|k| k.starts_with("temp:")) {
+        for key in temp_deleted {
             shown.shift_remove(key);
         }
+        loaded.session = agentstate::Session::from_storage(
+            session.key().clone(),
+            shown,
+            session.events().shared().to_vec(),
+            session.last_update_micros(),
+        )
+        .created_at(session.create_time_micros())
+        .with_attributes(session.shared_attributes().cloned());
     }
-    Ok(Json(wire))
+    let corrupt = |e: serde_json::Error| Error::Backend { message: e.to_string(), retryable: false, source: None };
+    let body = stored_session_body(&loaded).map_err(corrupt)?;
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
 /// Query of the events route.

@@ -163,6 +163,37 @@ async fn patch_appends_a_user_event() {
     assert_eq!(body["detail"][0]["loc"], json!(["body", "deleteKeys"]));
 }
 
+/// On a store that keeps events as text (SQLite), a PATCH answers the session from that text, as
+/// a GET does: the same JSON as the GET, but for this request's `temp:` keys.
+#[tokio::test]
+async fn a_patch_answers_what_a_get_answers_with_its_temp_keys() {
+    let store = agentstate_sql::SqlStore::connect("sqlite::memory:").await.unwrap();
+    let r = agentstate_server::app(agentstate_server::AppState::new(agentstate::SessionService::new(store)));
+    call(&r, Method::POST, S, Some(r#"{"sessionId": "t", "state": {"a": 1}}"#)).await;
+    for body in [
+        r#"{"stateDelta": {"k": 1, "user:u": [1, {"x": "é"}]}}"#,
+        r#"{"stateDelta": {"k": 2, "temp:t": 3}}"#,
+        r#"{"stateDelta": {"temp:t": 4}, "deleteKeys": ["a", "temp:t"]}"#,
+        r#"{"deleteKeys": ["k"]}"#,
+    ] {
+        let (status, patched) = call(&r, Method::PATCH, &format!("{S}/t"), Some(body)).await;
+        assert_eq!(status, StatusCode::OK, "{patched}");
+        let (_, mut got) = call(&r, Method::GET, &format!("{S}/t"), None).await;
+        let sent: Value = serde_json::from_str(body).unwrap();
+        let shown = got["state"].as_object_mut().unwrap();
+        for (key, value) in sent["stateDelta"].as_object().into_iter().flatten().filter(|(k, _)| k.starts_with("temp:"))
+        {
+            shown.insert(key.clone(), value.clone());
+        }
+        for key in sent["deleteKeys"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+            if key.starts_with("temp:") {
+                shown.shift_remove(key);
+            }
+        }
+        assert_eq!(patched, got, "{body}");
+    }
+}
+
 #[tokio::test]
 async fn delete_is_idempotent_and_answers_null() {
     let r = router();
