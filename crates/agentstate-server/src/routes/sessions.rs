@@ -186,10 +186,14 @@ pub(crate) async fn get(
     let config = GetSessionConfig { num_recent_events: window.num_recent_events, after_timestamp: after, view };
     let session = state.service().get_session_stored(&key(&app, &user, &id)?, config).await?;
     let session = session.ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
-    // Written straight from the stored events' text: no `Event`, no JSON tree.
-    // Text no JSON reader takes is corrupt data, as when decoding it.
+    stored_session_response(&session)
+}
+
+/// The answer of a route that returns `session`: written straight from its stored events' text
+/// (no `Event`, no JSON tree). Text no JSON reader takes is corrupt data, as when decoding it.
+fn stored_session_response(session: &agentstate::store::LoadedSession) -> Result<Response, ApiError> {
     let corrupt = |e: serde_json::Error| Error::Backend { message: e.to_string(), retryable: false, source: None };
-    let body = stored_session_body(&session).map_err(corrupt)?;
+    let body = stored_session_body(session).map_err(corrupt)?;
     Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
@@ -464,9 +468,7 @@ pub(crate) async fn patch(
         .created_at(session.create_time_micros())
         .with_attributes(session.shared_attributes().cloned());
     }
-    let corrupt = |e: serde_json::Error| Error::Backend { message: e.to_string(), retryable: false, source: None };
-    let body = stored_session_body(&loaded).map_err(corrupt)?;
-    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response())
+    stored_session_response(&loaded)
 }
 
 /// Query of the events route.
