@@ -23,6 +23,17 @@ struct Args {
     /// Turns to take the median of.
     #[arg(long, default_value_t = 200)]
     turns: usize,
+    /// Only this service (to profile one): the floor, ours keeping every field, or ours
+    /// without requests.
+    #[arg(long, value_enum)]
+    only: Option<Only>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Only {
+    Floor,
+    Keep,
+    Without,
 }
 
 /// Prints one JSON line: the median turn on `for_turns`, the 16 writers on `for_writers`.
@@ -51,16 +62,24 @@ async fn main() -> anyhow::Result<()> {
         args.db.clone().unwrap_or_else(|| format!("sqlite://{}", dir.join(format!("agentstate-{n}.db")).display()))
     };
     let floor = || Arc::new(InMemorySessionService::new()) as Arc<dyn SessionService>;
-    measure("InMemorySessionService (floor)", floor(), floor(), args.turns).await?;
+    let runs = |service| args.only.is_none_or(|only| only == service);
+    if runs(Only::Floor) {
+        measure("InMemorySessionService (floor)", floor(), floor(), args.turns).await?;
+    }
     let ours = |n: usize, keep: bool| async move {
         let service = AdkSessionService::open(&url(n)).await?;
         let service = if keep { service } else { service.without_llm_requests() };
         Ok::<_, anyhow::Error>(Arc::new(service) as Arc<dyn SessionService>)
     };
     let backend = if args.db.is_some() { "--db" } else { "SQLite file" };
-    measure(&format!("AdkSessionService ({backend})"), ours(1, true).await?, ours(2, true).await?, args.turns).await?;
-    let name = format!("AdkSessionService ({backend}) without llm_request");
-    measure(&name, ours(3, false).await?, ours(4, false).await?, args.turns).await?;
+    if runs(Only::Keep) {
+        let name = format!("AdkSessionService ({backend})");
+        measure(&name, ours(1, true).await?, ours(2, true).await?, args.turns).await?;
+    }
+    if runs(Only::Without) {
+        let name = format!("AdkSessionService ({backend}) without llm_request");
+        measure(&name, ours(3, false).await?, ours(4, false).await?, args.turns).await?;
+    }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

@@ -190,7 +190,7 @@ impl AdkService for AdkSessionService {
         }
         let session = self.service.create_session(request).await.map_err(error)?;
         self.remember(session.key());
-        Ok(Box::new(AdkSession::from(&session)?))
+        Ok(Box::new(AdkSession::from(session)?))
     }
 
     async fn get(&self, req: GetRequest) -> adk_core::Result<Box<dyn Session>> {
@@ -214,7 +214,7 @@ impl AdkService for AdkSessionService {
             session = self.service.get_session(&key, whole).await.map_err(error)?.ok_or_else(|| not_found(&key))?;
         }
         self.remember(&key);
-        Ok(Box::new(AdkSession::from(&session)?.newest(req.num_recent_events)))
+        Ok(Box::new(AdkSession::from(session)?.newest(req.num_recent_events)))
     }
 
     async fn list(&self, req: ListRequest) -> adk_core::Result<Vec<Box<dyn Session>>> {
@@ -229,7 +229,7 @@ impl AdkService for AdkSessionService {
         }
         let page = self.service.list_sessions(request).await.map_err(error)?;
         page.sessions.iter().for_each(|s| self.remember(s.key()));
-        page.sessions.iter().map(|s| AdkSession::from(s).map(|s| Box::new(s) as Box<dyn Session>)).collect()
+        page.sessions.into_iter().map(|s| AdkSession::from(s).map(|s| Box::new(s) as Box<dyn Session>)).collect()
     }
 
     async fn delete(&self, req: DeleteRequest) -> adk_core::Result<()> {
@@ -273,7 +273,7 @@ impl AdkService for AdkSessionService {
             return Err(invalid(format!("session {session_id} has no event {target_event_id}")));
         }
         self.service.rewind_to_event(&mut session, target_event_id).await.map_err(error)?;
-        Ok(Box::new(AdkSession::from(&self.load(&key).await?)?))
+        Ok(Box::new(AdkSession::from(self.load(&key).await?)?))
     }
 
     async fn rewind_steps(&self, session_id: &str, steps: usize) -> adk_core::Result<Box<dyn Session>> {
@@ -293,7 +293,7 @@ impl AdkService for AdkSessionService {
             };
             session = self.load(&key).await?;
         }
-        Ok(Box::new(AdkSession::from(&session)?))
+        Ok(Box::new(AdkSession::from(session)?))
     }
 
     async fn health_check(&self) -> adk_core::Result<()> {
@@ -314,18 +314,22 @@ struct AdkSession {
 }
 
 impl AdkSession {
-    fn from(session: &agentstate::Session) -> adk_core::Result<Self> {
+    /// The session's live events taken from it, each moved into ADK-Rust's form when no other
+    /// handle shares it (a store's fresh read), copied when one does (the in-memory store's).
+    fn from(mut session: agentstate::Session) -> adk_core::Result<Self> {
         let events = session
-            .events()
-            .live()
+            .take_events()
+            .into_live()
             .into_iter()
             .map(|event| {
-                convert::from_agentstate(event).map_err(|e| {
+                let id = event.id.clone();
+                let event = Arc::try_unwrap(event).unwrap_or_else(|shared| (*shared).clone());
+                convert::from_agentstate_owned(event).map_err(|e| {
                     AdkError::new(
                         ErrorComponent::Session,
                         ErrorCategory::Internal,
                         "session.event_unreadable",
-                        format!("event {} of session {} cannot be read: {e}", event.id, session.id()),
+                        format!("event {id} of session {} cannot be read: {e}", session.id()),
                     )
                 })
             })

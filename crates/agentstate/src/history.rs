@@ -293,6 +293,22 @@ mod tests {
         assert_eq!(invocations(&events), ["a", "b"]);
     }
 
+    /// A session's events handed over are the live ones, as borrowed.
+    #[test]
+    fn events_handed_over_are_the_live_ones() {
+        let events = [event("a"), event("b"), rewind("r1", "b"), event("c"), event("d")];
+        let mut session = crate::Session::from_storage(
+            crate::SessionKey::new("app", "u", "s").unwrap(),
+            serde_json::Map::new(),
+            events,
+            0,
+        );
+        let borrowed: Vec<Event> = session.events().live().into_iter().cloned().collect();
+        let handed: Vec<Event> = session.take_events().into_live().into_iter().map(|e| (*e).clone()).collect();
+        assert_eq!(handed, borrowed);
+        assert_eq!(handed.iter().map(|e| e.invocation_id.as_str()).collect::<Vec<_>>(), ["a", "c", "d"]);
+    }
+
     #[test]
     fn diffs_name_what_changed() {
         let before = json!({"k": 1, "same": 2, "gone": 3}).as_object().unwrap().clone();

@@ -155,6 +155,12 @@ impl Session {
         self
     }
 
+    /// Takes the handle's events out, leaving it with none: for a caller that turns them into
+    /// something else and would otherwise copy each.
+    pub fn take_events(&mut self) -> Events {
+        std::mem::take(&mut self.events)
+    }
+
     /// The session's identity.
     pub fn key(&self) -> &SessionKey {
         &self.key
@@ -319,6 +325,15 @@ impl Events {
     /// The shared events, for stores that hand them on without copying.
     pub fn shared(&self) -> &[Arc<Event>] {
         &self.0
+    }
+
+    /// The events still live after rewinds, oldest first, as [`live`](Self::live) finds them,
+    /// handed over rather than borrowed: an event no other handle shares can then be taken
+    /// out of its `Arc` without a copy.
+    pub fn into_live(mut self) -> Vec<Arc<Event>> {
+        let live = crate::history::rewound::<Event, Arc<Event>>(&self.0).live;
+        keep_positions(&mut self.0, &live);
+        self.0
     }
 }
 

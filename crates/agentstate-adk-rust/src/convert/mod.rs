@@ -14,6 +14,12 @@
 //!
 //! So an ADK-Rust event stored and read back is the same event, and an event another ADK wrote,
 //! read through ADK-Rust and stored again, is the same too.
+//!
+//! Two things keep long sessions cheap to read back, each turn reading every event: the copy of
+//! the model's request that ADK-Rust's `LlmAgent` puts in `event_metadata` beside `llm_request`
+//! (the whole conversation so far, on every model event) is stored once and copied on reading;
+//! and an event ADK-Rust wrote is read into ADK-Rust's types field by field (`owned`), its
+//! own fields moved rather than copied, with no JSON tree of the whole event in between.
 
 use adk_core::Event as RustEvent;
 use agentstate::{Event, Map, Timestamp, Value};
@@ -21,12 +27,20 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE};
 use chrono::{DateTime, Utc};
 
+mod owned;
+
 /// `custom_metadata` key of agentstate's event holding what only ADK-Rust's event has.
 const RUST_ONLY: &str = "__adk_internal_adk_rust";
 /// The key of a content part that only ADK-Rust's model has a shape for.
 const RUST_PART: &str = "adk_rust_part";
 /// `event_metadata` key of ADK-Rust's event holding what only agentstate's event has.
 pub const REFERENCE_ONLY: &str = "agentstate.reference";
+/// ADK-Rust's `LlmAgent` copies the model's request (`llm_request`) into `event_metadata`
+/// under this key too. The copy is stored once, as this list of the keys that held it (in the
+/// kept fields beside `event`), and put back on reading.
+const REQUEST_COPY: &str = "gcp.vertex.agent.llm_request";
+/// Where the kept fields list the `event_metadata` keys that held `llm_request` itself.
+const COPIES_OF_REQUEST: &str = "copies_of_llm_request";
 
 /// ADK-Rust's event as agentstate's.
 ///
@@ -97,9 +111,13 @@ pub fn to_agentstate(event: &RustEvent) -> serde_json::Result<Event> {
     // every event ADK-Rust made (empty when there is nothing), so that reading it back knows it
     // converts exactly without checking; not for one that came from elsewhere and carries a
     // stash, which goes back as it was.
+    let copies = take_request_copies(&mut rust);
     rust.retain(|_, v| !v.is_null() && *v != Value::Object(Map::new()));
     rust_actions.retain(|_, v| !v.is_null());
     let mut only = Map::new();
+    if !copies.is_empty() {
+        only.insert(COPIES_OF_REQUEST.into(), Value::Array(copies));
+    }
     if !rust.is_empty() {
         only.insert("event".into(), Value::Object(rust));
     }
@@ -122,15 +140,25 @@ pub fn to_agentstate(event: &RustEvent) -> serde_json::Result<Event> {
 /// # Errors
 /// When a part of the event is of a shape ADK-Rust's model refuses.
 pub fn from_agentstate(event: &Event) -> serde_json::Result<RustEvent> {
-    let mut rust = rust_fields(event)?;
+    from_agentstate_owned(event.clone())
+}
+
+/// agentstate's event as ADK-Rust's, taking it: what an ADK-Rust event kept (its model request,
+/// most of all) moves into the result instead of being copied.
+///
+/// # Errors
+/// As [`from_agentstate`].
+pub fn from_agentstate_owned(event: Event) -> serde_json::Result<RustEvent> {
     // Written from an ADK-Rust event: it converts back exactly, nothing to keep.
     let from_rust = |meta: &Value| meta.get(RUST_ONLY).is_some();
     if event.extra.get("custom_metadata").is_some_and(from_rust) {
-        return Ok(rust);
+        return rust_fields(event);
     }
+    let whole = serde_json::to_value(&event)?;
+    let mut rust = rust_fields(event)?;
     // What this conversion cannot say, so that converting back gives `event` again.
     let back = to_agentstate(&rust)?;
-    let stash = stash_between(&serde_json::to_value(event)?, &serde_json::to_value(&back)?);
+    let stash = stash_between(&whole, &serde_json::to_value(&back)?);
     if !stash.is_empty() {
         rust.provider_metadata.insert(REFERENCE_ONLY.into(), Value::Object(stash).to_string());
     }
@@ -138,16 +166,30 @@ pub fn from_agentstate(event: &Event) -> serde_json::Result<RustEvent> {
 }
 
 /// The fields of ADK-Rust's event `event` has, and what an earlier conversion kept of ADK-Rust's.
-fn rust_fields(event: &Event) -> serde_json::Result<RustEvent> {
-    let Value::Object(mut reference) = serde_json::to_value(event)? else {
-        return Err(serde::de::Error::custom("an event is not a JSON object"));
-    };
-    let kept = match reference.get_mut("custom_metadata") {
+fn rust_fields(mut event: Event) -> serde_json::Result<RustEvent> {
+    let time = event.time();
+    let kept = match event.extra.get_mut("custom_metadata") {
         Some(Value::Object(meta)) => meta.shift_remove(RUST_ONLY),
         _ => None,
     };
+    // What this version of ADK-Rust keeps: its event built from the fields, no tree between.
+    let kept = match kept {
+        Some(Value::Object(kept)) if owned::reads(&kept) => return owned::rust_event(event, time, kept),
+        kept => kept,
+    };
+    // Anything else through a tree of both: the fields agentstate does not model are moved
+    // into it, not written out and read again (the map is what `to_value(&event)` gives).
+    let extra = std::mem::take(&mut event.extra);
+    let Value::Object(mut reference) = serde_json::to_value(&event)? else {
+        return Err(serde::de::Error::custom("an event is not a JSON object"));
+    };
+    reference.extend(extra);
     let (mut out, mut actions_out) = match kept {
-        Some(Value::Object(mut kept)) => (object(kept.remove("event")), object(kept.remove("actions"))),
+        Some(Value::Object(mut kept)) => {
+            let mut out = object(kept.remove("event"));
+            put_request_copies(&mut out, kept.remove(COPIES_OF_REQUEST));
+            (out, object(kept.remove("actions")))
+        }
         _ => (Map::new(), Map::new()),
     };
     for field in ["id", "invocation_id", "author", "error_code", "error_message"] {
@@ -155,17 +197,10 @@ fn rust_fields(event: &Event) -> serde_json::Result<RustEvent> {
             out.insert(field.into(), value);
         }
     }
-    out.insert("timestamp".into(), Value::String(rfc3339(event.time())));
+    out.insert("timestamp".into(), Value::String(rfc3339(time)));
     out.insert("branch".into(), reference.remove("branch").unwrap_or_else(|| Value::String(String::new())));
-    if let Some(Value::Object(mut content)) = reference.remove("content") {
-        if let Some(Value::Array(parts)) = content.get_mut("parts") {
-            for part in parts.iter_mut() {
-                *part = part_to_rust(std::mem::take(part));
-            }
-        }
-        content.entry("role").or_insert_with(|| Value::String(String::new()));
-        content.entry("parts").or_insert_with(|| Value::Array(Vec::new()));
-        out.insert("content".into(), Value::Object(content));
+    if let Some(Value::Object(content)) = reference.remove("content") {
+        out.insert("content".into(), content_to_rust(content));
     }
     for flag in ["partial", "turn_complete", "interrupted"] {
         out.insert(flag.into(), Value::Bool(reference.remove(flag) == Some(Value::Bool(true))));
@@ -188,6 +223,19 @@ fn rust_fields(event: &Event) -> serde_json::Result<RustEvent> {
     }
     out.insert("actions".into(), Value::Object(actions_out));
     serde_json::from_value(Value::Object(out))
+}
+
+/// Content in the reference's shape as ADK-Rust's content has it: its parts converted (see
+/// [`part_to_rust`]), a role and a list of parts always there.
+fn content_to_rust(mut content: Map<String, Value>) -> Value {
+    if let Some(Value::Array(parts)) = content.get_mut("parts") {
+        for part in parts.iter_mut() {
+            *part = part_to_rust(std::mem::take(part));
+        }
+    }
+    content.entry("role").or_insert_with(|| Value::String(String::new()));
+    content.entry("parts").or_insert_with(|| Value::Array(Vec::new()));
+    Value::Object(content)
 }
 
 /// Top-level fields (and `actions` fields) where `event` and `back` differ: `event`'s value,
@@ -220,6 +268,33 @@ fn stash_between(event: &Value, back: &Value) -> Map<String, Value> {
         stash.insert("actions".into(), Value::Object(in_actions));
     }
     stash
+}
+
+/// Takes out of ADK-Rust's `event_metadata` the copies of `llm_request` (the same text), and
+/// names their keys.
+fn take_request_copies(rust: &mut Map<String, Value>) -> Vec<Value> {
+    let Some(Value::String(request)) = rust.get("llm_request") else { return Vec::new() };
+    let Some(Value::Object(meta)) = rust.get("event_metadata") else { return Vec::new() };
+    if meta.get(REQUEST_COPY).and_then(Value::as_str) != Some(request.as_str()) {
+        return Vec::new();
+    }
+    if let Some(Value::Object(meta)) = rust.get_mut("event_metadata") {
+        meta.shift_remove(REQUEST_COPY);
+    }
+    vec![Value::String(REQUEST_COPY.into())]
+}
+
+/// Puts back into ADK-Rust's `event_metadata` the copies of `llm_request` that
+/// [`take_request_copies`] took out.
+fn put_request_copies(rust: &mut Map<String, Value>, copies: Option<Value>) {
+    let Some(Value::Array(keys)) = copies else { return };
+    let Some(request) = rust.get("llm_request").cloned() else { return };
+    let meta = rust.entry("event_metadata").or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(meta) = meta {
+        for key in keys.iter().filter_map(Value::as_str) {
+            meta.insert(key.into(), request.clone());
+        }
+    }
 }
 
 /// Takes the stash out of ADK-Rust's `event_metadata`, dropping the map when nothing else is
@@ -398,183 +473,4 @@ fn rfc3339(time: Timestamp) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-    use proptest::prelude::*;
-    use serde_json::json;
-
-    fn text() -> impl Strategy<Value = String> {
-        "[a-zA-Z0-9 é_:\"\\\\]{0,12}"
-    }
-
-    fn json_value() -> impl Strategy<Value = Value> {
-        prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::from),
-            any::<i64>().prop_map(Value::from),
-            text().prop_map(Value::from),
-            prop::collection::vec(any::<i32>(), 0..3).prop_map(|v| json!(v)),
-            (text(), any::<i32>()).prop_map(|(k, v)| json!({ k: v })),
-        ]
-    }
-
-    /// ADK-Rust's parts, each kind, as its serde writes them.
-    fn rust_part() -> impl Strategy<Value = Value> {
-        prop_oneof![
-            text().prop_map(|t| json!({"text": t})),
-            (text(), prop::option::of(text())).prop_map(|(t, s)| match s {
-                Some(s) => json!({"thinking": t, "signature": s}),
-                None => json!({"thinking": t}),
-            }),
-            (text(), json_value(), prop::option::of(text())).prop_map(|(n, a, id)| match id {
-                Some(id) => json!({"name": n, "args": a, "id": id}),
-                None => json!({"name": n, "args": a}),
-            }),
-            (text(), json_value(), prop::option::of(text())).prop_map(|(n, r, id)| match id {
-                Some(id) => json!({"functionResponse": {"name": n, "response": r}, "id": id}),
-                None => json!({"functionResponse": {"name": n, "response": r}}),
-            }),
-            (text(), prop::collection::vec(any::<u8>(), 0..8)).prop_map(|(m, d)| json!({"mime_type": m, "data": d})),
-            (text(), text()).prop_map(|(m, u)| json!({"mime_type": m, "file_uri": u})),
-            json_value().prop_map(|v| json!({"server_tool_call": v})),
-        ]
-    }
-
-    prop_compose! {
-        fn rust_event()(
-            parts in prop::collection::vec(rust_part(), 0..4),
-            role in prop::option::of(text()),
-            branch in text(),
-            flags in any::<(bool, bool, bool, bool, bool)>(),
-            error in prop::option::of(text()),
-            delta in prop::collection::vec((text(), json_value()), 0..3),
-            artifacts in prop::collection::vec((text(), any::<i64>()), 0..2),
-            transfer in prop::option::of(text()),
-            long_running in prop::collection::vec(text(), 0..2),
-            metadata in prop::collection::vec((text(), text()), 0..2),
-            finish in prop::option::of(Just("Stop")),
-            nanos in 0_i64..4_000_000_000_000_000_000,
-        ) -> RustEvent {
-            let mut event = json!({
-                "id": "e1", "timestamp": rfc3339(Timestamp::from_nanos(nanos)), "invocation_id": "inv",
-                "branch": branch, "author": "agent", "partial": flags.0, "turn_complete": flags.1,
-                "interrupted": flags.2, "error_code": error, "error_message": null, "finish_reason": finish,
-                "actions": {
-                    "state_delta": delta.into_iter().collect::<Map<String, Value>>(),
-                    "artifact_delta": artifacts.into_iter().map(|(k, v)| (k, Value::from(v))).collect::<Map<String, Value>>(),
-                    "skip_summarization": flags.3, "transfer_to_agent": transfer, "escalate": flags.4,
-                },
-                "long_running_tool_ids": long_running,
-                "event_metadata": metadata.into_iter().map(|(k, v)| (k, Value::String(v))).collect::<Map<String, Value>>(),
-            });
-            if let Some(role) = role {
-                event["content"] = json!({"role": role, "parts": parts});
-            }
-            serde_json::from_value(event).unwrap()
-        }
-    }
-
-    /// Reference events: every field ADK's models have, some ADK-Rust has no place for.
-    fn reference_part() -> impl Strategy<Value = Value> {
-        prop_oneof![
-            text().prop_map(|t| json!({"text": t})),
-            (text(), text()).prop_map(|(t, s)| json!({"text": t, "thought": true, "thought_signature": s})),
-            text().prop_map(|t| json!({"text": t, "thought": false})),
-            (text(), json_value())
-                .prop_map(|(n, a)| json!({"function_call": {"id": "c1", "name": n, "args": {"a": a}}})),
-            (text(), json_value()).prop_map(|(n, r)| json!({"function_response": {"name": n, "response": {"r": r}}})),
-            prop::collection::vec(any::<u8>(), 0..8)
-                .prop_map(|d| json!({"inline_data": {"mime_type": "image/png", "data": STANDARD.encode(d)}})),
-            text().prop_map(|c| json!({"executable_code": {"code": c, "language": "PYTHON"}})),
-        ]
-    }
-
-    prop_compose! {
-        fn reference_event()(
-            parts in prop::collection::vec(reference_part(), 0..4),
-            content in any::<bool>(),
-            branch in prop::option::of(text()),
-            partial in prop::option::of(any::<bool>()),
-            delta in prop::collection::vec((text(), json_value()), 0..3),
-            artifact in prop::option::of(json_value()),
-            custom in prop::option::of(json_value()),
-            unknown in prop::option::of(json_value()),
-            nanos in 0_i64..4_000_000_000_000_000_000,
-        ) -> Event {
-            let mut event = json!({
-                "id": "e1", "invocation_id": "inv", "author": "agent",
-                "actions": {"state_delta": delta.into_iter().collect::<Map<String, Value>>(), "artifact_delta": {}},
-                "node_info": {"path": "root"},
-            });
-            if content {
-                event["content"] = json!({"role": "model", "parts": parts});
-            }
-            if let Some(branch) = branch { event["branch"] = json!(branch); }
-            if let Some(partial) = partial { event["partial"] = json!(partial); }
-            if let Some(artifact) = artifact { event["actions"]["artifact_delta"] = json!({"f.txt": artifact}); }
-            if let Some(custom) = custom { event["custom_metadata"] = json!({"mine": custom}); }
-            if let Some(unknown) = unknown { event["unknown_field"] = unknown; }
-            let mut event: Event = serde_json::from_value(event).unwrap();
-            event.set_time(Timestamp::from_nanos(nanos));
-            event
-        }
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
-
-        /// An ADK-Rust event stored by agentstate reads back as the same event.
-        #[test]
-        fn adk_rust_events_round_trip(event in rust_event()) {
-            let stored = to_agentstate(&event).unwrap();
-            prop_assert_eq!(stored.time().nanos(), nanos(event.timestamp));
-            let back = from_agentstate(&stored).unwrap();
-            prop_assert_eq!(serde_json::to_value(&back).unwrap(), serde_json::to_value(&event).unwrap());
-            // Through storage's JSON too.
-            let (reread, _) = Event::from_stored_json(&serde_json::to_string(&stored).unwrap()).unwrap();
-            let back = from_agentstate(&reread).unwrap();
-            prop_assert_eq!(serde_json::to_value(&back).unwrap(), serde_json::to_value(&event).unwrap());
-        }
-
-        /// An event another ADK wrote, read through ADK-Rust and stored again, is the same event.
-        #[test]
-        fn reference_events_round_trip(event in reference_event()) {
-            let rust = from_agentstate(&event).unwrap();
-            prop_assert_eq!(nanos(rust.timestamp), event.time().nanos());
-            let back = to_agentstate(&rust).unwrap();
-            prop_assert_eq!(serde_json::to_value(&back).unwrap(), serde_json::to_value(&event).unwrap());
-        }
-    }
-
-    #[test]
-    fn parts_take_the_references_shape() {
-        let event: RustEvent = serde_json::from_value(json!({
-            "id": "e", "timestamp": "2030-01-01T00:00:00.000000001Z", "invocation_id": "i", "branch": "a.b",
-            "author": "agent", "partial": false, "turn_complete": true, "interrupted": false,
-            "content": {"role": "model", "parts": [
-                {"thinking": "hmm", "signature": "sig"},
-                {"name": "f", "args": {"a": 1}, "id": "c1"},
-                {"functionResponse": {"name": "f", "response": {"r": 2}}, "id": "c1"},
-                {"mime_type": "image/png", "data": [1, 2, 3]},
-                {"mime_type": "text/plain", "file_uri": "gs://b/o"},
-            ]},
-            "actions": {"state_delta": {"k": 1}, "artifact_delta": {}, "skip_summarization": false, "escalate": false},
-            "long_running_tool_ids": [],
-        }))
-        .unwrap();
-        let stored = serde_json::to_value(to_agentstate(&event).unwrap()).unwrap();
-        assert_eq!(
-            stored["content"]["parts"],
-            json!([
-                {"text": "hmm", "thought": true, "thought_signature": "sig"},
-                {"function_call": {"name": "f", "args": {"a": 1}, "id": "c1"}},
-                {"function_response": {"name": "f", "response": {"r": 2}, "id": "c1"}},
-                {"inline_data": {"mime_type": "image/png", "data": "AQID"}},
-                {"file_data": {"mime_type": "text/plain", "file_uri": "gs://b/o"}},
-            ])
-        );
-        assert_eq!((stored["branch"].clone(), stored["turn_complete"].clone()), (json!("a.b"), json!(true)));
-        assert!(stored.get("partial").is_none(), "false is ADK-Rust's default, not written: {stored}");
-    }
-}
+mod tests;
