@@ -31,7 +31,10 @@ const EVENT_FIELDS: [&str; 7] = [
 /// [`KeptActions`].
 const ACTION_FIELDS: [&str; 4] = ["tool_confirmation", "tool_confirmation_decision", "compaction", "route"];
 
+/// Refuses a field it has no place for, so that a name in [`EVENT_FIELDS`] it lacks is an error
+/// rather than a field dropped.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct KeptEvent {
     #[serde(default)]
     usage_metadata: Option<UsageMetadata>,
@@ -49,7 +52,9 @@ struct KeptEvent {
     event_metadata: HashMap<String, String>,
 }
 
+/// As [`KeptEvent`], for [`ACTION_FIELDS`].
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct KeptActions {
     #[serde(default)]
     tool_confirmation: Option<ToolConfirmationRequest>,
@@ -121,4 +126,26 @@ pub(super) fn rust_event(event: Event, time: Timestamp, mut kept: Map<String, Va
         llm_request: own.llm_request,
         provider_metadata: own.event_metadata,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// Every field named as read here is a field of the struct it is read into.
+    #[test]
+    fn the_fields_read_are_the_structs_fields() {
+        let unknown = |e: serde_json::Error| e.to_string().contains("unknown field");
+        for field in EVENT_FIELDS {
+            let one = Value::Object(Map::from_iter([(field.to_owned(), Value::Null)]));
+            assert!(!serde_json::from_value::<KeptEvent>(one).is_err_and(unknown), "{field}");
+        }
+        for field in ACTION_FIELDS {
+            let one = Value::Object(Map::from_iter([(field.to_owned(), Value::Null)]));
+            assert!(!serde_json::from_value::<KeptActions>(one).is_err_and(unknown), "{field}");
+        }
+        let stranger = Value::Object(Map::from_iter([("not_a_field".to_owned(), Value::Null)]));
+        assert!(serde_json::from_value::<KeptEvent>(stranger).is_err_and(unknown));
+    }
 }
