@@ -400,8 +400,19 @@ mod tests {
         texts.push(
             r#"{"we\"ird_key":1,"caf\u00e9_x":{"inner_key":"v","tab\tkey":[{"deep_key":true}]},"author":"a"}"#.into(),
         );
+        // Times as floats are copied: a trailing zero, 17 digits, more digits than a double holds.
+        for time in ["1795318375.50", "1795318375.2811546", "1795318375.281154612345"] {
+            texts.push(format!(r#"{{"author":"a","timestamp":{time}}}"#));
+        }
         let mut rows: Vec<StoredEvent> = texts.into_iter().map(|t| row(Some(t))).collect();
         rows.push(row(None));
+        // Ids in the row's columns that need escaping, and ids longer than eight bytes that do not.
+        for (id, invocation_id) in [("q\"uote\\back\u{1}", "caf\u{e9}-\u{7f}-\t"), ("a-much-longer-id-0001", "inv-é")]
+        {
+            let mut stored = row(Some(r#"{"author":"a"}"#.into()));
+            (stored.id, stored.invocation_id) = (id.into(), invocation_id.into());
+            rows.push(stored);
+        }
         for stored in rows {
             let mut out = Vec::new();
             write_stored_event(&stored, &mut out).unwrap();

@@ -85,6 +85,7 @@ impl<'t> Scan<'t> {
     }
 
     /// The next byte after white space, not taken.
+    #[inline]
     fn peek(&mut self) -> Option<u8> {
         while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.text.get(self.at) {
             self.at += 1;
@@ -93,6 +94,7 @@ impl<'t> Scan<'t> {
     }
 
     /// Takes `byte`, after white space.
+    #[inline]
     fn take(&mut self, byte: u8) -> Read<()> {
         if self.peek() == Some(byte) {
             self.at += 1;
@@ -321,6 +323,22 @@ fn separate(out: &mut Vec<u8>, first: &mut bool) {
     }
 }
 
+/// Writes `text` as a JSON string: copied between quotes when nothing in it needs escaping.
+fn push_str(out: &mut Vec<u8>, text: &str) -> Read<()> {
+    let bytes = text.as_bytes();
+    let mut chunks = bytes.chunks_exact(8);
+    let plain = chunks.by_ref().all(|c| specials(u64::from_le_bytes(c.try_into().unwrap_or_default())) == 0)
+        && chunks.remainder().iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\');
+    if !plain {
+        return serde_json::to_writer(&mut *out, text).map_err(json);
+    }
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(bytes);
+    out.push(b'"');
+    Ok(())
+}
+
 /// Writes a field name: as it is when `plain` (nothing in it needs escaping), else escaped.
 fn push_name(out: &mut Vec<u8>, name: &str, plain: bool) -> Read<()> {
     if plain {
@@ -348,14 +366,15 @@ fn unquoted((token, escaped): (&str, bool)) -> Read<Cow<'_, str>> {
 /// The object at the cursor, in `mode`; at the top (`row` given) with the row's columns.
 fn object(scan: &mut Scan<'_>, out: &mut Vec<u8>, mode: Mode, row: Option<&StoredEvent>) -> Read<()> {
     let defaults = mode.defaults();
-    let mut seen = [false; 4];
+    // Bit i: the mode's default i appeared.
+    let mut seen = 0u8;
     let mut first = true;
     let mut has_timestamp = false;
     out.push(b'{');
     if let Some(row) = row {
         separate(out, &mut first);
         out.extend_from_slice(b"\"invocationId\":");
-        serde_json::to_writer(&mut *out, &row.invocation_id).map_err(json)?;
+        push_str(out, &row.invocation_id)?;
     }
     scan.each(|scan, name| {
         let Some(name) = name else { return Err(scan.fail("expected a field name")) };
@@ -367,7 +386,17 @@ fn object(scan: &mut Scan<'_>, out: &mut Vec<u8>, mode: Mode, row: Option<&Store
                 "id" | "invocation_id" | "invocationId" => return scan.value().map(drop),
                 // Always a float, as the model has it (a stored integer included).
                 "timestamp" => {
-                    let seconds = match scan.scalar()? {
+                    let token = scan.scalar()?;
+                    separate(out, &mut first);
+                    out.extend_from_slice(b"\"timestamp\":");
+                    has_timestamp = true;
+                    if let Some(token) = token.filter(|t| plain_float(t)) {
+                        // Already a float, with no more digits than a double holds: the value
+                        // it is read as, in the form it was written.
+                        out.extend_from_slice(token.as_bytes());
+                        return Ok(());
+                    }
+                    let seconds = match token {
                         Some(token) if token.starts_with(['-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9']) => {
                             token
                                 .parse::<f64>()
@@ -377,10 +406,7 @@ fn object(scan: &mut Scan<'_>, out: &mut Vec<u8>, mode: Mode, row: Option<&Store
                         }
                         _ => return Err(scan.fail("the timestamp is not a number")),
                     };
-                    separate(out, &mut first);
-                    out.extend_from_slice(b"\"timestamp\":");
                     serde_json::to_writer(&mut *out, &seconds).map_err(json)?;
-                    has_timestamp = true;
                     return Ok(());
                 }
                 _ => {}
@@ -395,10 +421,8 @@ fn object(scan: &mut Scan<'_>, out: &mut Vec<u8>, mode: Mode, row: Option<&Store
             }
             scan.at = at;
         }
-        for (i, (name, _, _)) in defaults.iter().enumerate() {
-            if *name == snake {
-                seen[i] = true;
-            }
+        if let Some(i) = defaults.iter().position(|(name, _, _)| *name == snake) {
+            seen |= 1 << i;
         }
         if mode == Mode::Event && key == "custom_metadata" {
             // Internal metadata is stored, never shown; an emptied map is left out.
@@ -425,21 +449,29 @@ fn object(scan: &mut Scan<'_>, out: &mut Vec<u8>, mode: Mode, row: Option<&Store
     if let Some(row) = row {
         separate(out, &mut first);
         out.extend_from_slice(b"\"id\":");
-        serde_json::to_writer(&mut *out, &row.id).map_err(json)?;
+        push_str(out, &row.id)?;
         if !has_timestamp {
             out.extend_from_slice(b",\"timestamp\":");
             serde_json::to_writer(&mut *out, &micros_to_secs(row.timestamp_micros)).map_err(json)?;
         }
     }
-    for ((_, written, value), seen) in defaults.iter().zip(seen) {
-        if !seen {
+    for (i, (_, written, value)) in defaults.iter().enumerate() {
+        if seen & (1 << i) == 0 {
             separate(out, &mut first);
             push_name(out, written, true)?;
-            serde_json::to_writer(&mut *out, &value()).map_err(json)?;
+            out.extend_from_slice(value.text().as_bytes());
         }
     }
     out.push(b'}');
     Ok(())
+}
+
+/// Whether a number token is `digits.digits`, 17 digits at most: a float as any JSON writer
+/// writes one, which a double holds as read (so copying it writes the value decoding would).
+fn plain_float(token: &str) -> bool {
+    let Some((whole, fraction)) = token.split_once('.') else { return false };
+    let digits = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+    digits(whole) && digits(fraction) && whole.len() + fraction.len() <= 17
 }
 
 /// The value at the cursor, in `mode` (not free-form).

@@ -13,7 +13,7 @@ use serde::ser::{
 
 use super::engine::Raw;
 use super::{FREE_FORM, INTERNAL_METADATA_PREFIX, MAP_OF_MODELS, camel, snake, snake_eq};
-use crate::{Event, Map, Value};
+use crate::{Event, Value};
 
 /// Where in an event a value sits, which decides what happens to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,26 +70,71 @@ impl Mode {
     pub(super) fn defaults(self) -> &'static [DefaultField] {
         match self {
             Self::Event => &[
-                ("node_info", "nodeInfo", || serde_json::json!({"path": ""})),
-                ("author", "author", || Value::String(String::new())),
-                ("actions", "actions", || {
-                    serde_json::json!({"stateDelta": {}, "artifactDelta": {}, "requestedAuthConfigs": {},
-                                       "requestedToolConfirmations": {}})
-                }),
+                ("node_info", "nodeInfo", DefaultValue::NodeInfo),
+                ("author", "author", DefaultValue::EmptyText),
+                ("actions", "actions", DefaultValue::Actions),
             ],
             Self::Actions => &[
-                ("requested_auth_configs", "requestedAuthConfigs", || Value::Object(Map::new())),
-                ("requested_tool_confirmations", "requestedToolConfirmations", || Value::Object(Map::new())),
-                ("state_delta", "stateDelta", || Value::Object(Map::new())),
-                ("artifact_delta", "artifactDelta", || Value::Object(Map::new())),
+                ("requested_auth_configs", "requestedAuthConfigs", DefaultValue::EmptyMap),
+                ("requested_tool_confirmations", "requestedToolConfirmations", DefaultValue::EmptyMap),
+                ("state_delta", "stateDelta", DefaultValue::EmptyMap),
+                ("artifact_delta", "artifactDelta", DefaultValue::EmptyMap),
             ],
             _ => &[],
         }
     }
 }
 
+/// The value of a field a map gets when it lacks it: written without building it.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum DefaultValue {
+    /// `""`.
+    EmptyText,
+    /// `{}`.
+    EmptyMap,
+    /// The reference's `node_info`: `{"path": ""}`.
+    NodeInfo,
+    /// An event's `actions`, with its own defaults.
+    Actions,
+}
+
+impl DefaultValue {
+    /// As JSON text.
+    pub(super) fn text(self) -> &'static str {
+        match self {
+            Self::EmptyText => r#""""#,
+            Self::EmptyMap => "{}",
+            Self::NodeInfo => r#"{"path":""}"#,
+            Self::Actions => {
+                r#"{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}}"#
+            }
+        }
+    }
+}
+
+impl Serialize for DefaultValue {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::EmptyText => serializer.serialize_str(""),
+            Self::EmptyMap => serializer.serialize_map(Some(0))?.end(),
+            Self::NodeInfo => {
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry("path", "")?;
+                map.end()
+            }
+            Self::Actions => {
+                let mut map = serializer.serialize_map(None)?;
+                for (_, written, value) in Mode::Actions.defaults() {
+                    map.serialize_entry(written, value)?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
 /// A field a map gets when it lacks it: its key as stored, as written, and its value.
-pub(super) type DefaultField = (&'static str, &'static str, fn() -> Value);
+pub(super) type DefaultField = (&'static str, &'static str, DefaultValue);
 
 /// `value` written in `mode`.
 pub(super) struct Wire<'a, T: ?Sized>(pub(super) &'a T, pub(super) Mode);
@@ -185,7 +230,7 @@ impl<'r, M: SerializeMap> MapAdapter<'r, M> {
     fn finish(mut self) -> Result<M::Ok, M::Error> {
         for (i, (_, written, value)) in self.mode.defaults().iter().enumerate() {
             if !self.seen[i] {
-                self.inner.serialize_entry(written, &value())?;
+                self.inner.serialize_entry(written, value)?;
             }
         }
         self.inner.end()
