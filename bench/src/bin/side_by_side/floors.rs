@@ -47,6 +47,8 @@ impl SqliteFloor {
         conn.execute_batch(&format!(
             "PRAGMA journal_mode=WAL; PRAGMA synchronous={synchronous}; PRAGMA foreign_keys=ON;"
         ))?;
+        // As agentstate's connections: the read's `LIMIT ?` planned once, not on every bind.
+        conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
         conn.execute_batch(include_str!("../../../../crates/agentstate-sql/sql/sqlite/schema.sql"))?;
         let t = stamp_text(0);
         conn.execute("INSERT INTO sessions VALUES ('a','u','s','{}',?1,?1)", [&t])?;
