@@ -123,9 +123,10 @@ impl Serialize for DefaultValue {
                 map.end()
             }
             Self::Actions => {
-                let mut map = serializer.serialize_map(None)?;
-                for (_, written, value) in Mode::Actions.defaults() {
-                    map.serialize_entry(written, value)?;
+                // In the order of `text`.
+                let mut map = serializer.serialize_map(Some(4))?;
+                for key in ["stateDelta", "artifactDelta", "requestedAuthConfigs", "requestedToolConfirmations"] {
+                    map.serialize_entry(key, &Self::EmptyMap)?;
                 }
                 map.end()
             }

@@ -314,3 +314,11 @@ fn model_fields_are_renamed_and_user_data_is_not() {
     assert_eq!(back.extra["usage_metadata"], json!({"prompt_token_count": 3}));
     assert_eq!(back.actions.state_delta["user_name"], 1);
 }
+
+#[test]
+fn a_default_is_written_alike_as_text_and_serialized() {
+    use stream::DefaultValue;
+    for value in [DefaultValue::EmptyText, DefaultValue::EmptyMap, DefaultValue::NodeInfo, DefaultValue::Actions] {
+        assert_eq!(serde_json::to_string(&value).unwrap(), value.text(), "{value:?}");
+    }
+}
