@@ -48,4 +48,5 @@ mod mysql;
 mod postgres;
 mod schema;
 mod servers;
+mod shared_rows;
 mod sqlite;

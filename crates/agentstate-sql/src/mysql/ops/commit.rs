@@ -1,18 +1,18 @@
 //! Writes, each in the caller's transaction: creating a session, appending, copying events,
 //! keeping and dropping history, sweeping, erasing.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use agentstate::store::{
     CommitOutcome, EventCommit, EventCopy, EventCursor, HistorySnapshot, NewSession, UserDataCounts, merge_scopes,
 };
-use agentstate::{Error, Event, SessionKey};
+use agentstate::{Error, Event, Map, SessionKey, Value};
 use chrono::NaiveDateTime;
 use sqlx::Row as _;
-use sqlx::mysql::MySqlConnection;
+use sqlx::mysql::{MySqlConnection, MySqlRow};
 
 use super::{Shared, Step, count_user_data, event_of, session_of, sql_step};
-use crate::codec::{self, micros, naive, state_text};
+use crate::codec::{self, merge_row, micros, naive, parse_state, state_text};
 use crate::pool::{is_unique_violation, keyed};
 
 /// Inserts the session row; `false` when the id is taken by a live session. One taken by a
@@ -80,10 +80,38 @@ async fn stored_or_stale(conn: &mut MySqlConnection, key: &SessionKey, event: &E
     }
 }
 
+/// `session_lock.sql` with the user's and/or the app's state row joined: read and locked with the
+/// session's, in its round trip, when the append changes them.
+fn lock_statement(user: bool, app: bool) -> &'static str {
+    static MADE: [OnceLock<String>; 4] = [const { OnceLock::new() }; 4];
+    MADE[usize::from(user) * 2 + usize::from(app)].get_or_init(|| {
+        let pick = |on: bool, piece: &'static str| if on { piece } else { "" };
+        let joins = [
+            pick(user, "LEFT JOIN user_states u ON u.app_name = s.app_name AND u.user_id = s.user_id\n"),
+            pick(app, "LEFT JOIN app_states p ON p.app_name = s.app_name\n"),
+        ];
+        let columns = [pick(user, ", u.state AS user_state"), pick(app, ", p.state AS app_state")];
+        sql!("session_lock").replace("{columns}", &columns.concat()).replace("{joins}", &joins.concat())
+    })
+}
+
+/// A shared row's state after the append, from its locked `column` (`NULL` when the row is not
+/// there yet: its write creates it).
+fn shared_after(row: &MySqlRow, column: &str, delta: &Map<String, Value>, deleted: &[String]) -> Step<String> {
+    let stored: Option<String> = row.try_get(column).map_err(sql_step("read shared state"))?;
+    let (state, _) = merge_row(stored.as_deref().map(parse_state).transpose()?, delta, deleted);
+    Ok(state_text(&state))
+}
+
+/// Appends in a transaction of five statements, and one more for each shared row the delta
+/// changes: the session row locked (with those rows), the event, its facts, the session's update,
+/// each shared row's write (which creates it when it is not there).
 pub(in crate::mysql) async fn commit_in(conn: &mut MySqlConnection, commit: &EventCommit) -> Step<CommitOutcome> {
     let EventCommit { key, expected_last_update_micros, event, timestamp_micros, delta, deleted, .. } = commit;
     let not_found = || Error::NotFound { session_id: key.session_id().to_owned() }.into();
-    let row = keyed(sql!("session_lock"), key).fetch_optional(&mut *conn).await.map_err(sql_step("lock session"))?;
+    let (user, app) = (!delta.user.is_empty(), !delta.app.is_empty());
+    let row =
+        keyed(lock_statement(user, app), key).fetch_optional(&mut *conn).await.map_err(sql_step("lock session"))?;
     let Some(row) = row else { return Err(not_found()) };
     let expires: Option<NaiveDateTime> = row.try_get("expire_time").map_err(sql_step("read session"))?;
     if !agentstate::live_at(expires.map(micros), commit.now_micros) {
@@ -128,11 +156,15 @@ pub(in crate::mysql) async fn commit_in(conn: &mut MySqlConnection, commit: &Eve
         .execute(&mut *conn)
         .await
         .map_err(sql_step("update session"))?;
-    if !delta.user.is_empty() {
-        Shared::User(key.app_name(), key.user_id()).merge(conn, &delta.user, &deleted.user, now).await?;
+    if user {
+        let text = shared_after(&row, "user_state", &delta.user, &deleted.user)?;
+        let put = sqlx::query(sql!("user_state_put")).bind(key.app_name()).bind(key.user_id());
+        put.bind(text).bind(now).execute(&mut *conn).await.map_err(sql_step("write shared state"))?;
     }
-    if !delta.app.is_empty() {
-        Shared::App(key.app_name()).merge(conn, &delta.app, &deleted.app, now).await?;
+    if app {
+        let text = shared_after(&row, "app_state", &delta.app, &deleted.app)?;
+        let put = sqlx::query(sql!("app_state_put")).bind(key.app_name());
+        put.bind(text).bind(now).execute(&mut *conn).await.map_err(sql_step("write shared state"))?;
     }
     if let Some(to) = commit.extend_expiry_to {
         let to = naive(to)?;
