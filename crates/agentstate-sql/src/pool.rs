@@ -107,11 +107,29 @@ impl StopOnDrop {
     }
 }
 
+/// How long a connection rests in the pool before it is pinged when taken again.
+pub(crate) const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
+
+/// Whether a pooled connection that rested `idle_for` is fit to take (an error: it is dropped and
+/// another taken). sqlx's own check pings before every call, a round trip more on each (two
+/// against one for a PostgreSQL append); a connection used within [`PING_AFTER_IDLE`] is taken
+/// as it is. One that broke since fails its call retryably (503) and sqlx drops it when it comes
+/// back (its release pings every connection); one that rested longer, as through an outage, is
+/// pinged first, as before.
+pub(crate) async fn fit_to_take<C: sqlx::Connection>(conn: &mut C, idle_for: Duration) -> Result<bool, sqlx::Error> {
+    if idle_for >= PING_AFTER_IDLE {
+        conn.ping().await?;
+    }
+    Ok(true)
+}
+
 /// A pool of `options`' size, connected to its URL.
 pub(crate) async fn connect<DB: sqlx::Database>(options: &PoolOptions) -> agentstate::Result<sqlx::Pool<DB>> {
     sqlx::pool::PoolOptions::<DB>::new()
         .max_connections(options.max_connections)
         .acquire_timeout(options.acquire_timeout)
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| Box::pin(fit_to_take(conn, meta.idle_for)))
         .connect(options.url())
         .await
         .map_err(|e| sqlx_error(&format!("connecting to {}", options.redacted()), e))

@@ -177,9 +177,10 @@ impl Hosts {
                     Err(sqlx::Error::Configuration("the host no longer accepts writes".into()))
                 })
             })
-            .before_acquire(move |_, meta| {
+            .test_before_acquire(false)
+            .before_acquire(move |conn, meta| {
                 let kept = meta.age < fresh.since_switch();
-                Box::pin(async move { Ok(kept) })
+                Box::pin(async move { Ok(kept && crate::pool::fit_to_take(conn, meta.idle_for).await?) })
             })
             .connect_with(shared.hosts.options[first].clone())
             .await

@@ -46,6 +46,7 @@ mod full_disk;
 mod interop;
 mod mysql;
 mod postgres;
+mod resting;
 mod schema;
 mod servers;
 mod shared_rows;

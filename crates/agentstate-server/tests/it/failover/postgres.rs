@@ -30,7 +30,12 @@ impl Node {
             "pg_ctl",
             &["-D", self.data.to_str().unwrap(), "-o", &options, "-l", self.log().to_str().unwrap(), "-w", "start"],
         );
-        assert!(out.status.success(), "pg_ctl start: {}", String::from_utf8_lossy(&out.stderr));
+        if !out.status.success() {
+            let log = std::fs::read_to_string(self.log()).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(20).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            panic!("pg_ctl start: {}\nits log ends:\n{}", String::from_utf8_lossy(&out.stderr), tail.join("\n"));
+        }
     }
 
     /// `kill -9` of the postmaster; its backends notice and exit.
@@ -41,6 +46,11 @@ impl Node {
         let port = self.port;
         wait_for("the killed primary's port to close", Duration::from_secs(10), || {
             std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
+        });
+        // And the process reaped: a new postmaster on this port refuses to start while the old
+        // one's PID lives, and an unreaped (zombie) one does.
+        wait_for("the killed primary to be reaped", Duration::from_secs(10), || {
+            !Path::new("/proc").join(&pid).exists()
         });
     }
 
