@@ -57,9 +57,32 @@ pub(in crate::mysql) async fn create_in(conn: &mut MySqlConnection, new: &NewSes
     if let Some(start) = history_start {
         put_snapshot(conn, key, &HistorySnapshot { at: EventCursor::CREATION, state: start.clone() }).await?;
     }
+    // With no user or app state to merge, both rows are read at once, and one is written only
+    // when it is not there.
+    let (mut user, mut app) = (None, None);
+    if state.user.is_empty() && state.app.is_empty() {
+        let row = sqlx::query(sql!("shared_states_get"))
+            .bind(key.app_name())
+            .bind(key.user_id())
+            .bind(key.app_name())
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(sql_step("read shared state"))?;
+        let stored = |column: &str| -> Step<_> {
+            let text: Option<String> = row.try_get(column).map_err(sql_step("read shared state"))?;
+            Ok(text.as_deref().map(parse_state).transpose()?)
+        };
+        (user, app) = (stored("user_state")?, stored("app_state")?);
+    }
     // Locks in the commit's order: session, then user, then app.
-    let user = Shared::User(key.app_name(), key.user_id()).merge(conn, &state.user, &[], now).await?;
-    let app = Shared::App(key.app_name()).merge(conn, &state.app, &[], now).await?;
+    let user = match user {
+        Some(user) => user,
+        None => Shared::User(key.app_name(), key.user_id()).merge(conn, &state.user, &[], now).await?,
+    };
+    let app = match app {
+        Some(app) => app,
+        None => Shared::App(key.app_name()).merge(conn, &state.app, &[], now).await?,
+    };
     let merged = merge_scopes(&state.session, &app, &user);
     Ok(agentstate::Session::from_storage(key.clone(), merged, Vec::<Event>::new(), *create_time_micros)
         .created_at(*create_time_micros)
