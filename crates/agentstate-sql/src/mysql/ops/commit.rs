@@ -68,11 +68,7 @@ pub(in crate::mysql) async fn create_in(conn: &mut MySqlConnection, new: &NewSes
             .fetch_one(&mut *conn)
             .await
             .map_err(sql_step("read shared state"))?;
-        let stored = |column: &str| -> Step<_> {
-            let text: Option<String> = row.try_get(column).map_err(sql_step("read shared state"))?;
-            Ok(text.as_deref().map(parse_state).transpose()?)
-        };
-        (user, app) = (stored("user_state")?, stored("app_state")?);
+        (user, app) = (state_column(&row, "user_state")?, state_column(&row, "app_state")?);
     }
     // Locks in the commit's order: session, then user, then app.
     let user = match user {
@@ -118,11 +114,16 @@ fn lock_statement(user: bool, app: bool) -> &'static str {
     })
 }
 
+/// The shared state in `column` of `row`; `None` where the row is not there (`NULL`).
+fn state_column(row: &MySqlRow, column: &str) -> Step<Option<Map<String, Value>>> {
+    let text: Option<String> = row.try_get(column).map_err(sql_step("read shared state"))?;
+    Ok(text.as_deref().map(parse_state).transpose()?)
+}
+
 /// A shared row's state after the append, from its locked `column` (`NULL` when the row is not
 /// there yet: its write creates it).
 fn shared_after(row: &MySqlRow, column: &str, delta: &Map<String, Value>, deleted: &[String]) -> Step<String> {
-    let stored: Option<String> = row.try_get(column).map_err(sql_step("read shared state"))?;
-    let (state, _) = merge_row(stored.as_deref().map(parse_state).transpose()?, delta, deleted);
+    let (state, _) = merge_row(state_column(row, column)?, delta, deleted);
     Ok(state_text(&state))
 }
 
