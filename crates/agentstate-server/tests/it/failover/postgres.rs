@@ -32,9 +32,9 @@ impl Node {
         );
         if !out.status.success() {
             let log = std::fs::read_to_string(self.log()).unwrap_or_default();
-            let tail: Vec<&str> = log.lines().rev().take(20).collect();
-            let tail: Vec<&str> = tail.into_iter().rev().collect();
-            panic!("pg_ctl start: {}\nits log ends:\n{}", String::from_utf8_lossy(&out.stderr), tail.join("\n"));
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+            panic!("pg_ctl start: {}\nits log ends:\n{tail}", String::from_utf8_lossy(&out.stderr));
         }
     }
 

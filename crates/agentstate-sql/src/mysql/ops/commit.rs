@@ -182,13 +182,11 @@ pub(in crate::mysql) async fn commit_in(conn: &mut MySqlConnection, commit: &Eve
         .map_err(sql_step("update session"))?;
     if user {
         let text = shared_after(&row, "user_state", &delta.user, &deleted.user)?;
-        let put = sqlx::query(sql!("user_state_put")).bind(key.app_name()).bind(key.user_id());
-        put.bind(text).bind(now).execute(&mut *conn).await.map_err(sql_step("write shared state"))?;
+        Shared::User(key.app_name(), key.user_id()).put(conn, text, now).await?;
     }
     if app {
         let text = shared_after(&row, "app_state", &delta.app, &deleted.app)?;
-        let put = sqlx::query(sql!("app_state_put")).bind(key.app_name());
-        put.bind(text).bind(now).execute(&mut *conn).await.map_err(sql_step("write shared state"))?;
+        Shared::App(key.app_name()).put(conn, text, now).await?;
     }
     if let Some(to) = commit.extend_expiry_to {
         let to = naive(to)?;

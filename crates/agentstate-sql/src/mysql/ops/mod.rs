@@ -201,14 +201,18 @@ impl Shared<'_> {
     ) -> Step<Map<String, Value>> {
         let (state, write) = merge_row(self.read(conn, !delta.is_empty()).await?, delta, deleted);
         if write {
-            let text = state_text(&state);
-            let put = match self {
-                Self::App(app) => sqlx::query(sql!("app_state_put")).bind(app).bind(text).bind(now),
-                Self::User(app, user) => sqlx::query(sql!("user_state_put")).bind(app).bind(user).bind(text).bind(now),
-            };
-            put.execute(&mut *conn).await.map_err(sql_step("write shared state"))?;
+            self.put(conn, state_text(&state), now).await?;
         }
         Ok(state)
+    }
+
+    /// Writes the row's state `text` (an upsert: the row is created if missing).
+    async fn put(self, conn: &mut MySqlConnection, text: String, now: NaiveDateTime) -> Step<()> {
+        let put = match self {
+            Self::App(app) => sqlx::query(sql!("app_state_put")).bind(app).bind(text).bind(now),
+            Self::User(app, user) => sqlx::query(sql!("user_state_put")).bind(app).bind(user).bind(text).bind(now),
+        };
+        put.execute(&mut *conn).await.map_err(sql_step("write shared state")).map(drop)
     }
 }
 
