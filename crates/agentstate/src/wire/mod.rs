@@ -38,43 +38,96 @@ fn camel(key: &str) -> Cow<'_, str> {
     if !key.bytes().skip(1).any(|b| b == b'_') {
         return Cow::Borrowed(key);
     }
-    let known = match key {
-        "invocation_id" => "invocationId",
-        "turn_complete" => "turnComplete",
-        "error_code" => "errorCode",
-        "error_message" => "errorMessage",
-        "long_running_tool_ids" => "longRunningToolIds",
-        "deleted_keys" => "deletedKeys",
-        "custom_metadata" => "customMetadata",
-        "node_info" => "nodeInfo",
-        "usage_metadata" => "usageMetadata",
-        "grounding_metadata" => "groundingMetadata",
-        "finish_reason" => "finishReason",
-        "model_version" => "modelVersion",
-        "skip_summarization" => "skipSummarization",
-        "state_delta" => "stateDelta",
-        "artifact_delta" => "artifactDelta",
-        "transfer_to_agent" => "transferToAgent",
-        "requested_auth_configs" => "requestedAuthConfigs",
-        "requested_tool_confirmations" => "requestedToolConfirmations",
-        "rewind_before_invocation_id" => "rewindBeforeInvocationId",
-        "end_of_agent" => "endOfAgent",
-        "agent_state" => "agentState",
-        "function_call" => "functionCall",
-        "function_response" => "functionResponse",
-        "inline_data" => "inlineData",
-        "file_data" => "fileData",
-        "mime_type" => "mimeType",
-        "file_uri" => "fileUri",
-        "thought_signature" => "thoughtSignature",
-        "prompt_token_count" => "promptTokenCount",
-        "candidates_token_count" => "candidatesTokenCount",
-        "total_token_count" => "totalTokenCount",
-        "thoughts_token_count" => "thoughtsTokenCount",
-        "run_id" => "runId",
-        _ => return Cow::Owned(to_camel(key)),
+    match known(key) {
+        Some((camel, _)) => Cow::Borrowed(camel),
+        None => Cow::Owned(to_camel(key)),
+    }
+}
+
+/// What the value of a model field holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A model (or a list of them, or a scalar).
+    Model,
+    /// User data ([`FREE_FORM`]).
+    FreeForm,
+    /// User keys to models ([`MAP_OF_MODELS`]).
+    MapOfModels,
+}
+
+/// The field names of ADK's models that every event carries or often does, in snake_case: one
+/// `match` gives a name's camelCase and its kind, where the general rules ([`to_camel`],
+/// [`FREE_FORM`], [`MAP_OF_MODELS`]) take a scan and a dozen comparisons. A test holds each
+/// entry to those rules; a name not listed takes them.
+macro_rules! known_fields {
+    ($($stored:literal => $camel:literal $kind:ident,)*) => {
+        /// `stored` (snake_case) as written, and its kind, when it is one of ADK's field names.
+        fn known(stored: &str) -> Option<(&'static str, Kind)> {
+            match stored {
+                $($stored => Some(($camel, Kind::$kind)),)*
+                _ => None,
+            }
+        }
+
+        /// Every name [`known`] knows.
+        #[cfg(test)]
+        const KNOWN: &[&str] = &[$($stored),*];
     };
-    Cow::Borrowed(known)
+}
+
+known_fields! {
+    "content" => "content" Model,
+    "parts" => "parts" Model,
+    "text" => "text" Model,
+    "role" => "role" Model,
+    "author" => "author" Model,
+    "actions" => "actions" Model,
+    "id" => "id" Model,
+    "timestamp" => "timestamp" Model,
+    "partial" => "partial" Model,
+    "branch" => "branch" Model,
+    "thought" => "thought" Model,
+    "name" => "name" Model,
+    "path" => "path" Model,
+    "interrupted" => "interrupted" Model,
+    "escalate" => "escalate" Model,
+    "invocation_id" => "invocationId" Model,
+    "turn_complete" => "turnComplete" Model,
+    "error_code" => "errorCode" Model,
+    "error_message" => "errorMessage" Model,
+    "long_running_tool_ids" => "longRunningToolIds" Model,
+    "deleted_keys" => "deletedKeys" Model,
+    "node_info" => "nodeInfo" Model,
+    "usage_metadata" => "usageMetadata" Model,
+    "grounding_metadata" => "groundingMetadata" Model,
+    "finish_reason" => "finishReason" Model,
+    "model_version" => "modelVersion" Model,
+    "skip_summarization" => "skipSummarization" Model,
+    "transfer_to_agent" => "transferToAgent" Model,
+    "rewind_before_invocation_id" => "rewindBeforeInvocationId" Model,
+    "end_of_agent" => "endOfAgent" Model,
+    "function_call" => "functionCall" Model,
+    "function_response" => "functionResponse" Model,
+    "inline_data" => "inlineData" Model,
+    "file_data" => "fileData" Model,
+    "mime_type" => "mimeType" Model,
+    "file_uri" => "fileUri" Model,
+    "thought_signature" => "thoughtSignature" Model,
+    "prompt_token_count" => "promptTokenCount" Model,
+    "candidates_token_count" => "candidatesTokenCount" Model,
+    "total_token_count" => "totalTokenCount" Model,
+    "thoughts_token_count" => "thoughtsTokenCount" Model,
+    "run_id" => "runId" Model,
+    "state" => "state" FreeForm,
+    "state_delta" => "stateDelta" FreeForm,
+    "artifact_delta" => "artifactDelta" FreeForm,
+    "custom_metadata" => "customMetadata" FreeForm,
+    "args" => "args" FreeForm,
+    "response" => "response" FreeForm,
+    "agent_state" => "agentState" FreeForm,
+    "output" => "output" FreeForm,
+    "requested_auth_configs" => "requestedAuthConfigs" MapOfModels,
+    "requested_tool_confirmations" => "requestedToolConfirmations" MapOfModels,
 }
 
 /// `snake_case` → `camelCase`, as pydantic's `to_camel` for ADK's field names: an `_` (not the

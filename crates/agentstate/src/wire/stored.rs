@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 
 use super::stream::Mode;
-use super::{INTERNAL_METADATA_PREFIX, WireEvent, snake};
+use super::{INTERNAL_METADATA_PREFIX, WireEvent};
 use crate::store::StoredEvent;
 use crate::time::micros_to_secs;
 use crate::{Event, Value};
@@ -80,8 +80,16 @@ fn specials(chunk: u64) -> u64 {
 }
 
 impl<'t> Scan<'t> {
+    #[cold]
+    #[inline(never)]
     fn fail(&self, what: &str) -> Unreadable {
         Unreadable(format!("{what} at byte {}", self.at))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn missing(&self, byte: u8) -> Unreadable {
+        self.fail(&format!("expected `{}`", char::from(byte)))
     }
 
     /// The next byte after white space, not taken.
@@ -100,7 +108,7 @@ impl<'t> Scan<'t> {
             self.at += 1;
             Ok(())
         } else {
-            Err(self.fail(&format!("expected `{}`", char::from(byte))))
+            Err(self.missing(byte))
         }
     }
 
@@ -412,8 +420,8 @@ fn object(scan: &mut Scan<'_>, out: &mut Vec<u8>, mode: Mode, row: Option<&Store
                 _ => {}
             }
         }
-        let snake = snake(&key);
-        if row.is_some() && snake == "deleted_keys" {
+        let field = mode.field(&key);
+        if row.is_some() && field.written == "deletedKeys" {
             // Left out when empty, as the model leaves it out.
             let at = scan.at;
             if scan.take(b'[').is_ok() && scan.take(b']').is_ok() {
@@ -421,7 +429,7 @@ fn object(scan: &mut Scan<'_>, out: &mut Vec<u8>, mode: Mode, row: Option<&Store
             }
             scan.at = at;
         }
-        if let Some(i) = defaults.iter().position(|(name, _, _)| *name == snake) {
+        if let Some(i) = field.default {
             seen |= 1 << i;
         }
         if mode == Mode::Event && key == "custom_metadata" {
@@ -439,8 +447,8 @@ fn object(scan: &mut Scan<'_>, out: &mut Vec<u8>, mode: Mode, row: Option<&Store
         }
         separate(out, &mut first);
         // A name without escapes has nothing to escape, renamed or not.
-        push_name(out, &mode.written(&key), plain)?;
-        match mode.child_of(&key, &snake) {
+        push_name(out, &field.written, plain)?;
+        match field.child {
             Mode::FreeForm => out.extend_from_slice(scan.value()?.as_bytes()),
             child => any(scan, out, child)?,
         }

@@ -12,7 +12,7 @@ use serde::ser::{
 };
 
 use super::engine::Raw;
-use super::{FREE_FORM, INTERNAL_METADATA_PREFIX, MAP_OF_MODELS, camel, snake, snake_eq};
+use super::{FREE_FORM, INTERNAL_METADATA_PREFIX, Kind, MAP_OF_MODELS, camel, known, snake};
 use crate::{Event, Value};
 
 /// Where in an event a value sits, which decides what happens to it.
@@ -30,22 +30,49 @@ pub(super) enum Mode {
     FreeForm,
 }
 
+/// What a field name (as stored) means in a map of some mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Field<'k> {
+    /// The name as written.
+    pub(super) written: Cow<'k, str>,
+    /// The mode of its value.
+    pub(super) child: Mode,
+    /// Which of the mode's [`defaults`](Mode::defaults) it is.
+    pub(super) default: Option<usize>,
+}
+
 impl Mode {
-    /// The mode of the value of field `key` (as stored) in a map of this mode.
-    pub(super) fn child(self, key: &str) -> Self {
-        self.child_of(key, &snake(key))
+    /// What field `stored` is in a map of this mode: ADK's own names by one lookup, any other
+    /// by the general rules ([`field_by_rules`](Self::field_by_rules)), with the same answer.
+    pub(super) fn field(self, stored: &str) -> Field<'_> {
+        let Some((written, kind)) = known(stored).filter(|_| matches!(self, Self::Event | Self::Actions | Self::Model))
+        else {
+            return self.field_by_rules(stored);
+        };
+        let child = match kind {
+            Kind::FreeForm => Self::FreeForm,
+            Kind::MapOfModels => Self::MapOfModels,
+            Kind::Model if self == Self::Event && stored == "actions" => Self::Actions,
+            Kind::Model => Self::Model,
+        };
+        let default = self.defaults().iter().position(|(name, _, _)| *name == stored);
+        Field { written: Cow::Borrowed(written), child, default }
     }
 
-    /// [`child`](Self::child), given the key in snake_case too.
-    pub(super) fn child_of(self, key: &str, snake: &str) -> Self {
-        match self {
+    /// [`field`](Self::field) by the rules alone: the name in snake_case decides its value's
+    /// mode and which default it is (stored text may have it camelCased already).
+    pub(super) fn field_by_rules(self, stored: &str) -> Field<'_> {
+        let snake = snake(stored);
+        let child = match self {
             Self::FreeForm => Self::FreeForm,
             Self::MapOfModels => Self::Model,
-            _ if FREE_FORM.contains(&snake) => Self::FreeForm,
-            _ if MAP_OF_MODELS.contains(&snake) => Self::MapOfModels,
-            Self::Event if key == "actions" => Self::Actions,
+            _ if FREE_FORM.contains(&&*snake) => Self::FreeForm,
+            _ if MAP_OF_MODELS.contains(&&*snake) => Self::MapOfModels,
+            Self::Event if stored == "actions" => Self::Actions,
             _ => Self::Model,
-        }
+        };
+        let default = self.defaults().iter().position(|(name, _, _)| *name == snake);
+        Field { written: self.written(stored), child, default }
     }
 
     /// `stored`, a field name in a map of this mode, as written: renamed in models, as it is
@@ -202,13 +229,10 @@ impl<'r, M: SerializeMap> MapAdapter<'r, M> {
     }
 
     fn entry<T: Serialize + ?Sized>(&mut self, stored: &str, value: &T) -> Result<(), M::Error> {
-        for (i, (key, _, _)) in self.mode.defaults().iter().enumerate() {
-            // Stored text may have a field camelCased already.
-            if snake_eq(stored, key) {
-                self.seen[i] = true;
-            }
+        let Field { written, child, default } = self.mode.field(stored);
+        if let Some(i) = default {
+            self.seen[i] = true;
         }
-        let written = self.mode.written(stored);
         if let Some(raw) = self.raw
             && raw.write_entry(&mut self.inner, stored, &written)?
         {
@@ -225,7 +249,7 @@ impl<'r, M: SerializeMap> MapAdapter<'r, M> {
             }
             return self.inner.serialize_entry(&*written, &meta);
         }
-        self.inner.serialize_entry(&*written, &Wire(value, self.mode.child(stored)))
+        self.inner.serialize_entry(&*written, &Wire(value, child))
     }
 
     fn finish(mut self) -> Result<M::Ok, M::Error> {
@@ -321,7 +345,7 @@ impl<V: SerializeStructVariant> SerializeStructVariant for VariantAdapter<V> {
     type Error = V::Error;
 
     fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Self::Error> {
-        self.inner.serialize_field(key, &Wire(value, self.mode.child(key)))
+        self.inner.serialize_field(key, &Wire(value, self.mode.field(key).child))
     }
 
     fn end(self) -> Result<Self::Ok, Self::Error> {

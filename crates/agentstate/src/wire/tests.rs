@@ -322,3 +322,32 @@ fn a_default_is_written_alike_as_text_and_serialized() {
         assert_eq!(serde_json::to_string(&value).unwrap(), value.text(), "{value:?}");
     }
 }
+
+#[test]
+fn a_known_field_means_what_the_rules_say() {
+    use stream::Mode;
+    for &name in KNOWN {
+        let (written, kind) = known(name).unwrap();
+        assert_eq!(written, to_camel(name), "{name}");
+        let by_list = if FREE_FORM.contains(&name) {
+            Kind::FreeForm
+        } else if MAP_OF_MODELS.contains(&name) {
+            Kind::MapOfModels
+        } else {
+            Kind::Model
+        };
+        assert_eq!(kind, by_list, "{name}");
+        for mode in [Mode::Event, Mode::Actions, Mode::Model, Mode::MapOfModels, Mode::FreeForm] {
+            assert_eq!(mode.field(name), mode.field_by_rules(name), "{name} in {mode:?}");
+        }
+    }
+    // Every name the rules name is known.
+    for name in FREE_FORM.iter().chain(MAP_OF_MODELS) {
+        assert!(KNOWN.contains(name), "{name}");
+    }
+    for mode in [Mode::Event, Mode::Actions] {
+        for (name, _, _) in mode.defaults() {
+            assert!(KNOWN.contains(name), "{name}");
+        }
+    }
+}
