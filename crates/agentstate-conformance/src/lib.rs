@@ -318,6 +318,7 @@ macro_rules! session_store_tests {
             apps_users_and_event_counts_are_listed [admin],
             user_and_app_state_are_read_without_a_session [shared_state],
             user_and_app_state_are_written_without_a_session [shared_state],
+            racing_shared_writes_lose_nothing [shared_state],
             delete_removes_session_and_keeps_shared_state,
             append_to_missing_session_is_not_found,
             append_applies_delta_by_scope,

@@ -208,6 +208,55 @@ pub(crate) async fn user_and_app_state_are_written_without_a_session(svc: Svc) {
     }
 }
 
+/// Shared rows under writers that race: a user's first sessions created at once, some bringing
+/// `user:` and `app:` keys and some none, keep every key (a row created empty must not overwrite
+/// one created meanwhile); writes that only delete keys, racing writes that set others, lose none
+/// of them.
+pub(crate) async fn racing_shared_writes_lose_nothing(svc: Svc) {
+    let app = unique("race");
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let (svc, app) = (svc.clone(), app.clone());
+        tasks.push(tokio::spawn(async move {
+            let state = if i % 2 == 0 { json!({ format!("user:c{i}"): i, format!("app:c{i}"): i }) } else { json!({}) };
+            create(&svc, &app, "new", &format!("s{i}"), state).await;
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let (user, shared) = (svc.user_state(&app, "new").await.unwrap(), svc.app_state(&app).await.unwrap());
+    for i in (0..16).step_by(2) {
+        let key = format!("c{i}");
+        assert_eq!(user.get(&key), Some(&json!(i)), "user:{key} lost: {user:?}");
+        assert_eq!(shared.get(&key), Some(&json!(i)), "app:{key} lost: {shared:?}");
+    }
+
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let (svc, app) = (svc.clone(), app.clone());
+        tasks.push(tokio::spawn(async move {
+            for round in 0..4 {
+                let write = if i % 2 == 0 {
+                    write(obj(json!({ format!("k{i}_{round}"): round })), &[])
+                } else {
+                    write(Map::new(), &[&format!("never{i}")])
+                };
+                svc.update_user_state(&app, "new", write).await.unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let user = svc.user_state(&app, "new").await.unwrap();
+    for i in (0..16).step_by(2) {
+        for round in 0..4 {
+            assert_eq!(user.get(&format!("k{i}_{round}")), Some(&json!(round)), "k{i}_{round} lost: {user:?}");
+        }
+    }
+}
+
 /// The log orders writes by time: sequential writes a millisecond apart on the case's clock.
 fn tick(svc: &Svc) {
     svc.clock().advance(std::time::Duration::from_millis(1));

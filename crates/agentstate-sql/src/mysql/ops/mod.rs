@@ -190,8 +190,9 @@ impl Shared<'_> {
         read_state(conn, query).await
     }
 
-    /// Merges `delta` into the row (created if missing), locking it only when it changes it;
-    /// returns its state.
+    /// Merges `delta` into the row and removes `deleted` from it (the row created if missing),
+    /// locking it when it changes it; returns its state. A missing row with nothing to merge is
+    /// created without overwriting one a concurrent writer created first.
     async fn merge(
         self,
         conn: &mut MySqlConnection,
@@ -199,11 +200,27 @@ impl Shared<'_> {
         deleted: &[String],
         now: NaiveDateTime,
     ) -> Step<Map<String, Value>> {
-        let (state, write) = merge_row(self.read(conn, !delta.is_empty()).await?, delta, deleted);
+        let changes = !delta.is_empty() || !deleted.is_empty();
+        let existing = self.read(conn, changes).await?;
+        if existing.is_none() && !changes {
+            return self.ensure(conn, now).await;
+        }
+        let (state, write) = merge_row(existing, delta, deleted);
         if write {
             self.put(conn, state_text(&state), now).await?;
         }
         Ok(state)
+    }
+
+    /// Creates the row empty unless it is there (a plain read may have missed one another
+    /// transaction committed since), then reads it locked: its state as committed.
+    async fn ensure(self, conn: &mut MySqlConnection, now: NaiveDateTime) -> Step<Map<String, Value>> {
+        let insert = match self {
+            Self::App(app) => sqlx::query(sql!("app_state_ensure")).bind(app).bind(now),
+            Self::User(app, user) => sqlx::query(sql!("user_state_ensure")).bind(app).bind(user).bind(now),
+        };
+        insert.execute(&mut *conn).await.map_err(sql_step("create shared state"))?;
+        Ok(self.read(conn, true).await?.unwrap_or_default())
     }
 
     /// Writes the row's state `text` (an upsert: the row is created if missing).
