@@ -57,10 +57,10 @@ pub(in crate::mysql) async fn create_in(conn: &mut MySqlConnection, new: &NewSes
     if let Some(start) = history_start {
         put_snapshot(conn, key, &HistorySnapshot { at: EventCursor::CREATION, state: start.clone() }).await?;
     }
-    // With no user or app state to merge, both rows are read at once, and one is written only
-    // when it is not there.
-    let (mut user, mut app) = (None, None);
-    if state.user.is_empty() && state.app.is_empty() {
+    // Locks in the commit's order: session, then user, then app.
+    let (user_row, app_row) = (Shared::User(key.app_name(), key.user_id()), Shared::App(key.app_name()));
+    let (user, app) = if state.user.is_empty() && state.app.is_empty() {
+        // Nothing to merge: both rows read at once, and one created only when it is not there.
         let row = sqlx::query(sql!("shared_states_get"))
             .bind(key.app_name())
             .bind(key.user_id())
@@ -68,16 +68,17 @@ pub(in crate::mysql) async fn create_in(conn: &mut MySqlConnection, new: &NewSes
             .fetch_one(&mut *conn)
             .await
             .map_err(sql_step("read shared state"))?;
-        (user, app) = (state_column(&row, "user_state")?, state_column(&row, "app_state")?);
-    }
-    // Locks in the commit's order: session, then user, then app.
-    let user = match user {
-        Some(user) => user,
-        None => Shared::User(key.app_name(), key.user_id()).merge(conn, &state.user, &[], now).await?,
-    };
-    let app = match app {
-        Some(app) => app,
-        None => Shared::App(key.app_name()).merge(conn, &state.app, &[], now).await?,
+        let user = match state_column(&row, "user_state")? {
+            Some(user) => user,
+            None => user_row.ensure(conn, now).await?,
+        };
+        let app = match state_column(&row, "app_state")? {
+            Some(app) => app,
+            None => app_row.ensure(conn, now).await?,
+        };
+        (user, app)
+    } else {
+        (user_row.merge(conn, &state.user, &[], now).await?, app_row.merge(conn, &state.app, &[], now).await?)
     };
     let merged = merge_scopes(&state.session, &app, &user);
     Ok(agentstate::Session::from_storage(key.clone(), merged, Vec::<Event>::new(), *create_time_micros)
