@@ -52,7 +52,9 @@ pub(super) fn to_json<T: Serialize>(message: &T, what: &str) -> Result<Map<Strin
     }
 }
 
-/// A REST answer written by a serializer rather than held as a tree, as the reply message.
+/// A REST answer written by a serializer rather than held as a tree, as the reply message: the
+/// messages built directly are held to it.
+#[cfg(test)]
 pub(super) fn from_answer<T: DeserializeOwned + Nulls>(answer: &impl Serialize) -> Result<T, Status> {
     let value = serde_json::to_value(answer).map_err(|e| {
         tracing::error!(error = %e, "an answer cannot be written as JSON");
@@ -99,17 +101,23 @@ impl Nulls for api::Session {
     }
 }
 
-impl Nulls for api::SessionEvent {
+impl Nulls for api::Content {
     fn nulls(&mut self) {
         use api::part::Data;
-        struct_nulls(&mut self.raw_event);
-        for part in self.content.iter_mut().flat_map(|c| c.parts.iter_mut()) {
+        for part in &mut self.parts {
             match &mut part.data {
                 Some(Data::FunctionCall(call)) => struct_nulls(&mut call.args),
                 Some(Data::FunctionResponse(response)) => struct_nulls(&mut response.response),
                 _ => {}
             }
         }
+    }
+}
+
+impl Nulls for api::SessionEvent {
+    fn nulls(&mut self) {
+        struct_nulls(&mut self.raw_event);
+        self.content.iter_mut().for_each(Nulls::nulls);
         if let Some(actions) = &mut self.actions {
             struct_nulls(&mut actions.state_delta);
             struct_nulls(&mut actions.requested_auth_configs);
@@ -120,7 +128,7 @@ impl Nulls for api::SessionEvent {
     }
 }
 
-/// Memory Bank's messages hold no structs.
+/// Memory Bank's messages, grounding and transcriptions hold no structs.
 macro_rules! no_structs {
     ($($message:ty),*) => {$(
         impl Nulls for $message {
@@ -129,7 +137,14 @@ macro_rules! no_structs {
     )*};
 }
 
-no_structs!(api::Memory, api::ListMemoriesResponse, api::RetrieveMemoriesResponse, api::GenerateMemoriesResponse);
+no_structs!(
+    api::Memory,
+    api::ListMemoriesResponse,
+    api::RetrieveMemoriesResponse,
+    api::GenerateMemoriesResponse,
+    api::GroundingMetadata,
+    api::Transcription
+);
 
 impl Nulls for api::ListSessionsResponse {
     fn nulls(&mut self) {

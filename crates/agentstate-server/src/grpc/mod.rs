@@ -6,14 +6,20 @@
 //!
 //! Every call is the REST surface's: the request message
 //! in its proto3 JSON form is the REST body, and the REST answer read back is the reply, so
-//! the two surfaces keep the same sessions by the same rules, tokens and limits.
+//! the two surfaces keep the same sessions by the same rules, tokens and limits. `ListEvents`,
+//! the call a long conversation makes most, builds its reply from the events instead (the
+//! message the REST answer reads back as, without its JSON: see `events`).
 //!
 //! Who may call each method is in [`METHODS`] (and in `/openapi.json` under `x-grpc`).
 
 mod convert;
+mod events;
 mod memory_bank;
 mod operations;
 mod sessions;
+mod structs;
+
+pub use events::events_reply;
 
 use axum::Router;
 use axum::extract::Request;

@@ -1,5 +1,6 @@
 //! `google.cloud.aiplatform.v1beta1.SessionService`: each method reads its request into the
-//! REST surface's arguments, calls it, and answers its JSON as the reply message.
+//! REST surface's arguments, calls it, and answers its JSON as the reply message (`ListEvents`:
+//! its events, as that message).
 
 use std::future::Future;
 use std::time::Instant;
@@ -9,7 +10,8 @@ use axum::http::HeaderMap;
 use prost::Message;
 use tonic::{Request, Response, Status};
 
-use super::convert::{Name, admit, authenticate, from_answer, from_json, to_json};
+use super::convert::{Name, admit, authenticate, from_json, to_json};
+use super::events;
 use super::proto::google::cloud::aiplatform::v1beta1 as api;
 use super::proto::google::longrunning::{Operation, operation};
 use crate::auth::Permit;
@@ -186,7 +188,7 @@ impl api::session_service_server::SessionService for Sessions {
             let (permit, engine, id) = self.session_of(&headers, &request.parent, "parent").await?;
             let mut page = page(request.page_size, request.page_token, request.filter, request.order_by);
             page.page_size.get_or_insert(DEFAULT_EVENT_PAGE);
-            from_answer(&self.caller(&engine, &permit, &headers).events(&id, page).await?)
+            events::page_reply(&self.caller(&engine, &permit, &headers).events(&id, page).await?)
         })
         .await
     }

@@ -35,6 +35,8 @@ use serde_json::json;
 pub(crate) use api::{Caller, Page};
 pub(crate) use error::{GoogleError, authorize_engine};
 pub(crate) use resource::Engine;
+#[cfg(feature = "grpc")]
+pub(crate) use resource::EventsPage;
 
 use crate::auth::Permit;
 use crate::limits::Body;

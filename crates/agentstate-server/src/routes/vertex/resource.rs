@@ -147,9 +147,9 @@ impl Engine {
 #[derive(Debug)]
 pub(crate) struct EventsPage {
     /// The session's resource name.
-    session: String,
-    events: Vec<Event>,
-    next_page_token: Option<String>,
+    pub(crate) session: String,
+    pub(crate) events: Vec<Event>,
+    pub(crate) next_page_token: Option<String>,
 }
 
 impl serde::Serialize for EventsPage {

@@ -170,6 +170,41 @@ pub struct EventResource<'a> {
     pub state_delta: &'a Map<String, Value>,
 }
 
+/// The parts of an event resource that are not the event's own fields, as the resource shows
+/// them: for a writer of the API's messages (gRPC) that builds each field itself.
+impl<'a> EventResource<'a> {
+    fn raw(&self) -> Raw<'a> {
+        Raw::new(self.event, true)
+    }
+
+    /// `rawEvent`.
+    pub fn raw_event(&self) -> impl serde::Serialize + use<'a> {
+        RawEvent(self.raw())
+    }
+
+    /// `content`, when the event has one.
+    pub fn content(&self) -> Option<impl serde::Serialize + use<'a>> {
+        self.raw().content()
+    }
+
+    /// `actions.requestedAuthConfigs`, when the event has them.
+    pub fn requested_auth_configs(&self) -> Option<impl serde::Serialize + use<'a>> {
+        self.raw().requested_auth_configs()
+    }
+
+    /// `eventMetadata.customMetadata`, when there is metadata to show.
+    pub fn custom_metadata(&self) -> Option<impl serde::Serialize + use<'a>> {
+        self.raw().custom_metadata()
+    }
+
+    /// The field of `eventMetadata` that the event does not model (`interrupted`,
+    /// `groundingMetadata`, `inputTranscription`, `outputTranscription`), by its stored
+    /// (`snake`) or API (`camel`) name, when the event has it.
+    pub fn unmodelled(&self, snake: &str, camel: &str) -> Option<impl serde::Serialize + use<'a>> {
+        self.raw().unmodelled(snake, camel)
+    }
+}
+
 impl serde::Serialize for EventResource<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;

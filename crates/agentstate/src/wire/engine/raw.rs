@@ -74,18 +74,18 @@ impl<'a> Raw<'a> {
     }
 
     /// `content`, as shown.
-    pub(super) fn content(&self) -> Option<impl Serialize + 'a> {
+    pub(super) fn content(&self) -> Option<impl Serialize + use<'a>> {
         self.event.content.as_ref().map(|content| Wire(content, Mode::Model))
     }
 
     /// `actions.requestedAuthConfigs`, as shown.
-    pub(super) fn requested_auth_configs(&self) -> Option<impl Serialize + 'a> {
+    pub(super) fn requested_auth_configs(&self) -> Option<impl Serialize + use<'a>> {
         unmodelled(&self.event.actions.extra, "requested_auth_configs", "requestedAuthConfigs")
             .map(|configs| Wire(configs, Mode::MapOfModels))
     }
 
     /// Field `snake` of the event that it does not model, as shown.
-    pub(super) fn unmodelled(&self, snake: &str, camel: &str) -> Option<impl Serialize + 'a> {
+    pub(super) fn unmodelled(&self, snake: &str, camel: &str) -> Option<impl Serialize + use<'a>> {
         unmodelled(&self.event.extra, snake, camel).map(|value| Wire(value, Mode::Model))
     }
 
