@@ -295,14 +295,28 @@ impl SessionStore for RedisStore {
         push_pairs(&mut invocation, &scoped.session);
         push_pairs(&mut invocation, &scoped.app);
         push_pairs(&mut invocation, &scoped.user);
-        let reply: Reply = invocation.invoke_async(&mut self.connection()).await.map_err(|e| backend("create", e))?;
+        // The app is registered beside the script, in the same round trip: the registries only
+        // grow (nothing removes an app), so registering an app whose create then fails (or finds
+        // the session there) registers nothing new, and a registry never misses an app with a
+        // session.
+        let mut connection = self.connection();
+        let expiring = attributes.expire_time_micros.is_some();
+        let (reply, registered, registered_expiring) = tokio::join!(
+            invocation.invoke_async::<Reply>(&mut connection),
+            self.register(apps(&self.prefix), key.app_name(), "create"),
+            async {
+                match expiring {
+                    true => self.register(expiring_apps(&self.prefix), key.app_name(), "create").await,
+                    false => Ok(()),
+                }
+            },
+        );
+        let reply = reply.map_err(|e| backend("create", e))?;
         if text(&reply) == Some("exists") {
             return Err(Error::AlreadyExists { session_id: key.session_id().to_owned() });
         }
-        self.register(apps(&self.prefix), key.app_name(), "create").await?;
-        if attributes.expire_time_micros.is_some() {
-            self.register(expiring_apps(&self.prefix), key.app_name(), "create").await?;
-        }
+        registered?;
+        registered_expiring?;
         self.replicated("create").await?;
         let mut shared = array(reply).into_iter();
         let what = || format!("session {key}");
