@@ -11,9 +11,9 @@
 
 use std::hint::black_box;
 
+use agentstate::Event;
 use agentstate::wire::engine::EventResource;
-use agentstate::{CreateSession, Event, GetSessionConfig, SessionService};
-use agentstate_bench::{criterion_rows, make_event, print_ratios, run_criterion};
+use agentstate_bench::{criterion_rows, grown_session, print_ratios, run_criterion};
 use agentstate_server::grpc::events_reply;
 use agentstate_server::grpc::proto::google::cloud::aiplatform::v1beta1 as api;
 use criterion::{BenchmarkId, Criterion};
@@ -21,26 +21,6 @@ use prost::Message;
 
 const SIZES: [usize; 2] = [20, 100];
 const SESSION: &str = "projects/p/locations/us-central1/reasoningEngines/1/sessions/s1";
-
-fn events(n: usize) -> Vec<Event> {
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    runtime.block_on(async {
-        let service = SessionService::in_memory();
-        let mut session = service.create_session(CreateSession::new("1", "u")).await.unwrap();
-        for i in 0..n {
-            service.append_event(&mut session, make_event(i)).await.unwrap();
-        }
-        service
-            .get_session(session.key(), GetSessionConfig::default())
-            .await
-            .unwrap()
-            .unwrap()
-            .events()
-            .iter()
-            .cloned()
-            .collect()
-    })
-}
 
 /// The REST answer: `{"sessionEvents": [...]}`, each event a resource with its name.
 struct RestPage<'a>(&'a [Event], &'a [String]);
@@ -69,7 +49,7 @@ impl serde::Serialize for RestPage<'_> {
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("grpc");
     for n in SIZES {
-        let events = events(n);
+        let events: Vec<Event> = grown_session(n).events().iter().cloned().collect();
         let names: Vec<String> = events.iter().map(|e| format!("{SESSION}/events/{}", e.id)).collect();
         let page = RestPage(&events, &names);
         // The two must be the same message, or the comparison means nothing.

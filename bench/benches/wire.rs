@@ -13,32 +13,20 @@
 
 use std::hint::black_box;
 
+use agentstate::Session;
 use agentstate::store::{LoadedSession, StoredEvent, secs_to_micros};
 use agentstate::wire::{StoredWireSession, WireSession, to_camel, to_snake};
-use agentstate::{CreateSession, GetSessionConfig, Session, SessionService};
 use agentstate::{Event, Value};
-use agentstate_bench::{criterion_rows, make_event, print_ratios, run_criterion};
+use agentstate_bench::{criterion_rows, grown_session, print_ratios, run_criterion};
 use criterion::{BenchmarkId, Criterion};
 use serde_json::json;
 
 const SIZES: [usize; 3] = [100, 2_000, 10_000];
 
-fn grown(n: usize) -> Session {
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    runtime.block_on(async {
-        let service = SessionService::in_memory();
-        let mut session = service.create_session(CreateSession::new("bench_app", "bench_user")).await.unwrap();
-        for i in 0..n {
-            service.append_event(&mut session, make_event(i)).await.unwrap();
-        }
-        service.get_session(session.key(), GetSessionConfig::default()).await.unwrap().unwrap()
-    })
-}
-
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("wire");
     for n in SIZES {
-        let session = grown(n);
+        let session = grown_session(n);
         // What a database returns: each event's stored JSON text.
         let stored: Vec<String> = session.events().iter().map(|e| serde_json::to_string(e).unwrap()).collect();
         group.bench_with_input(BenchmarkId::new("body", n), &session, |b, s| {

@@ -9,7 +9,8 @@
 //! `--bench runner` (the agent runtime), `--bench vertex` (the managed-service API over HTTP),
 //! `--bench history` (history questions on a long session), `--bench lifecycle` (encryption at
 //! rest on and off; an expiry sweep under load), `--bench wire` (the body of a session GET: the
-//! streaming writer, the tree conversion it replaced, and the floor). `src/bin/soak.rs` is the
+//! streaming writer, the tree conversion it replaced, and the floor), `--bench grpc` (`ListEvents`'
+//! reply built from events, the transcoding it replaced, and the REST answer as the floor). `src/bin/soak.rs` is the
 //! soak run.
 
 pub mod databases;
@@ -18,7 +19,7 @@ pub mod words;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agentstate::{Content, Event, Value};
+use agentstate::{Content, CreateSession, Event, GetSessionConfig, Session, SessionService, Value};
 use criterion::Criterion;
 use serde_json::json;
 
@@ -29,6 +30,23 @@ pub fn run_criterion(bench: fn(&mut Criterion), summary: fn()) {
     bench(&mut criterion);
     criterion.final_summary();
     summary();
+}
+
+/// A session of the in-memory service with the workload's first `n` events, read back whole.
+///
+/// # Panics
+/// If the in-memory service fails, which it does not.
+#[allow(clippy::unwrap_used)]
+pub fn grown_session(n: usize) -> Session {
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    runtime.block_on(async {
+        let service = SessionService::in_memory();
+        let mut session = service.create_session(CreateSession::new("bench_app", "bench_user")).await.unwrap();
+        for i in 0..n {
+            service.append_event(&mut session, make_event(i)).await.unwrap();
+        }
+        service.get_session(session.key(), GetSessionConfig::default()).await.unwrap().unwrap()
+    })
 }
 
 /// The workload's `i`-th event: one text part, alternately the user's and the agent's, and a

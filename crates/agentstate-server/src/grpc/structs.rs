@@ -237,49 +237,28 @@ impl ser::Serializer for Writer {
     }
 }
 
-impl ser::SerializeSeq for List {
-    type Ok = Kind;
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Kind, Error> {
-        Ok(self.done())
-    }
+/// The element-by-element traits of a list, alike but for their method's name.
+macro_rules! list_of_elements {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl ser::$trait for List {
+            type Ok = Kind;
+            type Error = Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+                self.push(value)
+            }
+            fn end(self) -> Result<Kind, Error> {
+                Ok(self.done())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for List {
-    type Ok = Kind;
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Kind, Error> {
-        Ok(self.done())
-    }
-}
-
-impl ser::SerializeTupleStruct for List {
-    type Ok = Kind;
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Kind, Error> {
-        Ok(self.done())
-    }
-}
-
-impl ser::SerializeTupleVariant for List {
-    type Ok = Kind;
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Kind, Error> {
-        Ok(self.done())
-    }
-}
+list_of_elements!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeMap for Fields {
     type Ok = Kind;
@@ -304,27 +283,23 @@ impl ser::SerializeMap for Fields {
     }
 }
 
-impl ser::SerializeStruct for Fields {
-    type Ok = Kind;
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
-        self.insert(key.to_owned(), value)
-    }
-    fn end(self) -> Result<Kind, Error> {
-        Ok(self.done())
-    }
+/// A struct's and a variant's fields: named entries of a map.
+macro_rules! named_fields {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for Fields {
+            type Ok = Kind;
+            type Error = Error;
+            fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
+                self.insert(key.to_owned(), value)
+            }
+            fn end(self) -> Result<Kind, Error> {
+                Ok(self.done())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for Fields {
-    type Ok = Kind;
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
-        self.insert(key.to_owned(), value)
-    }
-    fn end(self) -> Result<Kind, Error> {
-        Ok(self.done())
-    }
-}
+named_fields!(SerializeStruct, SerializeStructVariant);
 
 #[cfg(test)]
 mod tests {
