@@ -534,10 +534,9 @@ impl agentstate::store::SharedStateStore for RedisStore {
 
     /// One `MULTI`: the values set field by field, the deleted fields removed, the user listed
     /// among the app's users, the write logged (the keys share the app's slot); the app is
-    /// registered first.
+    /// registered beside it, in the same round trip (the registry only grows, as in a create).
     async fn update_shared_state(&self, update: &agentstate::store::SharedStateUpdate) -> Result<()> {
         let (app, user) = update.owner.shared()?;
-        self.register(apps(&self.prefix), app, "write shared state").await?;
         let hash = self.owner_hash(&update.owner);
         let mut pipe = redis::pipe();
         pipe.atomic();
@@ -557,8 +556,13 @@ impl agentstate::store::SharedStateStore for RedisStore {
         let entry =
             serde_json::json!({"id": write.id, "origin": write.origin, "set": write.set, "deleted": write.deleted});
         pipe.cmd("ZADD").arg(app_keys.state_writes(user)).arg(write.at_micros).arg(entry.to_string()).ignore();
-        let done: redis::RedisResult<()> = pipe.query_async(&mut self.connection()).await;
-        done.map_err(|e| backend("write shared state", e))
+        let mut connection = self.connection();
+        let (done, registered): (redis::RedisResult<()>, _) = tokio::join!(
+            pipe.query_async(&mut connection),
+            self.register(apps(&self.prefix), app, "write shared state"),
+        );
+        done.map_err(|e| backend("write shared state", e))?;
+        registered
     }
 
     /// The owner's zset, newest first from the cursor's time; the entries of that same
