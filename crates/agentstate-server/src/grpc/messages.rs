@@ -1,11 +1,12 @@
-//! `ListEvents`' reply built from the events themselves: each `SessionEvent` field by field, the
-//! free-form ones (`rawEvent`, the state delta, metadata) written as `Struct`s at once, and only
-//! the typed model pieces (content, grounding, transcriptions) read from their JSON. The same
-//! message the REST answer reads back as (the tests hold the two to each other), without the
-//! answer's JSON tree and its reading.
+//! Replies built from agentstate's own types, not read back from the REST answer: a session
+//! (`GetSession`, `CreateSession`'s operation) and `ListEvents`' page. Each message field by
+//! field, the free-form ones (`rawEvent`, a state, a delta, metadata) written as `Struct`s at
+//! once, and only the typed model pieces (content, grounding, transcriptions) read from their
+//! JSON. The same messages the REST answers read back as (the tests hold the two to each other),
+//! without the answers' JSON trees and their reading.
 
 use agentstate::wire::engine::EventResource;
-use agentstate::{Event, Map, Value};
+use agentstate::{Event, Map, Session, Timestamp, Value};
 use pbjson_types::value::Kind;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -14,7 +15,32 @@ use tonic::Status;
 use super::convert::{Nulls, from_json};
 use super::proto::google::cloud::aiplatform::v1beta1 as api;
 use super::structs;
-use crate::routes::vertex::EventsPage;
+use crate::routes::vertex::{Engine, EventsPage};
+
+/// A session as the API's message: its name, user, merged state, times and attributes.
+pub(super) fn session(engine: &Engine, session: &Session) -> Result<api::Session, Status> {
+    let attributes = session.attributes();
+    let time = |micros: i64| timestamp(Timestamp::from_micros(micros));
+    Ok(api::Session {
+        name: engine.session_name(session.id()),
+        user_id: session.user_id().to_owned(),
+        session_state: Some(free_form(session.state().all())?),
+        create_time: Some(time(session.create_time_micros())),
+        update_time: Some(time(session.last_update_micros())),
+        expiration: attributes.expire_time_micros.map(|t| api::session::Expiration::ExpireTime(time(t))),
+        display_name: attributes.display_name.clone().unwrap_or_default(),
+        labels: attributes.labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+    })
+}
+
+/// An instant as protobuf's `Timestamp`.
+fn timestamp(time: Timestamp) -> pbjson_types::Timestamp {
+    let time = time.date_time();
+    pbjson_types::Timestamp {
+        seconds: time.timestamp(),
+        nanos: i32::try_from(time.timestamp_subsec_nanos()).unwrap_or_default(),
+    }
+}
 
 /// A page of events as the reply.
 pub(super) fn page_reply(page: &EventsPage) -> Result<api::ListEventsResponse, Status> {
@@ -43,7 +69,6 @@ pub fn events_reply(
 pub(super) fn session_event(name: &str, event: &Event) -> Result<api::SessionEvent, Status> {
     let resource = EventResource { name: Some(name), event, state_delta: &event.actions.state_delta };
     let actions = &event.actions;
-    let time = event.given_time().date_time();
     Ok(api::SessionEvent {
         name: name.to_owned(),
         author: event.author.clone(),
@@ -57,10 +82,7 @@ pub(super) fn session_event(name: &str, event: &Event) -> Result<api::SessionEve
             requested_auth_configs: resource.requested_auth_configs().map(|c| free_form(&c)).transpose()?,
             transfer_agent: actions.transfer_to_agent.clone().unwrap_or_default(),
         }),
-        timestamp: Some(pbjson_types::Timestamp {
-            seconds: time.timestamp(),
-            nanos: i32::try_from(time.timestamp_subsec_nanos()).unwrap_or_default(),
-        }),
+        timestamp: Some(timestamp(event.given_time())),
         error_code: event.error_code.clone().unwrap_or_default(),
         error_message: event.error_message.clone().unwrap_or_default(),
         event_metadata: Some(api::EventMetadata {
@@ -116,13 +138,12 @@ fn artifact_delta(delta: &Map<String, Value>) -> Result<std::collections::HashMa
 }
 
 fn unfit(e: impl std::fmt::Display) -> Status {
-    tracing::error!(error = %e, "an event does not fit its gRPC message");
+    tracing::error!(error = %e, "a reply does not fit its gRPC message");
     Status::internal("Internal error")
 }
 
 #[cfg(test)]
 mod tests {
-    use agentstate::Timestamp;
     use serde_json::json;
 
     use super::super::convert::from_answer;
@@ -197,6 +218,37 @@ mod tests {
         assert_eq!(built.next_page_token, "next");
         assert_eq!(built.session_events[1].name, format!("{session}/events/{}", events[1].id));
         assert!(events_reply(session, &[], None).unwrap().next_page_token.is_empty());
+    }
+
+    #[test]
+    fn a_session_is_the_message_its_rest_answer_reads_back_as() {
+        use agentstate::{CreateSession, SessionService};
+        let engine =
+            super::super::convert::Name::engine("projects/p/locations/l/reasoningEngines/1", "parent").unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let service = SessionService::in_memory();
+        let state: Map<String, Value> = serde_json::from_value(json!({
+            "k": null, "deep": {"n": null, "big": 9_007_199_254_740_993_u64, "list": [1, 2.5, "s"]},
+            "user:u": 1, "app:a": true,
+        }))
+        .unwrap();
+        let plain = runtime.block_on(service.create_session(CreateSession::new("1", "alice").id("s1"))).unwrap();
+        let full = runtime
+            .block_on(
+                service.create_session(
+                    CreateSession::new("1", "bob")
+                        .id("s2")
+                        .with_state(state)
+                        .display_name("chat")
+                        .label("team", "a")
+                        .expire_time(1_900_000_000.123_456),
+                ),
+            )
+            .unwrap();
+        for stored in [plain, full] {
+            let read_back: api::Session = from_json(engine.session(&stored)).unwrap();
+            assert_eq!(session(&engine, &stored).unwrap(), read_back);
+        }
     }
 
     #[test]

@@ -8,18 +8,19 @@
 //! in its proto3 JSON form is the REST body, and the REST answer read back is the reply, so
 //! the two surfaces keep the same sessions by the same rules, tokens and limits. `ListEvents`,
 //! the call a long conversation makes most, builds its reply from the events instead (the
-//! message the REST answer reads back as, without its JSON: see `events`).
+//! message the REST answer reads back as, without its JSON: see `messages`), and so does a
+//! session's reply.
 //!
 //! Who may call each method is in [`METHODS`] (and in `/openapi.json` under `x-grpc`).
 
 mod convert;
-mod events;
 mod memory_bank;
+mod messages;
 mod operations;
 mod sessions;
 mod structs;
 
-pub use events::events_reply;
+pub use messages::events_reply;
 
 use axum::Router;
 use axum::extract::Request;

@@ -1,6 +1,6 @@
 //! `google.cloud.aiplatform.v1beta1.SessionService`: each method reads its request into the
 //! REST surface's arguments, calls it, and answers its JSON as the reply message (`ListEvents`:
-//! its events, as that message).
+//! its events, and a session, built as those messages).
 
 use std::future::Future;
 use std::time::Instant;
@@ -11,7 +11,7 @@ use prost::Message;
 use tonic::{Request, Response, Status};
 
 use super::convert::{Name, admit, authenticate, from_json, to_json};
-use super::events;
+use super::messages;
 use super::proto::google::cloud::aiplatform::v1beta1 as api;
 use super::proto::google::longrunning::{Operation, operation};
 use crate::auth::Permit;
@@ -53,7 +53,7 @@ pub(super) async fn counted<T>(
 
 /// A session as the API's message.
 pub(super) fn session_message(engine: &Engine, session: &Session) -> Result<api::Session, Status> {
-    from_json(engine.session(session))
+    messages::session(engine, session)
 }
 
 /// A done operation named `name` that answers `session`, packed.
@@ -188,7 +188,7 @@ impl api::session_service_server::SessionService for Sessions {
             let (permit, engine, id) = self.session_of(&headers, &request.parent, "parent").await?;
             let mut page = page(request.page_size, request.page_token, request.filter, request.order_by);
             page.page_size.get_or_insert(DEFAULT_EVENT_PAGE);
-            events::page_reply(&self.caller(&engine, &permit, &headers).events(&id, page).await?)
+            messages::page_reply(&self.caller(&engine, &permit, &headers).events(&id, page).await?)
         })
         .await
     }
