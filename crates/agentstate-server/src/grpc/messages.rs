@@ -7,7 +7,6 @@
 
 use agentstate::wire::engine::EventResource;
 use agentstate::{Event, Map, Session, Timestamp, Value};
-use pbjson_types::value::Kind;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tonic::Status;
@@ -92,9 +91,7 @@ pub(super) fn session_event(name: &str, event: &Event) -> Result<api::SessionEve
                 .transpose()?,
             partial: event.partial.unwrap_or_default(),
             turn_complete: event.turn_complete.unwrap_or_default(),
-            interrupted: resource.unmodelled("interrupted", "interrupted").is_some_and(|i| {
-                matches!(structs::to_value(&i), Ok(pbjson_types::Value { kind: Some(Kind::BoolValue(true)) }))
-            }),
+            interrupted: event.extra.get("interrupted").and_then(Value::as_bool).unwrap_or_default(),
             long_running_tool_ids: event.long_running_tool_ids.clone().unwrap_or_default(),
             branch: event.branch.clone().unwrap_or_default(),
             custom_metadata: resource.custom_metadata().map(|m| free_form(&m)).transpose()?,
