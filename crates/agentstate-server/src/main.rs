@@ -4,6 +4,7 @@ mod cli {
     pub(crate) mod args;
     pub(crate) mod backend;
     pub(crate) mod config;
+    pub(crate) mod deadline;
     pub(crate) mod serve;
     pub(crate) mod sessions;
     pub(crate) mod telemetry;

@@ -230,6 +230,11 @@ pub(crate) struct ServeArgs {
     /// Answer 408 when a request's body takes longer than this to arrive, in seconds.
     #[arg(long, env = "AGENTSTATE_BODY_READ_TIMEOUT_SECS", default_value_t = 30, value_parser = positive_seconds)]
     pub(crate) body_read_timeout_secs: u64,
+    /// Fail a session store call (create, read, list, delete, append) that takes longer than
+    /// this, in seconds: the request is answered 503, retryable, instead of waiting on a stalled
+    /// database (a cluster holding commits while it evicts a node, a lock held elsewhere).
+    #[arg(long, env = "AGENTSTATE_STORE_TIMEOUT_SECS", default_value_t = 30, value_parser = positive_seconds)]
+    pub(crate) store_timeout_secs: u64,
     /// Most connections open at once (further ones wait to be accepted).
     #[arg(long, env = "AGENTSTATE_MAX_CONNECTIONS", default_value_t = 1024)]
     pub(crate) max_connections: usize,

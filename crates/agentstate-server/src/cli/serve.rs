@@ -8,6 +8,7 @@ use anyhow::{Context, bail};
 
 use super::args::ServeArgs;
 use super::backend::open;
+use super::deadline::Deadline;
 
 impl ServeArgs {
     fn tokens(&self) -> anyhow::Result<Tokens> {
@@ -118,7 +119,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     let (store, url) = open(&args.db).await?;
-    let service = SessionService::builder(store.store())
+    let bounded = Deadline::new(store.store(), Duration::from_secs(args.store_timeout_secs));
+    let service = SessionService::builder(bounded)
         .policies(args.policies())
         .build()
         .with_context(|| format!("serving {url} with --refresh-ttl-on-append"))?;

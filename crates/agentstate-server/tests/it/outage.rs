@@ -327,3 +327,39 @@ fn kill_9_of_the_server_loses_no_acknowledged_write_on_postgres_and_mariadb() {
         runtime.block_on(assert_all_there(&url, "killed", &acked));
     }
 }
+
+/// The database stalls rather than goes away: another client holds the sessions table locked, so
+/// every statement on it waits. With `--store-timeout-secs 1` a PATCH and a GET are answered 503
+/// (retryable) after about a second instead of waiting for the lock, and
+/// once it is released the same PATCH succeeds and is there.
+#[test]
+fn a_store_call_a_held_lock_stalls_is_answered_503_after_the_store_timeout() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let url = runtime.block_on(agentstate_conformance::databases::fresh_postgres());
+    let (child, addr) =
+        crate::binary::serve_with(&["--db", &url, "--addr", "127.0.0.1:0", "--store-timeout-secs", "1"]);
+    let _server = Running(child);
+    let session = "/apps/stall/users/u/sessions/s";
+    assert_eq!(http(&addr, "POST", "/apps/stall/users/u/sessions", r#"{"sessionId": "s"}"#).0, 200);
+
+    let mut holder = runtime.block_on(async {
+        use sqlx::Connection;
+        let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+        sqlx::raw_sql("BEGIN; LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE").execute(&mut conn).await.unwrap();
+        conn
+    });
+    for (method, body) in [("PATCH", r#"{"stateDelta": {"k": 1}}"#), ("GET", "")] {
+        let started = Instant::now();
+        let (status, answer) = http(&addr, method, session, body);
+        let took = started.elapsed();
+        assert_eq!(status, 503, "{method}: {answer}");
+        assert!(answer.contains("unavailable; retry later"), "{method}: {answer}");
+        assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(8), "{method} took {took:?}");
+    }
+    runtime.block_on(sqlx::raw_sql("ROLLBACK").execute(&mut holder)).unwrap();
+
+    assert_eq!(http(&addr, "PATCH", session, r#"{"stateDelta": {"k": 2}}"#).0, 200);
+    let (status, body) = http(&addr, "GET", session, "");
+    assert_eq!(status, 200);
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&body).unwrap()["state"]["k"], 2, "{body}");
+}

@@ -13,7 +13,7 @@ use agentstate::store::SessionStore;
 use agentstate_sql::SqlStore;
 
 use super::{Load, NoAnswer, Scratch, lost, spare_port, state_through};
-use crate::binary::{Running, http, serve};
+use crate::binary::{Running, http, serve_with};
 use crate::outage::{is_root, wait_for};
 
 /// One node: its directory, client port and cluster ports.
@@ -196,6 +196,9 @@ fn galera_three_nodes_conformance_schema_race_and_a_killed_node_loses_nothing() 
     // Two servers on two nodes; the second node is killed and rejoins.
     nodes[0].sql("CREATE DATABASE drill").unwrap();
     let drill = Instant::now();
+    // A store call the cluster holds (commits wait while it evicts the killed node) is answered
+    // fails after 3 s and its PATCH is answered 503, well within the writers' 10 s.
+    let serve = |url: &str| serve_with(&["--db", url, "--addr", "127.0.0.1:0", "--store-timeout-secs", "3"]);
     let (child_a, addr_a) = serve(&nodes[0].url("drill"));
     let (child_b, addr_b) = serve(&nodes[1].url("drill"));
     let (_a, _b) = (Running(child_a), Running(child_b));
