@@ -44,6 +44,7 @@ mod durability;
 mod erasure;
 mod full_disk;
 mod interop;
+mod memory_search;
 mod mysql;
 mod postgres;
 mod resting;

@@ -6,6 +6,7 @@
 mod commit;
 mod load;
 mod pooled;
+mod search;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -20,6 +21,7 @@ use commit::{commit_in, copy_in, create_in, delete_expired_in, drop_events_in, e
 pub(super) use common::*;
 use load::{events_in, get_in, list_in};
 pub(super) use pooled::*;
+use search::memory_search;
 
 use crate::codec::{self, merge_row, micros, parse_state, state_text};
 use crate::pool::sqlx_error;
@@ -31,99 +33,6 @@ pub(crate) const SYSTEM: &str = "mysql";
 crate::memories::memory_operations!(sqlx::MySql);
 crate::leases::lease_operations!(sqlx::MySql);
 crate::artifacts::artifact_operations!(sqlx::MySql);
-
-/// A memory search, bounded as PostgreSQL's is (a FULLTEXT lookup builds a term's whole hit list
-/// before any limit, so a common word cost every row holding it): the newest memories of the table
-/// are read first (`memory_search_recent.sql`, a window of the limit times
-/// [`RECENT_WINDOW`](crate::memories::RECENT_WINDOW)) and each alternative matched against their
-/// terms here; only an alternative with fewer than `limit` hits there asks the FULLTEXT index
-/// (`memory_search_hits.sql`), whose hit list is then a rarer word's. The hits are ranked by
-/// [`rank_hits`](agentstate::store::rank_hits), as SQLite's, and the rows read for the best
-/// (`memory_search.sql`), the owner and expiry checked on them. Terms are salted per owner, so
-/// every hit is the owner's; an alternative cut at `limit` fills the page alone, so a short page
-/// still means nothing more matched.
-async fn memory_search(
-    pool: &sqlx::MySqlPool,
-    search: &agentstate::store::MemorySearch,
-) -> Result<Vec<MySqlRow>, sqlx::Error> {
-    let alternatives: Vec<&Vec<String>> = search.any_of.iter().filter(|terms| !terms.is_empty()).collect();
-    if alternatives.is_empty() {
-        return Ok(Vec::new());
-    }
-    let limit = i64::try_from(search.limit).unwrap_or(i64::MAX);
-    let recent = sqlx::query(sql!("memory_search_recent"))
-        .bind(limit.saturating_mul(crate::memories::RECENT_WINDOW))
-        .fetch_all(pool)
-        .await?;
-    let recent: Vec<(i64, std::collections::HashSet<&str>)> = recent
-        .iter()
-        .map(|row| Ok((row.try_get("row_id")?, row.try_get::<&str, _>("terms")?.split_ascii_whitespace().collect())))
-        .collect::<Result<_, sqlx::Error>>()?;
-    let in_window: Vec<Vec<i64>> = alternatives
-        .iter()
-        .map(|terms| {
-            let holds = |held: &std::collections::HashSet<&str>| terms.iter().all(|term| held.contains(term.as_str()));
-            recent.iter().filter(|(_, held)| holds(held)).map(|(row_id, _)| *row_id).take(search.limit).collect()
-        })
-        .collect();
-    // The alternatives the window did not fill ask the index, at once (each on a connection of
-    // its own): the search waits for the slowest lookup, not for their sum.
-    let lookups = alternatives.iter().zip(&in_window).map(|(terms, hits)| async {
-        if hits.len() < search.limit { index_hits(pool, terms, &recent, limit).await } else { Ok(Vec::new()) }
-    });
-    let older = futures_util::future::try_join_all(lookups).await?;
-    let found: Vec<Vec<i64>> = in_window
-        .into_iter()
-        .zip(older)
-        .map(|(mut hits, older)| {
-            for row_id in older {
-                if !hits.contains(&row_id) {
-                    hits.push(row_id);
-                }
-            }
-            hits
-        })
-        .collect();
-    let ranked = agentstate::store::rank_hits(&found, search.limit);
-    if ranked.is_empty() {
-        return Ok(Vec::new());
-    }
-    sqlx::query(sql!("memory_search"))
-        .bind(Value::from(ranked).to_string())
-        .bind(search.owner.app_name().to_owned())
-        .bind(search.owner.user_id().to_owned())
-        .bind(search.now_micros)
-        .fetch_all(pool)
-        .await
-}
-
-/// An alternative's hits from the FULLTEXT index, at most `limit`. The index looks up its rarest
-/// term alone (the one fewest of the newest memories hold): `+rare +common` would build the common
-/// word's whole hit list to intersect it (21 ms against 4 ms, measured at 100,000 memories). The
-/// other terms are checked on the rare term's rows, which stops at the limit; a term is 12 letters
-/// between spaces, so a substring match is a whole-term match.
-async fn index_hits(
-    pool: &sqlx::MySqlPool,
-    terms: &[String],
-    recent: &[(i64, std::collections::HashSet<&str>)],
-    limit: i64,
-) -> Result<Vec<i64>, sqlx::Error> {
-    let held_by = |term: &&String| recent.iter().filter(|(_, held)| held.contains(term.as_str())).count();
-    let Some(rarest) = terms.iter().min_by_key(held_by) else { return Ok(Vec::new()) };
-    let others: Vec<&String> = terms.iter().filter(|term| *term != rarest).collect();
-    // The statement's text is ours: the file, then one fixed condition per other term.
-    let mut statement = sql!("memory_search_hits").trim_end().to_owned();
-    for _ in &others {
-        statement.push_str(" AND INSTR(terms, ?) > 0");
-    }
-    statement.push_str(" LIMIT ?");
-    // `+rare`: the term is lower-case letters, never boolean-mode syntax.
-    let mut query = sqlx::query_scalar(sqlx::AssertSqlSafe(statement)).bind(format!("+{rarest}"));
-    for term in others {
-        query = query.bind(term.as_str());
-    }
-    query.bind(limit).fetch_all(pool).await
-}
 
 /// What a transaction body can fail with: a driver error (maybe retried) or a final answer.
 pub(super) enum Failure {
