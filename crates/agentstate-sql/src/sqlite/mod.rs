@@ -115,6 +115,11 @@ impl ReaderPool {
         Ok(conn)
     }
 
+    /// An idle connection, if one is open: never opens one.
+    fn idle(&self) -> Option<Connection> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop()
+    }
+
     fn give_back(&self, conn: Connection) {
         self.idle.lock().unwrap_or_else(PoisonError::into_inner).push(conn);
     }
@@ -198,6 +203,32 @@ impl SqliteStore {
         .await
         .map_err(|e| Error::backend("a SQLite read panicked", false, e))?
     }
+
+    /// A read of a few rows by an index (microseconds), run on the caller's thread when a reader
+    /// connection is idle: handing it to a blocking thread and back costs more than the read (a
+    /// session's users by its id: 38 µs of a 158 µs request, measured with `grpc_figures --only
+    /// router`). It does not wait there for a lock (a checkpoint's, say): any failure runs it
+    /// again as [`read`](Self::read) does, which waits and reports.
+    async fn read_quick<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Fn(&Connection) -> Result<T> + Send + 'static,
+    {
+        if let Some(pool) = &self.readers
+            && let Ok(permit) = pool.permits.try_acquire()
+            && let Some(conn) = pool.idle()
+        {
+            let found = conn.busy_timeout(Duration::ZERO).ok().map(|()| f(&conn));
+            if conn.busy_timeout(pool.busy_timeout).is_ok() {
+                pool.give_back(conn);
+            }
+            drop(permit);
+            if let Some(Ok(found)) = found {
+                return Ok(found);
+            }
+        }
+        self.read(f).await
+    }
 }
 
 /// Each cached statement is planned once, not again for the values bound to it: SQLite (with
@@ -275,7 +306,7 @@ impl SessionStore for SqliteStore {
 
     async fn users_with_session(&self, app: &str, session_id: &str, now_micros: i64) -> Result<Vec<String>> {
         let (app, session_id) = (app.to_owned(), session_id.to_owned());
-        self.read(move |conn| ops::users_with_session(conn, &app, &session_id, now_micros)).await
+        self.read_quick(move |conn| ops::users_with_session(conn, &app, &session_id, now_micros)).await
     }
 
     fn system(&self) -> &'static str {
@@ -496,6 +527,45 @@ mod tests {
         // Without it, binding the limit prepares the statement again.
         let plain = Connection::open_in_memory().unwrap();
         assert!(prepared_again(&plain) > 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A quick read runs on the caller's thread once a reader is idle, without waiting for a
+    /// lock there (busy timeout zero); one that fails there runs again on a blocking thread, with
+    /// the busy timeout, and its answer is that run's.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_quick_read_runs_here_and_again_off_this_thread_if_it_fails_here() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        let dir = std::env::temp_dir().join(format!("agentstate-quick-read-{}", Event::new_id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = SqliteStore::open(SqliteOptions { path: Some(dir.join("db.sqlite")), ..SqliteOptions::default() })
+            .await
+            .unwrap();
+        let here = std::thread::current().id();
+        // Where each run was, and whether it could wait for a lock (a busy timeout).
+        let runs = Arc::new(Mutex::new(Vec::new()));
+        let failures = Arc::new(AtomicUsize::new(0));
+        let read = |fail_first: bool| {
+            let (runs, failures) = (Arc::clone(&runs), Arc::clone(&failures));
+            move |conn: &Connection| {
+                let waits: i64 = conn.query_row("PRAGMA busy_timeout", [], |row| row.get(0)).unwrap();
+                runs.lock().unwrap().push((std::thread::current().id() == here, waits > 0));
+                if fail_first && failures.fetch_add(1, Ordering::SeqCst) == 0 {
+                    return Err(Error::backend("database is locked", true, "busy"));
+                }
+                Ok(waits)
+            }
+        };
+        // No reader is open yet: the first read opens one on a blocking thread.
+        store.read_quick(read(false)).await.unwrap();
+        assert_eq!(std::mem::take(&mut *runs.lock().unwrap()), [(false, true)]);
+        // Now here, not waiting for locks; the reader keeps its busy timeout afterwards.
+        assert_eq!(store.read_quick(read(false)).await.unwrap(), 0);
+        assert_eq!(std::mem::take(&mut *runs.lock().unwrap()), [(true, false)]);
+        // Failing here: again there, waiting as any read does; that run answers.
+        assert_eq!(store.read_quick(read(true)).await.unwrap(), 5_000);
+        assert_eq!(std::mem::take(&mut *runs.lock().unwrap()), [(true, false), (false, true)]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
