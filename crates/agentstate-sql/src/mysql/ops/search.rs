@@ -11,7 +11,7 @@ use sqlx::mysql::{MySqlPool, MySqlRow};
 
 use crate::memories::RECENT_WINDOW;
 
-/// The most rows a search reads further back, in times its limit.
+/// The most rows a search's window of newest memories holds, in times its limit.
 const WIDEST_WINDOW: usize = 64;
 
 /// Reading a row to check a term on it costs about what this many hits of an index list do
