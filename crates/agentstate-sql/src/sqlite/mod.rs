@@ -103,7 +103,7 @@ impl ReaderPool {
     /// An idle connection, or a new one: only under a permit, so there are never more than
     /// the permits.
     fn take(&self) -> Result<Connection> {
-        if let Some(conn) = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop() {
+        if let Some(conn) = self.idle() {
             return Ok(conn);
         }
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
