@@ -1,6 +1,6 @@
 //! `ListEvents`' reply over gRPC, against its floor: the same page as the REST answer's JSON (what
-//! the REST route writes for it). `reply` is what the server does, each event's message built
-//! from the event (`agentstate_server::grpc::events_reply`) and encoded; `transcoded` is what it
+//! the REST route writes for it). `reply` is what the server does, each event's message written
+//! in wire format from the event (`agentstate_server::grpc::events_reply`); `transcoded` is what it
 //! did before, kept as the baseline: the REST answer as a JSON tree, read into the message
 //! (proto3's JSON mapping), then encoded. Pages of 20 events (a client's page of the newest) and
 //! 100 (the default page).
@@ -54,9 +54,9 @@ fn bench(c: &mut Criterion) {
         let page = RestPage(&events, &names);
         // The two must be the same message, or the comparison means nothing.
         let transcoded: api::ListEventsResponse = serde_json::from_value(serde_json::to_value(&page).unwrap()).unwrap();
-        assert_eq!(events_reply(SESSION, &events, None).unwrap(), transcoded);
+        assert_eq!(events_reply(SESSION, &events, None).unwrap().message().unwrap(), transcoded);
         group.bench_with_input(BenchmarkId::new("reply", n), &events, |b, events| {
-            b.iter(|| black_box(events_reply(SESSION, events, None).unwrap().encode_to_vec()));
+            b.iter(|| black_box(events_reply(SESSION, events, None).unwrap()));
         });
         group.bench_with_input(BenchmarkId::new("transcoded", n), &page, |b, page| {
             b.iter(|| {

@@ -1,20 +1,22 @@
 //! The Agent Engine Sessions API over gRPC next to the same calls over REST and in process: an
-//! append, and the newest 20 events of a session of 1,000, against one server on one store.
+//! append, a session without its events (the smallest answer: mostly each surface's own cost per
+//! call), and the newest 20 events of a session of 1,000, against one server on one store.
 //!
 //! `cargo run --release -p agentstate-bench --bin grpc_figures [-- --db sqlite|memory --runs N
-//! --only router,rest,grpc]`
+//! --only router,grpc-router,rest,grpc]`
 //! serves the API (REST and gRPC on one loopback port, as `agentstate serve` does) over a fresh
 //! store, then times `--runs` calls of each kind on each surface, the surfaces taking turns in
 //! rounds of 50 so that none gets a warmer cache; it prints medians and p99s, with each surface's
-//! median as a ratio to the in-process call, and the REST handler called through the router
-//! without a socket (what the HTTP connection itself costs is the difference; its answer is
-//! skimmed for the count of events, not parsed into values). One client at a time: these are
+//! median as a ratio to the in-process call, and the REST handler and the gRPC method called
+//! through the router without a socket (what the connection itself costs is the difference; a
+//! page is skimmed for its count of events, not parsed into values or decoded, so these time the
+//! server's side). One client at a time: these are
 //! latencies, not throughput. `--only` times the in-process baseline and the surfaces named: to
 //! profile one.
 
 use std::time::{Duration, Instant};
 
-use agentstate::{CreateSession, Event, ListEvents, SessionKey, SessionService};
+use agentstate::{CreateSession, Event, GetSessionConfig, ListEvents, SessionKey, SessionService};
 use agentstate_server::grpc::proto::google::cloud::aiplatform::v1beta1 as api;
 use agentstate_server::{AppState, Connections, app, serve};
 use api::session_service_client::SessionServiceClient;
@@ -30,7 +32,7 @@ struct Args {
     /// Calls timed per kind and surface.
     #[arg(long, default_value_t = 1000)]
     runs: usize,
-    /// Only these surfaces besides the in-process baseline (`router`, `rest`, `grpc`; all when
+    /// Only these surfaces besides the in-process baseline (`router`, `grpc-router`, `rest`, `grpc`; all when
     /// none is named): to profile one of them.
     #[arg(long, value_delimiter = ',')]
     only: Vec<Surface>,
@@ -46,11 +48,14 @@ enum Surface {
     InProcess,
     /// The REST handler called through the router, without a socket: where the time goes.
     Router,
+    /// The gRPC method called through the router, without a socket: the server's side of a
+    /// call, next to the REST handler's.
+    GrpcRouter,
     Rest,
     Grpc,
 }
 
-const SURFACES: [Surface; 4] = [Surface::InProcess, Surface::Router, Surface::Rest, Surface::Grpc];
+const SURFACES: [Surface; 5] = [Surface::InProcess, Surface::Router, Surface::GrpcRouter, Surface::Rest, Surface::Grpc];
 
 struct Clients {
     service: SessionService,
@@ -121,6 +126,28 @@ impl Clients {
         Ok((status, axum::body::to_bytes(response.into_body(), usize::MAX).await?))
     }
 
+    /// A gRPC call of `method` through the router, no socket: the request framed as on the wire
+    /// (a 5-byte prefix, the message), the answer's message unframed, as bytes.
+    async fn route_grpc(&self, method: &str, message: &impl prost::Message) -> anyhow::Result<axum::body::Bytes> {
+        use http_body_util::BodyExt;
+        use tower::ServiceExt;
+        let mut frame = vec![0];
+        frame.extend(u32::try_from(message.encoded_len())?.to_be_bytes());
+        message.encode(&mut frame)?;
+        let request = axum::http::Request::builder()
+            .method("POST")
+            .uri(format!("/google.cloud.aiplatform.v1beta1.SessionService/{method}"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(axum::body::Body::from(frame))?;
+        let answer = self.router.clone().oneshot(request).await?.into_body().collect().await?;
+        let status = answer.trailers().and_then(|t| t.get("grpc-status")).cloned();
+        anyhow::ensure!(status.as_ref().is_some_and(|s| s == "0"), "{method}: grpc-status {status:?}");
+        let mut bytes = answer.to_bytes();
+        anyhow::ensure!(bytes.len() >= 5, "{method}: no message in the answer");
+        Ok(bytes.split_off(5))
+    }
+
     async fn append(&mut self, surface: Surface, session: &str, n: usize) -> anyhow::Result<()> {
         match surface {
             Surface::InProcess => {
@@ -134,6 +161,10 @@ impl Clients {
                 let (status, _) = self.route("POST", &uri, Some(event_json(n))).await?;
                 anyhow::ensure!(status.is_success(), "append: {status}");
             }
+            Surface::GrpcRouter => {
+                let request = api::AppendEventRequest { name: name(session), event: Some(event_message(n)) };
+                self.route_grpc("AppendEvent", &request).await?;
+            }
             Surface::Rest => {
                 let url = format!("{}/v1beta1/{}:appendEvent", self.base, name(session));
                 let response = self.http.post(url).json(&event_json(n)).send().await?;
@@ -145,6 +176,35 @@ impl Clients {
             }
         }
         Ok(())
+    }
+
+    /// A session without its events: the call whose answer is smallest, so what is left of its
+    /// time on each surface is mostly that surface's own cost per call.
+    async fn get(&mut self, surface: Surface, session: &str) -> anyhow::Result<String> {
+        Ok(match surface {
+            Surface::InProcess => {
+                let key = SessionKey::new(ENGINE, USER, session)?;
+                let found = self.service.get_session(&key, GetSessionConfig::recent(0)).await?;
+                found.map(|s| s.user_id().to_owned()).unwrap_or_default()
+            }
+            Surface::Router => {
+                let (_, body) = self.route("GET", &format!("/v1beta1/{}", name(session)), None).await?;
+                user_of(&body)?
+            }
+            Surface::GrpcRouter => {
+                let request = api::GetSessionRequest { name: name(session) };
+                <api::Session as prost::Message>::decode(self.route_grpc("GetSession", &request).await?)?.user_id
+            }
+            Surface::Rest => {
+                let body =
+                    self.http.get(format!("{}/v1beta1/{}", self.base, name(session))).send().await?.bytes().await?;
+                user_of(&body)?
+            }
+            Surface::Grpc => {
+                let request = api::GetSessionRequest { name: name(session) };
+                self.grpc.get_session(request).await?.into_inner().user_id
+            }
+        })
     }
 
     async fn newest_20(&mut self, surface: Surface, session: &str) -> anyhow::Result<usize> {
@@ -165,6 +225,11 @@ impl Clients {
                 }
                 serde_json::from_slice::<Page>(&page)?.events.len()
             }
+            Surface::GrpcRouter => {
+                // Skimmed for its events, not decoded: this surface times the server's side.
+                let page = self.route_grpc("ListEvents", &list_events_request(session)).await?;
+                count_field(&page, 1)?
+            }
             Surface::Rest => {
                 let url =
                     format!("{}/v1beta1/{}/events?pageSize=20&orderBy=timestamp%20desc", self.base, name(session));
@@ -172,16 +237,42 @@ impl Clients {
                 page["sessionEvents"].as_array().map_or(0, Vec::len)
             }
             Surface::Grpc => {
-                let request = api::ListEventsRequest {
-                    parent: name(session),
-                    page_size: 20,
-                    order_by: "timestamp desc".into(),
-                    ..Default::default()
-                };
-                self.grpc.list_events(request).await?.into_inner().session_events.len()
+                self.grpc.list_events(list_events_request(session)).await?.into_inner().session_events.len()
             }
         })
     }
+}
+
+/// The newest 20 events of `session`.
+fn list_events_request(session: &str) -> api::ListEventsRequest {
+    api::ListEventsRequest {
+        parent: name(session),
+        page_size: 20,
+        order_by: "timestamp desc".into(),
+        ..Default::default()
+    }
+}
+
+/// How many times field `field` is in `message`, its other fields skipped.
+fn count_field(mut message: &[u8], field: u32) -> anyhow::Result<usize> {
+    use prost::encoding::{DecodeContext, decode_key, skip_field};
+    let mut count = 0;
+    while !message.is_empty() {
+        let (tag, wire_type) = decode_key(&mut message)?;
+        count += usize::from(tag == field);
+        skip_field(wire_type, tag, &mut message, DecodeContext::default())?;
+    }
+    Ok(count)
+}
+
+/// The `userId` of a session resource.
+fn user_of(body: &[u8]) -> anyhow::Result<String> {
+    #[derive(serde::Deserialize)]
+    struct Resource {
+        #[serde(rename = "userId")]
+        user_id: String,
+    }
+    Ok(serde_json::from_slice::<Resource>(body)?.user_id)
 }
 
 fn stats(mut samples: Vec<Duration>) -> (Duration, Duration) {
@@ -231,6 +322,7 @@ async fn main() -> anyhow::Result<()> {
     }
 
     let mut appends: Vec<Vec<Duration>> = vec![Vec::new(); SURFACES.len()];
+    let mut gets: Vec<Vec<Duration>> = vec![Vec::new(); SURFACES.len()];
     let mut reads: Vec<Vec<Duration>> = vec![Vec::new(); SURFACES.len()];
     let mut done = 0;
     while done < args.runs {
@@ -247,6 +339,12 @@ async fn main() -> anyhow::Result<()> {
             }
             for _ in 0..round {
                 let start = Instant::now();
+                let user = clients.get(surface, &session).await?;
+                gets[i].push(start.elapsed());
+                anyhow::ensure!(user == USER, "{surface:?} read the session of {user:?}, not {USER:?}");
+            }
+            for _ in 0..round {
+                let start = Instant::now();
                 let read = clients.newest_20(surface, "long").await?;
                 reads[i].push(start.elapsed());
                 anyhow::ensure!(read == 20, "{surface:?} read {read} events, not 20");
@@ -257,9 +355,13 @@ async fn main() -> anyhow::Result<()> {
     }
 
     println!("store: {}, {} calls of each kind per surface, one client, loopback", args.db, args.runs);
-    println!("| call | in process | REST handler, no socket | REST (HTTP/1.1, JSON) | gRPC (HTTP/2, protobuf) |");
-    println!("|---|---|---|---|---|");
-    for (what, samples) in [("append an event", appends), ("newest 20 of 1,000 events", reads)] {
+    println!(
+        "| call | in process | REST handler, no socket | gRPC method, no socket | REST (HTTP/1.1, JSON) | gRPC (HTTP/2, protobuf) |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let calls =
+        [("append an event", appends), ("get a session, no events", gets), ("newest 20 of 1,000 events", reads)];
+    for (what, samples) in calls {
         let medians: Vec<Option<(Duration, Duration)>> =
             samples.into_iter().map(|s| (!s.is_empty()).then(|| stats(s))).collect();
         let floor = medians[0].map_or(1.0, |(p50, _)| p50.as_secs_f64());

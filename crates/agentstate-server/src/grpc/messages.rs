@@ -2,8 +2,10 @@
 //! (`GetSession`, `CreateSession`'s operation) and `ListEvents`' page. Each message field by
 //! field, the free-form ones (`rawEvent`, a state, a delta, metadata) written as `Struct`s at
 //! once, and only the typed model pieces (content, grounding, transcriptions) read from their
-//! JSON. The same messages the REST answers read back as (the tests hold the two to each other),
-//! without the answers' JSON trees and their reading.
+//! JSON. `ListEvents`' page is written in wire format as it goes ([`EventsReply`]): no message,
+//! no `Struct` hash maps, no lengths worked out again at every level. The same messages the REST
+//! answers read back as (the tests hold the two to each other), without the answers' JSON trees
+//! and their reading.
 
 use agentstate::wire::engine::EventResource;
 use agentstate::{Event, Map, Session, Timestamp, Value};
@@ -13,7 +15,7 @@ use tonic::Status;
 
 use super::convert::{Nulls, from_json};
 use super::proto::google::cloud::aiplatform::v1beta1 as api;
-use super::structs;
+use super::{protowire, structs};
 use crate::routes::vertex::{Engine, EventsPage};
 
 /// A session as the API's message: its name, user, merged state, times and attributes.
@@ -23,7 +25,7 @@ pub(super) fn session(engine: &Engine, session: &Session) -> Result<api::Session
     Ok(api::Session {
         name: engine.session_name(session.id()),
         user_id: session.user_id().to_owned(),
-        session_state: Some(free_form(session.state().all())?),
+        session_state: Some(free_form_struct(session.state().all())?),
         create_time: Some(time(session.create_time_micros())),
         update_time: Some(time(session.last_update_micros())),
         expiration: attributes.expire_time_micros.map(|t| api::session::Expiration::ExpireTime(time(t))),
@@ -42,75 +44,151 @@ fn timestamp(time: Timestamp) -> pbjson_types::Timestamp {
 }
 
 /// A page of events as the reply.
-pub(super) fn page_reply(page: &EventsPage) -> Result<api::ListEventsResponse, Status> {
+pub(super) fn page_reply(page: &EventsPage) -> Result<EventsReply, Status> {
     events_reply(&page.session, &page.events, page.next_page_token.as_deref())
 }
 
+/// `ListEvents`' reply, encoded: `ListEventsResponse`'s bytes, written from the events without
+/// building the message first (what tonic sends as they are).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct EventsReply(Vec<u8>);
+
+impl std::fmt::Debug for EventsReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "EventsReply({} bytes)", self.0.len())
+    }
+}
+
+impl EventsReply {
+    /// The reply's bytes: a `ListEventsResponse`.
+    pub fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The reply as the message it encodes.
+    ///
+    /// # Errors
+    /// None for a reply [`events_reply`] wrote; `INTERNAL` if the bytes were not a message.
+    pub fn message(&self) -> Result<api::ListEventsResponse, Status> {
+        prost::Message::decode(self.0.as_slice()).map_err(unfit)
+    }
+}
+
+/// Sent as it is: its bytes are the message. Never read: a server only writes replies.
+impl prost::Message for EventsReply {
+    fn encode_raw(&self, buf: &mut impl prost::bytes::BufMut) {
+        buf.put_slice(&self.0);
+    }
+
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire_type: prost::encoding::WireType,
+        buf: &mut impl prost::bytes::Buf,
+        ctx: prost::encoding::DecodeContext,
+    ) -> Result<(), prost::DecodeError> {
+        prost::encoding::skip_field(wire_type, tag, buf, ctx)
+    }
+
+    fn encoded_len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
 /// `ListEvents`' reply: `events` of the session named `session` (`…/sessions/S`), and the token
-/// of the next page if there is one. Public for the benchmarks.
+/// of the next page if there is one, encoded. Public for the benchmarks.
 ///
 /// # Errors
 /// `INTERNAL` for an event the message cannot hold (an `artifactDelta` version that is not an
 /// `int32`, content whose fields are not the API's), as the REST answer read back would be.
-pub fn events_reply(
-    session: &str,
-    events: &[Event],
-    next_page_token: Option<&str>,
-) -> Result<api::ListEventsResponse, Status> {
-    let session_events = events
-        .iter()
-        .map(|event| session_event(&format!("{session}/events/{}", event.id), event))
-        .collect::<Result<_, _>>()?;
-    Ok(api::ListEventsResponse { session_events, next_page_token: next_page_token.unwrap_or_default().to_owned() })
+pub fn events_reply(session: &str, events: &[Event], next_page_token: Option<&str>) -> Result<EventsReply, Status> {
+    let mut out = Vec::with_capacity(events.len() * 512);
+    let mut name = String::new();
+    for event in events {
+        name.clear();
+        name.push_str(session);
+        name.push_str("/events/");
+        name.push_str(&event.id);
+        protowire::nested(&mut out, 1, |out| write_session_event(out, &name, event))?;
+    }
+    protowire::string(&mut out, 2, next_page_token.unwrap_or_default());
+    Ok(EventsReply(out))
 }
 
-/// An event named `name` as the API's message.
-pub(super) fn session_event(name: &str, event: &Event) -> Result<api::SessionEvent, Status> {
+/// An event named `name` as the API's `SessionEvent`, its fields written in turn: the typed
+/// model pieces (content, grounding, transcriptions) read from their JSON into their messages,
+/// the free-form ones written as `Struct`s at once.
+fn write_session_event(out: &mut Vec<u8>, name: &str, event: &Event) -> Result<(), Status> {
+    use protowire::{boolean, bytes, message, nested, string};
     let resource = EventResource { name: Some(name), event, state_delta: &event.actions.state_delta };
     let actions = &event.actions;
-    Ok(api::SessionEvent {
-        name: name.to_owned(),
-        author: event.author.clone(),
-        content: resource.content().map(|content| typed(&content)).transpose()?,
-        invocation_id: event.invocation_id.clone(),
-        actions: Some(api::EventActions {
-            skip_summarization: actions.skip_summarization.unwrap_or_default(),
-            state_delta: Some(free_form(resource.state_delta)?),
-            artifact_delta: artifact_delta(&actions.artifact_delta)?,
-            escalate: actions.escalate.unwrap_or_default(),
-            requested_auth_configs: resource.requested_auth_configs().map(|c| free_form(&c)).transpose()?,
-            transfer_agent: actions.transfer_to_agent.clone().unwrap_or_default(),
-        }),
-        timestamp: Some(timestamp(event.given_time())),
-        error_code: event.error_code.clone().unwrap_or_default(),
-        error_message: event.error_message.clone().unwrap_or_default(),
-        event_metadata: Some(api::EventMetadata {
-            grounding_metadata: resource
-                .unmodelled("grounding_metadata", "groundingMetadata")
-                .map(|g| typed(&g))
-                .transpose()?,
-            partial: event.partial.unwrap_or_default(),
-            turn_complete: event.turn_complete.unwrap_or_default(),
-            interrupted: event.extra.get("interrupted").and_then(Value::as_bool).unwrap_or_default(),
-            long_running_tool_ids: event.long_running_tool_ids.clone().unwrap_or_default(),
-            branch: event.branch.clone().unwrap_or_default(),
-            custom_metadata: resource.custom_metadata().map(|m| free_form(&m)).transpose()?,
-            input_transcription: resource
-                .unmodelled("input_transcription", "inputTranscription")
-                .map(|t| typed(&t))
-                .transpose()?,
-            output_transcription: resource
-                .unmodelled("output_transcription", "outputTranscription")
-                .map(|t| typed(&t))
-                .transpose()?,
-        }),
-        raw_event: Some(free_form(&resource.raw_event())?),
-    })
+    string(out, 1, name);
+    string(out, 3, &event.author);
+    if let Some(content) = resource.content() {
+        message(out, 4, &typed::<api::Content>(&content)?);
+    }
+    string(out, 5, &event.invocation_id);
+    nested(out, 6, |out| {
+        boolean(out, 1, actions.skip_summarization.unwrap_or_default());
+        free_form(out, 2, resource.state_delta)?;
+        let artifacts = artifact_delta(&actions.artifact_delta)?;
+        prost::encoding::hash_map::encode(
+            prost::encoding::string::encode,
+            prost::encoding::string::encoded_len,
+            prost::encoding::int32::encode,
+            prost::encoding::int32::encoded_len,
+            3,
+            &artifacts,
+            out,
+        );
+        boolean(out, 6, actions.escalate.unwrap_or_default());
+        if let Some(configs) = resource.requested_auth_configs() {
+            free_form(out, 7, &configs)?;
+        }
+        string(out, 8, actions.transfer_to_agent.as_deref().unwrap_or_default());
+        Ok::<_, Status>(())
+    })?;
+    message(out, 8, &timestamp(event.given_time()));
+    string(out, 9, event.error_code.as_deref().unwrap_or_default());
+    string(out, 10, event.error_message.as_deref().unwrap_or_default());
+    nested(out, 11, |out| {
+        if let Some(grounding) = resource.unmodelled("grounding_metadata", "groundingMetadata") {
+            message(out, 1, &typed::<api::GroundingMetadata>(&grounding)?);
+        }
+        boolean(out, 2, event.partial.unwrap_or_default());
+        boolean(out, 3, event.turn_complete.unwrap_or_default());
+        boolean(out, 4, event.extra.get("interrupted").and_then(Value::as_bool).unwrap_or_default());
+        for id in event.long_running_tool_ids.iter().flatten() {
+            bytes(out, 5, id.as_bytes());
+        }
+        string(out, 6, event.branch.as_deref().unwrap_or_default());
+        if let Some(metadata) = resource.custom_metadata() {
+            free_form(out, 7, &metadata)?;
+        }
+        for (field, key, json_key) in
+            [(10, "input_transcription", "inputTranscription"), (11, "output_transcription", "outputTranscription")]
+        {
+            if let Some(transcription) = resource.unmodelled(key, json_key) {
+                message(out, field, &typed::<api::Transcription>(&transcription)?);
+            }
+        }
+        Ok::<_, Status>(())
+    })?;
+    free_form(out, 12, &resource.raw_event())
 }
 
-/// A free-form field (a `Struct`).
-fn free_form(value: &impl Serialize) -> Result<pbjson_types::Struct, Status> {
+/// A free-form field (a `Struct`) of a message being built.
+fn free_form_struct(value: &impl Serialize) -> Result<pbjson_types::Struct, Status> {
     structs::to_struct(value).map_err(unfit)
+}
+
+/// A free-form field (a `Struct`), field `field` of the message being written.
+fn free_form(out: &mut Vec<u8>, field: u32, value: &impl Serialize) -> Result<(), Status> {
+    structs::write_struct(out, field, value).map_err(unfit)
 }
 
 /// A typed field, read from its JSON as the API's JSON reads (proto3's mapping).
@@ -147,6 +225,13 @@ mod tests {
     use super::*;
 
     const NAME: &str = "projects/p/locations/l/reasoningEngines/1/sessions/s/events/e1";
+
+    /// The event's message, read back from the bytes written for it.
+    fn session_event(name: &str, event: &Event) -> Result<api::SessionEvent, Status> {
+        let mut out = Vec::new();
+        write_session_event(&mut out, name, event)?;
+        Ok(prost::Message::decode(out.as_slice()).unwrap())
+    }
 
     /// Events with every field the message has, and the values its JSON reading treats apart:
     /// nulls (at the top of a struct and deep), integers beyond 2^53, whole and fractional
@@ -210,11 +295,14 @@ mod tests {
     fn a_page_is_the_message_its_rest_answer_reads_back_as() {
         let events = events();
         let session = "projects/p/locations/l/reasoningEngines/1/sessions/s";
-        let built = events_reply(session, &events, Some("next")).unwrap();
+        let built = events_reply(session, &events, Some("next")).unwrap().message().unwrap();
         assert_eq!(built.session_events.len(), events.len());
         assert_eq!(built.next_page_token, "next");
         assert_eq!(built.session_events[1].name, format!("{session}/events/{}", events[1].id));
-        assert!(events_reply(session, &[], None).unwrap().next_page_token.is_empty());
+        for (event, message) in events.iter().zip(&built.session_events) {
+            assert_eq!(*message, session_event(&format!("{session}/events/{}", event.id), event).unwrap());
+        }
+        assert!(events_reply(session, &[], None).unwrap().bytes().is_empty());
     }
 
     #[test]

@@ -7,9 +7,9 @@
 //! Every call is the REST surface's: the request message
 //! in its proto3 JSON form is the REST body, and the REST answer read back is the reply, so
 //! the two surfaces keep the same sessions by the same rules, tokens and limits. `ListEvents`,
-//! the call a long conversation makes most, builds its reply from the events instead (the
-//! message the REST answer reads back as, without its JSON: see `messages`), and so does a
-//! session's reply.
+//! the call a long conversation makes most, writes its reply from the events instead, in wire
+//! format (the message the REST answer reads back as, without its JSON and without building the
+//! message: see `messages`), and a session's reply is built from the session.
 //!
 //! Who may call each method is in [`METHODS`] (and in `/openapi.json` under `x-grpc`).
 
@@ -17,10 +17,11 @@ mod convert;
 mod memory_bank;
 mod messages;
 mod operations;
+mod protowire;
 mod sessions;
 mod structs;
 
-pub use messages::events_reply;
+pub use messages::{EventsReply, events_reply};
 
 use axum::Router;
 use axum::extract::Request;
@@ -114,13 +115,25 @@ pub(crate) fn beside(rest: Router, state: AppState) -> Router {
             memory_bank::MemoryBank::new(state.clone()),
         )
         .max_decoding_message_size(limit);
-    let operations =
-        proto::google::longrunning::operations_server::OperationsServer::new(operations::Operations::new(state))
-            .max_decoding_message_size(limit);
+    let operations = proto::google::longrunning::operations_server::OperationsServer::new(operations::Operations::new(
+        state.clone(),
+    ))
+    .max_decoding_message_size(limit);
+    // `ListEvents` answers the bytes it wrote: served beside the generated service, as it is.
+    let list_events = sessions::ListEventsMethod(std::sync::Arc::new(sessions::Sessions::new(state)));
+    let list_events = tower::service_fn(move |request: Request| {
+        let method = list_events.clone();
+        async move {
+            let codec = tonic_prost::ProstCodec::<messages::EventsReply, _>::default();
+            let mut grpc = tonic::server::Grpc::new(codec).apply_max_message_size_config(Some(limit), None);
+            Ok::<_, std::convert::Infallible>(grpc.unary(method, request).await)
+        }
+    });
     let grpc = tonic::service::Routes::new(sessions)
         .add_service(memory_bank)
         .add_service(operations)
         .into_axum_router()
+        .route_service(sessions::LIST_EVENTS, list_events)
         .layer(axum::middleware::map_response(oversized_is_resource_exhausted));
     let steer = tower::service_fn(move |request: Request| {
         let target = if is_grpc(&request) { grpc.clone() } else { rest.clone() };

@@ -33,6 +33,39 @@ impl Sessions {
     pub(crate) fn new(state: AppState) -> Self {
         Self { state }
     }
+
+    /// `ListEvents`, its reply encoded from the events (see [`messages::events_reply`]).
+    async fn list_events_encoded(
+        &self,
+        request: Request<api::ListEventsRequest>,
+    ) -> Result<Response<messages::EventsReply>, Status> {
+        let (headers, request) = self.open(request);
+        counted(&self.state, "ListEvents", async {
+            let (permit, engine, id) = self.session_of(&headers, &request.parent, "parent").await?;
+            let mut page = page(request.page_size, request.page_token, request.filter, request.order_by);
+            page.page_size.get_or_insert(DEFAULT_EVENT_PAGE);
+            messages::page_reply(&self.caller(&engine, &permit, &headers).events(&id, page).await?)
+        })
+        .await
+    }
+}
+
+/// `ListEvents` as the server serves it: the generated service's method but for its reply type,
+/// the encoded bytes, which tonic sends without building and encoding the message.
+#[derive(Clone)]
+pub(super) struct ListEventsMethod(pub(super) std::sync::Arc<Sessions>);
+
+/// The method's path.
+pub(super) const LIST_EVENTS: &str = "/google.cloud.aiplatform.v1beta1.SessionService/ListEvents";
+
+impl tonic::server::UnaryService<api::ListEventsRequest> for ListEventsMethod {
+    type Response = messages::EventsReply;
+    type Future = std::pin::Pin<Box<dyn Future<Output = Result<Response<Self::Response>, Status>> + Send>>;
+
+    fn call(&mut self, request: Request<api::ListEventsRequest>) -> Self::Future {
+        let sessions = std::sync::Arc::clone(&self.0);
+        Box::pin(async move { sessions.list_events_encoded(request).await })
+    }
 }
 
 /// Runs one call of `method`, counting it (by method and status code) in the server's metrics.
@@ -179,18 +212,14 @@ impl api::session_service_server::SessionService for Sessions {
         .await
     }
 
+    /// Served by [`ListEventsMethod`], which sends the reply's bytes as they were written; this
+    /// is the same call read back into the message, for a caller of the trait itself.
     async fn list_events(
         &self,
         request: Request<api::ListEventsRequest>,
     ) -> Result<Response<api::ListEventsResponse>, Status> {
-        let (headers, request) = self.open(request);
-        counted(&self.state, "ListEvents", async {
-            let (permit, engine, id) = self.session_of(&headers, &request.parent, "parent").await?;
-            let mut page = page(request.page_size, request.page_token, request.filter, request.order_by);
-            page.page_size.get_or_insert(DEFAULT_EVENT_PAGE);
-            messages::page_reply(&self.caller(&engine, &permit, &headers).events(&id, page).await?)
-        })
-        .await
+        let reply = self.list_events_encoded(request).await?;
+        reply.get_ref().message().map(Response::new)
     }
 
     async fn append_event(
