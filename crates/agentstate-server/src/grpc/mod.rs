@@ -106,8 +106,10 @@ fn is_grpc(request: &Request) -> bool {
 /// layers (body limit, route access checks, the fallback 404); every other request to `rest`.
 pub(crate) fn beside(rest: Router, state: AppState) -> Router {
     let limit = state.limits().max_body_bytes;
-    let sessions = proto::google::cloud::aiplatform::v1beta1::session_service_server::SessionServiceServer::new(
-        sessions::Sessions::new(state.clone()),
+    // One service for both: `ListEvents` is served beside the generated service (below).
+    let service = std::sync::Arc::new(sessions::Sessions::new(state.clone()));
+    let sessions = proto::google::cloud::aiplatform::v1beta1::session_service_server::SessionServiceServer::from_arc(
+        std::sync::Arc::clone(&service),
     )
     .max_decoding_message_size(limit);
     let memory_bank =
@@ -115,12 +117,11 @@ pub(crate) fn beside(rest: Router, state: AppState) -> Router {
             memory_bank::MemoryBank::new(state.clone()),
         )
         .max_decoding_message_size(limit);
-    let operations = proto::google::longrunning::operations_server::OperationsServer::new(operations::Operations::new(
-        state.clone(),
-    ))
-    .max_decoding_message_size(limit);
+    let operations =
+        proto::google::longrunning::operations_server::OperationsServer::new(operations::Operations::new(state))
+            .max_decoding_message_size(limit);
     // `ListEvents` answers the bytes it wrote: served beside the generated service, as it is.
-    let list_events = sessions::ListEventsMethod(std::sync::Arc::new(sessions::Sessions::new(state)));
+    let list_events = sessions::ListEventsMethod(service);
     let list_events = tower::service_fn(move |request: Request| {
         let method = list_events.clone();
         async move {

@@ -93,11 +93,17 @@ impl Writer<'_> {
     /// data; the openings to close.
     fn open_variant(&mut self, variant: &str) -> Vec<usize> {
         let mut opened = self.open_map();
-        opened.push(open(self.out, ENTRY));
-        bytes(self.out, ENTRY_KEY, variant.as_bytes());
+        opened.push(open_entry(self.out, variant.as_bytes()));
         opened.push(open(self.out, ENTRY_VALUE));
         opened
     }
+}
+
+/// Opens a `Struct`'s entry and writes its key; where the entry starts, for [`close`].
+fn open_entry(out: &mut Vec<u8>, key: &[u8]) -> usize {
+    let entry = open(out, ENTRY);
+    bytes(out, ENTRY_KEY, key);
+    entry
 }
 
 fn close_all(out: &mut Vec<u8>, opened: &[usize]) {
@@ -153,9 +159,7 @@ impl<'o> Fields<'o> {
             }
             _ => return Err(Error("a map key must be a string".into())),
         };
-        let entry = open(self.out, ENTRY);
-        bytes(self.out, ENTRY_KEY, text);
-        self.entry = Some(entry);
+        self.entry = Some(open_entry(self.out, text));
         Ok(())
     }
 
@@ -168,11 +172,8 @@ impl<'o> Fields<'o> {
     }
 
     fn field(&mut self, key: &str, field_value: &(impl Serialize + ?Sized)) -> Result<(), Error> {
-        let entry = open(self.out, ENTRY);
-        bytes(self.out, ENTRY_KEY, key.as_bytes());
-        nested(self.out, ENTRY_VALUE, |out| value(out, field_value))?;
-        close(self.out, entry);
-        Ok(())
+        self.entry = Some(open_entry(self.out, key.as_bytes()));
+        self.value(field_value)
     }
 
     fn done(self) {
