@@ -75,6 +75,4 @@ SELECT
     EXISTS (SELECT 1 FROM live) AS live,
     (SELECT invocation_id FROM dup) AS dup_invocation_id,
     (SELECT micros FROM dup) AS dup_micros,
-    (SELECT event_data FROM dup) AS dup_event_data,
-    (SELECT (extract(epoch FROM update_time) * 1000000)::bigint FROM sessions
-     WHERE app_name = $1 AND user_id = $2 AND id = $3) AS current_marker
+    (SELECT event_data FROM dup) AS dup_event_data
