@@ -10,6 +10,7 @@ use agentstate::store::LoadedSession;
 use agentstate::{ListSessions, Retention, Session, SessionService, Value};
 
 use crate::metrics::Metrics;
+use crate::pieces::Pieces;
 
 /// Sessions a sweep removes per batch by default: small enough that a request queued behind a
 /// batch waits a few milliseconds at most (see `cargo bench -p agentstate-bench --bench lifecycle`).
@@ -87,19 +88,32 @@ impl serde::Serialize for SessionBody<'_> {
     }
 }
 
-/// The bytes of [`SessionBody`] for a session read with its events as stored: written from
-/// their text.
-pub(crate) fn stored_session_body(session: &LoadedSession) -> Result<Vec<u8>, serde_json::Error> {
-    let wire = agentstate::wire::StoredWireSession(session);
-    let mut out = Vec::with_capacity(wire.size_hint());
-    out.push(b'{');
-    wire.write_fields(&mut out)?;
+/// The bytes of [`SessionBody`] for a session read with its events as stored (written from
+/// their text) or already written: those go out as the store wrote them, between the fields
+/// before and after them, each its own piece.
+pub(crate) fn stored_session_body(mut session: LoadedSession) -> Result<Pieces, serde_json::Error> {
+    let written = session.written_events.take();
+    let wire = agentstate::wire::StoredWireSession(&session);
+    let mut head = Vec::with_capacity(wire.size_hint());
+    head.push(b'{');
+    let (events, mut tail) = match written {
+        Some(events) => {
+            wire.write_head(&mut head)?;
+            let mut tail = Vec::with_capacity(128);
+            wire.write_tail(&mut tail)?;
+            (events.json, tail)
+        }
+        None => {
+            wire.write_fields(&mut head)?;
+            (Vec::new(), Vec::new())
+        }
+    };
     if let Some(at) = session.session.attributes().expire_time_micros {
-        out.extend_from_slice(b",\"expireTime\":");
-        serde_json::to_writer(&mut out, &rfc3339(at))?;
+        tail.extend_from_slice(b",\"expireTime\":");
+        serde_json::to_writer(&mut tail, &rfc3339(at))?;
     }
-    out.push(b'}');
-    Ok(out)
+    tail.push(b'}');
+    Ok(Pieces::from([head, events, tail]))
 }
 
 /// The body of `session`.

@@ -33,6 +33,7 @@ mod listen;
 pub mod memory_model;
 mod metrics;
 pub mod openapi;
+mod pieces;
 mod routes;
 mod running;
 mod state;

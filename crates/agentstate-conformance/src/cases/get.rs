@@ -1,3 +1,4 @@
+use agentstate::compaction::EventView;
 use agentstate::{GetSessionConfig, Session, Timestamp};
 use serde_json::json;
 
@@ -195,8 +196,9 @@ pub(super) async fn sessions_are_found_by_app_and_id(svc: Svc) {
     assert_eq!(svc.find_sessions(&app, " bad").await.unwrap_err().kind(), agentstate::ErrorKind::InvalidArgument);
 }
 
-/// A read of stored events (`get_session_stored`, what an API GET answers from) writes the same
-/// JSON as the decoded read, for every window; expired or missing sessions are none either way.
+/// A read of stored events (`get_session_stored`) writes the same JSON as the decoded read, for
+/// every window, and a read of written events (`get_session_written`, what an API GET answers
+/// from) the same bytes as the stored read; missing sessions are none every way.
 pub(super) async fn stored_reads_show_what_decoded_reads_do(svc: Svc) {
     use agentstate::wire::{StoredWireSession, WireSession};
     use agentstate::{Content, Event};
@@ -220,21 +222,36 @@ pub(super) async fn stored_reads_show_what_decoded_reads_do(svc: Svc) {
         e.extra.insert("custom_metadata".into(), json!({"__adk_internal_x": 1, "shown": {"a_b": 1}}));
         svc.append_event(&mut s, e).await.unwrap();
     }
-    for (recent, after) in [(None, None), (Some(0), None), (Some(2), None), (None, Some(s.last_update_time()))] {
-        let after = after.and_then(Timestamp::from_secs);
-        let config =
-            GetSessionConfig { num_recent_events: recent, after_timestamp: after, ..GetSessionConfig::default() };
-        let decoded = svc.get_session(s.key(), config).await.unwrap().unwrap();
-        let stored = svc.get_session_stored(s.key(), config).await.unwrap().unwrap();
-        assert_eq!(stored.event_count(), decoded.events().len(), "window {recent:?} {after:?}");
-        assert_eq!(
-            serde_json::from_slice::<serde_json::Value>(&StoredWireSession(&stored).to_vec().unwrap()).unwrap(),
-            serde_json::to_value(WireSession(&decoded)).unwrap(),
-            "window {recent:?} {after:?}"
-        );
+    let second = svc.get_session(s.key(), GetSessionConfig::default()).await.unwrap().unwrap().events()[1].time();
+    // A bound inside the second event's microsecond (finer than storage selects by) and on it.
+    let inside = Timestamp::from_nanos(second.nanos() - 1);
+    let windows = [(None, None), (Some(0), None), (Some(2), None), (Some(9), None), (None, Some(second))];
+    let windows = windows.into_iter().chain([(None, Some(inside)), (Some(1), Some(second))]);
+    for (recent, after) in windows {
+        for view in [EventView::Whole, EventView::Compacted { overlap: 1 }] {
+            let config = GetSessionConfig { num_recent_events: recent, after_timestamp: after, view };
+            let decoded = svc.get_session(s.key(), config).await.unwrap().unwrap();
+            let stored = svc.get_session_stored(s.key(), config).await.unwrap().unwrap();
+            let written = svc.get_session_written(s.key(), config).await.unwrap().unwrap();
+            let at = format!("window {recent:?} {after:?} {view:?}");
+            assert_eq!(stored.event_count(), decoded.events().len(), "{at}");
+            assert_eq!(written.event_count(), decoded.events().len(), "{at}");
+            let stored_bytes = StoredWireSession(&stored).to_vec().unwrap();
+            assert_eq!(
+                serde_json::from_slice::<serde_json::Value>(&stored_bytes).unwrap(),
+                serde_json::to_value(WireSession(&decoded)).unwrap(),
+                "{at}"
+            );
+            assert_eq!(
+                String::from_utf8(StoredWireSession(&written).to_vec().unwrap()).unwrap(),
+                String::from_utf8(stored_bytes).unwrap(),
+                "{at}"
+            );
+        }
     }
-    let missing = svc.get_session_stored(&key(&app, "u", "missing"), GetSessionConfig::default()).await.unwrap();
-    assert!(missing.is_none());
+    let missing = key(&app, "u", "missing");
+    assert!(svc.get_session_stored(&missing, GetSessionConfig::default()).await.unwrap().is_none());
+    assert!(svc.get_session_written(&missing, GetSessionConfig::default()).await.unwrap().is_none());
 }
 
 /// Epoch seconds as a bound.

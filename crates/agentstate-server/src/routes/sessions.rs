@@ -184,16 +184,16 @@ pub(crate) async fn get(
     let after = window.after_timestamp.map(|t| Timestamp::try_from_secs("after_timestamp", t)).transpose()?;
     let view = window.event_view()?;
     let config = GetSessionConfig { num_recent_events: window.num_recent_events, after_timestamp: after, view };
-    let session = state.service().get_session_stored(&key(&app, &user, &id)?, config).await?;
+    let session = state.service().get_session_written(&key(&app, &user, &id)?, config).await?;
     let session = session.ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
-    stored_session_response(&session)
+    stored_session_response(session)
 }
 
 /// The answer of a route that returns `session`: written straight from its stored events' text
 /// (no `Event`, no JSON tree). Text no JSON reader takes is corrupt data, as when decoding it.
-fn stored_session_response(session: &agentstate::store::LoadedSession) -> Result<Response, ApiError> {
+fn stored_session_response(session: agentstate::store::LoadedSession) -> Result<Response, ApiError> {
     let corrupt = |e: serde_json::Error| Error::Backend { message: e.to_string(), retryable: false, source: None };
-    let body = stored_session_body(session).map_err(corrupt)?;
+    let body = axum::body::Body::new(stored_session_body(session).map_err(corrupt)?);
     Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
@@ -448,7 +448,7 @@ pub(crate) async fn patch(
     // written from the stored events' text as `get` writes it.
     let mut loaded = state
         .service()
-        .get_session_stored(&key, GetSessionConfig::default())
+        .get_session_written(&key, GetSessionConfig::default())
         .await?
         .ok_or_else(|| ApiError::NotFound("Session not found".into()))?;
     let temp_deleted = deleted.iter().filter(|k| k.starts_with("temp:"));
@@ -468,7 +468,7 @@ pub(crate) async fn patch(
         .created_at(session.create_time_micros())
         .with_attributes(session.shared_attributes().cloned());
     }
-    stored_session_response(&loaded)
+    stored_session_response(loaded)
 }
 
 /// Query of the events route.

@@ -77,6 +77,42 @@ async fn sql_stores_read_events_raw_as_their_stored_text() {
     }
 }
 
+/// SQLite answers a written read with its events written as each row is read (the conformance
+/// suite checks the bytes against the stored read's); a row whose text is not JSON fails the
+/// read, naming its event, as the stored read's writing does.
+#[tokio::test]
+async fn sqlite_writes_events_as_it_reads_them() {
+    use agentstate::{CreateSession, Event, GetSessionConfig, SessionService};
+
+    let url = file_url();
+    let svc = SessionService::new(agentstate_sql::SqlStore::connect(&url).await.unwrap());
+    let mut s = svc.create_session(CreateSession::new("written", "u")).await.unwrap();
+    for i in 0..3 {
+        svc.append_event(&mut s, Event::new("i").delta("k", serde_json::json!(i))).await.unwrap();
+    }
+    for recent in [None, Some(2)] {
+        let config = GetSessionConfig { num_recent_events: recent, ..GetSessionConfig::default() };
+        let read = svc.get_session_written(s.key(), config).await.unwrap().unwrap();
+        assert!(read.stored_events.is_none() && read.session.events().is_empty(), "{recent:?}");
+        let written = read.written_events.expect("written events");
+        let events: Vec<serde_json::Value> =
+            serde_json::from_slice(&[b"[", &written.json[..], b"]"].concat()).expect("a JSON array's contents");
+        let steps: Vec<_> = events.iter().map(|e| e["actions"]["stateDelta"]["k"].clone()).collect();
+        let expected: Vec<_> = (0..3).skip(3 - recent.unwrap_or(3)).map(|i| serde_json::json!(i)).collect();
+        assert_eq!((written.count, steps), (expected.len(), expected), "{recent:?}");
+    }
+
+    let last = s.events().last().unwrap().id.clone();
+    let path = url.trim_start_matches("sqlite://");
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .execute("UPDATE events SET event_data = '{\"content\": [' WHERE id = ?1", [&last])
+        .unwrap();
+    let err = svc.get_session_written(s.key(), GetSessionConfig::default()).await.unwrap_err();
+    assert_eq!(err.kind(), agentstate::ErrorKind::Backend, "{err}");
+    assert!(err.to_string().contains(&format!("event {last} is unreadable")), "{err}");
+}
+
 /// SQLite, PostgreSQL and MySQL answer the compacted view themselves, plain and encrypted (see
 /// `agentstate_conformance::check_store_answers_views`).
 #[test]

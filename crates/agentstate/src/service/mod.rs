@@ -242,6 +242,20 @@ impl SessionService {
         self.load(key, config, EventForm::Stored, "get_session_stored").await
     }
 
+    /// Like [`get_session_stored`](Self::get_session_stored), where nothing is left to do to
+    /// the store's answer (the whole view, no bound finer than a microsecond): a store that
+    /// keeps events as text may then write them as the API shows them as it reads each row
+    /// ([`EventForm::Written`]), with no copy of a row kept. The same answer.
+    pub async fn get_session_written(
+        &self,
+        key: &SessionKey,
+        config: GetSessionConfig,
+    ) -> Result<Option<LoadedSession>> {
+        let whole = config.view == EventView::Whole && config.after_timestamp.is_none_or(|t| t.is_whole_micros());
+        let form = if whole { EventForm::Written } else { EventForm::Stored };
+        self.load(key, config, form, "get_session_written").await
+    }
+
     /// A session read in `form`: the window storage selects, or the compacted view of every
     /// event with the window applied to it.
     async fn load(

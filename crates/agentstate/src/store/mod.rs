@@ -43,7 +43,7 @@ pub use filter::{ListOrder, SessionFilter, TimeRange};
 pub use lease::{LeaseRequest, LeaseState, LeaseStore, LocalLeases};
 pub use memory::{IndexedMemory, MemoryCursor, MemoryList, MemoryPut, MemorySearch, MemoryStore, PutMode, rank_hits};
 pub use query::{EventCursor, EventForm, EventQuery, EventSelect, EventWindow, ListCursor, ListQuery, SessionRead};
-pub use stored::{LoadedSession, StoredEvent};
+pub use stored::{LoadedSession, StoredEvent, WrittenEvents};
 
 use crate::error::{ConflictKind, Error, Result};
 use crate::event::Event;
@@ -150,7 +150,8 @@ pub trait SessionStore: Send + Sync + 'static {
     /// `None` if it does not exist or expired at `read.now_micros`. The state is the merged view,
     /// read with the events in one consistent snapshot. With [`EventForm::Stored`], a store that
     /// keeps events as JSON text answers them as that text, undecoded; other stores (encrypted,
-    /// say) answer them decoded.
+    /// say) answer them decoded. With [`EventForm::Written`], a store may answer them written
+    /// as the API shows them ([`crate::wire::write_stored_row`]), or else as for `Stored`.
     async fn get(&self, key: &SessionKey, read: &SessionRead) -> Result<Option<LoadedSession>>;
 
     /// Lists sessions in the order (`query.order`'s time, user id, session id), or its reverse

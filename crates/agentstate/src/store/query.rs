@@ -54,6 +54,11 @@ pub enum EventForm {
     /// As the store keeps them ([`StoredEvent`](super::StoredEvent)s), when it keeps JSON text:
     /// for writing them out undecoded. A store that keeps no text answers decoded events.
     Stored,
+    /// Written as the API shows them ([`WrittenEvents`](super::WrittenEvents)), from their
+    /// stored text as each row is read, when the store keeps text and can; else as for
+    /// [`Stored`](Self::Stored). Asked for only for a read whose events need nothing done after
+    /// the store's answer: the whole view, no bound finer than a microsecond.
+    Written,
 }
 
 /// A session read: which events, in which form, and the time expiry is judged at.

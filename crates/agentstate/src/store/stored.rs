@@ -33,15 +33,28 @@ impl StoredEvent {
     }
 }
 
+/// Events written as the API shows them: each event's JSON object, oldest first, separated by
+/// commas (an array's contents, without its brackets).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WrittenEvents {
+    /// The JSON text.
+    pub json: Vec<u8>,
+    /// How many events it holds.
+    pub count: usize,
+}
+
 /// What a session read returns: the handle, and its events as stored text when they were asked
 /// for in that form ([`EventForm::Stored`](super::EventForm::Stored)) and the store keeps them
-/// so (the handle then holds none of them).
+/// so, or already written ([`EventForm::Written`](super::EventForm::Written)); the handle then
+/// holds none of them.
 #[derive(Debug, Clone)]
 pub struct LoadedSession {
-    /// The session; with its events when `stored_events` is `None`.
+    /// The session; with its events when neither `stored_events` nor `written_events` is set.
     pub session: Session,
     /// The events as stored, oldest first, if they came in that form.
     pub stored_events: Option<Vec<StoredEvent>>,
+    /// The events written as the API shows them, if they came in that form.
+    pub written_events: Option<WrittenEvents>,
     /// Which events these are: every event of the read's window ([`EventView::Whole`]), or the
     /// compacted view the read asked for, answered by the store.
     pub view: EventView,
@@ -50,16 +63,25 @@ pub struct LoadedSession {
 impl LoadedSession {
     /// A session with its events decoded.
     pub fn decoded(session: Session) -> Self {
-        Self { session, stored_events: None, view: EventView::Whole }
+        Self { session, stored_events: None, written_events: None, view: EventView::Whole }
     }
 
     /// A session with its events as stored.
     pub fn stored(session: Session, events: Vec<StoredEvent>) -> Self {
-        Self { session, stored_events: Some(events), view: EventView::Whole }
+        Self { session, stored_events: Some(events), written_events: None, view: EventView::Whole }
     }
 
-    /// How many events it carries, in either form.
+    /// A session with its events written as the API shows them.
+    pub fn written(session: Session, events: WrittenEvents) -> Self {
+        Self { session, stored_events: None, written_events: Some(events), view: EventView::Whole }
+    }
+
+    /// How many events it carries, in any form.
     pub fn event_count(&self) -> usize {
-        self.stored_events.as_ref().map_or_else(|| self.session.events().len(), Vec::len)
+        match (&self.stored_events, &self.written_events) {
+            (Some(stored), _) => stored.len(),
+            (None, Some(written)) => written.count,
+            (None, None) => self.session.events().len(),
+        }
     }
 }

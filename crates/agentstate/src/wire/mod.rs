@@ -17,7 +17,11 @@ pub mod engine;
 mod stored;
 mod stream;
 
-pub use {content::*, stored::write_stored_event, stream::WireEvent};
+pub use {
+    content::*,
+    stored::{StoredRow, write_stored_event, write_stored_row},
+    stream::WireEvent,
+};
 
 /// Fields (snake_case) whose values are user data, never renamed inside.
 const FREE_FORM: &[&str] =
@@ -277,20 +281,42 @@ impl StoredWireSession<'_> {
 
     /// About how many bytes it takes.
     pub fn size_hint(&self) -> usize {
+        let written = self.0.written_events.as_ref().map_or(0, |w| w.json.len());
         let events = self.0.stored_events.as_deref().unwrap_or_default();
-        256 + events.iter().map(|e| e.data.as_ref().map_or(0, String::len) + 160).sum::<usize>()
+        256 + written + events.iter().map(|e| e.data.as_ref().map_or(0, String::len) + 160).sum::<usize>()
     }
 
     /// Writes the session's fields (no braces) at the end of `out`, for a body that adds its own.
     pub fn write_fields(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        self.write_head(out)?;
+        self.write_events(out)?;
+        self.write_tail(out)
+    }
+
+    /// Writes the fields before the events' (no brace), up to the opening of their array: a
+    /// body sent in pieces (the events as the store wrote them between) is this, the events,
+    /// then [`write_tail`](Self::write_tail).
+    pub fn write_head(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         let session = &self.0.session;
         field(out, "\"id\":", session.id())?;
         field(out, ",\"appName\":", session.app_name())?;
         field(out, ",\"userId\":", session.user_id())?;
         field(out, ",\"state\":", session.state().all())?;
         out.extend_from_slice(b",\"events\":[");
-        match &self.0.stored_events {
-            Some(stored) => {
+        Ok(())
+    }
+
+    /// Writes the fields after the events', from the end of their array (no brace).
+    pub fn write_tail(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        out.push(b']');
+        field(out, ",\"lastUpdateTime\":", &self.0.session.last_update_time())
+    }
+
+    fn write_events(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        let session = &self.0.session;
+        match (&self.0.stored_events, &self.0.written_events) {
+            (None, Some(written)) => out.extend_from_slice(&written.json),
+            (Some(stored), _) => {
                 for (i, event) in stored.iter().enumerate() {
                     if i > 0 {
                         out.push(b',');
@@ -298,7 +324,7 @@ impl StoredWireSession<'_> {
                     write_stored_event(event, out)?;
                 }
             }
-            None => {
+            (None, None) => {
                 for (i, event) in session.events().iter().enumerate() {
                     if i > 0 {
                         out.push(b',');
@@ -307,8 +333,7 @@ impl StoredWireSession<'_> {
                 }
             }
         }
-        out.push(b']');
-        field(out, ",\"lastUpdateTime\":", &session.last_update_time())
+        Ok(())
     }
 }
 

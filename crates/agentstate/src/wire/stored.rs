@@ -22,26 +22,55 @@ use crate::{Event, Value};
 /// Deepest nesting read, as serde_json's.
 const MAX_DEPTH: usize = 128;
 
+/// A stored event's row, borrowed: what [`write_stored_row`] writes from, straight from the
+/// row a database hands back (a [`StoredEvent`]'s fields, not copied out of it).
+#[derive(Debug, Clone, Copy)]
+pub struct StoredRow<'a> {
+    /// The row's event id; it wins over one in the text.
+    pub id: &'a str,
+    /// The row's invocation id; it wins over one in the text.
+    pub invocation_id: &'a str,
+    /// The row's time, epoch microseconds: the event's when the text has no `timestamp`.
+    pub timestamp_micros: i64,
+    /// The JSON text; `None` for a row without one.
+    pub data: Option<&'a str>,
+}
+
+impl<'a> From<&'a StoredEvent> for StoredRow<'a> {
+    fn from(stored: &'a StoredEvent) -> Self {
+        Self {
+            id: &stored.id,
+            invocation_id: &stored.invocation_id,
+            timestamp_micros: stored.timestamp_micros,
+            data: stored.data.as_deref(),
+        }
+    }
+}
+
 /// Writes `stored` as the API shows it (a JSON object) at the end of `out`. Text that is not a
 /// JSON object is an error that names the event (and leaves part of it in `out`).
 pub fn write_stored_event(stored: &StoredEvent, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-    let Some(text) = stored.data.as_deref() else {
+    write_stored_row(stored.into(), out)
+}
+
+/// [`write_stored_event`] for a row read in place.
+pub fn write_stored_row(row: StoredRow<'_>, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+    let Some(text) = row.data else {
         // A row without text: the event of its columns alone.
         let event = Event {
-            id: stored.id.clone(),
-            invocation_id: stored.invocation_id.clone(),
-            timestamp: micros_to_secs(stored.timestamp_micros),
+            id: row.id.to_owned(),
+            invocation_id: row.invocation_id.to_owned(),
+            timestamp: micros_to_secs(row.timestamp_micros),
             ..Event::default()
         };
         return serde_json::to_writer(out, &WireEvent(&event));
     };
     let mut scan = Scan { source: text, text: text.as_bytes(), at: 0, depth: 0 };
     let written = match scan.peek() {
-        Some(b'{') => object(&mut scan, out, Mode::Event, Some(stored)).and_then(|()| scan.end()),
+        Some(b'{') => object(&mut scan, out, Mode::Event, Some(&row)).and_then(|()| scan.end()),
         _ => Err(scan.fail("expected a JSON object")),
     };
-    written
-        .map_err(|e| <serde_json::Error as serde::de::Error>::custom(format!("event {} is unreadable: {e}", stored.id)))
+    written.map_err(|e| <serde_json::Error as serde::de::Error>::custom(format!("event {} is unreadable: {e}", row.id)))
 }
 
 /// Why a text is refused, and where.
@@ -372,7 +401,7 @@ fn unquoted((token, escaped): (&str, bool)) -> Read<Cow<'_, str>> {
 }
 
 /// The object at the cursor, in `mode`; at the top (`row` given) with the row's columns.
-fn object(scan: &mut Scan<'_>, out: &mut Vec<u8>, mode: Mode, row: Option<&StoredEvent>) -> Read<()> {
+fn object(scan: &mut Scan<'_>, out: &mut Vec<u8>, mode: Mode, row: Option<&StoredRow<'_>>) -> Read<()> {
     let defaults = mode.defaults();
     // Bit i: the mode's default i appeared.
     let mut seen = 0u8;
@@ -382,7 +411,7 @@ fn object(scan: &mut Scan<'_>, out: &mut Vec<u8>, mode: Mode, row: Option<&Store
     if let Some(row) = row {
         separate(out, &mut first);
         out.extend_from_slice(b"\"invocationId\":");
-        push_str(out, &row.invocation_id)?;
+        push_str(out, row.invocation_id)?;
     }
     scan.each(|scan, name| {
         let Some(name) = name else { return Err(scan.fail("expected a field name")) };
@@ -457,7 +486,7 @@ fn object(scan: &mut Scan<'_>, out: &mut Vec<u8>, mode: Mode, row: Option<&Store
     if let Some(row) = row {
         separate(out, &mut first);
         out.extend_from_slice(b"\"id\":");
-        push_str(out, &row.id)?;
+        push_str(out, row.id)?;
         if !has_timestamp {
             out.extend_from_slice(b",\"timestamp\":");
             serde_json::to_writer(&mut *out, &micros_to_secs(row.timestamp_micros)).map_err(json)?;

@@ -33,7 +33,7 @@ pub(in crate::mysql) async fn get_in(
             }
             None => None,
         },
-        EventForm::Stored => match load(conn, key, read, stored_of).await? {
+        EventForm::Stored | EventForm::Written => match load(conn, key, read, stored_of).await? {
             Some((row, merged, events)) => {
                 let session = stored_session(&row, key.clone(), merged, Vec::new())?;
                 Some(LoadedSession { view, ..LoadedSession::stored(session, events) })

@@ -119,7 +119,7 @@ pub(in crate::postgres) async fn get_session(
             let session = stored_session(&row, key.clone(), merged, events)?;
             Ok(Some(LoadedSession { view: answered, ..LoadedSession::decoded(session) }))
         }
-        EventForm::Stored => {
+        EventForm::Stored | EventForm::Written => {
             let stored = |id, invocation_id, timestamp_micros, data: Option<&str>| {
                 Ok(StoredEvent { id, invocation_id, timestamp_micros, data: data.map(str::to_owned) })
             };

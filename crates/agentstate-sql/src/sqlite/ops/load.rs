@@ -1,7 +1,9 @@
-//! A session with its window of events, read in one snapshot: decoded, or as stored.
+//! A session with its window of events, read in one snapshot: decoded, as stored, or written
+//! as the API shows them.
 
 use agentstate::compaction::{self, EventView, Facts, KeptFacts};
-use agentstate::store::{EventForm, EventWindow, LoadedSession, SessionRead, StoredEvent, merge_scopes};
+use agentstate::store::{EventForm, EventWindow, LoadedSession, SessionRead, StoredEvent, WrittenEvents, merge_scopes};
+use agentstate::wire::{StoredRow, write_stored_row};
 use agentstate::{Error, Event, Map, Result, SessionKey, Value};
 use rusqlite::{Connection, Row, params};
 
@@ -49,25 +51,31 @@ pub(in crate::sqlite) fn get(conn: &Connection, key: &SessionKey, read: &Session
                 ..LoadedSession::decoded(row.session(key.clone(), merged, events))
             },
         ),
-        EventForm::Stored => load(conn, key, now_micros, |conn| events(conn, key, window, compacted, stored_of))?.map(
-            |(row, merged, events)| LoadedSession {
-                view: answered,
-                ..LoadedSession::stored(row.session(key.clone(), merged, Vec::<Event>::new()), events)
-            },
-        ),
+        EventForm::Written if compacted.is_none() => load(conn, key, now_micros, |conn| written(conn, key, window))?
+            .map(|(row, merged, events)| {
+                LoadedSession::written(row.session(key.clone(), merged, Vec::<Event>::new()), events)
+            }),
+        EventForm::Stored | EventForm::Written => {
+            load(conn, key, now_micros, |conn| events(conn, key, window, compacted, stored_of))?.map(
+                |(row, merged, events)| LoadedSession {
+                    view: answered,
+                    ..LoadedSession::stored(row.session(key.clone(), merged, Vec::<Event>::new()), events)
+                },
+            )
+        }
     })
 }
 
 /// A session's row, its merged state and its events.
-type Loaded<E> = (SessionRow, Map<String, Value>, Vec<E>);
+type Loaded<T> = (SessionRow, Map<String, Value>, T);
 
 /// A session's row, merged state and events (as `events` reads them), in one snapshot.
-fn load<E>(
+fn load<T>(
     conn: &Connection,
     key: &SessionKey,
     now_micros: i64,
-    events: impl FnOnce(&Connection) -> Result<Vec<E>>,
-) -> Result<Option<Loaded<E>>> {
+    events: impl FnOnce(&Connection) -> Result<T>,
+) -> Result<Option<Loaded<T>>> {
     snapshot(conn, || {
         let Some(row) = session_row(conn, key, now_micros)? else { return Ok(None) };
         let events = events(conn)?;
@@ -90,6 +98,75 @@ fn events<E>(
         Some(overlap) => compacted_events(conn, key, overlap, event),
         None => window_events(conn, key, window, event),
     }
+}
+
+/// The events of `window` written as the API shows them, each as its row is read (no copy of
+/// a row kept). With no count, rows come oldest first, written where they go; with one, newest
+/// first (so the limit keeps the most recent), each written after the last, then put in order.
+fn written(conn: &Connection, key: &SessionKey, window: EventWindow) -> Result<WrittenEvents> {
+    const FIRST_CAPACITY: usize = 16 * 1024;
+    let after = window.since_micros.map(sqlite_text).transpose()?.unwrap_or_default();
+    let (app, user, session) = (key.app_name(), key.user_id(), key.session_id());
+    let mut written = WrittenEvents { json: Vec::with_capacity(FIRST_CAPACITY), count: 0 };
+    let Some(recent) = window.recent else {
+        each_row(conn, sql!("events_all"), params![app, user, session, after], |row| {
+            if written.count > 0 {
+                written.json.push(b',');
+            }
+            written.count += 1;
+            write_row(row, &mut written.json)
+        })?;
+        return Ok(written);
+    };
+    if recent == 0 {
+        return Ok(WrittenEvents::default());
+    }
+    let limit = i64::try_from(recent).unwrap_or(i64::MAX);
+    let (mut newest_first, mut ends) = (Vec::with_capacity(FIRST_CAPACITY), Vec::new());
+    each_row(conn, sql!("events_window"), params![app, user, session, after, limit], |row| {
+        write_row(row, &mut newest_first)?;
+        ends.push(newest_first.len());
+        Ok(())
+    })?;
+    written.json = Vec::with_capacity(newest_first.len() + ends.len());
+    let mut end = newest_first.len();
+    for &start in ends.iter().rev().skip(1).chain([&0]) {
+        if !written.json.is_empty() {
+            written.json.push(b',');
+        }
+        written.json.extend_from_slice(&newest_first[start..end]);
+        end = start;
+    }
+    written.count = ends.len();
+    Ok(written)
+}
+
+/// Writes an event row as the API shows it, from the row's own text.
+fn write_row(row: &Row<'_>, out: &mut Vec<u8>) -> Result<()> {
+    let [id, invocation_id, time, data] = columns(row)?;
+    let row = StoredRow {
+        id: id.unwrap_or_default(),
+        invocation_id: invocation_id.unwrap_or_default(),
+        timestamp_micros: parse_sqlite_text(time.unwrap_or_default())?,
+        data,
+    };
+    write_stored_row(row, out).map_err(|e| codec::corrupt(e.to_string()))
+}
+
+/// Runs an event query, handing each row to `row` in the order read.
+fn each_row(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    mut row: impl FnMut(&Row<'_>) -> Result<()>,
+) -> Result<()> {
+    let read = |e| sqlite_error("read events", &e);
+    let mut stmt = conn.prepare_cached(sql).map_err(read)?;
+    let mut rows = stmt.query(params).map_err(read)?;
+    while let Some(next) = rows.next().map_err(read)? {
+        row(next)?;
+    }
+    Ok(())
 }
 
 /// The events of `window`, oldest first, each read by `event`.
@@ -167,12 +244,10 @@ fn query_rows<E>(
     params: impl rusqlite::Params,
     event: fn(&Row<'_>) -> Result<E>,
 ) -> Result<Vec<E>> {
-    let read = |e| sqlite_error("read events", &e);
-    let mut stmt = conn.prepare_cached(sql).map_err(read)?;
-    let mut rows = stmt.query(params).map_err(read)?;
     let mut events = Vec::new();
-    while let Some(row) = rows.next().map_err(read)? {
+    each_row(conn, sql, params, |row| {
         events.push(event(row)?);
-    }
+        Ok(())
+    })?;
     Ok(events)
 }
