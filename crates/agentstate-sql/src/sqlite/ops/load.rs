@@ -104,11 +104,12 @@ fn events<E>(
 /// a row kept). With no count, rows come oldest first, written where they go; with one, newest
 /// first (so the limit keeps the most recent), each written after the last, then put in order.
 fn written(conn: &Connection, key: &SessionKey, window: EventWindow) -> Result<WrittenEvents> {
+    // What the text of a few dozen events takes: the buffer grows from there.
     const FIRST_CAPACITY: usize = 16 * 1024;
     let after = window.since_micros.map(sqlite_text).transpose()?.unwrap_or_default();
     let (app, user, session) = (key.app_name(), key.user_id(), key.session_id());
-    let mut written = WrittenEvents { json: Vec::with_capacity(FIRST_CAPACITY), count: 0 };
     let Some(recent) = window.recent else {
+        let mut written = WrittenEvents { json: Vec::with_capacity(FIRST_CAPACITY), count: 0 };
         each_row(conn, sql!("events_all"), params![app, user, session, after], |row| {
             if written.count > 0 {
                 written.json.push(b',');
@@ -128,17 +129,17 @@ fn written(conn: &Connection, key: &SessionKey, window: EventWindow) -> Result<W
         ends.push(newest_first.len());
         Ok(())
     })?;
-    written.json = Vec::with_capacity(newest_first.len() + ends.len());
+    // Event i (newest first) is newest_first[ends[i - 1]..ends[i]]: copied out from the last.
+    let mut json = Vec::with_capacity(newest_first.len() + ends.len());
     let mut end = newest_first.len();
     for &start in ends.iter().rev().skip(1).chain([&0]) {
-        if !written.json.is_empty() {
-            written.json.push(b',');
+        if !json.is_empty() {
+            json.push(b',');
         }
-        written.json.extend_from_slice(&newest_first[start..end]);
+        json.extend_from_slice(&newest_first[start..end]);
         end = start;
     }
-    written.count = ends.len();
-    Ok(written)
+    Ok(WrittenEvents { json, count: ends.len() })
 }
 
 /// Writes an event row as the API shows it, from the row's own text.
