@@ -251,7 +251,7 @@ impl SessionService {
         key: &SessionKey,
         config: GetSessionConfig,
     ) -> Result<Option<LoadedSession>> {
-        let whole = config.view == EventView::Whole && config.after_timestamp.is_none_or(|t| t.is_whole_micros());
+        let whole = config.view == EventView::Whole && window::finer_than_storage(config.after_timestamp).is_none();
         let form = if whole { EventForm::Written } else { EventForm::Stored };
         self.load(key, config, form, "get_session_written").await
     }

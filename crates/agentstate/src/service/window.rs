@@ -46,9 +46,15 @@ pub(super) fn narrowed(mut loaded: LoadedSession, window: EventWindow) -> Loaded
     loaded
 }
 
+/// `since` when it is finer than storage selects by (not a whole microsecond): what
+/// [`since`] has left to do after the store's answer.
+pub(super) fn finer_than_storage(since: Option<Timestamp>) -> Option<Timestamp> {
+    since.filter(|t| !t.is_whole_micros())
+}
+
 /// `loaded` without an event before `since` (its first, if any).
 pub(super) fn since(mut loaded: LoadedSession, since: Option<Timestamp>) -> LoadedSession {
-    let Some(since) = since.filter(|t| !t.is_whole_micros()) else { return loaded };
+    let Some(since) = finer_than_storage(since) else { return loaded };
     match &mut loaded.stored_events {
         Some(stored) => {
             if stored.first().is_some_and(|e| e.time() < since) {

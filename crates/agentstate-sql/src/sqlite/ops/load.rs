@@ -27,13 +27,24 @@ pub(super) fn event_of(row: &Row<'_>) -> Result<Event> {
     codec::decode_event_text(data, id, invocation_id, || parse_sqlite_text(time.unwrap_or_default()))
 }
 
+/// An event row, borrowed from the row in place.
+fn stored_row<'r>(row: &'r Row<'_>) -> Result<StoredRow<'r>> {
+    let [id, invocation_id, time, data] = columns(row)?;
+    Ok(StoredRow {
+        id: id.unwrap_or_default(),
+        invocation_id: invocation_id.unwrap_or_default(),
+        timestamp_micros: parse_sqlite_text(time.unwrap_or_default())?,
+        data,
+    })
+}
+
 /// An event row as stored.
 fn stored_of(row: &Row<'_>) -> Result<StoredEvent> {
-    let [id, invocation_id, time, data] = columns(row)?;
+    let StoredRow { id, invocation_id, timestamp_micros, data } = stored_row(row)?;
     Ok(StoredEvent {
-        id: id.unwrap_or_default().to_owned(),
-        invocation_id: invocation_id.unwrap_or_default().to_owned(),
-        timestamp_micros: parse_sqlite_text(time.unwrap_or_default())?,
+        id: id.to_owned(),
+        invocation_id: invocation_id.to_owned(),
+        timestamp_micros,
         data: data.map(str::to_owned),
     })
 }
@@ -101,57 +112,61 @@ fn events<E>(
 }
 
 /// The events of `window` written as the API shows them, each as its row is read (no copy of
-/// a row kept). With no count, rows come oldest first, written where they go; with one, newest
-/// first (so the limit keeps the most recent), each written after the last, then put in order.
+/// a row kept): in place when the rows come oldest first, else put in order at the end.
 fn written(conn: &Connection, key: &SessionKey, window: EventWindow) -> Result<WrittenEvents> {
     // What the text of a few dozen events takes: the buffer grows from there.
     const FIRST_CAPACITY: usize = 16 * 1024;
-    let after = window.since_micros.map(sqlite_text).transpose()?.unwrap_or_default();
-    let (app, user, session) = (key.app_name(), key.user_id(), key.session_id());
-    let Some(recent) = window.recent else {
-        let mut written = WrittenEvents { json: Vec::with_capacity(FIRST_CAPACITY), count: 0 };
-        each_row(conn, sql!("events_all"), params![app, user, session, after], |row| {
-            if written.count > 0 {
-                written.json.push(b',');
-            }
-            written.count += 1;
-            write_row(row, &mut written.json)
-        })?;
-        return Ok(written);
-    };
-    if recent == 0 {
-        return Ok(WrittenEvents::default());
-    }
-    let limit = i64::try_from(recent).unwrap_or(i64::MAX);
-    let (mut newest_first, mut ends) = (Vec::with_capacity(FIRST_CAPACITY), Vec::new());
-    each_row(conn, sql!("events_window"), params![app, user, session, after, limit], |row| {
-        write_row(row, &mut newest_first)?;
-        ends.push(newest_first.len());
-        Ok(())
-    })?;
-    // Event i (newest first) is newest_first[ends[i - 1]..ends[i]]: copied out from the last.
-    let mut json = Vec::with_capacity(newest_first.len() + ends.len());
-    let mut end = newest_first.len();
-    for &start in ends.iter().rev().skip(1).chain([&0]) {
-        if !json.is_empty() {
+    let mut json = Vec::with_capacity(FIRST_CAPACITY);
+    // Where each event's text is (newest first rows only: the others are in place).
+    let (mut count, mut spans) = (0, Vec::new());
+    window_rows(conn, key, window, |row| {
+        if count > 0 {
             json.push(b',');
         }
-        json.extend_from_slice(&newest_first[start..end]);
-        end = start;
+        count += 1;
+        let start = json.len();
+        write_stored_row(stored_row(row)?, &mut json).map_err(|e| codec::corrupt(e.to_string()))?;
+        if newest_first(window) {
+            spans.push(start..json.len());
+        }
+        Ok(())
+    })?;
+    if spans.len() > 1 {
+        let mut oldest_first = Vec::with_capacity(json.len());
+        for span in spans.into_iter().rev() {
+            if !oldest_first.is_empty() {
+                oldest_first.push(b',');
+            }
+            oldest_first.extend_from_slice(&json[span]);
+        }
+        json = oldest_first;
     }
-    Ok(WrittenEvents { json, count: ends.len() })
+    Ok(WrittenEvents { json, count })
 }
 
-/// Writes an event row as the API shows it, from the row's own text.
-fn write_row(row: &Row<'_>, out: &mut Vec<u8>) -> Result<()> {
-    let [id, invocation_id, time, data] = columns(row)?;
-    let row = StoredRow {
-        id: id.unwrap_or_default(),
-        invocation_id: invocation_id.unwrap_or_default(),
-        timestamp_micros: parse_sqlite_text(time.unwrap_or_default())?,
-        data,
-    };
-    write_stored_row(row, out).map_err(|e| codec::corrupt(e.to_string()))
+/// Whether `window`'s rows come newest first ([`window_rows`]).
+fn newest_first(window: EventWindow) -> bool {
+    window.recent.is_some()
+}
+
+/// Runs the query of `window`'s events, handing each row to `row`: oldest first when it asks
+/// for no count, else newest first, so the limit keeps the most recent ([`newest_first`]).
+fn window_rows(
+    conn: &Connection,
+    key: &SessionKey,
+    window: EventWindow,
+    row: impl FnMut(&Row<'_>) -> Result<()>,
+) -> Result<()> {
+    let after = window.since_micros.map(sqlite_text).transpose()?.unwrap_or_default();
+    let (app, user, session) = (key.app_name(), key.user_id(), key.session_id());
+    match window.recent {
+        None => each_row(conn, sql!("events_all"), params![app, user, session, after], row),
+        Some(0) => Ok(()),
+        Some(n) => {
+            let limit = i64::try_from(n).unwrap_or(i64::MAX);
+            each_row(conn, sql!("events_window"), params![app, user, session, after, limit], row)
+        }
+    }
 }
 
 /// Runs an event query, handing each row to `row` in the order read.
@@ -177,15 +192,14 @@ fn window_events<E>(
     window: EventWindow,
     event: fn(&Row<'_>) -> Result<E>,
 ) -> Result<Vec<E>> {
-    if window.recent == Some(0) {
-        return Ok(Vec::new());
+    let mut events = Vec::new();
+    window_rows(conn, key, window, |row| {
+        events.push(event(row)?);
+        Ok(())
+    })?;
+    if newest_first(window) {
+        events.reverse();
     }
-    let after = window.since_micros.map(sqlite_text).transpose()?.unwrap_or_default();
-    let limit = window.recent.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-    let params = params![key.app_name(), key.user_id(), key.session_id(), after, limit];
-    // Read newest first, so the limit keeps the most recent.
-    let mut events = query_rows(conn, sql!("events_window"), params, event)?;
-    events.reverse();
     Ok(events)
 }
 
