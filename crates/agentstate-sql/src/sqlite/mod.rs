@@ -7,6 +7,7 @@ mod lease;
 mod memory;
 mod ops;
 mod schema;
+mod sizes;
 mod worker;
 
 use std::path::PathBuf;
@@ -23,6 +24,7 @@ use agentstate::{Error, Event, Map, Result, Session, SessionKey, Value};
 use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags};
 
+use sizes::LoadSizes;
 use worker::{Writer, WriterOptions};
 
 use crate::schema::Schema;
@@ -97,6 +99,8 @@ struct ReaderPool {
     busy_timeout: Duration,
     permits: Arc<tokio::sync::Semaphore>,
     idle: Mutex<Vec<Connection>>,
+    /// Sessions' event counts as last seen: which loads run on their caller's thread.
+    sizes: LoadSizes,
 }
 
 impl ReaderPool {
@@ -123,6 +127,12 @@ impl ReaderPool {
     fn give_back(&self, conn: Connection) {
         self.idle.lock().unwrap_or_else(PoisonError::into_inner).push(conn);
     }
+
+    /// Whether a load of `read` is short enough to run on its caller's thread (`conn`, idle,
+    /// counts the session's events if its count was not seen).
+    fn short_load(&self, conn: &Connection, slot: sizes::Slot, key: &SessionKey, read: &SessionRead) -> bool {
+        ops::short_load(read, self.sizes.get(slot), || ops::events_at_most(conn, key)).unwrap_or(false)
+    }
 }
 
 impl SqliteStore {
@@ -144,6 +154,7 @@ impl SqliteStore {
                 busy_timeout: options.busy_timeout,
                 permits: Arc::new(tokio::sync::Semaphore::new(options.readers.max(1))),
                 idle: Mutex::new(Vec::new()),
+                sizes: LoadSizes::default(),
             })
         });
         Ok(Self { writer, readers, schema })
@@ -204,6 +215,13 @@ impl SqliteStore {
         .map_err(|e| Error::backend("a SQLite read panicked", false, e))?
     }
 
+    /// Runs `change` on the session's count as last seen (a file's readers keep them).
+    fn sized(&self, key: &SessionKey, change: impl FnOnce(&LoadSizes, sizes::Slot)) {
+        if let Some(pool) = &self.readers {
+            change(&pool.sizes, pool.sizes.slot(key));
+        }
+    }
+
     /// A read of a few rows by an index (microseconds), run on the caller's thread when a reader
     /// connection is idle: handing it to a blocking thread and back costs more than the read (a
     /// session's users by its id: 38 µs of a 158 µs request, measured with `grpc_figures --only
@@ -214,11 +232,22 @@ impl SqliteStore {
         T: Send + 'static,
         F: Fn(&Connection) -> Result<T> + Send + 'static,
     {
+        self.read_here_if(|_| true, f).await
+    }
+
+    /// [`read_quick`](Self::read_quick) for a read that may be long: `short`, asked first on
+    /// the idle connection (a bounded count, say), says whether it is quick enough to run on the
+    /// caller's thread; when not, it runs as [`read`](Self::read) does.
+    async fn read_here_if<T, F>(&self, short: impl FnOnce(&Connection) -> bool + Send, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Fn(&Connection) -> Result<T> + Send + 'static,
+    {
         if let Some(pool) = &self.readers
             && let Ok(permit) = pool.permits.try_acquire()
             && let Some(conn) = pool.idle()
         {
-            let found = conn.busy_timeout(Duration::ZERO).ok().map(|()| f(&conn));
+            let found = conn.busy_timeout(Duration::ZERO).ok().filter(|()| short(&conn)).map(|()| f(&conn));
             if conn.busy_timeout(pool.busy_timeout).is_ok() {
                 pool.give_back(conn);
             }
@@ -267,12 +296,27 @@ fn open_writer(options: &SqliteOptions) -> Result<(Connection, Schema)> {
 #[async_trait]
 impl SessionStore for SqliteStore {
     async fn create(&self, new: NewSession) -> Result<Session> {
-        self.writer.write(move |conn| ops::create(conn, new)).await
+        let session = self.writer.write(move |conn| ops::create(conn, new)).await?;
+        self.sized(session.key(), |sizes, slot| sizes.saw(slot, 0));
+        Ok(session)
     }
 
     async fn get(&self, key: &SessionKey, read: &SessionRead) -> Result<Option<LoadedSession>> {
-        let (key, read) = (key.clone(), *read);
-        self.read(move |conn| ops::get(conn, &key, &read)).await
+        let Some(pool) = &self.readers else {
+            let (key, read) = (key.clone(), *read);
+            return self.read(move |conn| ops::get(conn, &key, &read)).await;
+        };
+        // A load of a few events runs where it is asked (handing it to a blocking thread and
+        // back costs as much as the read); a longer one on a blocking thread. The session's
+        // count as last seen decides, else a bounded count of its events.
+        let slot = pool.sizes.slot(key);
+        let short = |conn: &Connection| pool.short_load(conn, slot, key, read);
+        let (owned, read) = (key.clone(), *read);
+        let loaded = self.read_here_if(short, move |conn| ops::get(conn, &owned, &read)).await?;
+        if let Some(count) = loaded.as_ref().and_then(|loaded| ops::whole_count(&read, loaded)) {
+            pool.sizes.saw(slot, count);
+        }
+        Ok(loaded)
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<Session>> {
@@ -286,12 +330,19 @@ impl SessionStore for SqliteStore {
     }
 
     async fn delete(&self, key: &SessionKey) -> Result<()> {
-        let key = key.clone();
-        self.writer.write(move |conn| ops::delete(conn, &key)).await
+        let moved = key.clone();
+        let deleted = self.writer.write(move |conn| ops::delete(conn, &moved)).await;
+        self.sized(key, LoadSizes::forget);
+        deleted
     }
 
     async fn commit(&self, commit: EventCommit) -> Result<CommitOutcome> {
-        self.writer.write(move |conn| ops::commit(conn, &commit)).await
+        let slot = self.readers.as_ref().map(|pool| pool.sizes.slot(&commit.key));
+        let outcome = self.writer.write(move |conn| ops::commit(conn, &commit)).await?;
+        if let (Some(pool), Some(slot), CommitOutcome::Committed) = (&self.readers, slot, &outcome) {
+            pool.sizes.grew(slot);
+        }
+        Ok(outcome)
     }
 
     async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
@@ -388,7 +439,10 @@ impl HistoryStore for SqliteStore {
 
     async fn copy_events(&self, copy: &EventCopy) -> Result<Option<EventCursor>> {
         let moved = copy.clone();
-        match self.writer.write(move |conn| ops::copy_events(conn, &moved)).await? {
+        let copied = self.writer.write(move |conn| ops::copy_events(conn, &moved)).await;
+        // Counted after the copy, not before: a load in between would count the empty session.
+        self.sized(&copy.to, LoadSizes::forget);
+        match copied? {
             None => replay::copy_events(self, copy).await,
             Some(0) => Ok(None),
             Some(_) => Ok(Some(copy.upto.clone())),
@@ -396,8 +450,10 @@ impl HistoryStore for SqliteStore {
     }
 
     async fn drop_events_before(&self, key: &SessionKey, cut_micros: i64, boundary: &HistorySnapshot) -> Result<usize> {
-        let (key, boundary) = (key.clone(), boundary.clone());
-        self.writer.write(move |conn| ops::drop_events_before(conn, &key, cut_micros, &boundary)).await
+        let (moved, boundary) = (key.clone(), boundary.clone());
+        let dropped = self.writer.write(move |conn| ops::drop_events_before(conn, &moved, cut_micros, &boundary)).await;
+        self.sized(key, LoadSizes::forget);
+        dropped
     }
 }
 
@@ -490,82 +546,4 @@ impl agentstate::store::SharedStateStore for SqliteStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A statement with a `LIMIT ?`, run again with another limit: whether SQLite prepared it
-    /// again (its `SQLITE_STMTSTATUS_REPREPARE` count).
-    fn prepared_again(conn: &Connection) -> i32 {
-        let sql = "SELECT value FROM json_each('[1,2,3]') LIMIT ?1";
-        for limit in [1, 2, 3] {
-            let mut stmt = conn.prepare_cached(sql).unwrap();
-            let rows: Vec<i64> = stmt.query_map([limit], |row| row.get(0)).unwrap().map(Result::unwrap).collect();
-            assert_eq!(rows.len(), usize::try_from(limit).unwrap());
-        }
-        conn.prepare_cached(sql).unwrap().get_status(rusqlite::StatementStatus::RePrepare)
-    }
-
-    #[test]
-    fn statements_are_planned_once_on_the_writer_and_the_readers() {
-        let dir = std::env::temp_dir().join(format!(
-            "agentstate-plan-once-{}-{}",
-            std::process::id(),
-            std::time::UNIX_EPOCH.elapsed().unwrap().as_nanos()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let options = SqliteOptions { path: Some(dir.join("db.sqlite")), ..SqliteOptions::default() };
-        let (writer, _) = open_writer(&options).unwrap();
-        let pool = ReaderPool {
-            path: dir.join("db.sqlite"),
-            busy_timeout: options.busy_timeout,
-            permits: Arc::new(tokio::sync::Semaphore::new(1)),
-            idle: Mutex::new(Vec::new()),
-        };
-        let reader = pool.take().unwrap();
-        assert_eq!(prepared_again(&writer), 0);
-        assert_eq!(prepared_again(&reader), 0);
-        // Without it, binding the limit prepares the statement again.
-        let plain = Connection::open_in_memory().unwrap();
-        assert!(prepared_again(&plain) > 0);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    /// A quick read runs on the caller's thread once a reader is idle, without waiting for a
-    /// lock there (busy timeout zero); one that fails there runs again on a blocking thread, with
-    /// the busy timeout, and its answer is that run's.
-    #[tokio::test(flavor = "current_thread")]
-    async fn a_quick_read_runs_here_and_again_off_this_thread_if_it_fails_here() {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-
-        let dir = std::env::temp_dir().join(format!("agentstate-quick-read-{}", Event::new_id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let store = SqliteStore::open(SqliteOptions { path: Some(dir.join("db.sqlite")), ..SqliteOptions::default() })
-            .await
-            .unwrap();
-        let here = std::thread::current().id();
-        // Where each run was, and whether it could wait for a lock (a busy timeout).
-        let runs = Arc::new(Mutex::new(Vec::new()));
-        let failures = Arc::new(AtomicUsize::new(0));
-        let read = |fail_first: bool| {
-            let (runs, failures) = (Arc::clone(&runs), Arc::clone(&failures));
-            move |conn: &Connection| {
-                let waits: i64 = conn.query_row("PRAGMA busy_timeout", [], |row| row.get(0)).unwrap();
-                runs.lock().unwrap().push((std::thread::current().id() == here, waits > 0));
-                if fail_first && failures.fetch_add(1, Ordering::SeqCst) == 0 {
-                    return Err(Error::backend("database is locked", true, "busy"));
-                }
-                Ok(waits)
-            }
-        };
-        // No reader is open yet: the first read opens one on a blocking thread.
-        store.read_quick(read(false)).await.unwrap();
-        assert_eq!(std::mem::take(&mut *runs.lock().unwrap()), [(false, true)]);
-        // Now here, not waiting for locks; the reader keeps its busy timeout afterwards.
-        assert_eq!(store.read_quick(read(false)).await.unwrap(), 0);
-        assert_eq!(std::mem::take(&mut *runs.lock().unwrap()), [(true, false)]);
-        // Failing here: again there, waiting as any read does; that run answers.
-        assert_eq!(store.read_quick(read(true)).await.unwrap(), 5_000);
-        assert_eq!(std::mem::take(&mut *runs.lock().unwrap()), [(true, false), (false, true)]);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
+mod tests;

@@ -77,6 +77,54 @@ pub(in crate::sqlite) fn get(conn: &Connection, key: &SessionKey, read: &Session
     })
 }
 
+/// Most events a load runs on its caller's thread with: reading and writing each takes about a
+/// microsecond, so such a load holds the thread for about as long as tokio's rule for work
+/// between awaits (up to 100 µs or so), and handing it to a blocking thread and back would cost
+/// 20 to 50 µs more.
+pub(in crate::sqlite) const SHORT_LOAD_EVENTS: usize = 128;
+
+/// Whether `read` reads few enough events ([`SHORT_LOAD_EVENTS`]) to run on the caller's thread:
+/// a window of that many newest events or fewer, or a session with no more, by its count as last
+/// seen (`known`) or else as `count` finds it.
+pub(in crate::sqlite) fn short_load(
+    read: &SessionRead,
+    known: Option<usize>,
+    count: impl FnOnce() -> Result<usize>,
+) -> Result<bool> {
+    if read.compacted().is_none() && read.window.recent.is_some_and(|n| n <= SHORT_LOAD_EVENTS) {
+        return Ok(true);
+    }
+    Ok(match known {
+        Some(n) => n,
+        None => count()?,
+    } <= SHORT_LOAD_EVENTS)
+}
+
+/// How many events the session has, counted up to one past [`SHORT_LOAD_EVENTS`] (its index's
+/// entries alone, so the count costs the same at any size).
+pub(in crate::sqlite) fn events_at_most(conn: &Connection, key: &SessionKey) -> Result<usize> {
+    let past = SHORT_LOAD_EVENTS + 1;
+    let bound = i64::try_from(past).unwrap_or(i64::MAX);
+    let counted: i64 = conn
+        .prepare_cached(sql!("events_at_most"))
+        .and_then(|mut stmt| {
+            stmt.query_row(params![key.app_name(), key.user_id(), key.session_id(), bound], |r| r.get(0))
+        })
+        .map_err(|e| sqlite_error("count events", &e))?;
+    Ok(usize::try_from(counted).unwrap_or(past))
+}
+
+/// How many events the session has, when `read` read every one of them: the whole window, every
+/// event as it is (not the compacted view).
+pub(in crate::sqlite) fn whole_count(read: &SessionRead, loaded: &LoadedSession) -> Option<usize> {
+    let whole = read.window.recent.is_none() && read.window.since_micros.is_none() && read.compacted().is_none();
+    whole.then(|| match (&loaded.written_events, &loaded.stored_events) {
+        (Some(written), _) => written.count,
+        (None, Some(stored)) => stored.len(),
+        (None, None) => loaded.session.events().len(),
+    })
+}
+
 /// A session's row, its merged state and its events.
 type Loaded<T> = (SessionRow, Map<String, Value>, T);
 

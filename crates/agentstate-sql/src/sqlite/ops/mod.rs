@@ -25,8 +25,10 @@ mod load;
 
 pub(in crate::sqlite) use commit::{commit, update_shared};
 pub(in crate::sqlite) use list::{count_sessions, list};
-pub(in crate::sqlite) use load::get;
+#[cfg(test)]
+pub(in crate::sqlite) use load::SHORT_LOAD_EVENTS;
 use load::query_events;
+pub(in crate::sqlite) use load::{events_at_most, get, short_load, whole_count};
 
 /// `now` as the statements compare it with expire times; `None` (expiry not judged) for
 /// `i64::MIN`.
