@@ -40,6 +40,16 @@ fn statements_are_planned_once_on_the_writer_and_the_readers() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A store on a file of its own, in a new directory named after `what`.
+async fn store_in(what: &str) -> (std::path::PathBuf, SqliteStore) {
+    let dir = std::env::temp_dir().join(format!("{what}-{}", Event::new_id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = SqliteStore::open(SqliteOptions { path: Some(dir.join("db.sqlite")), ..SqliteOptions::default() })
+        .await
+        .unwrap();
+    (dir, store)
+}
+
 /// A quick read runs on the caller's thread once a reader is idle, without waiting for a
 /// lock there (busy timeout zero); one that fails there runs again on a blocking thread, with
 /// the busy timeout, and its answer is that run's.
@@ -47,11 +57,7 @@ fn statements_are_planned_once_on_the_writer_and_the_readers() {
 async fn a_quick_read_runs_here_and_again_off_this_thread_if_it_fails_here() {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    let dir = std::env::temp_dir().join(format!("agentstate-quick-read-{}", Event::new_id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let store = SqliteStore::open(SqliteOptions { path: Some(dir.join("db.sqlite")), ..SqliteOptions::default() })
-        .await
-        .unwrap();
+    let (dir, store) = store_in("agentstate-quick-read").await;
     let here = std::thread::current().id();
     // Where each run was, and whether it could wait for a lock (a busy timeout).
     let runs = Arc::new(Mutex::new(Vec::new()));
@@ -87,11 +93,7 @@ async fn a_load_runs_here_when_it_reads_few_events() {
     use agentstate::store::{EventWindow, SessionRead};
     use agentstate::{CreateSession, SessionService};
 
-    let dir = std::env::temp_dir().join(format!("agentstate-short-load-{}", Event::new_id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let store = SqliteStore::open(SqliteOptions { path: Some(dir.join("db.sqlite")), ..SqliteOptions::default() })
-        .await
-        .unwrap();
+    let (dir, store) = store_in("agentstate-short-load").await;
     let service = SessionService::new(store.clone());
     let small = service.create_session(CreateSession::new("app", "u")).await.unwrap();
     let mut long = service.create_session(CreateSession::new("app", "u")).await.unwrap();
