@@ -131,7 +131,7 @@ impl ReaderPool {
     /// Whether a load of `read` is short enough to run on its caller's thread (`conn`, idle,
     /// counts the session's events if its count was not seen).
     fn short_load(&self, conn: &Connection, slot: sizes::Slot, key: &SessionKey, read: &SessionRead) -> bool {
-        ops::short_load(read, self.sizes.get(slot), || ops::events_at_most(conn, key)).unwrap_or(false)
+        ops::short_load(conn, key, read, self.sizes.get(slot)).unwrap_or(false)
     }
 }
 

@@ -85,24 +85,25 @@ pub(in crate::sqlite) const SHORT_LOAD_EVENTS: usize = 128;
 
 /// Whether `read` reads few enough events ([`SHORT_LOAD_EVENTS`]) to run on the caller's thread:
 /// a window of that many newest events or fewer, or a session with no more, by its count as last
-/// seen (`known`) or else as `count` finds it.
+/// seen (`known`) or else counted on `conn`.
 pub(in crate::sqlite) fn short_load(
+    conn: &Connection,
+    key: &SessionKey,
     read: &SessionRead,
     known: Option<usize>,
-    count: impl FnOnce() -> Result<usize>,
 ) -> Result<bool> {
     if read.compacted().is_none() && read.window.recent.is_some_and(|n| n <= SHORT_LOAD_EVENTS) {
         return Ok(true);
     }
     Ok(match known {
         Some(n) => n,
-        None => count()?,
+        None => events_at_most(conn, key)?,
     } <= SHORT_LOAD_EVENTS)
 }
 
 /// How many events the session has, counted up to one past [`SHORT_LOAD_EVENTS`] (its index's
 /// entries alone, so the count costs the same at any size).
-pub(in crate::sqlite) fn events_at_most(conn: &Connection, key: &SessionKey) -> Result<usize> {
+fn events_at_most(conn: &Connection, key: &SessionKey) -> Result<usize> {
     let past = SHORT_LOAD_EVENTS + 1;
     let bound = i64::try_from(past).unwrap_or(i64::MAX);
     let counted: i64 = conn
@@ -117,12 +118,7 @@ pub(in crate::sqlite) fn events_at_most(conn: &Connection, key: &SessionKey) -> 
 /// How many events the session has, when `read` read every one of them: the whole window, every
 /// event as it is (not the compacted view).
 pub(in crate::sqlite) fn whole_count(read: &SessionRead, loaded: &LoadedSession) -> Option<usize> {
-    let whole = read.window.recent.is_none() && read.window.since_micros.is_none() && read.compacted().is_none();
-    whole.then(|| match (&loaded.written_events, &loaded.stored_events) {
-        (Some(written), _) => written.count,
-        (None, Some(stored)) => stored.len(),
-        (None, None) => loaded.session.events().len(),
-    })
+    (read.window == EventWindow::ALL && read.compacted().is_none()).then(|| loaded.event_count())
 }
 
 /// A session's row, its merged state and its events.

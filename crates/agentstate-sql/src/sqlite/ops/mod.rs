@@ -28,7 +28,7 @@ pub(in crate::sqlite) use list::{count_sessions, list};
 #[cfg(test)]
 pub(in crate::sqlite) use load::SHORT_LOAD_EVENTS;
 use load::query_events;
-pub(in crate::sqlite) use load::{events_at_most, get, short_load, whole_count};
+pub(in crate::sqlite) use load::{get, short_load, whole_count};
 
 /// `now` as the statements compare it with expire times; `None` (expiry not judged) for
 /// `i64::MIN`.
