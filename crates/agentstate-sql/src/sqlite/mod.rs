@@ -346,8 +346,11 @@ impl SessionStore for SqliteStore {
     }
 
     async fn events(&self, query: &EventQuery) -> Result<Option<Vec<Event>>> {
+        // A page of history is bounded by its size: a short one runs where it is asked, as a
+        // short load does.
+        let short = ops::short_select(&query.select);
         let query = query.clone();
-        self.read(move |conn| ops::events(conn, &query)).await
+        self.read_here_if(|_| short, move |conn| ops::events(conn, &query)).await
     }
 
     async fn count_events(&self, key: &SessionKey, now_micros: i64) -> Result<Option<usize>> {

@@ -131,3 +131,19 @@ async fn a_load_runs_here_when_it_reads_few_events() {
     drop(conn);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A page of history runs on the caller's thread when it is short: by its size, or one event by
+/// its id. The first event of an invocation may scan the whole history, and does not.
+#[test]
+fn a_page_of_history_runs_here_when_it_is_short() {
+    use agentstate::store::EventSelect;
+
+    let page = |limit| EventSelect::Page { after: None, since_micros: None, limit };
+    let latest = |limit| EventSelect::Latest { before: None, since_micros: None, limit };
+    assert!(ops::short_select(&page(ops::SHORT_LOAD_EVENTS)));
+    assert!(!ops::short_select(&page(ops::SHORT_LOAD_EVENTS + 1)));
+    assert!(ops::short_select(&latest(20)));
+    assert!(!ops::short_select(&latest(1_000)));
+    assert!(ops::short_select(&EventSelect::Id("e-1".to_owned())));
+    assert!(!ops::short_select(&EventSelect::FirstOfInvocation("inv".to_owned())));
+}

@@ -25,7 +25,6 @@ mod load;
 
 pub(in crate::sqlite) use commit::{commit, update_shared};
 pub(in crate::sqlite) use list::{count_sessions, list};
-#[cfg(test)]
 pub(in crate::sqlite) use load::SHORT_LOAD_EVENTS;
 use load::query_events;
 pub(in crate::sqlite) use load::{get, short_load, whole_count};
@@ -480,6 +479,17 @@ fn snapshot<T>(conn: &Connection, f: impl FnOnce() -> Result<T>) -> Result<T> {
     let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
     conn.execute_batch(end).map_err(|e| sqlite_error("end read", &e))?;
     result
+}
+
+/// Whether `select` reads few enough events ([`SHORT_LOAD_EVENTS`]) to run on the caller's
+/// thread: a page of that many or fewer, or one event by its id. The first event of an
+/// invocation is not: it may scan the session's history.
+pub(in crate::sqlite) fn short_select(select: &EventSelect) -> bool {
+    match select {
+        EventSelect::Page { limit, .. } | EventSelect::Latest { limit, .. } => *limit <= SHORT_LOAD_EVENTS,
+        EventSelect::Id(_) => true,
+        EventSelect::FirstOfInvocation(_) => false,
+    }
 }
 
 pub(super) fn events(conn: &Connection, query: &EventQuery) -> Result<Option<Vec<Event>>> {
