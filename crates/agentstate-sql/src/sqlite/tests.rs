@@ -133,17 +133,20 @@ async fn a_load_runs_here_when_it_reads_few_events() {
 }
 
 /// A page of history runs on the caller's thread when it is short: by its size, or one event by
-/// its id. The first event of an invocation may scan the whole history, and does not.
+/// its id. A page forwards from a time bound and the first event of an invocation may pass over
+/// the whole history, and do not.
 #[test]
 fn a_page_of_history_runs_here_when_it_is_short() {
     use agentstate::store::EventSelect;
 
     let page = |limit| EventSelect::Page { after: None, since_micros: None, limit };
-    let latest = |limit| EventSelect::Latest { before: None, since_micros: None, limit };
+    let latest = |limit, since_micros| EventSelect::Latest { before: None, since_micros, limit };
     assert!(ops::short_select(&page(ops::SHORT_LOAD_EVENTS)));
     assert!(!ops::short_select(&page(ops::SHORT_LOAD_EVENTS + 1)));
-    assert!(ops::short_select(&latest(20)));
-    assert!(!ops::short_select(&latest(1_000)));
+    assert!(!ops::short_select(&EventSelect::Page { after: None, since_micros: Some(1), limit: 1 }));
+    assert!(ops::short_select(&latest(20, None)));
+    assert!(ops::short_select(&latest(20, Some(1))), "backwards, the bound ends the index range");
+    assert!(!ops::short_select(&latest(1_000, None)));
     assert!(ops::short_select(&EventSelect::Id("e-1".to_owned())));
     assert!(!ops::short_select(&EventSelect::FirstOfInvocation("inv".to_owned())));
 }

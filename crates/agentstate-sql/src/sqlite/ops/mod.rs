@@ -482,13 +482,15 @@ fn snapshot<T>(conn: &Connection, f: impl FnOnce() -> Result<T>) -> Result<T> {
 }
 
 /// Whether `select` reads few enough events ([`SHORT_LOAD_EVENTS`]) to run on the caller's
-/// thread: a page of that many or fewer, or one event by its id. The first event of an
-/// invocation is not: it may scan the session's history.
+/// thread: a page of that many or fewer, or one event by its id. Not short: a page forwards
+/// with a lower time bound (its index range starts at the cursor, and the bound only filters:
+/// it may pass over most of the history), and the first event of an invocation (a scan of the
+/// session's events).
 pub(in crate::sqlite) fn short_select(select: &EventSelect) -> bool {
     match select {
+        EventSelect::Page { since_micros: Some(_), .. } | EventSelect::FirstOfInvocation(_) => false,
         EventSelect::Page { limit, .. } | EventSelect::Latest { limit, .. } => *limit <= SHORT_LOAD_EVENTS,
         EventSelect::Id(_) => true,
-        EventSelect::FirstOfInvocation(_) => false,
     }
 }
 
