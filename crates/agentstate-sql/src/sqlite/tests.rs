@@ -150,3 +150,27 @@ fn a_page_of_history_runs_here_when_it_is_short() {
     assert!(ops::short_select(&EventSelect::Id("e-1".to_owned())));
     assert!(!ops::short_select(&EventSelect::FirstOfInvocation("inv".to_owned())));
 }
+
+/// A page of a list runs on the caller's thread when it is short and unfiltered: a filter may
+/// pass over most of the app's sessions before it fills a page, and a list without a page size
+/// reads them all.
+#[test]
+fn a_short_page_of_sessions_runs_here_without_a_filter() {
+    let page = |limit| ListQuery {
+        app_name: "app".to_owned(),
+        user_id: Some("u".to_owned()),
+        after: None,
+        order: agentstate::store::ListOrder::UpdateTime,
+        descending: true,
+        filter: agentstate::store::SessionFilter::default(),
+        limit,
+        now_micros: 0,
+    };
+    assert!(ops::short_list(&page(Some(21))));
+    assert!(ops::short_list(&page(Some(ops::SHORT_LIST_SESSIONS))));
+    assert!(!ops::short_list(&page(Some(ops::SHORT_LIST_SESSIONS + 1))));
+    assert!(!ops::short_list(&page(None)));
+    let mut filtered = page(Some(21));
+    filtered.filter.display_name = Some("a chat".to_owned());
+    assert!(!ops::short_list(&filtered));
+}

@@ -11,6 +11,19 @@ use crate::codec::{parse_state, sqlite_text};
 use crate::list::ListStatements;
 use crate::sqlite::sqlite_error;
 
+/// Most sessions a page of a list runs on its caller's thread with: each costs its row, its
+/// state's parsing and the merge of the user's and app's state (a few microseconds for the
+/// states a sidebar shows), so such a page takes about what handing it to a blocking thread and
+/// back would add.
+pub(in crate::sqlite) const SHORT_LIST_SESSIONS: usize = 32;
+
+/// Whether `query` reads few enough sessions to run on the caller's thread: a page of at most
+/// [`SHORT_LIST_SESSIONS`] with no filter (a filter may pass over most of the app's sessions
+/// before it fills a page).
+pub(in crate::sqlite) fn short_list(query: &ListQuery) -> bool {
+    query.filter.is_empty() && query.limit.is_some_and(|n| n <= SHORT_LIST_SESSIONS)
+}
+
 pub(in crate::sqlite) fn list(conn: &Connection, query: &ListQuery) -> Result<Vec<Session>> {
     snapshot(conn, || {
         // From the start: before every stored time ('') or, newest first, after all of them ('~').

@@ -24,7 +24,9 @@ mod list;
 mod load;
 
 pub(in crate::sqlite) use commit::{commit, update_shared};
-pub(in crate::sqlite) use list::{count_sessions, list};
+#[cfg(test)]
+pub(in crate::sqlite) use list::SHORT_LIST_SESSIONS;
+pub(in crate::sqlite) use list::{count_sessions, list, short_list};
 pub(in crate::sqlite) use load::SHORT_LOAD_EVENTS;
 use load::query_events;
 pub(in crate::sqlite) use load::{get, short_load, whole_count};
