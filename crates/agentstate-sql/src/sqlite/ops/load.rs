@@ -77,10 +77,10 @@ pub(in crate::sqlite) fn get(conn: &Connection, key: &SessionKey, read: &Session
     })
 }
 
-/// Most events a load runs on its caller's thread with: reading and writing each takes about a
-/// microsecond, so such a load holds the thread for about as long as tokio's rule for work
-/// between awaits (up to 100 µs or so), and handing it to a blocking thread and back would cost
-/// 20 to 50 µs more.
+/// Most events a load, or a page of history ([`short_select`](super::short_select)), runs on its
+/// caller's thread with: reading and writing each takes about a microsecond, so such a read holds
+/// the thread for about as long as tokio's rule for work between awaits (up to 100 µs or so), and
+/// handing it to a blocking thread and back would cost 20 to 50 µs more.
 pub(in crate::sqlite) const SHORT_LOAD_EVENTS: usize = 128;
 
 /// Whether `read` reads few enough events ([`SHORT_LOAD_EVENTS`]) to run on the caller's thread:
